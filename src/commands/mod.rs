@@ -1,0 +1,29 @@
+//! One module per subcommand. Each takes its parsed arguments and returns
+//! an exit code or an error; `main` maps errors to exit codes.
+
+pub mod env;
+pub mod list;
+pub mod run;
+
+/// A mistake in what the user asked for (exit code 2), as opposed to a
+/// failure while doing it (exit code 1).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Builds a [`UsageError`] as an `anyhow::Error`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// The exit code for an error: 2 for usage errors, 1 otherwise.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    if e.chain().any(|c| {
+        c.downcast_ref::<UsageError>().is_some()
+            || c.downcast_ref::<crate::suites::NoMatch>().is_some()
+    }) {
+        2
+    } else {
+        1
+    }
+}

@@ -1,0 +1,150 @@
+//! `opcost run` (and bare `opcost`): select, measure, print, write.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::usage;
+use crate::cli::RunArgs;
+use crate::document::{RunDoc, RunInfo, SCHEMA, check_writable, new_run_id};
+use crate::harness::runner::{self, Event, RunOptions};
+use crate::harness::{Ctx, affinity, warnings};
+use crate::host::Host;
+use crate::report::table;
+use crate::suites;
+
+/// The private temp dir of the current run, removed by a second Ctrl-C.
+static TMP_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs the selected benchmarks; returns 0, or 130 when interrupted.
+pub fn execute(args: &RunArgs) -> anyhow::Result<i32> {
+    // Everything the user could have got wrong is checked before measuring.
+    if let Some(path) = &args.json {
+        check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
+    }
+    if let Some(dir) = &args.dir {
+        check_dir(dir)?;
+    }
+    if let Some(cpu) = args.cpu {
+        affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
+    }
+    let host = Arc::new(Host::detect());
+    let benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+
+    let tmp = tempfile::Builder::new()
+        .prefix("opcost-")
+        .tempdir()
+        .context("creating a temp dir")?;
+    let _ = TMP_DIR.set(tmp.path().to_path_buf());
+    let stop = Arc::new(AtomicBool::new(false));
+    install_ctrlc(stop.clone());
+
+    let opts = RunOptions {
+        profile: args.profile,
+        samples: args.samples.map(|n| n as usize),
+    };
+    let ctx = Ctx {
+        profile: args.profile,
+        host: host.clone(),
+        tmp: tmp.path().to_path_buf(),
+        dir: args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf()),
+        cpu: args.cpu,
+        stop: stop.clone(),
+    };
+
+    let total: Duration = benches.iter().map(|b| opts.budget_of(b.as_ref())).sum();
+    eprintln!(
+        "opcost: {} benchmarks, {} profile, about {:.0} s{}",
+        benches.len(),
+        args.profile.name(),
+        total.as_secs_f64().ceil(),
+        args.cpu
+            .map(|c| format!(", pinned to CPU {c}"))
+            .unwrap_or_default()
+    );
+    let bar = progress_bar(total);
+    let started_at = chrono::Utc::now();
+    let started = Instant::now();
+    let outcome = runner::run(benches, &ctx, &opts, &mut |ev| match ev {
+        Event::Started(ids) => bar.set_message(ids.join(" ")),
+        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
+    });
+    bar.finish_and_clear();
+    drop(tmp);
+
+    let mut doc = RunDoc {
+        schema: SCHEMA,
+        opcost_version: env!("CARGO_PKG_VERSION").to_string(),
+        run: RunInfo {
+            id: new_run_id(),
+            started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            duration_s: started.elapsed().as_secs_f64(),
+            profile: args.profile,
+            label: args.label.clone(),
+            cpu: args.cpu,
+            interrupted: outcome.interrupted,
+        },
+        host: (*host).clone(),
+        findings: suites::findings(&outcome.measurements),
+        results: outcome.measurements,
+        skipped: outcome.skipped,
+        warnings: warnings::host_warnings(&host)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+    };
+    doc.findings.retain(|f| f.value.is_finite());
+    print!("{}", table::render(&doc));
+    if let Some(path) = &args.json {
+        doc.write_json(path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(if outcome.interrupted { 130 } else { 0 })
+}
+
+/// Refuses a `--dir` that is missing, not a directory or not writable.
+fn check_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    if !dir.exists() {
+        return Err(usage(format!(
+            "--dir {}: no such directory; create it first",
+            dir.display()
+        )));
+    }
+    if !dir.is_dir() {
+        return Err(usage(format!("--dir {}: not a directory", dir.display())));
+    }
+    tempfile::tempfile_in(dir).map(drop).map_err(|e| {
+        usage(format!(
+            "--dir {}: not writable ({e}); choose a directory you can write to",
+            dir.display()
+        ))
+    })
+}
+
+/// First Ctrl-C: finish the current sample, then print and write what is
+/// done. Second Ctrl-C: remove the temp dir and exit at once.
+fn install_ctrlc(stop: Arc<AtomicBool>) {
+    let _ = ctrlc::set_handler(move || {
+        if stop.swap(true, Ordering::SeqCst) {
+            if let Some(dir) = TMP_DIR.get() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            std::process::exit(130);
+        }
+        eprintln!("\nopcost: stopping after the current sample (Ctrl-C again to abort)");
+    });
+}
+
+fn progress_bar(total: Duration) -> ProgressBar {
+    let bar =
+        ProgressBar::with_draw_target(Some(total.as_millis() as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {percent:>3}% ETA {eta} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}

@@ -1,0 +1,374 @@
+//! The measuring engine. It knows nothing of any suite: a suite hands it
+//! [`Bench`]es, it hands back [`Measurement`]s.
+//!
+//! Why it is shaped this way: the same method (calibrated batches, warm-up,
+//! overhead subtraction, robust statistics, interleaving of alternatives)
+//! must apply to every benchmark, so a benchmark only says how to set
+//! itself up ([`Bench::prepare`]) and how to time `ops` operations
+//! ([`Timed::run`]); everything that makes the number trustworthy lives here.
+
+pub mod affinity;
+pub mod runner;
+pub mod stats;
+pub mod timer;
+pub mod warnings;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::Host;
+
+pub use runner::{RunOptions, RunOutcome, Skipped};
+pub use stats::Summary;
+
+/// Named parameters of a benchmark (the sweep point: size, placement...).
+pub type Params = BTreeMap<String, serde_json::Value>;
+
+/// How much effort a run spends per benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// A whole-machine profile in well under a minute.
+    Quick,
+    /// The everyday setting: a few seconds per benchmark at most.
+    Default,
+    /// More samples and longer batches, for numbers to publish.
+    Thorough,
+}
+
+impl Profile {
+    /// The name used on the command line and in documents.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Quick => "quick",
+            Profile::Default => "default",
+            Profile::Thorough => "thorough",
+        }
+    }
+
+    /// Target duration of one timed batch; calibration grows `ops` to reach it.
+    pub fn sample_target(self) -> Duration {
+        match self {
+            Profile::Quick => Duration::from_millis(1),
+            Profile::Default => Duration::from_millis(5),
+            Profile::Thorough => Duration::from_millis(20),
+        }
+    }
+
+    /// Number of counted samples wanted per benchmark.
+    pub fn samples(self) -> usize {
+        match self {
+            Profile::Quick => 15,
+            Profile::Default => 40,
+            Profile::Thorough => 100,
+        }
+    }
+
+    /// Time spent running untimed batches before the first counted sample.
+    pub fn warmup(self) -> Duration {
+        match self {
+            Profile::Quick => Duration::from_millis(10),
+            Profile::Default => Duration::from_millis(50),
+            Profile::Thorough => Duration::from_millis(200),
+        }
+    }
+
+    /// Time budget of a benchmark that does not declare its own.
+    pub fn default_budget(self) -> Duration {
+        match self {
+            Profile::Quick => Duration::from_millis(120),
+            Profile::Default => Duration::from_millis(800),
+            Profile::Thorough => Duration::from_secs(4),
+        }
+    }
+}
+
+/// What a benchmark's per-operation value means, and so its base unit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Unit {
+    /// Time per operation, reported in ns/op (lower is better).
+    Latency,
+    /// Bytes moved per second, `bytes_per_op` bytes per operation (higher is better).
+    Throughput {
+        /// Bytes moved by one operation.
+        bytes_per_op: f64,
+    },
+    /// Operations per second (higher is better).
+    Rate,
+}
+
+impl Unit {
+    /// The base unit's label as written in documents: `ns/op`, `B/s` or `ops/s`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Latency => "ns/op",
+            Unit::Throughput { .. } => "B/s",
+            Unit::Rate => "ops/s",
+        }
+    }
+
+    /// Converts a time per operation (ns) into this unit's base value.
+    pub fn from_ns_per_op(self, ns: f64) -> f64 {
+        match self {
+            Unit::Latency => ns,
+            Unit::Throughput { bytes_per_op } => bytes_per_op * 1e9 / ns,
+            Unit::Rate => 1e9 / ns,
+        }
+    }
+
+    /// True when a larger value means a faster machine.
+    pub fn higher_is_better(self) -> bool {
+        !matches!(self, Unit::Latency)
+    }
+}
+
+/// Whether the harness subtracts loop overhead from a benchmark's samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overhead {
+    /// Nothing is subtracted (the operation dwarfs the loop).
+    None,
+    /// The per-op cost of an empty counted loop is measured the same way and subtracted.
+    EmptyLoop,
+}
+
+/// Everything a benchmark may use while it sets itself up.
+#[derive(Clone)]
+pub struct Ctx {
+    /// The effort level of this run.
+    pub profile: Profile,
+    /// The machine description, detected once per run.
+    pub host: Arc<Host>,
+    /// A private temp directory for this run, removed when the run ends.
+    pub tmp: PathBuf,
+    /// Where file benchmarks write (`--dir`); `tmp` when not given.
+    pub dir: PathBuf,
+    /// The CPU the run is pinned to (`--cpu`), if any.
+    pub cpu: Option<usize>,
+    /// Set when the user asked to stop (Ctrl-C); long set-ups should check it.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Ctx {
+    /// True once the user asked the run to stop.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a benchmark did not produce a measurement.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The machine or kernel lacks what the benchmark needs; not a failure of the run.
+    #[error("skipped: {0}")]
+    Skip(String),
+    /// Set-up went wrong; reported as a failure of this benchmark only.
+    #[error(transparent)]
+    Fail(#[from] anyhow::Error),
+}
+
+impl From<std::io::Error> for PrepareError {
+    fn from(e: std::io::Error) -> Self {
+        PrepareError::Fail(e.into())
+    }
+}
+
+impl From<nix::Error> for PrepareError {
+    fn from(e: nix::Error) -> Self {
+        PrepareError::Fail(e.into())
+    }
+}
+
+/// One benchmark: a description and a way to set itself up.
+pub trait Bench: Send {
+    /// Dotted id `area.subject.variant`, with `/param` for a sweep point.
+    fn id(&self) -> &str;
+    /// One line shown by `opcost list`.
+    fn summary(&self) -> &str;
+    /// The unit of the result.
+    fn unit(&self) -> Unit;
+    /// The sweep point or variant as named values (recorded with the result).
+    fn params(&self) -> Params {
+        Params::new()
+    }
+    /// Whether loop overhead is subtracted from the samples.
+    fn overhead(&self) -> Overhead {
+        Overhead::None
+    }
+    /// The time this benchmark may spend at `profile` (calibration and warm-up included).
+    fn budget(&self, profile: Profile) -> Duration {
+        profile.default_budget()
+    }
+    /// Benchmarks with the same key, selected together, have their samples
+    /// interleaved (A B A B) so that drift cannot fake a difference.
+    fn interleave(&self) -> Option<&str> {
+        None
+    }
+    /// Sets up (untimed) and returns the thing to time.
+    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError>;
+}
+
+/// A prepared benchmark. Dropping it cleans up: children, temp files, memory.
+pub trait Timed {
+    /// Performs `ops` operations and returns the time of that critical section only.
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration>;
+    /// The most operations one batch may hold (a file size, a buffer), if limited.
+    fn max_ops(&self) -> Option<u64> {
+        None
+    }
+    /// Per-operation timings (ns) recorded since the last call, for benchmarks
+    /// that time each operation (round trips, fsyncs); used for p99 and bimodality.
+    fn take_op_times(&mut self) -> Vec<f64> {
+        Vec::new()
+    }
+    /// Caveats about this result, known after set-up (a fallback path, a cap).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Facts about where or how it was measured (a device, a placement), kept with the result.
+    fn details(&self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+/// Statistics of per-operation timings, for benchmarks that time each operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    /// Number of timed operations.
+    pub count: usize,
+    /// Median per-operation time (ns).
+    pub p50: f64,
+    /// 90th percentile (ns).
+    pub p90: f64,
+    /// 99th percentile (ns).
+    pub p99: f64,
+    /// Largest (ns).
+    pub max: f64,
+    /// True when the distribution has two well-separated modes.
+    pub bimodal: bool,
+}
+
+/// Counts of samples outside Tukey's fences.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outliers {
+    /// Below Q1 - 3 IQR.
+    pub low_severe: usize,
+    /// Between Q1 - 3 IQR and Q1 - 1.5 IQR.
+    pub low_mild: usize,
+    /// Between Q3 + 1.5 IQR and Q3 + 3 IQR.
+    pub high_mild: usize,
+    /// Above Q3 + 3 IQR.
+    pub high_severe: usize,
+}
+
+/// The result of one benchmark, in base units (see [`Unit::label`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The benchmark id.
+    pub id: String,
+    /// The first segment of the id.
+    pub area: String,
+    /// Base unit label: `ns/op`, `B/s` or `ops/s`.
+    pub unit: String,
+    /// Bytes per operation for throughputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_op: Option<f64>,
+    /// The sweep point or variant.
+    #[serde(default)]
+    pub params: Params,
+    /// Median of the samples.
+    pub median: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// 5th percentile.
+    pub p5: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// Median absolute deviation (unscaled).
+    pub mad: f64,
+    /// Lower bound of the 95% confidence interval of the median.
+    pub ci_low: f64,
+    /// Upper bound of the 95% confidence interval of the median.
+    pub ci_high: f64,
+    /// Coefficient of variation (standard deviation / mean).
+    pub cv: f64,
+    /// Tukey outlier counts.
+    pub outliers: Outliers,
+    /// Operations in each timed batch.
+    pub ops_per_sample: u64,
+    /// Loop overhead subtracted from each sample, ns/op (absent when none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<f64>,
+    /// True when the CI half-width exceeds the noise threshold.
+    pub noisy: bool,
+    /// Human-readable caveats.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Per-operation timing statistics, when the benchmark times each op.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_op: Option<OpStats>,
+    /// Where or how it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+    /// The samples, in the base unit.
+    pub samples: Vec<f64>,
+}
+
+impl Measurement {
+    /// The value of a named parameter as text, if present.
+    pub fn param(&self, name: &str) -> Option<String> {
+        self.params.get(name).map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+
+    /// The median converted back to nanoseconds per operation, whatever the unit.
+    pub fn ns_per_op(&self) -> f64 {
+        match self.unit.as_str() {
+            "B/s" => self.bytes_per_op.unwrap_or(1.0) * 1e9 / self.median,
+            "ops/s" => 1e9 / self.median,
+            _ => self.median,
+        }
+    }
+
+    /// True when a larger value is better (throughputs, rates).
+    pub fn higher_is_better(&self) -> bool {
+        self.unit != "ns/op"
+    }
+
+    /// Half-width of the CI relative to the median, as a fraction.
+    pub fn ci_rel(&self) -> f64 {
+        if self.median == 0.0 {
+            return 0.0;
+        }
+        ((self.ci_high - self.ci_low) / 2.0 / self.median).abs()
+    }
+}
+
+/// A conclusion derived from several measurements, e.g. a ratio.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The area it belongs to.
+    pub area: String,
+    /// The sentence shown to the user.
+    pub text: String,
+    /// The number it states.
+    pub value: f64,
+    /// The unit of `value` (`x` for a ratio, `ns/op`, `B/s`, `B`...).
+    pub unit: String,
+}
+
+/// The area of an id: its first dotted segment.
+pub fn area_of(id: &str) -> &str {
+    id.split(['.', '/']).next().unwrap_or(id)
+}

@@ -1,0 +1,322 @@
+//! Robust statistics of a set of samples.
+//!
+//! Timings on a shared machine have long right tails (an interrupt, a
+//! migration, a neighbour's burst), so the centre is the median, the spread
+//! is the MAD and the quantiles, and the uncertainty is a distribution-free
+//! confidence interval of the median (order statistics of the binomial),
+//! which assumes nothing about the shape of the distribution.
+
+use super::Outliers;
+
+/// Descriptive statistics of one set of samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Median.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (n - 1).
+    pub stddev: f64,
+    /// 5th percentile.
+    pub p5: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// Median absolute deviation from the median (unscaled).
+    pub mad: f64,
+    /// Lower bound of the 95% CI of the median.
+    pub ci_low: f64,
+    /// Upper bound of the 95% CI of the median.
+    pub ci_high: f64,
+    /// Coefficient of variation (stddev / mean; 0 when the mean is 0).
+    pub cv: f64,
+    /// Tukey outlier counts.
+    pub outliers: Outliers,
+}
+
+impl Summary {
+    /// Computes the statistics; `None` for an empty or non-finite input.
+    pub fn of(samples: &[f64]) -> Option<Summary> {
+        if samples.is_empty() || samples.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        let mut s = samples.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = quantile_sorted(&s, 0.5);
+        let mean = s.iter().sum::<f64>() / n as f64;
+        let stddev = if n > 1 {
+            (s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let mut dev: Vec<f64> = s.iter().map(|x| (x - median).abs()).collect();
+        dev.sort_by(f64::total_cmp);
+        let (ci_low, ci_high) = median_ci_sorted(&s);
+        Some(Summary {
+            n,
+            median,
+            min: s[0],
+            max: s[n - 1],
+            mean,
+            stddev,
+            p5: quantile_sorted(&s, 0.05),
+            p95: quantile_sorted(&s, 0.95),
+            mad: quantile_sorted(&dev, 0.5),
+            ci_low,
+            ci_high,
+            cv: if mean != 0.0 {
+                stddev / mean.abs()
+            } else {
+                0.0
+            },
+            outliers: tukey_sorted(&s),
+        })
+    }
+
+    /// Half-width of the CI relative to the median (0.05 = ±5%).
+    pub fn ci_rel(&self) -> f64 {
+        if self.median == 0.0 {
+            0.0
+        } else {
+            ((self.ci_high - self.ci_low) / 2.0 / self.median).abs()
+        }
+    }
+}
+
+/// Quantile `q` (0..=1) of sorted data, linear interpolation between order
+/// statistics (the "type 7" definition used by R and NumPy by default).
+pub fn quantile_sorted(s: &[f64], q: f64) -> f64 {
+    assert!(!s.is_empty(), "quantile of no data");
+    let q = q.clamp(0.0, 1.0);
+    let h = (s.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    s[lo] + (h - lo as f64) * (s[hi] - s[lo])
+}
+
+/// Quantile `q` of unsorted data (sorts a copy); `None` when empty.
+pub fn quantile(data: &[f64], q: f64) -> Option<f64> {
+    if data.is_empty() {
+        return None;
+    }
+    let mut s = data.to_vec();
+    s.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&s, q))
+}
+
+/// Median of unsorted data; `None` when empty.
+pub fn median(data: &[f64]) -> Option<f64> {
+    quantile(data, 0.5)
+}
+
+/// Distribution-free 95% confidence interval of the median from sorted data.
+///
+/// The number of samples below the true median is Binomial(n, 1/2); the
+/// interval is [x(j), x(k)] with the widest j such that P(B < j) <= 2.5%,
+/// k = n + 1 - j (1-based ranks). Exact for n <= 1000, normal approximation
+/// beyond. With fewer than 6 samples no interval reaches 95%, and the range
+/// of the data is returned.
+pub fn median_ci_sorted(s: &[f64]) -> (f64, f64) {
+    let n = s.len();
+    if n < 6 {
+        return (s[0], s[n - 1]);
+    }
+    let j = if n <= 1000 {
+        // Largest j (1-based) with P(B <= j - 1) <= 0.025.
+        let mut cdf = 0.0;
+        let mut pmf = 0.5f64.powi(n as i32);
+        let mut j = 0usize;
+        for i in 0..n {
+            if cdf + pmf > 0.025 {
+                break;
+            }
+            cdf += pmf;
+            j = i + 1;
+            pmf *= (n - i) as f64 / (i + 1) as f64;
+        }
+        j.max(1)
+    } else {
+        let nf = n as f64;
+        ((nf / 2.0 - 1.96 * nf.sqrt() / 2.0).floor() as usize).max(1)
+    };
+    let k = n + 1 - j;
+    (s[j - 1], s[k - 1])
+}
+
+/// Tukey's fences on sorted data: mild beyond 1.5 IQR, severe beyond 3 IQR.
+pub fn tukey_sorted(s: &[f64]) -> Outliers {
+    let q1 = quantile_sorted(s, 0.25);
+    let q3 = quantile_sorted(s, 0.75);
+    let iqr = q3 - q1;
+    let mut o = Outliers::default();
+    for &x in s {
+        if x < q1 - 3.0 * iqr {
+            o.low_severe += 1;
+        } else if x < q1 - 1.5 * iqr {
+            o.low_mild += 1;
+        } else if x > q3 + 3.0 * iqr {
+            o.high_severe += 1;
+        } else if x > q3 + 1.5 * iqr {
+            o.high_mild += 1;
+        }
+    }
+    o
+}
+
+/// True when the data has two well-separated modes, each holding at least
+/// 10% of the values, the upper at least twice the lower with an empty gap
+/// between them (as cross-CPU vs same-CPU wake-ups produce).
+///
+/// Method: sort, look at the largest ratio between neighbours in log space
+/// among splits that leave >= 10% on each side; bimodal when that jump is
+/// >= 2x and larger than the spread inside each side.
+pub fn is_bimodal(data: &[f64]) -> bool {
+    let mut s: Vec<f64> = data.iter().copied().filter(|x| *x > 0.0).collect();
+    if s.len() < 20 {
+        return false;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    let lo_min = n / 10;
+    let mut best = (1.0f64, 0usize);
+    for i in lo_min.max(1)..=(n - lo_min.max(1)) {
+        if i == 0 || i >= n {
+            continue;
+        }
+        let r = s[i] / s[i - 1];
+        if r > best.0 {
+            best = (r, i);
+        }
+    }
+    let (ratio, split) = best;
+    if ratio < 2.0 {
+        return false;
+    }
+    // Each cluster must be tight compared with the gap: its p10..p90 span
+    // smaller than the jump between clusters.
+    let lower = &s[..split];
+    let upper = &s[split..];
+    let spread = |c: &[f64]| quantile_sorted(c, 0.9) / quantile_sorted(c, 0.1);
+    spread(lower) < ratio * 4.0 && spread(upper) < ratio * 4.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn quantiles_interpolate_like_numpy() {
+        let d: Vec<f64> = (1..=10).map(f64::from).collect();
+        // numpy.percentile([1..10], 5) = 1.45, 95 -> 9.55, 25 -> 3.25
+        assert!(close(quantile(&d, 0.05).unwrap(), 1.45));
+        assert!(close(quantile(&d, 0.95).unwrap(), 9.55));
+        assert!(close(quantile(&d, 0.25).unwrap(), 3.25));
+        assert!(close(quantile(&d, 0.0).unwrap(), 1.0));
+        assert!(close(quantile(&d, 1.0).unwrap(), 10.0));
+    }
+
+    #[test]
+    fn summary_of_known_samples() {
+        let d = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        let s = Summary::of(&d).unwrap();
+        assert_eq!(s.n, 8);
+        assert!(close(s.mean, 5.0));
+        assert!(close(s.median, 4.5));
+        assert_eq!(s.min, 2.0);
+        assert_eq!(s.max, 9.0);
+        // sample stddev: sqrt(32/7)
+        assert!(close(s.stddev, (32.0f64 / 7.0).sqrt()));
+        // |x - 4.5| = 2.5 .5 .5 .5 .5 .5 2.5 4.5 -> median 0.5
+        assert!(close(s.mad, 0.5));
+        assert!(close(s.cv, s.stddev / 5.0));
+    }
+
+    #[test]
+    fn summary_rejects_empty_and_non_finite() {
+        assert!(Summary::of(&[]).is_none());
+        assert!(Summary::of(&[1.0, f64::NAN]).is_none());
+        assert!(Summary::of(&[1.0, f64::INFINITY]).is_none());
+    }
+
+    #[test]
+    fn median_ci_matches_binomial_tables() {
+        // For n = 10 the 95% CI of the median is [x(2), x(9)] (coverage 97.9%).
+        let d: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(median_ci_sorted(&d), (2.0, 9.0));
+        // n = 20: [x(6), x(15)].
+        let d: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(median_ci_sorted(&d), (6.0, 15.0));
+        // n = 100: [x(40), x(61)].
+        let d: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(median_ci_sorted(&d), (40.0, 61.0));
+        // Too few samples: the range.
+        assert_eq!(median_ci_sorted(&[1.0, 2.0, 3.0]), (1.0, 3.0));
+    }
+
+    #[test]
+    fn median_ci_large_n_uses_normal_approximation_and_contains_median() {
+        let d: Vec<f64> = (1..=5000).map(f64::from).collect();
+        let (lo, hi) = median_ci_sorted(&d);
+        assert!(lo < 2500.5 && hi > 2500.5);
+        // half-width ~ 1.96 * sqrt(n) / 2 ~ 69 ranks
+        assert!((hi - lo) > 120.0 && (hi - lo) < 160.0, "{lo}..{hi}");
+    }
+
+    #[test]
+    fn ci_of_identical_samples_is_a_point() {
+        let s = Summary::of(&[7.0; 30]).unwrap();
+        assert_eq!((s.ci_low, s.median, s.ci_high), (7.0, 7.0, 7.0));
+        assert_eq!(s.ci_rel(), 0.0);
+        assert_eq!(s.outliers, Outliers::default());
+    }
+
+    #[test]
+    fn tukey_counts_mild_and_severe() {
+        // q1 = 3.25, q3 = 7.75 (type 7 on 1..=10 plus outliers changes them), so build explicitly.
+        let mut d: Vec<f64> = (1..=20).map(f64::from).collect(); // q1 5.75, q3 15.25, iqr 9.5
+        d.push(35.0); // > q3 + 1.5 iqr (29.5)... recomputed below
+        d.push(100.0); // far beyond 3 iqr
+        d.push(-60.0); // far below
+        d.sort_by(f64::total_cmp);
+        let q1 = quantile_sorted(&d, 0.25);
+        let q3 = quantile_sorted(&d, 0.75);
+        let iqr = q3 - q1;
+        assert!(35.0 > q3 + 1.5 * iqr && 35.0 < q3 + 3.0 * iqr, "{q1} {q3}");
+        let o = tukey_sorted(&d);
+        assert_eq!(o.high_mild, 1);
+        assert_eq!(o.high_severe, 1);
+        assert_eq!(o.low_severe, 1);
+        assert_eq!(o.low_mild, 0);
+    }
+
+    #[test]
+    fn bimodal_detects_two_clusters_and_not_one() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let one: Vec<f64> = (0..200).map(|_| 1000.0 + rng.f64() * 200.0).collect();
+        assert!(!is_bimodal(&one));
+        let mut two = one.clone();
+        two.extend((0..100).map(|_| 30_000.0 + rng.f64() * 5000.0));
+        assert!(is_bimodal(&two));
+        // A long tail of a few stragglers is not a second mode.
+        let mut tail = one.clone();
+        tail.extend([20_000.0, 40_000.0, 90_000.0]);
+        assert!(!is_bimodal(&tail));
+    }
+}

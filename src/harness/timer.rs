@@ -1,0 +1,125 @@
+//! The clock and the calibration of the batch size.
+//!
+//! Timing a single cheap operation is meaningless (the clock read costs
+//! more than a function call), so every sample times a batch of `ops`
+//! operations, and calibration grows `ops` until one batch takes at least
+//! the profile's sample target: the two clock reads are then a negligible
+//! part of it.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use super::Timed;
+
+/// A batch never holds more operations than this, whatever calibration says.
+pub const MAX_OPS: u64 = 1 << 34;
+
+/// Finds the number of operations whose batch takes at least `target`.
+///
+/// Returns `(ops, time of the last batch)`. Gives up growing at the
+/// benchmark's `max_ops`, at [`MAX_OPS`], or when calibration itself has
+/// used `limit` (a slow operation then runs one op per batch).
+pub fn calibrate(
+    t: &mut dyn Timed,
+    target: Duration,
+    limit: Duration,
+) -> anyhow::Result<(u64, Duration)> {
+    let cap = t.max_ops().unwrap_or(MAX_OPS).clamp(1, MAX_OPS);
+    let started = Instant::now();
+    let mut ops = 1u64;
+    loop {
+        let took = t.run(ops)?;
+        if took >= target || ops >= cap || started.elapsed() >= limit {
+            return Ok((ops, took));
+        }
+        let next = if took.as_nanos() == 0 {
+            ops.saturating_mul(10)
+        } else {
+            // Aim 20% past the target, but never grow more than 10x per step
+            // so that a first batch disturbed by a cold cache cannot explode it.
+            let want = (ops as f64 * target.as_secs_f64() * 1.2 / took.as_secs_f64()).ceil();
+            (want as u64).clamp(ops + 1, ops.saturating_mul(10))
+        };
+        ops = next.min(cap);
+    }
+}
+
+/// The empty twin of a benchmark loop: the counted loop with no work in it.
+#[derive(Default)]
+pub struct EmptyLoop;
+
+impl Timed for EmptyLoop {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let start = Instant::now();
+        for i in 0..ops {
+            black_box(i);
+        }
+        Ok(start.elapsed())
+    }
+}
+
+/// Runs `f` `ops` times, timing only the loop: the common shape of a cheap benchmark.
+#[inline(always)]
+pub fn time_loop<F: FnMut()>(ops: u64, mut f: F) -> Duration {
+    let start = Instant::now();
+    for _ in 0..ops {
+        f();
+    }
+    start.elapsed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake operation that costs `ns` of simulated time per op.
+    struct Fake {
+        ns: u64,
+        max: Option<u64>,
+    }
+    impl Timed for Fake {
+        fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+            Ok(Duration::from_nanos(ops * self.ns))
+        }
+        fn max_ops(&self) -> Option<u64> {
+            self.max
+        }
+    }
+
+    #[test]
+    fn calibration_reaches_the_target() {
+        let mut f = Fake { ns: 7, max: None };
+        let (ops, took) =
+            calibrate(&mut f, Duration::from_millis(5), Duration::from_secs(5)).unwrap();
+        assert!(took >= Duration::from_millis(5));
+        // not absurdly past it either
+        assert!(took <= Duration::from_millis(60), "{took:?} with {ops} ops");
+    }
+
+    #[test]
+    fn calibration_respects_max_ops() {
+        let mut f = Fake {
+            ns: 1,
+            max: Some(1000),
+        };
+        let (ops, _) = calibrate(&mut f, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+        assert_eq!(ops, 1000);
+    }
+
+    #[test]
+    fn slow_operation_runs_one_per_batch() {
+        let mut f = Fake {
+            ns: 50_000_000,
+            max: None,
+        };
+        let (ops, _) = calibrate(&mut f, Duration::from_millis(5), Duration::from_secs(5)).unwrap();
+        assert_eq!(ops, 1);
+    }
+
+    #[test]
+    fn empty_loop_scales_with_ops() {
+        let mut e = EmptyLoop;
+        assert!(e.run(0).unwrap() < Duration::from_millis(50));
+        assert!(e.run(1_000_000).unwrap() > Duration::ZERO);
+    }
+}

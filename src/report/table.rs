@@ -1,0 +1,128 @@
+//! The terminal table of a run: grouped by area, human units, the CI of the
+//! median as ±%, noisy results marked, warnings as numbered notes and the
+//! findings under each group.
+
+use std::fmt::Write;
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+
+use super::units::human;
+use crate::document::RunDoc;
+
+/// The mark shown beside a noisy result.
+pub const NOISY_MARK: &str = "~";
+
+/// Renders a run document as text for the terminal.
+pub fn render(doc: &RunDoc) -> String {
+    let mut out = String::new();
+    let label = doc
+        .run
+        .label
+        .as_deref()
+        .map(|l| format!(", label {l}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "opcost run {} on {} ({} profile{label}){}",
+        doc.run.id,
+        doc.host.hostname,
+        doc.run.profile.name(),
+        if doc.run.interrupted {
+            " — interrupted"
+        } else {
+            ""
+        }
+    );
+    for w in &doc.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for area in doc.areas() {
+        let _ = writeln!(out);
+        out.push_str(&render_area(doc, &area));
+    }
+    let skipped: Vec<_> = doc.skipped.iter().filter(|s| !s.failed).collect();
+    let failed: Vec<_> = doc.skipped.iter().filter(|s| s.failed).collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "\nskipped:");
+        for s in skipped {
+            let _ = writeln!(out, "  {}: {}", s.id, s.reason);
+        }
+    }
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\nfailed:");
+        for s in failed {
+            let _ = writeln!(out, "  {}: {}", s.id, s.reason);
+        }
+    }
+    let noisy = doc.results.iter().filter(|m| m.noisy).count();
+    let _ = writeln!(
+        out,
+        "\n{} results in {:.1} s; median ± half-width of its 95% CI; {NOISY_MARK} = noisy (CI wider than ±5%): {noisy}",
+        doc.results.len(),
+        doc.run.duration_s
+    );
+    out
+}
+
+/// Renders one area: its table, numbered warnings, then its findings.
+pub fn render_area(doc: &RunDoc, area: &str) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec!["benchmark", "median", "±CI", "p5 … p95", "note"]);
+    for i in 1..=3 {
+        if let Some(c) = table.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut notes: Vec<String> = Vec::new();
+    for m in doc.area(area) {
+        let mut note = String::new();
+        if m.noisy {
+            note.push_str(NOISY_MARK);
+        }
+        for w in &m.warnings {
+            if w.starts_with("noisy") {
+                continue; // the mark says it
+            }
+            let n = match notes.iter().position(|x| x == w) {
+                Some(i) => i + 1,
+                None => {
+                    notes.push(w.clone());
+                    notes.len()
+                }
+            };
+            let _ = write!(note, "[{n}]");
+        }
+        let (lo, hi) = if m.higher_is_better() {
+            (m.p95, m.p5)
+        } else {
+            (m.p5, m.p95)
+        };
+        table.add_row(vec![
+            Cell::new(&m.id),
+            Cell::new(human(m.median, &m.unit)),
+            Cell::new(format!("±{:.1}%", m.ci_rel() * 100.0)),
+            Cell::new(format!(
+                "{} … {}",
+                human(lo.min(hi), &m.unit),
+                human(lo.max(hi), &m.unit)
+            )),
+            Cell::new(note),
+        ]);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{area}");
+    if doc.area(area).next().is_some() {
+        let _ = writeln!(out, "{table}");
+    }
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(out, "  [{}] {n}", i + 1);
+    }
+    for f in doc.findings.iter().filter(|f| f.area == area) {
+        let _ = writeln!(out, "  » {}", f.text);
+    }
+    out
+}

@@ -1,0 +1,379 @@
+//! The registry of benchmarks and their selection by pattern.
+//!
+//! A suite is a list of benchmarks (which may depend on the machine: sweep
+//! points follow its cache sizes and memory) and a function that derives
+//! findings from whatever of its measurements a run produced. Suites never
+//! print; they only describe work and read results.
+
+pub mod syscall;
+
+use std::time::Duration;
+
+use crate::harness::{
+    Bench, Ctx, Finding, Measurement, Overhead, Params, PrepareError, Profile, Timed, Unit,
+};
+use crate::host::Host;
+
+/// A group of benchmarks of one area, with the findings derived from them.
+pub struct Suite {
+    /// The area name, the first segment of every id in it.
+    pub name: &'static str,
+    /// One line describing the suite.
+    pub summary: &'static str,
+    /// The suite's benchmarks on this machine.
+    pub benches: fn(&Host) -> Vec<Box<dyn Bench>>,
+    /// Findings from the measurements of a run (any subset may be present).
+    pub findings: fn(&[Measurement]) -> Vec<Finding>,
+}
+
+/// Every registered suite, in run order.
+pub fn suites() -> Vec<Suite> {
+    vec![syscall::suite()]
+}
+
+/// Every benchmark of every suite, in run order.
+pub fn all_benches(host: &Host) -> Vec<Box<dyn Bench>> {
+    suites().iter().flat_map(|s| (s.benches)(host)).collect()
+}
+
+/// All findings the suites derive from `ms`.
+pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    suites().iter().flat_map(|s| (s.findings)(ms)).collect()
+}
+
+/// A pattern that selected nothing, with the closest ids.
+#[derive(Debug, thiserror::Error)]
+#[error("no benchmark matches '{pattern}'{}", nearest_text(.nearest))]
+pub struct NoMatch {
+    /// The pattern as given.
+    pub pattern: String,
+    /// The closest ids, best first.
+    pub nearest: Vec<String>,
+}
+
+fn nearest_text(nearest: &[String]) -> String {
+    if nearest.is_empty() {
+        "; `opcost list` shows every id".to_string()
+    } else {
+        format!(
+            "; did you mean: {}? (`opcost list` shows every id)",
+            nearest.join(", ")
+        )
+    }
+}
+
+/// True when `pattern` selects `id`: a glob (`*`, `?`) matching the whole
+/// id, or a plain prefix (`syscall`, `syscall.io`).
+pub fn matches(pattern: &str, id: &str) -> bool {
+    if pattern.contains(['*', '?']) {
+        glob_match(pattern.as_bytes(), id.as_bytes())
+    } else {
+        id.starts_with(pattern)
+    }
+}
+
+/// Wildcard match: `*` any run of characters, `?` one character.
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// Keeps the benchmarks any pattern selects, in registry order; every
+/// pattern must select something. No patterns selects everything.
+pub fn select(
+    benches: Vec<Box<dyn Bench>>,
+    patterns: &[String],
+) -> Result<Vec<Box<dyn Bench>>, NoMatch> {
+    if patterns.is_empty() {
+        return Ok(benches);
+    }
+    for p in patterns {
+        if !benches.iter().any(|b| matches(p, b.id())) {
+            return Err(NoMatch {
+                pattern: p.clone(),
+                nearest: nearest(p, benches.iter().map(|b| b.id())),
+            });
+        }
+    }
+    Ok(benches
+        .into_iter()
+        .filter(|b| patterns.iter().any(|p| matches(p, b.id())))
+        .collect())
+}
+
+/// Up to five ids (or id prefixes) closest to `pattern` by edit distance.
+pub fn nearest<'a>(pattern: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut cands: Vec<String> = Vec::new();
+    for id in ids {
+        // Offer every dotted prefix too, so `sycall` suggests `syscall`.
+        let mut acc = String::new();
+        for (i, part) in id.split('.').enumerate() {
+            if i > 0 {
+                acc.push('.');
+            }
+            acc.push_str(part);
+            if !cands.contains(&acc) {
+                cands.push(acc.clone());
+            }
+        }
+    }
+    let bare = pattern.trim_matches(['*', '?']);
+    let mut scored: Vec<(usize, String)> = cands
+        .into_iter()
+        .map(|c| (strsim::levenshtein(bare, &c), c))
+        .collect();
+    scored.sort();
+    let limit = (bare.len() / 2).max(3);
+    scored
+        .into_iter()
+        .filter(|(d, _)| *d <= limit)
+        .take(5)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// The prepare step of a [`FnBench`].
+pub type PrepareFn = Box<dyn Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync>;
+
+/// A benchmark made of plain data and a prepare closure: the common case.
+pub struct FnBench {
+    id: String,
+    summary: String,
+    unit: Unit,
+    params: Params,
+    overhead: Overhead,
+    interleave: Option<String>,
+    budget_scale: f64,
+    prepare: PrepareFn,
+}
+
+impl FnBench {
+    /// A benchmark with the given id, summary, unit and set-up.
+    pub fn new(
+        id: impl Into<String>,
+        summary: impl Into<String>,
+        unit: Unit,
+        prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
+    ) -> FnBench {
+        FnBench {
+            id: id.into(),
+            summary: summary.into(),
+            unit,
+            params: Params::new(),
+            overhead: Overhead::None,
+            interleave: None,
+            budget_scale: 1.0,
+            prepare: Box::new(prepare),
+        }
+    }
+
+    /// Adds a named parameter.
+    pub fn param(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.params.insert(name.to_string(), value.into());
+        self
+    }
+
+    /// Subtracts the empty-loop overhead.
+    pub fn subtract_loop(mut self) -> Self {
+        self.overhead = Overhead::EmptyLoop;
+        self
+    }
+
+    /// Interleaves samples with the other benchmarks of the same key.
+    pub fn interleave(mut self, key: impl Into<String>) -> Self {
+        self.interleave = Some(key.into());
+        self
+    }
+
+    /// Multiplies the profile's default budget (2.0 = twice as long).
+    pub fn budget_scale(mut self, f: f64) -> Self {
+        self.budget_scale = f;
+        self
+    }
+
+    /// Boxes it for a suite's list.
+    pub fn boxed(self) -> Box<dyn Bench> {
+        Box::new(self)
+    }
+}
+
+impl Bench for FnBench {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn summary(&self) -> &str {
+        &self.summary
+    }
+    fn unit(&self) -> Unit {
+        self.unit
+    }
+    fn params(&self) -> Params {
+        self.params.clone()
+    }
+    fn overhead(&self) -> Overhead {
+        self.overhead
+    }
+    fn budget(&self, profile: Profile) -> Duration {
+        profile.default_budget().mul_f64(self.budget_scale)
+    }
+    fn interleave(&self) -> Option<&str> {
+        self.interleave.as_deref()
+    }
+    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+        (self.prepare)(ctx)
+    }
+}
+
+/// A [`Timed`] that calls a closure once per operation, with owned state
+/// and optional warnings: the shape of most cheap benchmarks.
+pub struct Looped<F: FnMut()> {
+    f: F,
+    warnings: Vec<String>,
+}
+
+impl<F: FnMut()> Looped<F> {
+    /// Times `f` once per operation.
+    pub fn new(f: F) -> Self {
+        Looped {
+            f,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Attaches a caveat to the result.
+    pub fn warn(mut self, w: impl Into<String>) -> Self {
+        self.warnings.push(w.into());
+        self
+    }
+
+    /// Boxes it for [`Bench::prepare`].
+    pub fn boxed(self) -> Box<dyn Timed>
+    where
+        F: 'static,
+    {
+        Box::new(self)
+    }
+}
+
+impl<F: FnMut()> Timed for Looped<F> {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        Ok(crate::harness::timer::time_loop(ops, &mut self.f))
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}
+
+/// The median of the measurement with id `id`, if the run has it.
+pub fn median_of(ms: &[Measurement], id: &str) -> Option<f64> {
+    ms.iter().find(|m| m.id == id).map(|m| m.median)
+}
+
+/// The measurement with id `id`, if the run has it.
+pub fn get<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
+    ms.iter().find(|m| m.id == id)
+}
+
+/// A ratio as shown in findings: `14.2×`, `1.05×`, `312×`.
+pub fn fmt_ratio(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}×")
+    } else if r >= 10.0 {
+        format!("{r:.1}×")
+    } else {
+        format!("{r:.2}×")
+    }
+}
+
+/// A finding that states `value` (a ratio, unit `x`).
+pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
+    Finding {
+        area: area.to_string(),
+        text,
+        value,
+        unit: "x".to_string(),
+    }
+}
+
+/// Formats a byte count as a sweep label: `64B`, `4KiB`, `1MiB`, `1GiB`.
+pub fn size_label(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (scale, name) in UNITS {
+        if bytes >= scale && bytes % scale == 0 {
+            return format!("{}{name}", bytes / scale);
+        }
+    }
+    format!("{bytes}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_and_glob_patterns() {
+        assert!(matches("syscall", "syscall.getpid.raw"));
+        assert!(matches("syscall.io", "syscall.io.read/4B"));
+        assert!(!matches("ipc", "syscall.getpid.raw"));
+        assert!(matches("syscall.io.*", "syscall.io.read/4B"));
+        assert!(matches("*getpid*", "syscall.getpid.raw"));
+        assert!(matches("syscall.?etpid.*", "syscall.getpid.raw"));
+        assert!(!matches("syscall.io.*", "syscall.getpid.raw"));
+        assert!(!matches("*.raw", "syscall.getpid.libc"));
+    }
+
+    #[test]
+    fn nearest_suggests_close_prefixes() {
+        let ids = [
+            "syscall.getpid.raw",
+            "syscall.getpid.libc",
+            "ipc.pipe.throughput/64KiB",
+        ];
+        let n = nearest("sycall", ids.iter().copied());
+        assert_eq!(n.first().map(String::as_str), Some("syscall"));
+        assert!(nearest("zzzzzzzzzzzzzzzzzz", ids.iter().copied()).is_empty());
+    }
+
+    #[test]
+    fn registry_ids_are_unique_and_well_formed() {
+        let host = Host::detect();
+        let benches = all_benches(&host);
+        assert!(!benches.is_empty());
+        let mut seen = std::collections::HashSet::new();
+        let names: Vec<&str> = suites().iter().map(|s| s.name).collect();
+        for b in &benches {
+            assert!(seen.insert(b.id().to_string()), "duplicate id {}", b.id());
+            assert!(!b.id().contains(' '), "{}", b.id());
+            assert!(
+                names.contains(&crate::harness::area_of(b.id())),
+                "{} is in no suite's area",
+                b.id()
+            );
+            assert!(!b.summary().is_empty(), "{} has no summary", b.id());
+        }
+    }
+
+    #[test]
+    fn size_labels() {
+        assert_eq!(size_label(64), "64B");
+        assert_eq!(size_label(4096), "4KiB");
+        assert_eq!(size_label(1 << 20), "1MiB");
+        assert_eq!(size_label(1536), "1536B");
+    }
+}
