@@ -221,6 +221,11 @@ pub trait Timed {
     fn max_ops(&self) -> Option<u64> {
         None
     }
+    /// The fewest operations one batch must hold (a whole file before its
+    /// fdatasync, enough ops for a p99); calibration starts there.
+    fn min_ops(&self) -> u64 {
+        1
+    }
     /// Per-operation timings (ns) recorded since the last call, for benchmarks
     /// that time each operation (round trips, fsyncs); used for p99 and bimodality.
     fn take_op_times(&mut self) -> Vec<f64> {

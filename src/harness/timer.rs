@@ -16,9 +16,10 @@ pub const MAX_OPS: u64 = 1 << 34;
 
 /// Finds the number of operations whose batch takes at least `target`.
 ///
-/// Returns `(ops, time of the last batch)`. Gives up growing at the
-/// benchmark's `max_ops`, at [`MAX_OPS`], or when calibration itself has
-/// used `limit` (a slow operation then runs one op per batch).
+/// Starts at the benchmark's `min_ops` and returns `(ops, time of the last
+/// batch)`. Gives up growing at the benchmark's `max_ops`, at [`MAX_OPS`],
+/// or when calibration itself has used `limit` (a slow operation then runs
+/// `min_ops` per batch).
 pub fn calibrate(
     t: &mut dyn Timed,
     target: Duration,
@@ -26,7 +27,7 @@ pub fn calibrate(
 ) -> anyhow::Result<(u64, Duration)> {
     let cap = t.max_ops().unwrap_or(MAX_OPS).clamp(1, MAX_OPS);
     let started = Instant::now();
-    let mut ops = 1u64;
+    let mut ops = t.min_ops().clamp(1, cap);
     loop {
         let took = t.run(ops)?;
         if took >= target || ops >= cap || started.elapsed() >= limit {
@@ -104,6 +105,23 @@ mod tests {
         };
         let (ops, _) = calibrate(&mut f, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
         assert_eq!(ops, 1000);
+    }
+
+    #[test]
+    fn calibration_starts_at_min_ops() {
+        struct Slow;
+        impl Timed for Slow {
+            fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+                Ok(Duration::from_millis(10 * ops))
+            }
+            fn min_ops(&self) -> u64 {
+                32
+            }
+        }
+        let (ops, took) =
+            calibrate(&mut Slow, Duration::from_millis(5), Duration::from_secs(5)).unwrap();
+        assert_eq!(ops, 32);
+        assert_eq!(took, Duration::from_millis(320));
     }
 
     #[test]
