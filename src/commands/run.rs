@@ -126,10 +126,12 @@ fn check_dir(dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// First Ctrl-C: finish the current sample, then print and write what is
-/// done. Second Ctrl-C: remove the temp dir and exit at once.
+/// done. Second Ctrl-C: remove the temp dir and every scratch dir, and exit
+/// at once.
 fn install_ctrlc(stop: Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {
+            crate::harness::scratch::remove_all();
             if let Some(dir) = TMP_DIR.get() {
                 let _ = std::fs::remove_dir_all(dir);
             }

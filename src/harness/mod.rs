@@ -9,6 +9,7 @@
 
 pub mod affinity;
 pub mod runner;
+pub mod scratch;
 pub mod stats;
 pub mod timer;
 pub mod warnings;
