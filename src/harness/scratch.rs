@@ -45,9 +45,14 @@ impl Drop for ScratchDir {
 }
 
 /// Removes every live scratch directory: for an exit that skips destructors.
+/// Retries a few times, as a benchmark may still be creating files in one.
 pub fn remove_all() {
     for p in live().drain(..) {
-        let _ = std::fs::remove_dir_all(p);
+        for _ in 0..3 {
+            if std::fs::remove_dir_all(&p).is_ok() || !p.exists() {
+                break;
+            }
+        }
     }
 }
 

@@ -1,0 +1,274 @@
+//! Storage: file-system and device costs without page-cache lies (E6 disk,
+//! E7, E15), each result naming where it was measured.
+//!
+//! Every benchmark works in a private directory inside the run's `--dir`
+//! (removed on drop, also on Ctrl-C), sizes its files to the free space,
+//! and attaches the location block (file system, mount options, block
+//! device resolved through partitions, device-mapper and md to the physical
+//! devices, the scheduler that really applies) to its result. Buffered,
+//! synced and O_DIRECT variants are kept apart so that a page-cache figure
+//! is never mistaken for the device's.
+
+pub mod bonnie;
+pub mod common;
+pub mod location;
+pub mod meta;
+pub mod rand;
+pub mod seq;
+pub mod sync;
+pub mod tree;
+
+use std::path::Path;
+
+use super::{Suite, fmt_ratio, get, ratio_finding};
+use crate::harness::{Bench, Finding, Measurement};
+use crate::host::Host;
+use crate::report::units::{human, human_bytes};
+
+/// The storage suite.
+pub fn suite() -> Suite {
+    Suite {
+        name: "storage",
+        summary: "sequential and random I/O, fsync latency, metadata, small files, stdio vs block; with the device and scheduler in effect",
+        benches,
+        findings,
+    }
+}
+
+fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
+    let mut v = seq::benches();
+    v.extend(rand::benches());
+    v.extend(sync::benches());
+    v.extend(meta::benches());
+    v.extend(tree::benches());
+    v.extend(bonnie::benches());
+    v
+}
+
+/// The first storage result's location block, if any result has one.
+fn location_of(ms: &[Measurement]) -> Option<&serde_json::Value> {
+    ms.iter()
+        .filter(|m| m.area == "storage")
+        .find_map(|m| m.details.as_ref()?.get("location"))
+}
+
+/// The finding that names where the storage results were measured.
+fn location_finding(loc: &serde_json::Value) -> Option<Finding> {
+    let s = |k: &str| loc.get(k).and_then(|v| v.as_str());
+    // Each benchmark wrote in its own subdirectory: name the parent (--dir).
+    let dir = s("dir").map(|d| {
+        Path::new(d)
+            .parent()
+            .unwrap_or(Path::new(d))
+            .display()
+            .to_string()
+    })?;
+    let fs = s("fs_type").unwrap_or("unknown file system");
+    let opts = s("mount_options")
+        .map(|o| format!(" ({o})"))
+        .unwrap_or_default();
+    let physical: Vec<&str> = loc
+        .get("physical")
+        .and_then(|p| p.as_array())
+        .map(|a| a.iter().filter_map(|p| p.get("name")?.as_str()).collect())
+        .unwrap_or_default();
+    let on = match (s("device"), s("device_kind")) {
+        (Some(d), Some("disk")) | (Some(d), None) => format!(" on {d}"),
+        (Some(d), Some(k)) => format!(" on {d} ({k}) over {}", physical.join(", ")),
+        (None, _) => String::new(),
+    };
+    let sched = match s("device") {
+        Some(_) => format!(
+            "; scheduler in effect: {} ({})",
+            s("scheduler").unwrap_or("unknown"),
+            s("scheduler_note").unwrap_or("")
+        ),
+        None => format!("; {}", s("scheduler_note").unwrap_or("no block device")),
+    };
+    let rot = match loc.get("rotational").and_then(|r| r.as_bool()) {
+        Some(true) => "; the device reports itself rotational",
+        Some(false) => "; non-rotational",
+        None => "",
+    };
+    let free = loc.get("free_bytes").and_then(|f| f.as_f64());
+    let free_text = free
+        .map(|f| format!("; {} free", human_bytes(f)))
+        .unwrap_or_default();
+    Some(Finding {
+        area: "storage".into(),
+        text: format!("measured in {dir}: {fs}{opts}{on}{sched}{rot}{free_text}"),
+        value: free.unwrap_or(0.0),
+        unit: "B".into(),
+    })
+}
+
+fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(f) = location_of(ms).and_then(location_finding) {
+        out.push(f);
+    }
+    let med = |id: &str| get(ms, id).map(|m| m.median);
+
+    if let (Some(buf), Some(durable)) = (
+        med("storage.seq.write.buffered"),
+        med("storage.seq.write.fdatasync"),
+    ) {
+        let r = buf / durable;
+        out.push(ratio_finding(
+            "storage",
+            format!(
+                "buffered writes ({}) look {} faster than durable ones ({} with fdatasync): the page cache absorbs them",
+                human(buf, "B/s"),
+                fmt_ratio(r),
+                human(durable, "B/s")
+            ),
+            r,
+        ));
+    }
+    if let (Some(hot), Some(cold)) = (med("storage.seq.read.hot"), med("storage.seq.read.cold")) {
+        let r = hot / cold;
+        out.push(ratio_finding(
+            "storage",
+            format!(
+                "a cache-hot reread ({}) is {} the speed of a cold read ({}): without dropping the cache, a read benchmark measures memory",
+                human(hot, "B/s"),
+                fmt_ratio(r),
+                human(cold, "B/s")
+            ),
+            r,
+        ));
+    }
+    if let (Some(cold), Some(direct)) =
+        (med("storage.seq.read.cold"), med("storage.seq.read.direct"))
+    {
+        let r = cold / direct;
+        out.push(ratio_finding(
+            "storage",
+            format!(
+                "buffered cold reads with readahead run at {} the speed of 1 MiB O_DIRECT reads ({} vs {})",
+                fmt_ratio(r),
+                human(cold, "B/s"),
+                human(direct, "B/s")
+            ),
+            r,
+        ));
+    }
+    if let Some(m) = get(ms, "storage.rand.read.qd1") {
+        if let Some(p) = &m.per_op {
+            out.push(Finding {
+                area: "storage".into(),
+                text: format!(
+                    "random 4 KiB read at queue depth 1: median {}, p99 {} over {} reads",
+                    human(p.p50, "ns"),
+                    human(p.p99, "ns"),
+                    p.count
+                ),
+                value: p.p99,
+                unit: "ns/op".into(),
+            });
+        }
+        let deep = format!("storage.rand.read.qd{}", rand::DEPTH);
+        if let Some(iops) = med(&deep) {
+            let qd1_iops = 1e9 / m.median;
+            let r = iops / qd1_iops;
+            out.push(ratio_finding(
+                "storage",
+                format!(
+                    "{} random reads in flight give {} the IOPS of one at a time ({} vs {})",
+                    rand::DEPTH,
+                    fmt_ratio(r),
+                    human(iops, "ops/s"),
+                    human(qd1_iops, "ops/s")
+                ),
+                r,
+            ));
+        }
+    }
+    for (id, what) in [
+        ("storage.sync.fdatasync", "fdatasync"),
+        ("storage.sync.fsync", "fsync"),
+    ] {
+        if let Some(p) = get(ms, id).and_then(|m| m.per_op.as_ref()) {
+            out.push(Finding {
+                area: "storage".into(),
+                text: format!(
+                    "a 4 KiB append made durable with {what}: median {}, p99 {} (at most {:.0} commits/s for a log that syncs each one)",
+                    human(p.p50, "ns"),
+                    human(p.p99, "ns"),
+                    1e9 / p.p50
+                ),
+                value: p.p99,
+                unit: "ns/op".into(),
+            });
+        }
+    }
+    for dir in ["write", "read"] {
+        if let (Some(ch), Some(bl)) = (
+            med(&format!("storage.bonnie.{dir}.perchar")),
+            med(&format!("storage.bonnie.{dir}.block")),
+        ) {
+            let r = bl / ch;
+            out.push(ratio_finding(
+                "storage",
+                format!(
+                    "8 KiB block {dir}s move bytes {} faster than per-character stdio ({} vs {})",
+                    fmt_ratio(r),
+                    human(bl, "B/s"),
+                    human(ch, "B/s")
+                ),
+                r,
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_location_finding_names_dir_fs_device_and_scheduler() {
+        let loc = serde_json::json!({
+            "dir": "/data/opcost-storage-abc",
+            "fs_type": "xfs",
+            "mount_options": "rw,noatime",
+            "device": "dm-0",
+            "device_kind": "LVM volume vg-data (device-mapper)",
+            "physical": [{"name": "sda"}, {"name": "sdb"}],
+            "scheduler": "mq-deadline",
+            "scheduler_note": "dm-0 is bio-based",
+            "rotational": false,
+            "free_bytes": 1073741824u64,
+        });
+        let f = location_finding(&loc).unwrap();
+        assert!(
+            f.text
+                .starts_with("measured in /data: xfs (rw,noatime) on dm-0"),
+            "{}",
+            f.text
+        );
+        assert!(f.text.contains("sda, sdb"), "{}", f.text);
+        assert!(f.text.contains("mq-deadline"), "{}", f.text);
+        assert_eq!(f.unit, "B");
+        assert_eq!(f.value, 1073741824.0);
+    }
+
+    #[test]
+    fn a_tmpfs_location_says_there_is_no_device() {
+        let loc = serde_json::json!({
+            "dir": "/dev/shm/opcost-storage-x",
+            "fs_type": "tmpfs",
+            "scheduler": "n/a",
+            "scheduler_note": "no block device: tmpfs keeps files in memory",
+        });
+        let f = location_finding(&loc).unwrap();
+        assert!(f.text.contains("no block device"), "{}", f.text);
+        assert_eq!(f.value, 0.0, "free space unknown: still a finite value");
+    }
+
+    #[test]
+    fn no_results_no_findings() {
+        assert!(findings(&[]).is_empty());
+    }
+}

@@ -1,0 +1,215 @@
+//! Sequential write and read in 1 MiB blocks, told apart by what they really
+//! measure: buffered writes land in the page cache (memory), fdatasync at
+//! the end makes them durable (the device), O_DIRECT skips the cache both
+//! ways; a read after posix_fadvise(DONTNEED) comes from the device, a
+//! cache-hot reread is a memory copy and is reported apart.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::json;
+
+use super::common::{
+    AlignedBuf, MIB, MIN_FILE, Sizes, Workspace, drop_from_cache, lay_out, open_direct,
+};
+use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
+use crate::suites::FnBench;
+
+/// How a sequential benchmark moves its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// write(2) into the page cache, never synced while timed.
+    BufferedWrite,
+    /// A whole file of writes then one fdatasync, per batch.
+    SyncedWrite,
+    /// O_DIRECT writes over a laid-out file.
+    DirectWrite,
+    /// Buffered reads of a file dropped from the page cache.
+    ColdRead,
+    /// O_DIRECT reads.
+    DirectRead,
+    /// Buffered reads of a file in the page cache.
+    HotRead,
+}
+
+impl Mode {
+    fn io(self) -> &'static str {
+        match self {
+            Mode::DirectWrite | Mode::DirectRead => "O_DIRECT",
+            Mode::SyncedWrite => "buffered, fdatasync at the end of each pass",
+            Mode::ColdRead => "buffered, file dropped from the page cache before each pass",
+            Mode::HotRead => "buffered, file in the page cache",
+            Mode::BufferedWrite => "buffered, no sync",
+        }
+    }
+    fn is_write(self) -> bool {
+        matches!(
+            self,
+            Mode::BufferedWrite | Mode::SyncedWrite | Mode::DirectWrite
+        )
+    }
+}
+
+/// A prepared sequential benchmark over one file. Every batch is one pass
+/// over the whole file from its start: short batches interleaved with other
+/// benchmarks would let readahead (or a cache below) work between them and
+/// flatter the result.
+struct Seq {
+    ws: Workspace,
+    file: File,
+    buf: AlignedBuf,
+    size: u64,
+    mode: Mode,
+}
+
+impl Seq {
+    fn prepare(ctx: &Ctx, mode: Mode) -> Result<Box<dyn Timed>, PrepareError> {
+        let sizes = Sizes::of(ctx.profile);
+        let wanted = if mode == Mode::SyncedWrite {
+            sizes.sync_pass
+        } else {
+            sizes.seq_file
+        };
+        let (ws, size) = Workspace::new(ctx, wanted, MIN_FILE)?;
+        let path = ws.file("seq");
+        let buffered = lay_out(&path, size, ctx)?;
+        let file = match mode {
+            Mode::DirectWrite | Mode::DirectRead => {
+                open_direct(&ws, &path, mode.is_write(), MIB as usize)?
+            }
+            _ => buffered,
+        };
+        if matches!(
+            mode,
+            Mode::HotRead | Mode::BufferedWrite | Mode::SyncedWrite
+        ) {
+            // Bring the file into the page cache before timing: hot reads
+            // need it, and buffered writes then overwrite cached pages.
+            let mut buf = vec![0u8; MIB as usize];
+            let mut off = 0;
+            while off < size {
+                file.read_exact_at(&mut buf, off)
+                    .context("warming the file")?;
+                off += MIB;
+            }
+        }
+        Ok(Box::new(Seq {
+            ws,
+            file,
+            buf: AlignedBuf::new(MIB as usize)?,
+            size,
+            mode,
+        }))
+    }
+
+    fn blocks(&self) -> u64 {
+        self.size / MIB
+    }
+}
+
+impl Timed for Seq {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        if self.mode == Mode::ColdRead {
+            // Untimed: the pass starts with nothing of the file in memory.
+            drop_from_cache(&self.file)?;
+        }
+        let start = Instant::now();
+        for i in 0..ops {
+            let off = (i % self.blocks()) * MIB;
+            if self.mode.is_write() {
+                self.file
+                    .write_all_at(self.buf.as_slice(), off)
+                    .context("write")?;
+            } else {
+                self.file
+                    .read_exact_at(self.buf.as_mut_slice(), off)
+                    .context("read")?;
+            }
+        }
+        if self.mode == Mode::SyncedWrite {
+            self.file.sync_data().context("fdatasync")?;
+        }
+        Ok(start.elapsed())
+    }
+
+    fn min_ops(&self) -> u64 {
+        self.blocks()
+    }
+
+    fn max_ops(&self) -> Option<u64> {
+        Some(self.blocks())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.ws.warnings()
+    }
+
+    fn details(&self) -> Option<serde_json::Value> {
+        Some(self.ws.details(json!({
+            "file_bytes": self.size,
+            "block_bytes": MIB,
+            "batch": "one pass over the whole file",
+            "io": self.mode.io(),
+        })))
+    }
+}
+
+/// The sequential benchmarks.
+pub fn benches() -> Vec<Box<dyn Bench>> {
+    let mib = Unit::Throughput {
+        bytes_per_op: MIB as f64,
+    };
+    let seq = |id: &str, summary: &str, mode: Mode, key: &str, scale: f64| {
+        FnBench::new(id, summary, mib, move |ctx| Seq::prepare(ctx, mode))
+            .param("block", "1MiB")
+            .interleave(key)
+            .budget_scale(scale)
+            .boxed()
+    };
+    vec![
+        seq(
+            "storage.seq.write.buffered",
+            "1 MiB write()s into the page cache, never synced: what the application sees, not the disk",
+            Mode::BufferedWrite,
+            "storage.seq.write",
+            3.0,
+        ),
+        seq(
+            "storage.seq.write.fdatasync",
+            "a file (16/64/256 MiB by profile) rewritten in 1 MiB write()s then fdatasync, per MiB: the durable write speed",
+            Mode::SyncedWrite,
+            "storage.seq.write",
+            5.0,
+        ),
+        seq(
+            "storage.seq.write.direct",
+            "1 MiB O_DIRECT writes over a laid-out file: the device's write speed",
+            Mode::DirectWrite,
+            "storage.seq.write",
+            3.0,
+        ),
+        seq(
+            "storage.seq.read.cold",
+            "1 MiB buffered reads of a file dropped from the page cache (posix_fadvise DONTNEED)",
+            Mode::ColdRead,
+            "storage.seq.read",
+            4.0,
+        ),
+        seq(
+            "storage.seq.read.direct",
+            "1 MiB O_DIRECT reads: the device's read speed, no readahead",
+            Mode::DirectRead,
+            "storage.seq.read",
+            4.0,
+        ),
+        seq(
+            "storage.seq.read.hot",
+            "1 MiB reads of a file already in the page cache: a memory copy, not the device",
+            Mode::HotRead,
+            "storage.seq.read",
+            4.0,
+        ),
+    ]
+}

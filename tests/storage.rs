@@ -1,0 +1,222 @@
+//! End-to-end tests of the storage suite: the run document's structure and
+//! location block, that nothing is left in `--dir` (also after Ctrl-C), and
+//! bad `--dir` values. They never assert absolute speeds.
+
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use predicates::str::contains;
+use serde_json::Value;
+
+fn opcost() -> Command {
+    Command::cargo_bin("opcost").unwrap()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Runs `opcost run PATTERNS --profile quick --samples 3 --dir DIR --json`
+/// and returns the document.
+fn run_json(dir: &Path, patterns: &[&str]) -> Value {
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("run.json");
+    let mut cmd = opcost();
+    cmd.arg("run")
+        .args(patterns)
+        .args(["--profile", "quick", "--samples", "3"]);
+    cmd.arg("--dir").arg(dir).arg("--json").arg(&json);
+    cmd.timeout(Duration::from_secs(300)).assert().success();
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn quick_run_parses_names_its_location_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.txt"), b"not ours").unwrap();
+    let doc = run_json(dir.path(), &["storage"]);
+
+    // Nothing opcost wrote is left; what was there is untouched.
+    assert_eq!(entries(dir.path()), vec!["keep.txt".to_string()]);
+    assert_eq!(
+        std::fs::read(dir.path().join("keep.txt")).unwrap(),
+        b"not ours"
+    );
+
+    let results = doc["results"].as_array().unwrap();
+    let failed: Vec<&Value> = doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["failed"].as_bool() == Some(true))
+        .collect();
+    assert!(failed.is_empty(), "failures: {failed:?}");
+    assert!(results.len() >= 15, "only {} results", results.len());
+    let canon = std::fs::canonicalize(dir.path()).unwrap();
+    for m in results {
+        let id = m["id"].as_str().unwrap();
+        assert!(id.starts_with("storage."), "{id}");
+        let median = m["median"].as_f64().unwrap();
+        assert!(median.is_finite() && median > 0.0, "{id}: {median}");
+        let unit = m["unit"].as_str().unwrap();
+        assert!(["B/s", "ns/op", "ops/s"].contains(&unit), "{id}: {unit}");
+
+        // The location block: where, which file system, which device.
+        let loc = &m["details"]["location"];
+        let d = loc["dir"].as_str().unwrap();
+        assert!(Path::new(d).starts_with(&canon), "{id}: {d} not in --dir");
+        assert!(!loc["fs_type"].as_str().unwrap().is_empty(), "{id}");
+        assert!(
+            loc["device"].is_string() || !loc["scheduler_note"].as_str().unwrap().is_empty(),
+            "{id}: neither a device nor why there is none: {loc}"
+        );
+        assert!(loc["scheduler"].is_string(), "{id}");
+    }
+    let unit_of = |id: &str| {
+        results
+            .iter()
+            .find(|m| m["id"] == id)
+            .map(|m| m["unit"].as_str().unwrap().to_string())
+    };
+    assert_eq!(unit_of("storage.seq.read.hot").as_deref(), Some("B/s"));
+    assert_eq!(unit_of("storage.rand.read.qd1").as_deref(), Some("ns/op"));
+    assert_eq!(unit_of("storage.meta.create").as_deref(), Some("ops/s"));
+    // Per-operation timings where latency tails matter.
+    for id in ["storage.rand.read.qd1", "storage.sync.fdatasync"] {
+        if let Some(m) = results.iter().find(|m| m["id"] == id) {
+            let p = &m["per_op"];
+            assert!(
+                p["p99"].as_f64().unwrap() >= p["p50"].as_f64().unwrap(),
+                "{id}"
+            );
+        }
+    }
+    // A cache-hot reread cannot be slower than a quarter of a cold one
+    // (it is usually many times faster; a wide margin for noisy machines).
+    let med = |id: &str| {
+        results
+            .iter()
+            .find(|m| m["id"] == id)
+            .and_then(|m| m["median"].as_f64())
+    };
+    if let (Some(hot), Some(cold)) = (med("storage.seq.read.hot"), med("storage.seq.read.cold")) {
+        assert!(hot > cold / 4.0, "hot {hot} vs cold {cold}");
+    }
+
+    let findings = doc["findings"].as_array().unwrap();
+    let place = findings
+        .iter()
+        .find(|f| f["text"].as_str().unwrap().starts_with("measured in "))
+        .expect("a finding naming the location");
+    assert_eq!(place["area"], "storage");
+    assert_eq!(place["unit"], "B");
+    for f in findings.iter().filter(|f| f["area"] == "storage") {
+        assert!(f["value"].as_f64().unwrap().is_finite(), "{f}");
+    }
+}
+
+#[test]
+fn a_missing_dir_is_a_usage_error() {
+    let parent = tempfile::tempdir().unwrap();
+    let missing = parent.path().join("nope");
+    opcost()
+        .args(["run", "storage.meta.stat", "--profile", "quick", "--dir"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(contains("no such directory"))
+        .stderr(contains("create it"));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_file_as_dir_is_a_usage_error() {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    opcost()
+        .args(["run", "storage.meta.stat", "--profile", "quick", "--dir"])
+        .arg(f.path())
+        .assert()
+        .code(2)
+        .stderr(contains("not a directory"));
+}
+
+#[test]
+fn a_memory_file_system_is_said_to_be_one() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return; // no tmpfs to try here
+    }
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let doc = run_json(
+        dir.path(),
+        &["storage.seq.read.direct", "storage.meta.stat"],
+    );
+    assert!(entries(dir.path()).is_empty());
+    for m in doc["results"].as_array().unwrap() {
+        let loc = &m["details"]["location"];
+        assert_eq!(loc["fs_type"], "tmpfs");
+        assert!(loc["device"].is_null());
+        let w: Vec<&str> = m["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert!(w.iter().any(|w| w.contains("memory figures")), "{w:?}");
+    }
+    // O_DIRECT may be refused by an older tmpfs: then it is a skip that says so.
+    for s in doc["skipped"].as_array().unwrap() {
+        assert_eq!(s["failed"], false, "{s}");
+        assert!(s["reason"].as_str().unwrap().contains("O_DIRECT"), "{s}");
+    }
+}
+
+/// Starts a run in `dir`, waits until it has created its scratch directory,
+/// sends SIGINT `signals` times, and returns the exit code.
+fn interrupt(dir: &Path, signals: usize) -> Option<i32> {
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_opcost"))
+        .args(["run", "storage.seq", "--profile", "default", "--dir"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while entries(dir).is_empty() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !entries(dir).is_empty(),
+        "the run never created its directory"
+    );
+    let pid = Pid::from_raw(child.id() as i32);
+    for _ in 0..signals {
+        kill(pid, Signal::SIGINT).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = child.wait().unwrap();
+    status.code()
+}
+
+#[test]
+fn ctrl_c_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = interrupt(dir.path(), 1);
+    assert_eq!(code, Some(130));
+    assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once_and_still_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = interrupt(dir.path(), 2);
+    assert_eq!(code, Some(130));
+    assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+}
