@@ -41,7 +41,7 @@ pub struct RunArgs {
     /// Pin the run to CPU N.
     #[arg(long, value_name = "N")]
     pub cpu: Option<usize>,
-    /// Samples per benchmark (overrides the profile's count).
+    /// Samples per benchmark (overrides the profile's count and its time budget).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
     pub samples: Option<u32>,
     /// Directory for file benchmarks (default: a private temp dir).
