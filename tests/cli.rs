@@ -179,7 +179,7 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.json");
     // --samples far beyond the budget: the run would take many minutes.
-    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
         .args([
             "run",
             "syscall.function_call",
