@@ -156,7 +156,7 @@ fn a_run_document_carries_the_full_host() {
         assert!(
             warnings
                 .iter()
-                .any(|w| w.as_str().unwrap().contains("hypervisor")),
+                .any(|w| w.as_str().unwrap().starts_with("virtual machine")),
             "{warnings:?}"
         );
     }

@@ -92,7 +92,7 @@ impl fmt::Display for Warning {
             ),
             Warning::Virtualized(what) => write!(
                 f,
-                "running under a hypervisor ({what}): wake-ups across vCPUs and timer reads can cost more than on bare metal"
+                "virtual machine ({what}), as most cloud machines are: wake-ups across vCPUs and exits to the hypervisor cost more than on bare metal, so compare with machines of the same kind"
             ),
         }
     }
