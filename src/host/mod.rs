@@ -24,6 +24,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use render::Fact;
+
 /// The machine a run was made on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -11,6 +11,18 @@ const INDENT: &str = "  ";
 /// What is shown for a fact that could not be read.
 const UNKNOWN: &str = "unknown";
 
+/// One line of the description: its section (empty for the top lines),
+/// its name and its value as shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fact {
+    /// Section title (`CPU`, `Kernel`...), empty for hostname and load.
+    pub section: String,
+    /// The fact's name within its section.
+    pub key: String,
+    /// Its value as text (`unknown` when it could not be read).
+    pub value: String,
+}
+
 /// A titled block of `key  value` rows with optional notes under it.
 struct Section {
     title: &'static str,
@@ -91,6 +103,49 @@ impl Host {
     /// The description as sectioned text with aligned `key  value` rows.
     pub fn render_text(&self) -> String {
         render(&self.sections())
+    }
+
+    /// Every fact as `env` shows it, in order, for reports that put two
+    /// hosts side by side or list what differs between them.
+    pub fn facts(&self) -> Vec<Fact> {
+        self.sections()
+            .into_iter()
+            .flat_map(|s| {
+                s.rows.into_iter().map(move |(key, value)| Fact {
+                    section: s.title.to_string(),
+                    key,
+                    value,
+                })
+            })
+            .collect()
+    }
+
+    /// One line naming the machine: CPU model, CPUs, memory, kernel, hypervisor.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![
+            self.cpu
+                .model
+                .clone()
+                .unwrap_or_else(|| format!("{} CPU", self.cpu.arch)),
+            format!(
+                "{} CPU{}",
+                self.logical_cpus,
+                if self.logical_cpus == 1 { "" } else { "s" }
+            ),
+        ];
+        if let Some(m) = self.mem_total_bytes {
+            parts.push(human_bytes(m as f64));
+        }
+        if let Some(r) = &self.kernel.release {
+            parts.push(format!(
+                "{} {r}",
+                self.kernel.name.as_deref().unwrap_or("kernel")
+            ));
+        }
+        if let Some(h) = self.hypervisor() {
+            parts.push(format!("VM: {h}"));
+        }
+        parts.join(", ")
     }
 
     fn sections(&self) -> Vec<Section> {
@@ -372,6 +427,46 @@ mod tests {
         );
         assert_eq!(col("spectre_v2", "Mitigation"), col("  model", UNKNOWN));
         assert_eq!(col("spectre_v2", "Mitigation"), col("hostname", UNKNOWN));
+    }
+
+    #[test]
+    fn facts_follow_the_text_and_show_differences() {
+        let a = Host::default();
+        let mut b = Host::default();
+        b.kernel.release = Some("6.1.0".into());
+        let fa = a.facts();
+        let fb = b.facts();
+        assert_eq!(fa.len(), fb.len());
+        let diff: Vec<_> = fa.iter().zip(&fb).filter(|(x, y)| x != y).collect();
+        assert_eq!(diff.len(), 1);
+        assert_eq!(
+            (diff[0].1.section.as_str(), diff[0].1.key.as_str()),
+            ("Kernel", "release")
+        );
+        assert_eq!(diff[0].1.value, "6.1.0");
+        let text = a.render_text();
+        assert!(
+            fa.iter()
+                .all(|f| text.contains(&f.key) && text.contains(&f.value))
+        );
+    }
+
+    #[test]
+    fn summary_names_the_machine_in_one_line() {
+        let mut h = Host {
+            logical_cpus: 2,
+            mem_total_bytes: Some(24 << 30),
+            ..Default::default()
+        };
+        h.cpu.model = Some("AMD EPYC".into());
+        h.kernel.name = Some("Linux".into());
+        h.kernel.release = Some("6.18.44".into());
+        h.virt.hypervisor = Some("KVM".into());
+        assert_eq!(
+            h.summary(),
+            "AMD EPYC, 2 CPUs, 24.0 GiB, Linux 6.18.44, VM: KVM"
+        );
+        assert!(!Host::default().summary().contains('\n'));
     }
 
     #[test]
