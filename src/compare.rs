@@ -152,7 +152,7 @@ pub struct Comparison {
     pub threshold: f64,
     /// Benchmarks in both runs, in A's order.
     pub rows: Vec<Row>,
-    /// Per area, in A's order, then `all`.
+    /// Per area, in A's order, then `all` when there are several areas.
     pub summaries: Vec<Summary>,
     /// Benchmark ids only in A.
     pub only_a: Vec<String>,
@@ -232,7 +232,7 @@ pub fn compare(a: &RunDoc, b: &RunDoc, patterns: &[String], threshold: f64) -> C
         .iter()
         .map(|area| summarise(area, rows.iter().filter(|r| &r.area == area)))
         .collect();
-    if !rows.is_empty() {
+    if areas.len() > 1 {
         summaries.push(summarise("all", rows.iter()));
     }
     Comparison {

@@ -121,7 +121,13 @@ fn report_refuses_bad_requests() {
 /// Headless Chromium, or a failure that says how to install it.
 fn chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("OPCOST_CHROMIUM") {
-        return PathBuf::from(p);
+        let p = PathBuf::from(p);
+        assert!(
+            p.is_file(),
+            "OPCOST_CHROMIUM={} is not a file; point it at chromium or unset it",
+            p.display()
+        );
+        return p;
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     for dir in std::env::split_paths(&path) {
@@ -250,6 +256,9 @@ fn report_renders_its_charts_in_a_browser() {
         let keep = PathBuf::from(keep);
         std::fs::create_dir_all(&keep).unwrap();
         std::fs::copy(&out, keep.join("report.html")).unwrap();
+        for f in ["a.json", "b.json"] {
+            std::fs::copy(dir.path().join(f), keep.join(f)).unwrap();
+        }
         let shot = keep.join("report.png");
         run_chromium(
             &format!("file://{}", out.display()),

@@ -458,8 +458,10 @@ pub fn sweep_svg(
             .map_err(draw_err)?;
         let x_fmt = |p: &f64| {
             let v = xs.value(*p);
-            if x_is_bytes {
-                human_bytes(v.round())
+            if x_is_bytes && v >= 1.0 && v.fract() == 0.0 {
+                crate::suites::size_label(v as u64)
+            } else if x_is_bytes {
+                human_bytes(v)
             } else {
                 super::units::sig3(v)
             }
