@@ -171,14 +171,19 @@ impl Store {
     /// opcost history or was made by a newer opcost.
     fn identify(&self) -> anyhow::Result<()> {
         let p = &self.path;
-        let app: i32 = self
+        // Both reads in one read transaction: another opcost creating the
+        // schema at this moment must be seen wholly or not at all.
+        let tx = self
             .conn
-            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .unchecked_transaction()
             .map_err(|e| explain(e, p))?;
-        let objects: i64 = self
-            .conn
+        let objects: i64 = tx
             .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
             .map_err(|e| explain(e, p))?;
+        let app: i32 = tx
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .map_err(|e| explain(e, p))?;
+        drop(tx);
         if app != schema::APPLICATION_ID && !(app == 0 && objects == 0) {
             bail!(
                 "{} is an SQLite database but not an opcost history (it holds other data); nothing was changed. Pass --db with another path",

@@ -39,7 +39,10 @@ pub fn samples(centre: f64, spread: f64, n: usize, seed: u64) -> Vec<f64> {
 
 /// A host block named `name` (the rest as detected here).
 pub fn host(name: &str) -> Host {
-    let mut v = serde_json::to_value(Host::detect()).expect("host as JSON");
+    // Detected once per test process: load and free memory change between
+    // calls, and documents built twice must compare equal.
+    static DETECTED: std::sync::OnceLock<Host> = std::sync::OnceLock::new();
+    let mut v = serde_json::to_value(DETECTED.get_or_init(Host::detect)).expect("host as JSON");
     v["hostname"] = name.into();
     serde_json::from_value(v).expect("host from JSON")
 }
