@@ -1,4 +1,7 @@
-//! `opcost env`: the machine description, as text or JSON.
+//! `opcost env`: the machine description, as sectioned text or as JSON
+//! (the same `host` block every run document carries).
+
+use anyhow::Context;
 
 use crate::cli::EnvArgs;
 use crate::host::Host;
@@ -7,7 +10,8 @@ use crate::host::Host;
 pub fn execute(args: &EnvArgs) -> anyhow::Result<i32> {
     let host = Host::detect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&host)?);
+        let text = serde_json::to_string_pretty(&host).context("serialising the host")?;
+        println!("{text}");
     } else {
         print!("{}", host.render_text());
     }

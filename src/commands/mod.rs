@@ -1,9 +1,16 @@
 //! One module per subcommand. Each takes its parsed arguments and returns
 //! an exit code or an error; `main` maps errors to exit codes.
 
+pub mod compare;
 pub mod env;
+pub mod export;
+pub mod import;
 pub mod list;
+pub mod report;
 pub mod run;
+pub mod runs;
+pub mod show;
+pub mod source;
 
 /// A mistake in what the user asked for (exit code 2), as opposed to a
 /// failure while doing it (exit code 1).

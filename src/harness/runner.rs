@@ -117,7 +117,8 @@ pub fn run(
 /// Splits benches into groups: those sharing an interleave key go together
 /// (at the position of the first), the rest alone.
 fn group_by_interleave(benches: Vec<Box<dyn Bench>>) -> Vec<Vec<Box<dyn Bench>>> {
-    let mut groups: Vec<(Option<String>, Vec<Box<dyn Bench>>)> = Vec::new();
+    type Group = (Option<String>, Vec<Box<dyn Bench>>);
+    let mut groups: Vec<Group> = Vec::new();
     for b in benches {
         let key = b.interleave().map(str::to_string);
         match key
@@ -238,7 +239,9 @@ fn run_group(
                 }
             }
             let n = l.samples_ns.len();
-            if n >= wanted || (n >= MIN_SAMPLES && l.started.elapsed() >= l.budget) {
+            // An explicit --samples is honoured; the profile's count yields to the budget.
+            let out_of_budget = opts.samples.is_none() && l.started.elapsed() >= l.budget;
+            if n >= wanted || (n >= MIN_SAMPLES && out_of_budget) {
                 l.done = true;
             }
         }
@@ -324,13 +327,11 @@ fn summarise(
         });
     }
     let per_op = op_stats(&l.op_times);
-    if let Some(p) = &per_op {
-        if p.bimodal {
-            warns.push(Warning::Bimodal {
-                p50: p.p50,
-                p99: p.p99,
-            });
-        }
+    if let Some(p) = per_op.as_ref().filter(|p| p.bimodal) {
+        warns.push(Warning::Bimodal {
+            p50: p.p50,
+            p99: p.p99,
+        });
     }
     let mut warnings: Vec<String> = l.timed.warnings();
     warnings.extend(warns.iter().map(ToString::to_string));

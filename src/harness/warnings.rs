@@ -92,30 +92,131 @@ impl fmt::Display for Warning {
             ),
             Warning::Virtualized(what) => write!(
                 f,
-                "running under a hypervisor ({what}): wake-ups across vCPUs and timer reads can cost more than on bare metal"
+                "virtual machine ({what}), as most cloud machines are: wake-ups across vCPUs and exits to the hypervisor cost more than on bare metal, so compare with machines of the same kind"
             ),
         }
     }
 }
 
-/// Run-wide warnings that follow from the machine's state at the start.
+/// Clocksources the vDSO reads directly on every kernel that has them: the
+/// x86 TSC, the arm64 architected timer, the POWER timebase, the RISC-V
+/// timer and the s390 TOD clock. Paravirtual clocks (kvm-clock, Hyper-V,
+/// Xen) are read by the vDSO only when the hypervisor vouches for a stable
+/// TSC; hpet, acpi_pm and jiffies never are.
+const VDSO_CLOCKSOURCES: [&str; 5] = [
+    "tsc",
+    "arch_sys_counter",
+    "timebase",
+    "riscv_clocksource",
+    "tod",
+];
+
+/// A 1-minute load average above this share of the online CPUs means other
+/// work was running when the run started.
+const LOAD_PER_CPU: f64 = 0.5;
+
+/// Run-wide warnings that follow from the machine's state at the start:
+/// a clocksource the vDSO may not read, a governor other than
+/// `performance`, a busy machine, a hypervisor underneath.
 pub fn host_warnings(host: &crate::host::Host) -> Vec<Warning> {
     let mut w = Vec::new();
-    if let Some(cs) = &host.clocksource {
-        if cs != "tsc" && cs != "arch_sys_counter" {
-            w.push(Warning::Clocksource(cs.clone()));
-        }
+    if let Some(cs) = &host.clocksource
+        && !VDSO_CLOCKSOURCES.contains(&cs.as_str())
+    {
+        w.push(Warning::Clocksource(cs.clone()));
     }
-    if let Some(g) = &host.governor {
-        if g != "performance" {
-            w.push(Warning::Governor(g.clone()));
-        }
+    if let Some(g) = &host.governor
+        && g != "performance"
+    {
+        w.push(Warning::Governor(g.clone()));
     }
-    if let Some([one, _, _]) = host.loadavg {
-        let cpus = host.logical_cpus.max(1);
-        if one > 0.5 * cpus as f64 {
-            w.push(Warning::Load { load: one, cpus });
-        }
+    let cpus = host.logical_cpus.max(1);
+    if let Some([one, _, _]) = host.loadavg
+        && one > LOAD_PER_CPU * cpus as f64
+    {
+        w.push(Warning::Load { load: one, cpus });
+    }
+    if let Some(h) = host.hypervisor() {
+        w.push(Warning::Virtualized(h));
     }
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{Host, Virtualization};
+
+    #[test]
+    fn a_quiet_bare_metal_host_has_no_warnings() {
+        let h = Host {
+            clocksource: Some("tsc".into()),
+            governor: Some("performance".into()),
+            loadavg: Some([0.1, 0.1, 0.1]),
+            logical_cpus: 8,
+            virt: Virtualization {
+                hypervisor_flag: Some(false),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(host_warnings(&h), []);
+        assert_eq!(
+            host_warnings(&Host::default()),
+            [],
+            "unknown facts warn of nothing"
+        );
+    }
+
+    #[test]
+    fn each_host_condition_has_its_warning() {
+        let h = Host {
+            clocksource: Some("hpet".into()),
+            governor: Some("powersave".into()),
+            loadavg: Some([3.0, 1.0, 0.5]),
+            logical_cpus: 2,
+            virt: Virtualization {
+                hypervisor: Some("KVM".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            host_warnings(&h),
+            [
+                Warning::Clocksource("hpet".into()),
+                Warning::Governor("powersave".into()),
+                Warning::Load { load: 3.0, cpus: 2 },
+                Warning::Virtualized("KVM".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn architected_timers_count_as_vdso_clocks() {
+        let on = |cs: &str| Host {
+            clocksource: Some(cs.into()),
+            ..Default::default()
+        };
+        for cs in ["tsc", "arch_sys_counter"] {
+            assert_eq!(host_warnings(&on(cs)), []);
+        }
+        let h = on("kvm-clock");
+        assert_eq!(
+            host_warnings(&h),
+            [Warning::Clocksource("kvm-clock".into())]
+        );
+    }
+
+    #[test]
+    fn load_is_judged_per_cpu() {
+        let mut h = Host {
+            loadavg: Some([3.0, 0.0, 0.0]),
+            logical_cpus: 64,
+            ..Default::default()
+        };
+        assert_eq!(host_warnings(&h), []);
+        h.logical_cpus = 4;
+        assert_eq!(host_warnings(&h).len(), 1);
+    }
 }

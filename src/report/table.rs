@@ -24,9 +24,10 @@ pub fn render(doc: &RunDoc) -> String {
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "opcost run {} on {} ({} profile{label}){}",
+        "opcost run {} on {}: {} ({} profile{label}){}",
         doc.run.id,
         doc.host.hostname,
+        doc.host.summary(),
         doc.run.profile.name(),
         if doc.run.interrupted {
             " — interrupted"

@@ -1,0 +1,230 @@
+//! End-to-end behaviour of the command line: selection, bad input, the JSON
+//! document, and Ctrl-C. Timings are never asserted.
+
+use std::process::{Command as StdCommand, Stdio};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// The binary, with its history in a throw-away directory (never the real home).
+fn opcost() -> Command {
+    let mut c = Command::cargo_bin("opcost").expect("binary built");
+    c.env(
+        "XDG_DATA_HOME",
+        std::env::temp_dir().join("opcost-cli-tests"),
+    );
+    c
+}
+
+#[test]
+fn list_shows_ids_units_and_summaries() {
+    opcost()
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("syscall.function_call"))
+        .stdout(predicate::str::contains("ns/op"))
+        .stdout(predicate::str::contains("benchmarks"));
+}
+
+#[test]
+fn list_with_a_pattern_that_matches_nothing_is_a_usage_error() {
+    opcost()
+        .args(["list", "no.such.thing"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no benchmark matches"));
+}
+
+#[test]
+fn unknown_pattern_exits_2_and_suggests_the_nearest_ids() {
+    opcost()
+        .args(["run", "sycall", "--profile", "quick"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no benchmark matches 'sycall'"))
+        .stderr(predicate::str::contains("did you mean: syscall"));
+}
+
+#[test]
+fn bad_flag_values_exit_2() {
+    opcost()
+        .args(["run", "--profile", "fastest"])
+        .assert()
+        .code(2);
+    opcost().args(["run", "--samples", "0"]).assert().code(2);
+    opcost().args(["run", "--samples", "many"]).assert().code(2);
+    opcost().args(["run", "--cpu", "-1"]).assert().code(2);
+    opcost().args(["--no-such-flag"]).assert().code(2);
+}
+
+#[test]
+fn pinning_to_a_cpu_that_does_not_exist_exits_2() {
+    opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--cpu",
+            "100000",
+            "--profile",
+            "quick",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--cpu 100000"))
+        .stderr(predicate::str::contains("not available"));
+}
+
+#[test]
+fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/out.json");
+    opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--json",
+        ])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not exist"));
+    assert!(!missing.exists());
+    // A directory given as the file.
+    opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--json",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a directory"));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no partial or temp file left"
+    );
+}
+
+#[test]
+fn missing_dir_is_a_usage_error() {
+    opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--dir",
+            "/nonexistent/opcost-dir",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no such directory"));
+}
+
+#[test]
+fn json_document_has_the_documented_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--samples",
+            "7",
+            "--label",
+            "t1",
+            "--json",
+        ])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("syscall.function_call"));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["schema"], 1);
+    assert!(doc["opcost_version"].is_string());
+    assert_eq!(doc["run"]["profile"], "quick");
+    assert_eq!(doc["run"]["label"], "t1");
+    assert_eq!(doc["run"]["id"].as_str().unwrap().len(), 8);
+    assert!(doc["host"].is_object());
+    assert!(doc["findings"].is_array());
+    let r = &doc["results"][0];
+    assert_eq!(r["id"], "syscall.function_call");
+    assert_eq!(r["area"], "syscall");
+    assert_eq!(r["unit"], "ns/op");
+    for k in [
+        "median", "min", "max", "mean", "p5", "p95", "mad", "ci_low", "ci_high", "cv", "overhead",
+    ] {
+        let v = r[k].as_f64().unwrap_or_else(|| panic!("{k} missing"));
+        assert!(v.is_finite() && v >= 0.0, "{k} = {v}");
+    }
+    assert!(r["min"].as_f64() <= r["median"].as_f64() && r["median"].as_f64() <= r["max"].as_f64());
+    assert!(
+        r["ci_low"].as_f64() <= r["median"].as_f64()
+            && r["median"].as_f64() <= r["ci_high"].as_f64()
+    );
+    assert!(r["ops_per_sample"].as_u64().unwrap() >= 1);
+    assert!(r["noisy"].is_boolean());
+    assert!(r["warnings"].is_array());
+    assert!(r["outliers"]["high_mild"].is_u64());
+    assert_eq!(r["samples"].as_array().unwrap().len(), 7);
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    // --samples far beyond the budget: the run would take many minutes.
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
+        .env("XDG_DATA_HOME", dir.path())
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--samples",
+            "100000",
+            "--json",
+        ])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["run"]["interrupted"], true);
+    let r = &doc["results"][0];
+    assert_eq!(r["id"], "syscall.function_call");
+    assert!(
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("interrupted"))
+    );
+}

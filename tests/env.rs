@@ -1,0 +1,164 @@
+//! End-to-end tests of `opcost env`: the binary describes this machine as
+//! JSON and as sectioned text, and agrees with what procfs and sysfs say.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn opcost() -> Command {
+    Command::cargo_bin("opcost").expect("the opcost binary is built")
+}
+
+fn env_json() -> Value {
+    let out = opcost().args(["env", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).expect("env --json prints JSON")
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn non_empty_str<'a>(v: &'a Value, what: &str) -> &'a str {
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("{what} is not a string: {v}"));
+    assert!(!s.trim().is_empty(), "{what} is empty");
+    s
+}
+
+#[test]
+fn env_json_has_the_machine_facts() {
+    let h = env_json();
+    non_empty_str(&h["hostname"], "hostname");
+    non_empty_str(&h["cpu"]["model"], "cpu.model");
+    non_empty_str(&h["cpu"]["arch"], "cpu.arch");
+    assert!(h["logical_cpus"].as_u64().unwrap() > 0);
+    assert!(h["mem_total_bytes"].as_u64().unwrap() > 0);
+    assert!(h["mem_available_bytes"].as_u64().unwrap() <= h["mem_total_bytes"].as_u64().unwrap());
+    assert!(h["vulnerabilities"].is_object());
+    assert!(h["caches"].is_array());
+    assert!(h["virt"].is_object());
+    assert_eq!(
+        non_empty_str(&h["software"]["opcost_version"], "opcost_version"),
+        env!("CARGO_PKG_VERSION")
+    );
+    let release = non_empty_str(&h["kernel"]["release"], "kernel.release");
+    if let Some(r) = read("/proc/sys/kernel/osrelease") {
+        assert_eq!(release, r);
+    }
+}
+
+#[test]
+fn env_json_agrees_with_sysfs() {
+    let h = env_json();
+    let cs = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+    match read(cs) {
+        Some(c) => assert_eq!(h["clocksource"].as_str(), Some(c.as_str())),
+        None => assert!(h["clocksource"].is_null()),
+    }
+    let dir = Path::new("/sys/devices/system/cpu/vulnerabilities");
+    let vulns = h["vulnerabilities"].as_object().unwrap();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut n = 0;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let text = read(&e.path().to_string_lossy()).unwrap_or_default();
+            if text.is_empty() {
+                continue;
+            }
+            n += 1;
+            assert_eq!(vulns[&name].as_str(), Some(text.as_str()), "{name}");
+        }
+        assert_eq!(vulns.len(), n, "one entry per file");
+    }
+    if let Some(size) = read("/sys/devices/system/cpu/cpu0/cache/index0/size") {
+        let kib: u64 = size.trim_end_matches('K').parse().unwrap();
+        let sizes: Vec<u64> = h["caches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["size_bytes"].as_u64().unwrap())
+            .collect();
+        assert!(sizes.contains(&(kib * 1024)), "{sizes:?} lacks {kib} KiB");
+    }
+}
+
+#[test]
+fn env_json_is_a_host_the_library_reads_back() {
+    let out = opcost().args(["env", "--json"]).output().unwrap();
+    let host: opcost::host::Host = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(host.logical_cpus > 0);
+    assert!(host.cpu_ghz().is_none_or(|g| g > 0.0 && g.is_finite()));
+}
+
+#[test]
+fn env_text_has_every_section() {
+    let out = opcost().arg("env").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for title in [
+        "CPU",
+        "Caches",
+        "Frequency",
+        "Kernel",
+        "Mitigations",
+        "Clocksource",
+        "Transparent huge pages",
+        "Memory",
+        "Virtualisation",
+        "Software",
+    ] {
+        assert!(
+            text.lines().any(|l| l == title),
+            "no section {title} in:\n{text}"
+        );
+    }
+    assert!(text.starts_with("hostname"));
+    assert!(text.contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn env_rejects_unknown_flags() {
+    opcost()
+        .args(["env", "--jsn"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--json"));
+}
+
+#[test]
+fn a_run_document_carries_the_full_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--no-save",
+            "--json",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let env = env_json();
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&doc["host"]), keys(&env));
+    assert_eq!(doc["host"]["kernel"], env["kernel"]);
+    assert_eq!(doc["host"]["cpu"], env["cpu"]);
+    let warnings = doc["warnings"].as_array().unwrap();
+    if env["virt"]["hypervisor"].is_string() {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with("virtual machine")),
+            "{warnings:?}"
+        );
+    }
+}
