@@ -127,7 +127,14 @@ fn a_missing_dir_is_a_usage_error() {
     let parent = tempfile::tempdir().unwrap();
     let missing = parent.path().join("nope");
     opcost()
-        .args(["run", "storage.meta.stat", "--profile", "quick", "--dir"])
+        .args([
+            "run",
+            "storage.meta.stat",
+            "--profile",
+            "quick",
+            "--no-save",
+            "--dir",
+        ])
         .arg(&missing)
         .assert()
         .code(2)
@@ -140,7 +147,14 @@ fn a_missing_dir_is_a_usage_error() {
 fn a_file_as_dir_is_a_usage_error() {
     let f = tempfile::NamedTempFile::new().unwrap();
     opcost()
-        .args(["run", "storage.meta.stat", "--profile", "quick", "--dir"])
+        .args([
+            "run",
+            "storage.meta.stat",
+            "--profile",
+            "quick",
+            "--no-save",
+            "--dir",
+        ])
         .arg(f.path())
         .assert()
         .code(2)
@@ -182,7 +196,14 @@ fn a_memory_file_system_is_said_to_be_one() {
 /// sends SIGINT `signals` times, and returns the exit code.
 fn interrupt(dir: &Path, signals: usize) -> Option<i32> {
     let mut child = StdCommand::new(env!("CARGO_BIN_EXE_opcost"))
-        .args(["run", "storage.seq", "--profile", "default", "--dir"])
+        .args([
+            "run",
+            "storage.seq",
+            "--profile",
+            "default",
+            "--no-save",
+            "--dir",
+        ])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

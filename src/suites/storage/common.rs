@@ -26,10 +26,11 @@ pub const MIN_FILE: u64 = 4 * MIB;
 /// File sizes and counts per profile.
 #[derive(Clone, Copy, Debug)]
 pub struct Sizes {
-    /// The file of the sequential benchmarks.
+    /// The file of the sequential benchmarks (reads pass over all of it).
     pub seq_file: u64,
-    /// The file written then fdatasync'ed as one batch.
-    pub sync_pass: u64,
+    /// Bytes one batch of a sequential write benchmark writes (then
+    /// fdatasyncs, for that variant): less than the file, to bound wear.
+    pub write_batch: u64,
     /// The file random reads go to.
     pub rand_file: u64,
     /// The file of the per-character (bonnie++-style) benchmarks.
@@ -41,20 +42,21 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    /// The sizes for `profile` (quick writes a few hundred MiB in all).
+    /// The sizes for `profile` (quick writes a few hundred MiB in all, and
+    /// holds less than 100 MiB on disk at any time).
     pub fn of(profile: Profile) -> Sizes {
         match profile {
             Profile::Quick => Sizes {
-                seq_file: 32 * MIB,
-                sync_pass: 16 * MIB,
-                rand_file: 32 * MIB,
+                seq_file: 16 * MIB,
+                write_batch: 8 * MIB,
+                rand_file: 16 * MIB,
                 bonnie_file: 8 * MIB,
                 tree_files: 1000,
                 meta_files: 1000,
             },
             Profile::Default => Sizes {
                 seq_file: 256 * MIB,
-                sync_pass: 64 * MIB,
+                write_batch: 32 * MIB,
                 rand_file: 256 * MIB,
                 bonnie_file: 32 * MIB,
                 tree_files: 4000,
@@ -62,7 +64,7 @@ impl Sizes {
             },
             Profile::Thorough => Sizes {
                 seq_file: 1024 * MIB,
-                sync_pass: 256 * MIB,
+                write_batch: 128 * MIB,
                 rand_file: 1024 * MIB,
                 bonnie_file: 64 * MIB,
                 tree_files: 10_000,

@@ -247,9 +247,10 @@ impl Drop for Deep {
 fn prepare_deep(ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
     let t = Target::prepare(ctx)?;
     let mut d = Deep::spawn(t, DEPTH)?;
-    // Estimate a batch of one read per thread to size the batch.
-    let one_round = d.run(DEPTH as u64)?;
-    d.min_ops = DEPTH as u64 * min_ops_for(one_round, MIN_READS_PER_THREAD, MIN_BATCH_TIME);
+    // Time a few reads per thread to size the batch.
+    const PROBE: u32 = 4;
+    let per_read = d.run(DEPTH as u64 * u64::from(PROBE))? / PROBE;
+    d.min_ops = DEPTH as u64 * min_ops_for(per_read, MIN_READS_PER_THREAD, 2 * MIN_BATCH_TIME);
     Ok(Box::new(d))
 }
 
