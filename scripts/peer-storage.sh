@@ -9,15 +9,23 @@
 # written inside a private subdirectory of DIR and removed at the end.
 # OPCOST names the binary (default: target/release/opcost, built if missing).
 #
-# Matching jobs (opcost's default profile uses 256 MiB files):
-#   seq write   fio rw=write  bs=1M direct=1 psync, over a laid-out file
+# Matching jobs (opcost's default profile: reads over 256 MiB files, direct
+# writes in 32 MiB batches rotating through a 128 MiB file):
+#   seqwrite    fio rw=write bs=1M direct=1 psync over a laid-out 128 MiB file
 #               opcost storage.seq.write.direct
-#   seq read    fio rw=read   bs=1M direct=1 psync
+#   seqread     fio rw=read bs=1M direct=1 psync over a 256 MiB file
 #               opcost storage.seq.read.direct
-#   randread    fio rw=randread bs=4k direct=1 psync (QD1): mean latency
-#               opcost storage.rand.read.qd1 (median of batch means)
-#   fdatasync   fio rw=write bs=4k fdatasync=1 file_append=1: 1/IOPS
-#               opcost storage.sync.fdatasync (append 4 KiB + fdatasync)
+#   randread    fio rw=randread bs=4k direct=1 psync (QD1), 256 MiB file
+#               opcost storage.rand.read.qd1
+#   fdatasync   fio rw=write bs=4k fdatasync=1 file_append=1 (append + sync)
+#               opcost storage.sync.fdatasync
+# Like is compared with like. fio's bandwidth is bytes over time, so
+# opcost's side of a throughput row is the same aggregate of its samples
+# (their harmonic mean), with fio looping over its file 10 times to move
+# about as much data as opcost's run. Latencies on a shared or virtual disk
+# have long tails, so they are compared twice: median with median (fio's
+# clat p50, opcost's per-op p50) and mean with mean (fio's lat mean or
+# 1/IOPS, opcost's mean of equal-sized batch means).
 set -euo pipefail
 
 DIR=${1:-}
@@ -42,34 +50,40 @@ cleanup() { rm -rf "$work" ${made_dir:+"$made_dir"}; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-data=$work/fio-seq.dat
+rdata=$work/fio-read.dat
+wdata=$work/fio-write.dat
 log=$work/fio-log.dat
 out=$work/out.json
 
 fio_json() { fio --output-format=json --directory="$work" "$@" 2>/dev/null; }
 
-# The fio file, laid out once with real data so writes overwrite it (as
-# opcost's do); 256 MiB like opcost's default profile.
-fio_json --name=layout --rw=write --bs=1M --size=$SIZE --filename="$(basename "$data")" \
+# The fio files, laid out once with real data so that writes overwrite them
+# (as opcost's do).
+fio_json --name=layout --rw=write --bs=1M --size=256M --filename="$(basename "$rdata")" \
+    --end_fsync=1 >/dev/null
+fio_json --name=layout --rw=write --bs=1M --size=128M --filename="$(basename "$wdata")" \
     --end_fsync=1 >/dev/null
 
-fio_value() {
+# Prints "name value" lines for a job, fio's side.
+fio_values() {
     case $1 in
     seqwrite)
-        fio_json --name=w --rw=write --bs=1M --size=$SIZE --direct=1 --ioengine=psync \
-            --filename="$(basename "$data")" | jq '.jobs[0].write.bw_bytes' ;;
+        fio_json --name=w --rw=write --bs=1M --size=128M --loops=10 --direct=1 --ioengine=psync \
+            --filename="$(basename "$wdata")" | jq -r '"seqwrite \(.jobs[0].write.bw_bytes)"' ;;
     seqread)
-        fio_json --name=r --rw=read --bs=1M --size=$SIZE --direct=1 --ioengine=psync \
-            --filename="$(basename "$data")" | jq '.jobs[0].read.bw_bytes' ;;
+        fio_json --name=r --rw=read --bs=1M --size=256M --loops=10 --direct=1 --ioengine=psync \
+            --filename="$(basename "$rdata")" | jq -r '"seqread \(.jobs[0].read.bw_bytes)"' ;;
     randread)
-        fio_json --name=rr --rw=randread --bs=4k --size=$SIZE --direct=1 --ioengine=psync \
-            --runtime=3 --time_based --filename="$(basename "$data")" |
-            jq '.jobs[0].read.lat_ns.mean' ;;
+        fio_json --name=rr --rw=randread --bs=4k --size=256M --direct=1 --ioengine=psync \
+            --runtime=3 --time_based --filename="$(basename "$rdata")" |
+            jq -r '.jobs[0].read | "randread_p50 \(.clat_ns.percentile["50.000000"])",
+                                   "randread_mean \(.lat_ns.mean)"' ;;
     fdatasync)
         rm -f "$log"
         fio_json --name=s --rw=write --bs=4k --size=8M --ioengine=sync --fdatasync=1 \
             --file_append=1 --runtime=5 --filename="$(basename "$log")" |
-            jq '1e9 / .jobs[0].write.iops'
+            jq -r '.jobs[0] | "fdatasync_p50 \(.sync.lat_ns.percentile["50.000000"] + .write.lat_ns.mean)",
+                             "fdatasync_mean \(1e9 / .write.iops)"'
         rm -f "$log" ;;
     esac
 }
@@ -83,11 +97,14 @@ opcost_id() {
     esac
 }
 
-opcost_value() {
+# Prints "name value" lines for a job, opcost's side.
+opcost_values() {
     local id
     id=$(opcost_id "$1")
     "$OPCOST" run "$id" --profile default --dir "$work" --no-save --json "$out" >/dev/null 2>&1
-    jq --arg id "$id" '.results[] | select(.id == $id) | .median' "$out"
+    jq -r --arg id "$id" --arg job "$1" '.results[] | select(.id == $id) |
+        if .per_op then "\($job)_p50 \(.per_op.p50)", "\($job)_mean \(.mean)"
+        else "\($job) \(.samples | length / (map(1 / .) | add))" end' "$out"
 }
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {
@@ -95,26 +112,26 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {
     if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2 }'; }
 
 jobs=(seqwrite seqread randread fdatasync)
+rows=(seqwrite seqread randread_p50 randread_mean fdatasync_p50 fdatasync_mean)
 declare -A fio_vals opc_vals
 echo "comparing in $work, $ROUNDS alternating rounds (fio, opcost, ...)" >&2
 for ((r = 1; r <= ROUNDS; r++)); do
     for job in "${jobs[@]}"; do
-        f=$(fio_value "$job")
-        o=$(opcost_value "$job")
-        fio_vals[$job]+=" $f"
-        opc_vals[$job]+=" $o"
-        printf '  round %d %-9s fio %-14s opcost %s\n' "$r" "$job" "$f" "$o" >&2
+        while read -r name v; do fio_vals[$name]+=" $v"; done < <(fio_values "$job")
+        while read -r name v; do opc_vals[$name]+=" $v"; done < <(opcost_values "$job")
     done
+    echo "  round $r done" >&2
 done
 
-printf '\n%-10s %-6s %12s %12s %8s\n' job unit fio opcost opcost/fio
-for job in "${jobs[@]}"; do
-    f=$(echo "${fio_vals[$job]}" | median)
-    o=$(echo "${opc_vals[$job]}" | median)
-    case $job in
+printf '\n%-15s %-6s %10s %10s %10s   %s\n' job unit fio opcost opcost/fio "per-round values (fio | opcost)"
+for row in "${rows[@]}"; do
+    f=$(echo "${fio_vals[$row]:-}" | median)
+    o=$(echo "${opc_vals[$row]:-}" | median)
+    case $row in
     seq*) unit=MB/s; scale=1e-6 ;;
     *) unit=us/op; scale=1e-3 ;;
     esac
-    awk -v j="$job" -v u="$unit" -v f="$f" -v o="$o" -v s="$scale" \
-        'BEGIN { printf "%-10s %-6s %12.1f %12.1f %8.2f\n", j, u, f*s, o*s, (f > 0 ? o/f : 0) }'
+    each() { for v in $1; do awk -v v="$v" -v s="$scale" 'BEGIN { printf "%.0f ", v*s }'; done; }
+    awk -v j="$row" -v u="$unit" -v f="$f" -v o="$o" -v s="$scale" -v d="$(each "${fio_vals[$row]:-}")| $(each "${opc_vals[$row]:-}")" \
+        'BEGIN { printf "%-15s %-6s %10.1f %10.1f %10.2f   %s\n", j, u, f*s, o*s, (f > 0 ? o/f : 0), d }'
 done
