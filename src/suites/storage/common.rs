@@ -175,7 +175,8 @@ impl Workspace {
         v
     }
 
-    /// Caveats that follow from the location (a file system in memory).
+    /// Caveats that follow from the location (a file system in memory, one
+    /// with a cache of its own).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         if self.location.in_memory() {
@@ -183,6 +184,12 @@ impl Workspace {
                 "{} is on {}: no disk is involved, these are memory figures",
                 self.location.dir, self.location.fs_type
             ));
+        }
+        if self.location.fs_type == "zfs" {
+            w.push(
+                "zfs keeps data in its own cache (the ARC), which posix_fadvise cannot drop: cold and O_DIRECT reads may come from memory"
+                    .to_string(),
+            );
         }
         w
     }

@@ -25,6 +25,9 @@ use crate::harness::{Bench, Finding, Measurement};
 use crate::host::Host;
 use crate::report::units::{human, human_bytes};
 
+/// Below this hot/cold ratio the "cold" read was probably served from a cache.
+const COLD_AS_HOT: f64 = 1.5;
+
 /// The storage suite.
 pub fn suite() -> Suite {
     Suite {
@@ -127,10 +130,15 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     if let (Some(hot), Some(cold)) = (med("storage.seq.read.hot"), med("storage.seq.read.cold")) {
         let r = hot / cold;
+        let why = if r < COLD_AS_HOT {
+            "the cold read is nearly as fast as the cached one, so the file was probably still cached (tmpfs, a network or a caching file system)"
+        } else {
+            "without dropping the cache, a read benchmark measures memory"
+        };
         out.push(ratio_finding(
             "storage",
             format!(
-                "a cache-hot reread ({}) is {} the speed of a cold read ({}): without dropping the cache, a read benchmark measures memory",
+                "a cache-hot reread ({}) is {} the speed of a cold read ({}): {why}",
                 human(hot, "B/s"),
                 fmt_ratio(r),
                 human(cold, "B/s")
@@ -265,6 +273,74 @@ mod tests {
         let f = location_finding(&loc).unwrap();
         assert!(f.text.contains("no block device"), "{}", f.text);
         assert_eq!(f.value, 0.0, "free space unknown: still a finite value");
+    }
+
+    fn m(id: &str, unit: &str, median: f64, p50_p99: Option<(f64, f64)>) -> Measurement {
+        let per_op = p50_p99.map(|(p50, p99)| {
+            serde_json::json!({"count": 100, "p50": p50, "p90": p99, "p99": p99, "max": p99, "bimodal": false})
+        });
+        serde_json::from_value(serde_json::json!({
+            "id": id, "area": "storage", "unit": unit, "params": {},
+            "median": median, "min": median, "max": median, "mean": median,
+            "p5": median, "p95": median, "mad": 0.0, "ci_low": median, "ci_high": median,
+            "cv": 0.0, "outliers": {"low_severe": 0, "low_mild": 0, "high_mild": 0, "high_severe": 0},
+            "ops_per_sample": 1, "noisy": false, "warnings": [], "per_op": per_op,
+            "details": {"location": {"dir": "/d/opcost-storage-1", "fs_type": "ext4", "device": "vda",
+                        "device_kind": "disk", "scheduler": "none", "scheduler_note": "x",
+                        "free_bytes": 1e9}},
+            "samples": [median],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn findings_state_ratios_and_tails() {
+        let ms = vec![
+            m("storage.seq.write.buffered", "B/s", 8e9, None),
+            m("storage.seq.write.fdatasync", "B/s", 4e8, None),
+            m("storage.seq.read.hot", "B/s", 1e10, None),
+            m("storage.seq.read.cold", "B/s", 1e9, None),
+            m(
+                "storage.rand.read.qd1",
+                "ns/op",
+                100_000.0,
+                Some((90_000.0, 400_000.0)),
+            ),
+            m("storage.rand.read.qd16", "ops/s", 50_000.0, None),
+            m("storage.sync.fdatasync", "ns/op", 2e6, Some((1.5e6, 9e6))),
+        ];
+        let f = findings(&ms);
+        let find = |s: &str| {
+            f.iter()
+                .find(|f| f.text.contains(s))
+                .unwrap_or_else(|| panic!("no '{s}' in {f:?}"))
+        };
+        assert!(find("measured in /d:").text.contains("ext4"));
+        assert_eq!(find("buffered writes").value, 20.0);
+        let hot = find("cache-hot reread");
+        assert_eq!(hot.value, 10.0);
+        assert!(hot.text.contains("measures memory"));
+        let tail = find("queue depth 1");
+        assert_eq!((tail.value, tail.unit.as_str()), (400_000.0, "ns/op"));
+        // 50k IOPS vs 10k at QD1
+        assert_eq!(find("in flight").value, 5.0);
+        assert!(find("fdatasync: median").text.contains("p99 9.00 ms"));
+        for x in &f {
+            assert!(x.value.is_finite() && x.value > 0.0, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn a_cold_read_as_fast_as_a_hot_one_is_called_suspicious() {
+        let ms = vec![
+            m("storage.seq.read.hot", "B/s", 1e10, None),
+            m("storage.seq.read.cold", "B/s", 9e9, None),
+        ];
+        let f = findings(&ms);
+        assert!(
+            f.iter().any(|f| f.text.contains("probably still cached")),
+            "{f:?}"
+        );
     }
 
     #[test]
