@@ -301,9 +301,9 @@ pub fn resolve_block(sysfs: &Path, major: u32, minor: u32) -> Result<BlockDevice
     let top_kind = kind_of(&top);
     let describe = |p: &Physical| p.scheduler.clone().unwrap_or_else(|| "none".into());
     let (scheduler, scheduler_note) = if stacked {
-        let request_based = top_sched
-            .as_ref()
-            .is_some_and(|s| s.choices.len() > 1 && s.selected != "none");
+        // A bio-based stacked device's queue offers no choice ("none");
+        // request-based device-mapper offers the usual list.
+        let request_based = top_sched.as_ref().is_some_and(|s| s.choices.len() > 1);
         if request_based {
             let s = top_sched.map(|s| s.selected).unwrap_or_default();
             (
@@ -313,10 +313,9 @@ pub fn resolve_block(sysfs: &Path, major: u32, minor: u32) -> Result<BlockDevice
                 ),
             )
         } else {
-            let mut names: Vec<String> = physical.iter().map(describe).collect();
-            names.dedup();
+            let names: std::collections::BTreeSet<String> = physical.iter().map(describe).collect();
             let s = if names.len() <= 1 {
-                names.pop().unwrap_or_else(|| "none".into())
+                names.into_iter().next().unwrap_or_else(|| "none".into())
             } else {
                 physical
                     .iter()
@@ -810,6 +809,57 @@ garbage line
             b.scheduler_note
         );
         assert_eq!(b.physical.len(), 2);
+    }
+
+    #[test]
+    fn request_based_with_none_selected_is_none_at_the_top() {
+        let sys = FakeSys::new();
+        disk(&sys, "sdc", "8:32", "[mq-deadline] none", "0");
+        let dm = sys.dev(
+            "virtual/block/dm-3",
+            "253:3",
+            &[
+                ("dm/name", "mpathb"),
+                ("queue/scheduler", "[none] mq-deadline"),
+            ],
+        );
+        sys.slave(&dm, "pci0/block/sdc");
+        let b = resolve_block(sys.path(), 253, 3).unwrap();
+        assert_eq!(b.scheduler, "none");
+        assert!(
+            b.scheduler_note.contains("request-based"),
+            "{}",
+            b.scheduler_note
+        );
+    }
+
+    #[test]
+    fn three_disks_two_alike_are_each_named() {
+        let sys = FakeSys::new();
+        disk(&sys, "sda", "8:0", "[bfq] none", "1");
+        disk(&sys, "sdb", "8:16", "[none] bfq", "1");
+        disk(&sys, "sdc", "8:32", "[bfq] none", "1");
+        let md = sys.dev(
+            "virtual/block/md1",
+            "9:1",
+            &[("md/level", "raid5"), ("queue/scheduler", "none")],
+        );
+        for d in ["sda", "sdb", "sdc"] {
+            sys.slave(&md, &format!("pci0/block/{d}"));
+        }
+        let b = resolve_block(sys.path(), 9, 1).unwrap();
+        assert_eq!(b.scheduler, "bfq (sda), none (sdb), bfq (sdc)");
+        let sys2 = FakeSys::new();
+        disk(&sys2, "sda", "8:0", "[bfq] none", "1");
+        disk(&sys2, "sdb", "8:16", "[bfq] none", "1");
+        let md = sys2.dev(
+            "virtual/block/md2",
+            "9:2",
+            &[("md/level", "raid1"), ("queue/scheduler", "none")],
+        );
+        sys2.slave(&md, "pci0/block/sda");
+        sys2.slave(&md, "pci0/block/sdb");
+        assert_eq!(resolve_block(sys2.path(), 9, 2).unwrap().scheduler, "bfq");
     }
 
     #[test]
