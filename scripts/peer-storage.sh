@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compares opcost's storage benchmarks with fio on the same directory and
-# sizes, alternating the two (fio, opcost, fio, opcost...) so that a change
-# in the machine's load hits both, and prints the medians side by side.
+# sizes, alternating the two (fio, opcost, fio again, for each job) so that
+# a change in the machine's load hits both, and prints the medians side by
+# side, with fio against itself as the measure of the machine's noise.
 #
 #   scripts/peer-storage.sh [DIR] [ROUNDS]
 #
@@ -57,10 +58,10 @@ out=$work/out.json
 
 fio_json() { fio --output-format=json --directory="$work" "$@" 2>/dev/null; }
 
-# The fio files, laid out once with real data so that writes overwrite them
-# (as opcost's do).
-fio_json --name=layout --rw=write --bs=1M --size=256M --filename="$(basename "$rdata")" \
-    --end_fsync=1 >/dev/null
+# The fio file for writes, laid out once with real data so that writes
+# overwrite it (as opcost's do). The read jobs lay their file out afresh
+# each time (fio does when it is missing, then fsyncs it), as opcost's
+# read benchmarks write theirs just before reading.
 fio_json --name=layout --rw=write --bs=1M --size=128M --filename="$(basename "$wdata")" \
     --end_fsync=1 >/dev/null
 
@@ -71,9 +72,11 @@ fio_values() {
         fio_json --name=w --rw=write --bs=1M --size=128M --loops=10 --direct=1 --ioengine=psync \
             --filename="$(basename "$wdata")" | jq -r '"seqwrite \(.jobs[0].write.bw_bytes)"' ;;
     seqread)
+        rm -f "$rdata" # laid out afresh, as opcost lays out its file just before
         fio_json --name=r --rw=read --bs=1M --size=256M --loops=10 --direct=1 --ioengine=psync \
             --filename="$(basename "$rdata")" | jq -r '"seqread \(.jobs[0].read.bw_bytes)"' ;;
     randread)
+        rm -f "$rdata"
         fio_json --name=rr --rw=randread --bs=4k --size=256M --direct=1 --ioengine=psync \
             --runtime=3 --time_based --filename="$(basename "$rdata")" |
             jq -r '.jobs[0].read | "randread_p50 \(.clat_ns.percentile["50.000000"])",
@@ -113,25 +116,36 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {
 
 jobs=(seqwrite seqread randread fdatasync)
 rows=(seqwrite seqread randread_p50 randread_mean fdatasync_p50 fdatasync_mean)
-declare -A fio_vals opc_vals
-echo "comparing in $work, $ROUNDS alternating rounds (fio, opcost, ...)" >&2
+# Each round runs every job as fio, opcost, fio again: the second fio run
+# shows how far the machine lets a tool disagree with itself.
+declare -A fio_vals opc_vals fio2_vals
+echo "comparing in $work, $ROUNDS alternating rounds (fio, opcost, fio again)" >&2
 for ((r = 1; r <= ROUNDS; r++)); do
     for job in "${jobs[@]}"; do
         while read -r name v; do fio_vals[$name]+=" $v"; done < <(fio_values "$job")
         while read -r name v; do opc_vals[$name]+=" $v"; done < <(opcost_values "$job")
+        while read -r name v; do fio2_vals[$name]+=" $v"; done < <(fio_values "$job")
     done
     echo "  round $r done" >&2
 done
 
-printf '\n%-15s %-6s %10s %10s %10s   %s\n' job unit fio opcost opcost/fio "per-round values (fio | opcost)"
+printf '\nmedians of %d rounds\n' "$ROUNDS"
+printf '%-15s %-6s %10s %10s %10s %11s %12s\n' job unit fio opcost "fio again" opcost/fio "fio again/fio"
 for row in "${rows[@]}"; do
     f=$(echo "${fio_vals[$row]:-}" | median)
     o=$(echo "${opc_vals[$row]:-}" | median)
+    g=$(echo "${fio2_vals[$row]:-}" | median)
     case $row in
     seq*) unit=MB/s; scale=1e-6 ;;
     *) unit=us/op; scale=1e-3 ;;
     esac
+    awk -v j="$row" -v u="$unit" -v f="$f" -v o="$o" -v g="$g" -v s="$scale" \
+        'BEGIN { printf "%-15s %-6s %10.1f %10.1f %10.1f %11.2f %12.2f\n", j, u, f*s, o*s, g*s, (f > 0 ? o/f : 0), (f > 0 ? g/f : 0) }'
+done
+
+printf '\nper-round values (fio | opcost | fio again)\n'
+for row in "${rows[@]}"; do
+    case $row in seq*) scale=1e-6 ;; *) scale=1e-3 ;; esac
     each() { for v in $1; do awk -v v="$v" -v s="$scale" 'BEGIN { printf "%.0f ", v*s }'; done; }
-    awk -v j="$row" -v u="$unit" -v f="$f" -v o="$o" -v s="$scale" -v d="$(each "${fio_vals[$row]:-}")| $(each "${opc_vals[$row]:-}")" \
-        'BEGIN { printf "%-15s %-6s %10.1f %10.1f %10.2f   %s\n", j, u, f*s, o*s, (f > 0 ? o/f : 0), d }'
+    printf '%-15s %s| %s| %s\n' "$row" "$(each "${fio_vals[$row]:-}")" "$(each "${opc_vals[$row]:-}")" "$(each "${fio2_vals[$row]:-}")"
 done

@@ -186,7 +186,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         ),
         b(
             "storage.meta.stat",
-            "fstatat of an existing file among 1000s in one directory: per second",
+            "fstatat of one of the 1000-5000 files of a directory (by profile): per second",
             Op::Stat,
         ),
         b(
