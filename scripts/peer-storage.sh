@@ -18,8 +18,9 @@
 #               opcost storage.seq.read.direct
 #   randread    fio rw=randread bs=4k direct=1 psync (QD1), 256 MiB file
 #               opcost storage.rand.read.qd1
-#   fdatasync   fio rw=write bs=4k fdatasync=1 file_append=1 (append + sync)
-#               opcost storage.sync.fdatasync
+#   fdatasync   fio rw=write bs=4k fdatasync=1 into a new 64 MiB file, which
+#               fio preallocates (fallocate), as etcd does its WAL segments
+#               opcost storage.sync.fdatasync (the same pattern)
 # Like is compared with like. fio's bandwidth is bytes over time, so
 # opcost's side of a throughput row is the same aggregate of its samples
 # (their harmonic mean), with fio looping over its file 10 times to move
@@ -83,8 +84,8 @@ fio_values() {
                                    "randread_mean \(.lat_ns.mean)"' ;;
     fdatasync)
         rm -f "$log"
-        fio_json --name=s --rw=write --bs=4k --size=8M --ioengine=sync --fdatasync=1 \
-            --file_append=1 --runtime=5 --filename="$(basename "$log")" |
+        fio_json --name=s --rw=write --bs=4k --size=64M --ioengine=sync --fdatasync=1 \
+            --runtime=5 --filename="$(basename "$log")" |
             jq -r '.jobs[0] | "fdatasync_p50 \(.sync.lat_ns.percentile["50.000000"] + .write.lat_ns.mean)",
                              "fdatasync_mean \(1e9 / .write.iops)"'
         rm -f "$log" ;;

@@ -200,7 +200,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             out.push(Finding {
                 area: "storage".into(),
                 text: format!(
-                    "a 4 KiB append made durable with {what}: median {}, p99 {} (at most {:.0} commits/s for a log that syncs each one)",
+                    "a 4 KiB log write made durable with {what}: median {}, p99 {} (at most {:.0} commits/s for a log that syncs each one)",
                     human(p.p50, "ns"),
                     human(p.p99, "ns"),
                     1e9 / p.p50

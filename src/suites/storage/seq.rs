@@ -25,7 +25,7 @@ const WRITE_FILE_BATCHES: u64 = 4;
 enum Mode {
     /// write(2) into the page cache, never synced while timed.
     BufferedWrite,
-    /// A whole file of writes then one fdatasync, per batch.
+    /// A batch of buffered writes, then one fdatasync.
     SyncedWrite,
     /// O_DIRECT writes over a laid-out file.
     DirectWrite,
