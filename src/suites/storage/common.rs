@@ -82,7 +82,8 @@ pub fn reserve_bytes(total: u64) -> u64 {
 /// The size a benchmark's file may have: `wanted`, scaled down to a quarter
 /// of the usable free space (several benchmarks of a group hold files at
 /// once) and, on a file system in memory, to a quarter of available memory;
-/// rounded down to whole MiB. `None` when that is below `min`.
+/// rounded down to whole MiB where that keeps it at least `min`. `None` when
+/// it is below `min`.
 pub fn fit_size(
     wanted: u64,
     min: u64,
@@ -95,7 +96,9 @@ pub fn fit_size(
     if let Some(mem) = mem_available {
         size = size.min(mem / 4);
     }
-    let size = size / MIB * MIB;
+    // Whole MiB, unless that would fall below a minimum that fits as it is.
+    let floored = size / MIB * MIB;
+    let size = if floored >= min { floored } else { size };
     (size >= min && size > 0).then_some(size)
 }
 
@@ -190,6 +193,21 @@ impl Workspace {
                 "zfs keeps data in its own cache (the ARC), which posix_fadvise cannot drop: cold and O_DIRECT reads may come from memory"
                     .to_string(),
             );
+        }
+        w
+    }
+}
+
+impl Workspace {
+    /// [`Workspace::warnings`] plus what affects creating files: ext4
+    /// without a journal avoids reusing recently freed inodes, at a cost.
+    pub fn create_warnings(&self) -> Vec<String> {
+        let mut w = self.warnings();
+        if self.location.journal == Some(false) {
+            w.push(format!(
+                "{} without a journal: a new file skips the inodes freed in the last minute, so creating files soon after deleting many (as a previous run or benchmark may have) costs extra CPU",
+                self.location.fs_type
+            ));
         }
         w
     }
@@ -349,6 +367,9 @@ mod tests {
         let s = fit_size(256 * MIB, MIN_FILE, 2 * gib + 12345, 250 * gib, None).unwrap();
         assert_eq!(s % MIB, 0);
         assert!(fit_size(10, 0, 0, 0, None).is_none());
+        // a minimum that is not whole MiB is granted as it is
+        let odd = 12 * MIB + 345;
+        assert_eq!(fit_size(odd, odd, 80 * gib, 250 * gib, None), Some(odd));
     }
 
     #[test]

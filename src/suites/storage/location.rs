@@ -395,6 +395,8 @@ pub struct Location {
     pub scheduler_note: String,
     /// True when any physical device is rotational.
     pub rotational: Option<bool>,
+    /// For ext3/ext4: whether the file system has a journal (jbd2).
+    pub journal: Option<bool>,
 }
 
 impl Location {
@@ -430,6 +432,16 @@ impl Location {
     pub fn in_memory(&self) -> bool {
         matches!(self.fs_type.as_str(), "tmpfs" | "ramfs")
     }
+}
+
+/// True when jbd2 lists a journal for block device `dev` under `jbd2_dir`
+/// (normally `/proc/fs/jbd2`, whose entries are named `<dev>-<inode>`).
+pub fn has_journal(jbd2_dir: &Path, dev: &str) -> bool {
+    let prefix = format!("{dev}-");
+    fs::read_dir(jbd2_dir).is_ok_and(|rd| {
+        rd.filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    })
 }
 
 /// Names a file-system magic number from statfs, for when mountinfo is unreadable.
@@ -494,6 +506,7 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
         scheduler: "n/a".into(),
         scheduler_note: String::new(),
         rotational: None,
+        journal: None,
     };
     let Some(m) = mount else {
         loc.scheduler_note = "mount not found in /proc/self/mountinfo".into();
@@ -522,6 +535,10 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
             loc.scheduler = b.scheduler;
             loc.scheduler_note = b.scheduler_note;
             loc.rotational = b.rotational;
+            if matches!(loc.fs_type.as_str(), "ext3" | "ext4") {
+                let dev = loc.device.as_deref().unwrap_or_default();
+                loc.journal = Some(has_journal(Path::new("/proc/fs/jbd2"), dev));
+            }
         }
         Some(Err(e)) => loc.scheduler_note = e,
         None => {
@@ -893,6 +910,15 @@ garbage line
         assert_ne!(loc.fs_type, "unknown");
         assert!(loc.free_bytes.is_some());
         assert!(loc.describe().contains(&loc.fs_type));
+    }
+
+    #[test]
+    fn a_journal_is_found_by_its_jbd2_entry() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("sda2-8")).unwrap();
+        assert!(has_journal(d.path(), "sda2"));
+        assert!(!has_journal(d.path(), "sda"));
+        assert!(!has_journal(&d.path().join("missing"), "sda2"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! per second, the sync included, so a device that is fast for big files
 //! but slow for small ones shows it (E15).
 
+use std::collections::VecDeque;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -22,6 +23,8 @@ use super::common::{MIB, Sizes, Workspace, fill_pattern};
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::FnBench;
 
+/// Trees the write benchmark keeps on disk at most (then deletes the oldest).
+const KEEP_TREES: u64 = 16;
 /// Files per directory.
 const PER_DIR: u64 = 50;
 /// Directories per top-level group.
@@ -199,6 +202,35 @@ struct Tree {
     layout: Layout,
     data: Vec<u8>,
     phase: Phase,
+    /// Write: the passes whose trees are still on disk, oldest first.
+    kept: VecDeque<u64>,
+    /// Write: how many trees may stay on disk at once.
+    keep_max: usize,
+    next_pass: u64,
+}
+
+impl Tree {
+    fn pass_name(n: u64) -> CString {
+        CString::new(format!("p{n:05}")).unwrap_or_default()
+    }
+
+    fn open_dir(&self, name: &CString) -> anyhow::Result<OwnedFd> {
+        openat(
+            &self.root,
+            name.as_c_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .context("open")
+    }
+
+    /// Removes the tree of pass `n` and its directory.
+    fn remove_pass(&self, n: u64) -> anyhow::Result<()> {
+        let name = Self::pass_name(n);
+        self.layout.remove(&self.open_dir(&name)?)?;
+        unlinkat(&self.root, name.as_c_str(), UnlinkatFlags::RemoveDir).context("rmdir")?;
+        fsync(&self.root).context("fsync")
+    }
 }
 
 impl Timed for Tree {
@@ -206,13 +238,27 @@ impl Timed for Tree {
         // ops is always the tree's file count (min_ops = max_ops).
         match self.phase {
             Phase::Write => {
-                let start = Instant::now();
-                self.layout.create(&self.root, &self.data)?;
-                self.layout.sync(&self.root)?;
-                let took = start.elapsed();
-                self.layout.remove(&self.root)?;
+                // Untimed: each pass writes into a new, synced directory. The
+                // trees stay until the end (up to keep_max): deleting them
+                // between passes would make the next pass's creates pay for
+                // it on file systems that avoid reusing freed inodes at once.
+                if self.kept.len() >= self.keep_max
+                    && let Some(old) = self.kept.pop_front()
+                {
+                    self.remove_pass(old)?;
+                }
+                let n = self.next_pass;
+                self.next_pass += 1;
+                let name = Self::pass_name(n);
+                mkdirat(&self.root, name.as_c_str(), Mode::from_bits_truncate(0o755))
+                    .context("mkdir")?;
                 fsync(&self.root).context("fsync")?;
-                Ok(took)
+                let dir = self.open_dir(&name)?;
+                self.kept.push_back(n);
+                let start = Instant::now();
+                self.layout.create(&dir, &self.data)?;
+                self.layout.sync(&dir)?;
+                Ok(start.elapsed())
             }
             Phase::Read => {
                 self.layout.drop_from_cache(&self.root)?;
@@ -238,7 +284,7 @@ impl Timed for Tree {
         Some(self.layout.files.len() as u64)
     }
     fn warnings(&self) -> Vec<String> {
-        let mut w = self.ws.warnings();
+        let mut w = self.ws.create_warnings();
         if self.phase == Phase::Read {
             w.push(
                 "file data dropped from the page cache before each pass; directory entries and inodes stay cached"
@@ -261,8 +307,14 @@ impl Timed for Tree {
 fn prepare(ctx: &Ctx, phase: Phase) -> Result<Box<dyn Timed>, PrepareError> {
     let n = Sizes::of(ctx.profile).tree_files;
     let layout = Layout::new(n);
-    let need = (layout.bytes() * 2).max(64 * MIB);
-    let (ws, _) = Workspace::new(ctx, need, need)?;
+    // On disk: a tree's data plus its inodes and directories, roughly.
+    let per_tree = layout.bytes() + n * 4096;
+    let wanted = if phase == Phase::Write {
+        per_tree * KEEP_TREES
+    } else {
+        per_tree
+    };
+    let (ws, granted) = Workspace::new(ctx, wanted.max(MIB), per_tree.max(MIB))?;
     let root = open(
         ws.scratch.path(),
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
@@ -277,6 +329,9 @@ fn prepare(ctx: &Ctx, phase: Phase) -> Result<Box<dyn Timed>, PrepareError> {
         layout,
         data,
         phase,
+        kept: VecDeque::new(),
+        keep_max: (granted / per_tree.max(1)).clamp(1, KEEP_TREES) as usize,
+        next_pass: 0,
     };
     if phase == Phase::Read {
         t.layout.create(&t.root, &t.data)?;
