@@ -117,7 +117,8 @@ pub fn run(
 /// Splits benches into groups: those sharing an interleave key go together
 /// (at the position of the first), the rest alone.
 fn group_by_interleave(benches: Vec<Box<dyn Bench>>) -> Vec<Vec<Box<dyn Bench>>> {
-    let mut groups: Vec<(Option<String>, Vec<Box<dyn Bench>>)> = Vec::new();
+    type Group = (Option<String>, Vec<Box<dyn Bench>>);
+    let mut groups: Vec<Group> = Vec::new();
     for b in benches {
         let key = b.interleave().map(str::to_string);
         match key
@@ -326,13 +327,13 @@ fn summarise(
         });
     }
     let per_op = op_stats(&l.op_times);
-    if let Some(p) = &per_op {
-        if p.bimodal {
-            warns.push(Warning::Bimodal {
-                p50: p.p50,
-                p99: p.p99,
-            });
-        }
+    if let Some(p) = &per_op
+        && p.bimodal
+    {
+        warns.push(Warning::Bimodal {
+            p50: p.p50,
+            p99: p.p99,
+        });
     }
     let mut warnings: Vec<String> = l.timed.warnings();
     warnings.extend(warns.iter().map(ToString::to_string));

@@ -101,15 +101,16 @@ impl fmt::Display for Warning {
 /// Run-wide warnings that follow from the machine's state at the start.
 pub fn host_warnings(host: &crate::host::Host) -> Vec<Warning> {
     let mut w = Vec::new();
-    if let Some(cs) = &host.clocksource {
-        if cs != "tsc" && cs != "arch_sys_counter" {
-            w.push(Warning::Clocksource(cs.clone()));
-        }
+    if let Some(cs) = &host.clocksource
+        && cs != "tsc"
+        && cs != "arch_sys_counter"
+    {
+        w.push(Warning::Clocksource(cs.clone()));
     }
-    if let Some(g) = &host.governor {
-        if g != "performance" {
-            w.push(Warning::Governor(g.clone()));
-        }
+    if let Some(g) = &host.governor
+        && g != "performance"
+    {
+        w.push(Warning::Governor(g.clone()));
     }
     if let Some([one, _, _]) = host.loadavg {
         let cpus = host.logical_cpus.max(1);

@@ -352,7 +352,7 @@ pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
 pub fn size_label(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (scale, name) in UNITS {
-        if bytes >= scale && bytes % scale == 0 {
+        if bytes >= scale && bytes.is_multiple_of(scale) {
             return format!("{}{name}", bytes / scale);
         }
     }
