@@ -6,6 +6,7 @@
 //! print; they only describe work and read results.
 
 pub mod cpu;
+pub mod memory;
 pub mod syscall;
 
 use std::time::Duration;
@@ -29,7 +30,7 @@ pub struct Suite {
 
 /// Every registered suite, in run order.
 pub fn suites() -> Vec<Suite> {
-    vec![syscall::suite(), cpu::suite()]
+    vec![syscall::suite(), memory::suite(), cpu::suite()]
 }
 
 /// Every benchmark of every suite, in run order.
