@@ -474,10 +474,10 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
     let sysfs = sysfs_caches(ms);
     let llc = sysfs.last().map(|c| c.1);
     let top = small.last().map_or(0, |p| p.size);
-    let source = if huge.len() >= 3 {
-        "from the huge-page curve"
+    let caveat = if huge.len() >= 3 {
+        ""
     } else {
-        "from the 4 KiB-page curve; no huge-page curve, so TLB steps may show as levels"
+        " (no huge-page curve: a TLB step may pass for a level)"
     };
     for (i, l) in h.levels.iter().enumerate() {
         let n = i + 1;
@@ -489,7 +489,7 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                     format!("sysfs: {}", approx_size(s))
                 } else {
                     format!(
-                        "sysfs: {}; the curve disagrees by {}",
+                        "sysfs: {}, which the curve contradicts ({} apart)",
                         approx_size(s),
                         super::fmt_ratio(r)
                     )
@@ -500,10 +500,11 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         };
         out.push(finding(
             format!(
-                "{} ~{} @ {} ({verdict}; {source})",
+                "{} ~{} @ {}; {verdict}{}",
                 level_name(n),
                 approx_size(l.size),
-                ns_cycles(l.ns, ghz)
+                ns_cycles(l.ns, ghz),
+                if n == 1 { caveat } else { "" }
             ),
             l.size as f64,
             "B",
@@ -530,13 +531,13 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                 approx_size(l)
             ),
             Some(l) if top < l * LLC_FACTOR => format!(
-                "memory @ {} (working sets from {}; the curve stops at {}, below 4x the last-level cache)",
+                "memory @ {} from {} on; the curve stops at {}, below 4x the last-level cache",
                 ns_cycles(m.ns, ghz),
                 approx_size(m.from),
                 approx_size(top)
             ),
             _ => format!(
-                "memory @ {} (working sets from {})",
+                "memory @ {} from {} on",
                 ns_cycles(m.ns, ghz),
                 approx_size(m.from)
             ),
