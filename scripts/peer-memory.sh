@@ -31,10 +31,11 @@ cpus=$(nproc)
 mib=$(jq -r '[.results[] | .details.array_bytes][0] / 1048576 | floor' "$work/size.json")
 echo "buffers: ${mib} MiB (opcost's array at the default profile), ${ROUNDS} alternating rounds, ${cpus} CPUs"
 
-record() { echo "$2" >>"$work/$1"; }   # metric, value in B/s
+key() { echo "$work/m_${1//[^A-Za-z0-9=.]/_}"; }
+record() { echo "$2" >>"$(key "$1")"; }   # metric, value in B/s
 
 median() {
-    sort -g "$work/$1" 2>/dev/null | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+    sort -g "$(key "$1")" 2>/dev/null | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
 }
 
 opcost_bw() {   # ids... ; records opcost medians under "opcost <id>"

@@ -49,10 +49,12 @@ impl Counters {
         let _ = self.group.disable();
         if let Ok(data) = self.group.read() {
             let running = data.time_running().unwrap_or_default();
+            let cycles = data.get(&self.cycles).map(|e| e.value());
+            let instructions = data.get(&self.instructions).map(|e| e.value());
             // A group the kernel could not schedule reads zero: ignore it.
-            if !running.is_zero() {
-                self.total_cycles += data[&self.cycles];
-                self.total_instructions += data[&self.instructions];
+            if let (false, Some(c), Some(i)) = (running.is_zero(), cycles, instructions) {
+                self.total_cycles += c;
+                self.total_instructions += i;
                 self.total_ops += ops;
             }
         }

@@ -38,6 +38,8 @@ pub const QUICK_MAX: u64 = 64 << 20;
 pub const DEFAULT_MAX: u64 = 1 << 30;
 /// Largest bandwidth array at the thorough profile.
 pub const THOROUGH_MAX: u64 = 4 << 30;
+/// The last-level cache assumed for sizing arrays when sysfs does not say.
+pub const UNKNOWN_LLC_GUESS: u64 = 64 << 20;
 /// Working sets are at least this many times the last-level cache to measure memory.
 pub const LLC_FACTOR: u64 = 4;
 /// Budget of one latency point, relative to the profile's default: there
@@ -156,7 +158,8 @@ pub fn array_bytes(
     pass: usize,
 ) -> Result<(usize, Option<String>), String> {
     let pass64 = pass as u64;
-    let want = llc.map_or(pass64, |l| (l * LLC_FACTOR).div_ceil(pass64) * pass64);
+    let llc_or_guess = llc.unwrap_or(UNKNOWN_LLC_GUESS);
+    let want = (llc_or_guess * LLC_FACTOR).div_ceil(pass64) * pass64;
     let want = want.max(pass64);
     let profile_cap = match profile {
         Profile::Quick => QUICK_MAX.min(pass64 * 2).max(pass64),
@@ -763,8 +766,9 @@ mod tests {
         assert!(s as u64 * 6 <= 1 << 30, "{s}");
         assert!(note.unwrap().contains("memory available"));
         assert!(array_bytes(Some(480 << 20), Profile::Default, Some(100 << 20), 6, pass).is_err());
-        let (_, note) = array_bytes(None, Profile::Default, None, 6, pass).unwrap();
+        let (s, note) = array_bytes(None, Profile::Default, None, 6, pass).unwrap();
         assert!(note.unwrap().contains("unknown"));
+        assert_eq!(s as u64, UNKNOWN_LLC_GUESS * LLC_FACTOR);
     }
 
     #[test]
