@@ -5,7 +5,8 @@
 # by side with the accounting each figure uses.
 #
 #   perf bench mem memcpy   vs memory.bandwidth.copy/threads=1       (bytes copied)
-#   mbw MEMCPY, DUMB, MCBLOCK vs copy, copy_dumb, copy_block         (bytes copied)
+#   mbw MEMCPY, DUMB, MCBLOCK vs copy, copy_dumb, copy_block         (bytes copied;
+#                             mbw's MCBLOCK re-reads one cached source block: not comparable)
 #   sysbench memory read/write vs read, write, 1 thread and all CPUs (bytes read/written)
 #   sysfs cache sizes       vs the levels found in the latency curve
 #
@@ -76,17 +77,25 @@ for ((r = 1; r <= ROUNDS; r++)); do
     opcost_bw memory.bandwidth.read memory.bandwidth.write
 done
 
+best() {
+    sort -g "$(key "$1")" 2>/dev/null | tail -1
+}
+
 row() {   # label, peer metric, opcost metric, accounting
-    local p o
+    local p o pb ob
     p=$(median "$2")
     o=$(median "$3")
-    awk -v l="$1" -v p="$p" -v o="$o" -v a="$4" 'BEGIN {
-        if (p == "nan" || o == "nan") { printf "%-34s %12s %12s %8s  %s\n", l, (p=="nan"?"-":sprintf("%.2f", p/1e9)), (o=="nan"?"-":sprintf("%.2f", o/1e9)), "-", a; exit }
-        printf "%-34s %12.2f %12.2f %7.1f%%  %s\n", l, p/1e9, o/1e9, (o/p-1)*100, a }'
+    pb=$(best "$2")
+    ob=$(best "$3")
+    awk -v l="$1" -v p="$p" -v o="$o" -v pb="${pb:-nan}" -v ob="${ob:-nan}" -v a="$4" '
+    function f(x) { return (x == "nan") ? "-" : sprintf("%.2f", x / 1e9) }
+    function d(x, y) { return (x == "nan" || y == "nan") ? "-" : sprintf("%+.1f%%", (y / x - 1) * 100) }
+    BEGIN { printf "%-30s %8s %8s %7s   %8s %8s %7s  %s\n", l, f(p), f(o), d(p, o), f(pb), f(ob), d(pb, ob), a }'
 }
 
 echo
-printf "%-34s %12s %12s %8s  %s\n" "medians (GB/s = 1e9 B/s)" "peer" "opcost" "diff" "accounting"
+echo "GB/s (1e9 B/s); median of all rounds, then the best round (least disturbed by other load)"
+printf "%-30s %8s %8s %7s   %8s %8s %7s  %s\n" "" "peer" "opcost" "diff" "peer" "opcost" "diff" "accounting"
 row "perf memcpy / copy" "perf memcpy" "opcost memory.bandwidth.copy/threads=1" "bytes copied"
 row "mbw MEMCPY / copy" "mbw MEMCPY" "opcost memory.bandwidth.copy/threads=1" "bytes copied"
 row "mbw DUMB / copy_dumb" "mbw DUMB" "opcost memory.bandwidth.copy_dumb/threads=1" "bytes copied"
@@ -95,6 +104,10 @@ row "sysbench read 1T / read" "sysbench read threads=1" "opcost memory.bandwidth
 row "sysbench write 1T / write" "sysbench write threads=1" "opcost memory.bandwidth.write/threads=1" "bytes written"
 row "sysbench read ${cpus}T / read all" "sysbench read threads=$cpus" "opcost memory.bandwidth.read/threads=all" "bytes read"
 row "sysbench write ${cpus}T / write all" "sysbench write threads=$cpus" "opcost memory.bandwidth.write/threads=all" "bytes written"
+echo "notes: mbw's MCBLOCK never advances its source pointer (see objdump of mbw): it copies one"
+echo "       cache-resident 256 KiB block again and again, so it mostly measures stores."
+echo "       sysbench hands blocks to whichever thread is free; opcost, like STREAM, gives each"
+echo "       thread its own slice and waits for the last, so load from other work lowers it more."
 
 echo
 echo "latency curve (${CURVE_PROFILE} profile) against sysfs:"

@@ -43,6 +43,9 @@ const SLICE_ALIGN: usize = 4096;
 /// STREAM's scalar.
 const SCALAR: f64 = 3.0;
 
+/// Threads whose busy times typically differ more than this are reported.
+const UNEVEN_THREADS: f64 = 1.3;
+
 /// Longest a released thread waits for the others before starting anyway.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -258,6 +261,8 @@ pub struct Bandwidth {
     cpus: Vec<usize>,
     warnings: Vec<String>,
     details: serde_json::Value,
+    /// Per sample, the slowest thread's time over the fastest's.
+    spreads: Vec<f64>,
 }
 
 /// Maps and fills the arrays (untimed; every thread first-touches its own slices).
@@ -293,6 +298,7 @@ impl Bandwidth {
             cpus,
             warnings,
             details: serde_json::Value::Null,
+            spreads: Vec::new(),
         };
         b.fill().map_err(PrepareError::Fail)?;
         b.details = json!({
@@ -418,6 +424,12 @@ impl Timed for Bandwidth {
                 .map(|h| h.join().map_err(|_| anyhow!("a bandwidth thread panicked")))
                 .collect::<anyhow::Result<Vec<_>>>()
         })?;
+        let busy = spans.iter().map(|s| s.1.duration_since(s.0));
+        if let (Some(lo), Some(hi)) = (busy.clone().min(), busy.max())
+            && !lo.is_zero()
+        {
+            self.spreads.push(hi.as_secs_f64() / lo.as_secs_f64());
+        }
         let start = spans.iter().map(|s| s.0).min();
         let end = spans.iter().map(|s| s.1).max();
         match (start, end) {
@@ -426,7 +438,17 @@ impl Timed for Bandwidth {
         }
     }
     fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+        let mut w = self.warnings.clone();
+        let mut spreads = self.spreads.clone();
+        spreads.sort_by(f64::total_cmp);
+        if let Some(&typical) = spreads.get(spreads.len() / 2)
+            && typical > UNEVEN_THREADS
+        {
+            w.push(format!(
+                "threads finished far apart (typically the slowest took {typical:.1}x the fastest): other work shares these CPUs, and all-CPU bandwidth waits for the last thread"
+            ));
+        }
+        w
     }
     fn details(&self) -> Option<serde_json::Value> {
         Some(self.details.clone())
@@ -508,6 +530,23 @@ mod tests {
                 assert!(dst.iter().all(|&x| x == 1.0), "{k:?} on {cpus:?}");
             }
         }
+    }
+
+    #[test]
+    fn threads_that_typically_finish_far_apart_are_reported() {
+        let mut b = Bandwidth::new(plan(
+            Kernel::Read,
+            8 * SLICE_ALIGN,
+            8 * SLICE_ALIGN,
+            vec![0, 0],
+        ))
+        .unwrap();
+        b.run(1).unwrap();
+        assert_eq!(b.spreads.len(), 1);
+        b.spreads = vec![1.0, 1.1, 1.05];
+        assert!(b.warnings().is_empty());
+        b.spreads = vec![2.0, 1.1, 3.0];
+        assert!(b.warnings().iter().any(|w| w.contains("far apart")));
     }
 
     #[test]

@@ -152,7 +152,7 @@ impl Region {
     /// The share of the region backed by huge pages, from `/proc/self/smaps`.
     pub fn huge_fraction(&self) -> Option<f64> {
         let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let kb = anon_huge_kb(&smaps, self.base.as_ptr() as usize)?;
+        let kb = anon_huge_kb(&smaps, self.ptr as usize)?;
         Some(((kb * 1024) as f64 / self.len.max(1) as f64).min(1.0))
     }
 }
@@ -210,16 +210,20 @@ pub fn check_memory(bytes: u64) -> Result<(), PrepareError> {
     Ok(())
 }
 
-/// `AnonHugePages` (kB) of the smaps entry that starts at `start`.
-fn anon_huge_kb(smaps: &str, start: usize) -> Option<u64> {
+/// `AnonHugePages` (kB) of the smaps entry (mapping) that contains `addr`.
+/// (madvise splits a mapping, so the advised part is an entry of its own.)
+fn anon_huge_kb(smaps: &str, addr: usize) -> Option<u64> {
     let mut inside = false;
     for line in smaps.lines() {
         let first = line.split_whitespace().next().unwrap_or("");
-        if let Some((lo, _hi)) = first.split_once('-')
+        if let Some((lo, hi)) = first.split_once('-')
             && !first.contains(':')
             && lo.chars().all(|c| c.is_ascii_hexdigit())
         {
-            inside = usize::from_str_radix(lo, 16).ok() == Some(start);
+            let range = usize::from_str_radix(lo, 16)
+                .ok()
+                .zip(usize::from_str_radix(hi, 16).ok());
+            inside = range.is_some_and(|(lo, hi)| lo <= addr && addr < hi);
             continue;
         }
         if inside && let Some(rest) = line.strip_prefix("AnonHugePages:") {
@@ -234,7 +238,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn smaps_entry_is_found_by_its_start() {
+    fn smaps_entry_is_the_one_containing_the_address() {
         let smaps = "\
 7f0000000000-7f0000400000 rw-p 00000000 00:00 0
 Size:               4096 kB
@@ -244,7 +248,9 @@ Size:               8192 kB
 AnonHugePages:      6144 kB
 ";
         assert_eq!(anon_huge_kb(smaps, 0x7f0000400000), Some(6144));
+        assert_eq!(anon_huge_kb(smaps, 0x7f0000500000), Some(6144));
         assert_eq!(anon_huge_kb(smaps, 0x7f0000000000), Some(0));
+        assert_eq!(anon_huge_kb(smaps, 0x7f0000c00000), None);
         assert_eq!(anon_huge_kb(smaps, 0x1234), None);
     }
 
@@ -259,6 +265,18 @@ AnonHugePages:      6144 kB
         s[12_499] = 7;
         assert_eq!(r.as_mut_slice::<u64>()[12_499], 7);
         assert!(r.huge_fraction().is_some());
+    }
+
+    #[test]
+    fn page_advice_is_seen_in_smaps() {
+        let huge = huge_page_size();
+        let small = Region::new(2 * huge, Pages::Small).unwrap();
+        assert_eq!(small.huge_fraction(), Some(0.0));
+        if thp_mode().is_some_and(|m| m != "never") {
+            let h = Region::new(2 * huge, Pages::Huge).unwrap();
+            let f = h.huge_fraction().expect("the advised mapping is listed");
+            assert!((0.0..=1.0).contains(&f), "{f}");
+        }
     }
 
     #[test]
