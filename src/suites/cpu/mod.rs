@@ -271,7 +271,7 @@ fn cycles(m: &Measurement, ghz: Option<f64>) -> Option<f64> {
 }
 
 fn fmt_cycles(c: f64) -> String {
-    if c >= 10.0 {
+    if c >= 9.95 {
         format!("{c:.0}")
     } else {
         format!("{c:.1}")
@@ -437,6 +437,13 @@ mod tests {
         let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
         assert_eq!((br.value, br.unit.as_str()), (8.0, "ns"));
         assert!(findings(&[]).is_empty());
+    }
+
+    #[test]
+    fn cycle_counts_round_to_a_sensible_precision() {
+        assert_eq!(fmt_cycles(3.04), "3.0");
+        assert_eq!(fmt_cycles(9.96), "10");
+        assert_eq!(fmt_cycles(13.4), "13");
     }
 
     #[test]

@@ -486,7 +486,7 @@ fn ns_cycles(ns: f64, ghz: Option<f64>) -> String {
     match ghz {
         Some(g) => {
             let c = ns * g;
-            if c >= 10.0 {
+            if c >= 9.95 {
                 format!("{t} ({c:.0} cycles)")
             } else {
                 format!("{t} ({c:.1} cycles)")
