@@ -40,6 +40,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     };
     let host = Arc::new(Host::detect());
     let benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+    let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
 
     let tmp = tempfile::Builder::new()
         .prefix("opcost-")

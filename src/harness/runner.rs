@@ -316,7 +316,9 @@ fn summarise(
     let median_ns = super::stats::median(&l.samples_ns)?;
 
     let ghz = ctx.host.cpu_ghz().unwrap_or(FALLBACK_GHZ);
-    if median_ns < 1.0 / ghz {
+    // Only a latency cannot beat a cycle: rates and throughputs may count
+    // many operations or bytes per cycle (independent adds, a memcpy).
+    if unit == super::Unit::Latency && median_ns < 1.0 / ghz {
         warns.push(Warning::BelowOneCycle { ns: median_ns, ghz });
     }
     let noisy = s.ci_rel() > NOISE_THRESHOLD;
@@ -543,6 +545,37 @@ mod tests {
         let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
         assert!(out.interrupted);
         assert!(out.measurements.is_empty());
+    }
+
+    #[test]
+    fn below_one_cycle_is_flagged_for_latencies_only() {
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(5),
+        };
+        // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
+        struct Tiny;
+        impl Timed for Tiny {
+            fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+                Ok(Duration::from_nanos(ops / 100 + 1))
+            }
+        }
+        let mk = |unit: Unit| {
+            crate::suites::FnBench::new("t.x", "x", unit, |_| Ok(Box::new(Tiny) as Box<dyn Timed>))
+                .boxed()
+        };
+        let warned = |unit: Unit| {
+            let out = run(vec![mk(unit)], &ctx(), &opts, &mut |_| {});
+            out.measurements[0]
+                .warnings
+                .iter()
+                .any(|w| w.contains("below one CPU cycle"))
+        };
+        assert!(warned(Unit::Latency));
+        assert!(!warned(Unit::Rate));
+        assert!(!warned(Unit::Throughput {
+            bytes_per_op: 100.0
+        }));
     }
 
     #[test]
