@@ -15,7 +15,15 @@ fn quick_run() -> &'static Value {
         let path = dir.path().join("run.json");
         Command::cargo_bin("opcost")
             .expect("binary")
-            .args(["run", "memory", "cpu", "--profile", "quick", "--json"])
+            .args([
+                "run",
+                "memory",
+                "cpu",
+                "--profile",
+                "quick",
+                "--no-save",
+                "--json",
+            ])
             .arg(&path)
             .assert()
             .success();
@@ -174,7 +182,13 @@ fn findings_state_cache_levels_the_clock_and_the_branch_penalty() {
 fn a_working_set_too_large_for_the_quick_profile_is_refused_as_usage() {
     let out = Command::cargo_bin("opcost")
         .expect("binary")
-        .args(["run", "memory.latency.random/1GiB", "--profile", "quick"])
+        .args([
+            "run",
+            "memory.latency.random/1GiB",
+            "--profile",
+            "quick",
+            "--no-save",
+        ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
@@ -196,6 +210,7 @@ fn all_cpu_bandwidth_is_skipped_with_a_reason_when_pinned() {
             "memory.bandwidth.read/threads=all",
             "--profile",
             "quick",
+            "--no-save",
             "--cpu",
             "0",
             "--json",

@@ -109,6 +109,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let saved = store
         .as_mut()
         .map(|s| s.save_new(&mut doc).map(|()| s.path()));
+    super::quiet_broken_pipe(); // every benchmark and its peers are done
     print!("{}", super::show::render(&doc, args.format)?);
     if let Some(path) = &args.json {
         doc.write_json(path)?;

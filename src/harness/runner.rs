@@ -16,8 +16,10 @@ pub const MIN_SAMPLES: usize = 5;
 pub const MIN_SAMPLES_INTERRUPTED: usize = 3;
 /// CI half-width (relative to the median) above which a result is noisy.
 pub const NOISE_THRESHOLD: f64 = 0.05;
-/// Clock assumed for the below-one-cycle check when the host's is unknown.
-pub const FALLBACK_GHZ: f64 = 5.0;
+/// The clock assumed for the below-one-cycle check: the host's nominal clock
+/// is no bound (boost clocks run well above it, and VMs often hide it), so
+/// a result is flagged only below one cycle of the fastest clock CPUs reach.
+pub const MAX_PLAUSIBLE_GHZ: f64 = 6.0;
 
 /// How a run samples, beyond what the profile says.
 #[derive(Clone, Debug)]
@@ -315,7 +317,7 @@ fn summarise(
     let s = Summary::of(&values)?;
     let median_ns = super::stats::median(&l.samples_ns)?;
 
-    let ghz = ctx.host.cpu_ghz().unwrap_or(FALLBACK_GHZ);
+    let ghz = ctx.host.cpu_ghz().unwrap_or(0.0).max(MAX_PLAUSIBLE_GHZ);
     // Only a latency cannot beat a cycle: rates and throughputs may count
     // many operations or bytes per cycle (independent adds, a memcpy).
     if unit == super::Unit::Latency && median_ns < 1.0 / ghz {

@@ -749,7 +749,7 @@ mod tests {
                 level: 3,
                 kind: "Unified".into(),
                 size_bytes: l,
-                shared_cpus: None,
+                ..Default::default()
             });
         }
         h.mem_total_bytes = mem;
