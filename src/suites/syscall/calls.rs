@@ -13,6 +13,7 @@ use std::hint::black_box;
 use libc::c_long;
 
 use super::raw::{self, Vdso, nr};
+use super::undisturbed::Undisturbed;
 use crate::harness::warnings::clocksource_warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::{FnBench, Looped};
@@ -128,12 +129,10 @@ fn plain_function(x: u64) -> u64 {
     x.wrapping_add(1)
 }
 
-/// A [`Looped`] closure with its warnings, boxed.
+/// A [`Looped`] closure with its warnings, retimed when preempted, boxed.
 fn looped(f: impl FnMut() + 'static, warnings: Vec<String>) -> Box<dyn Timed> {
-    warnings
-        .into_iter()
-        .fold(Looped::new(f), Looped::warn)
-        .boxed()
+    let l = warnings.into_iter().fold(Looped::new(f), Looped::warn);
+    Box::new(Undisturbed::new(l))
 }
 
 /// The warnings of every raw system-call result (the fallback path, if taken).
@@ -312,7 +311,13 @@ fn prepare_vdso(op: &VdsoOp, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> 
         warnings.push(w.to_string());
     }
     let lookup = raw::vdso_lookup(op.func);
-    if lookup == Vdso::Missing {
+    // libc serves time and gettimeofday through the vDSO's clock_gettime
+    // where the vDSO lacks them (arm64 has no time, for instance).
+    let served = match (lookup, op.kind) {
+        (Vdso::Missing, Kind::Time | Kind::GetTimeOfDay) => raw::vdso_lookup("clock_gettime"),
+        (l, _) => l,
+    };
+    if served == Vdso::Missing {
         warnings.push(format!(
             "this kernel's vDSO has no {}: the libc call makes a system call",
             op.func

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use super::raw::{self, nr};
+use super::undisturbed::Undisturbed;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::{FnBench, size_label};
 
@@ -150,7 +151,10 @@ fn bench(dir: Dir, method: Method, target: Target, size: usize) -> Box<dyn Bench
         id(dir, method, target, size),
         format!("{verb} {label} per call {prep} {place} through {how}"),
         unit,
-        move |ctx| prepare(dir, method, target, size, ctx).map(|t| Box::new(t) as Box<dyn Timed>),
+        move |ctx| {
+            prepare(dir, method, target, size, ctx)
+                .map(|t| Box::new(Undisturbed::new(t)) as Box<dyn Timed>)
+        },
     )
     .param("size", size)
     .param("target", target_name(dir, target))

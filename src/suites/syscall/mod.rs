@@ -11,6 +11,7 @@
 mod calls;
 mod io;
 mod raw;
+mod undisturbed;
 
 use super::{Suite, fmt_ratio, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement};
