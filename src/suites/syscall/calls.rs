@@ -276,7 +276,12 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         v.push(
             FnBench::new(
                 op.vdso_id(),
-                format!("{} through libc, served by the vDSO", op.label),
+                if op.kind == Kind::GetCpu {
+                    "getcpu called in the vDSO directly (glibc's sched_getcpu reads rseq instead)"
+                        .to_string()
+                } else {
+                    format!("{} through libc, served by the vDSO", op.label)
+                },
                 Unit::Latency,
                 move |ctx| prepare_vdso(&op, ctx),
             )

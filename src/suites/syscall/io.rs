@@ -230,7 +230,7 @@ fn ensure_space(dir: &Path, need: u64) -> Result<(), PrepareError> {
     let free = st.blocks_available() as u64 * st.fragment_size() as u64;
     if free < need + SPACE_MARGIN {
         return Err(PrepareError::Skip(format!(
-            "only {} MiB free in {}, {} MiB needed; free some space or pass --dir",
+            "only {} MiB free in the temp dir {}, {} MiB needed; free some space there or point TMPDIR elsewhere",
             free >> 20,
             dir.display(),
             (need + SPACE_MARGIN) >> 20
