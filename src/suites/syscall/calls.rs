@@ -115,9 +115,15 @@ impl VdsoOp {
         }
     }
 
-    /// True when the result depends on the clocksource.
+    /// True when the vDSO reads the clocksource for it, and so falls back to
+    /// a system call when it cannot: coarse clocks and time() only read the
+    /// time of the last tick, which the vDSO always can.
     fn reads_clock(&self) -> bool {
-        self.kind != Kind::GetCpu
+        match self.kind {
+            Kind::Clock(c) => c != libc::CLOCK_MONOTONIC_COARSE && c != libc::CLOCK_REALTIME_COARSE,
+            Kind::GetTimeOfDay => true,
+            Kind::GetCpu | Kind::Time => false,
+        }
     }
 }
 
@@ -456,4 +462,45 @@ fn raw_timed(
         },
         raw_warnings(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_high_resolution_clocks_depend_on_the_clocksource() {
+        let depends: Vec<&str> = VDSO_OPS
+            .iter()
+            .filter(|op| op.reads_clock())
+            .map(|op| op.stem)
+            .collect();
+        assert_eq!(
+            depends,
+            [
+                "clock_gettime.monotonic",
+                "clock_gettime.realtime",
+                "gettimeofday"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_bench_prepares_and_runs_here_or_skips_with_a_reason() {
+        let ctx = Ctx {
+            profile: crate::harness::Profile::Quick,
+            host: std::sync::Arc::new(crate::host::Host::default()),
+            tmp: std::env::temp_dir(),
+            dir: std::env::temp_dir(),
+            cpu: None,
+            stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        };
+        for b in benches() {
+            match b.prepare(&ctx) {
+                Ok(mut t) => assert!(t.run(100).is_ok(), "{}", b.id()),
+                Err(PrepareError::Skip(reason)) => assert!(!reason.is_empty(), "{}", b.id()),
+                Err(e) => panic!("{}: {e}", b.id()),
+            }
+        }
+    }
 }
