@@ -21,7 +21,8 @@
 # and as the CPU time of the perf process (user + sys) per call, which is
 # what a call costs when it runs. A third perf figure mirrors opcost's own
 # method: the median of many short perf runs (-l 5000, under a millisecond
-# each). On a quiet machine the three agree.
+# each) that the scheduler did not preempt. On a quiet machine the three
+# agree.
 #
 # Prints every round, then the median of each column, the ratios
 # opcost/perf, and the run-to-run spread of each median: (max - min) /
@@ -38,7 +39,7 @@ while getopts "r:p:c:l:s:n:h" opt; do
     l) loops=$OPTARG ;;
     s) short=$OPTARG ;;
     n) nice=$OPTARG ;;
-    *) sed -n '2,29p' "$0"; exit 2 ;;
+    *) sed -n '2,30p' "$0"; exit 2 ;;
   esac
 done
 command -v perf >/dev/null || { echo "perf not found: install linux-perf (Debian) or linux-tools (Ubuntu)" >&2; exit 1; }
@@ -61,10 +62,24 @@ for i in $(seq 1 "$rounds"); do
   { time "${prio[@]}" "${pin[@]}" perf bench syscall basic -l "$loops" >"$tmp/perf.out" 2>/dev/null; } 2>"$tmp/perf.time"
   p=$(awk '/usecs\/op/ { printf "%.2f", $1 * 1000 }' "$tmp/perf.out")
   pcpu=$(awk -v n="$loops" '{ printf "%.2f", ($1 + $2) * 1e9 / n }' "$tmp/perf.time")
-  for _ in $(seq 1 "$short"); do
-    "${prio[@]}" "${pin[@]}" perf bench syscall basic -l 5000 2>/dev/null | awk '/usecs\/op/ { print $1 * 1000 }'
-  done >"$tmp/short"
-  pshort=$(sort -n "$tmp/short" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m }')
+  pshort=$(python3 - "$short" "${prio[@]}" "${pin[@]}" perf bench syscall basic -l 5000 <<'EOF'
+# Short perf runs; like opcost, keep the ones the scheduler did not preempt.
+import os, re, statistics, subprocess, sys
+n, cmd = int(sys.argv[1]), sys.argv[2:]
+clean, every = [], []
+for _ in range(n):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = p.stdout.read()
+    _, _, usage = os.wait4(p.pid, 0)
+    m = re.search(r"([0-9.]+) usecs/op", out)
+    if m:
+        every.append(float(m.group(1)) * 1000)
+        if usage.ru_nivcsw == 0:
+            clean.append(every[-1])
+pick = clean if len(clean) >= 5 else every
+print(f"{statistics.median(pick):.2f}" if pick else "nan")
+EOF
+)
   "${prio[@]}" "$opcost" run syscall.getppid syscall.getpid.raw --profile "$profile" "${pin_opcost[@]}" \
     --json "$tmp/run$i.json" >/dev/null 2>&1
   read -r libc raw getpid < <(python3 - "$tmp/run$i.json" <<'EOF'
