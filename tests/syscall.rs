@@ -23,7 +23,14 @@ fn doc() -> &'static Value {
         let path = dir.path().join("run.json");
         Command::cargo_bin("opcost")
             .expect("binary built")
-            .args(["run", "syscall", "--profile", "quick", "--json"])
+            .args([
+                "run",
+                "syscall",
+                "--profile",
+                "quick",
+                "--no-save",
+                "--json",
+            ])
             .arg(&path)
             .assert()
             .success();
@@ -169,6 +176,7 @@ fn the_table_shows_the_suite_and_its_findings() {
             "syscall.function_call",
             "--samples",
             "3",
+            "--no-save",
         ])
         .output()
         .expect("runs");
