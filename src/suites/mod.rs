@@ -5,6 +5,7 @@
 //! findings from whatever of its measurements a run produced. Suites never
 //! print; they only describe work and read results.
 
+pub mod process;
 pub mod syscall;
 
 use std::time::Duration;
@@ -28,7 +29,7 @@ pub struct Suite {
 
 /// Every registered suite, in run order.
 pub fn suites() -> Vec<Suite> {
-    vec![syscall::suite()]
+    vec![syscall::suite(), process::suite()]
 }
 
 /// Every benchmark of every suite, in run order.
