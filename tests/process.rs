@@ -58,7 +58,7 @@ fn descendants() -> Vec<(i32, String, char)> {
         info.insert(pid, (comm, state));
     }
     let mut out = Vec::new();
-    for (&pid, _) in &parent {
+    for &pid in parent.keys() {
         let mut p = pid;
         for _ in 0..64 {
             match parent.get(&p) {
