@@ -69,6 +69,22 @@ enum Exe {
     True,
 }
 
+/// The interleave group of a spawn benchmark. At rss=0 every way to start
+/// work is compared in one group. With memory touched, fork+exec runs in a
+/// group of its own: tens of milliseconds of kernel time per fork change
+/// where the scheduler places the next children (it sees a busy CPU), and
+/// on a loaded machine that made the flat methods' children wait for a
+/// timer tick on the other CPU. vfork+exec and posix_spawn share a group
+/// (and the touched region).
+fn interleave_key(method: Method, rss: u64) -> String {
+    let fork_apart = rss > 0 && method == Method::ForkExec;
+    format!(
+        "{AREA}.spawn/rss={}{}",
+        size_label(rss),
+        if fork_apart { "/fork" } else { "" }
+    )
+}
+
 /// A spawn benchmark: `method` executing `exe` with `rss` bytes touched in the parent.
 fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: u64) -> FnBench {
     let b = FnBench::new(id, summary, Unit::Latency, move |ctx| {
@@ -97,7 +113,7 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: u64) ->
         }
         Ok(Box::new(s) as Box<dyn crate::harness::Timed>)
     })
-    .interleave(format!("{AREA}.spawn/rss={}", size_label(rss)));
+    .interleave(interleave_key(method, rss));
     if rss > 0 {
         b.param("rss", size_label(rss))
     } else if matches!(

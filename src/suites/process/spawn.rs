@@ -85,9 +85,10 @@ impl Drop for Region {
 /// Memory left free beside a growth-curve region, so the machine is not pushed into reclaim.
 pub const HEADROOM: u64 = 256 << 20;
 
-/// The region of the current growth point, shared by the methods measured
-/// at that point (they are interleaved, so alive together); only one size
-/// is ever alive, or the parent would touch the sum.
+/// The region of the current growth point, shared by the benchmarks of one
+/// interleaved group (prepared together, so alive together). A group
+/// releases it before the next is prepared, so only one size is ever
+/// alive; otherwise the parent would have touched the sum.
 static SHARED_REGION: Mutex<Option<(u64, Weak<Region>)>> = Mutex::new(None);
 
 impl Region {
