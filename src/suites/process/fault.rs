@@ -4,7 +4,9 @@
 //! faults) is read around the timed part, so a result says how many faults
 //! it really took: one per page for anonymous memory, one per huge page with
 //! THP, and fewer than one per page for a file, where the kernel maps the
-//! neighbours of a faulting page too ("fault-around").
+//! neighbours of a faulting page too ("fault-around"; on file systems with
+//! large folios one fault can map a whole folio, hundreds of pages). The
+//! details also give the time per fault.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -53,6 +55,8 @@ pub struct Faults {
     /// Minor faults per op in the last batch, and the most seen.
     faults_last: f64,
     faults_max: f64,
+    /// Time per fault in the last batch (ns).
+    ns_per_fault: f64,
 }
 
 /// The selected word of a sysfs choice file: `always [madvise] never` -> `madvise`.
@@ -60,6 +64,19 @@ pub fn selected(text: &str) -> Option<&str> {
     let start = text.find('[')? + 1;
     let end = start + text[start..].find(']')?;
     Some(&text[start..end])
+}
+
+/// Bytes one operation of `kind` touches: a base page, or a PMD huge page
+/// (as sysfs states it; 2 MiB when it does not).
+pub fn touch_bytes(kind: Kind) -> usize {
+    match kind {
+        Kind::Anon | Kind::File => page_size(),
+        Kind::AnonThp => std::fs::read_to_string(THP_SIZE)
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .filter(|&s| s > 0)
+            .unwrap_or(2 << 20),
+    }
 }
 
 /// The PMD huge page size, when THP can be used through madvise.
@@ -76,11 +93,7 @@ fn thp_size() -> Result<usize, PrepareError> {
         }
         None => return Err(PrepareError::Skip(format!("cannot parse {THP_ENABLED}"))),
     }
-    Ok(std::fs::read_to_string(THP_SIZE)
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .filter(|&s| s > 0)
-        .unwrap_or(2 << 20))
+    Ok(touch_bytes(Kind::AnonThp))
 }
 
 /// Minor faults of the calling thread so far.
@@ -124,6 +137,7 @@ impl Faults {
             file,
             faults_last: 0.0,
             faults_max: 0.0,
+            ns_per_fault: 0.0,
         })
     }
 }
@@ -260,8 +274,12 @@ impl Timed for Faults {
             }
         }
         let took = start.elapsed();
-        let faults = (minor_faults() - before).max(0) as f64 / n.max(1) as f64;
+        let total = (minor_faults() - before).max(0);
+        let faults = total as f64 / n.max(1) as f64;
         black_box(sum);
+        if total > 0 {
+            self.ns_per_fault = took.as_nanos() as f64 / total as f64;
+        }
         self.faults_last = faults;
         self.faults_max = self.faults_max.max(faults);
         Ok(took)
@@ -286,6 +304,7 @@ impl Timed for Faults {
         Some(serde_json::json!({
             "touch_bytes": self.stride,
             "faults_per_op": self.faults_last,
+            "ns_per_fault": self.ns_per_fault,
         }))
     }
 }

@@ -259,6 +259,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             FnBench::new(id(name), summary, Unit::Latency, move |ctx| {
                 Ok(Box::new(Faults::new(kind, ctx)?) as Box<dyn crate::harness::Timed>)
             })
+            .param("touch", size_label(fault::touch_bytes(kind) as u64))
             .interleave(format!("{AREA}.page_fault"))
             .boxed(),
         );
