@@ -71,11 +71,11 @@ enum Exe {
 
 /// The interleave group of a spawn benchmark. At rss=0 every way to start
 /// work is compared in one group. With memory touched, fork+exec runs in a
-/// group of its own: tens of milliseconds of kernel time per fork change
-/// where the scheduler places the next children (it sees a busy CPU), and
-/// on a loaded machine that made the flat methods' children wait for a
-/// timer tick on the other CPU. vfork+exec and posix_spawn share a group
-/// (and the touched region).
+/// group of its own: with its tens of milliseconds of kernel time per fork
+/// in the same group, the flat methods on a loaded machine often waited a
+/// whole timer tick per spawn (most likely because the scheduler, seeing
+/// this CPU busy, placed their children on the other one). vfork+exec and
+/// posix_spawn share a group, and the touched region.
 fn interleave_key(method: Method, rss: u64) -> String {
     let fork_apart = rss > 0 && method == Method::ForkExec;
     format!(
@@ -85,8 +85,10 @@ fn interleave_key(method: Method, rss: u64) -> String {
     )
 }
 
-/// A spawn benchmark: `method` executing `exe` with `rss` bytes touched in the parent.
-fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: u64) -> FnBench {
+/// A spawn benchmark: `method` executing `exe`; `rss` is the growth-curve
+/// point (bytes touched in the parent) for the rows that are on the curve.
+fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<u64>) -> FnBench {
+    let touched = rss.unwrap_or(0);
     let b = FnBench::new(id, summary, Unit::Latency, move |ctx| {
         let path = match exe {
             Exe::None => None,
@@ -95,8 +97,8 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: u64) ->
                 PrepareError::Skip("no `true` program in /bin, /usr/bin or on PATH".into())
             })?),
         };
-        let region = if rss > 0 {
-            Some(Region::shared(rss, ctx)?)
+        let region = if touched > 0 {
+            Some(Region::shared(touched, ctx)?)
         } else {
             None
         };
@@ -113,17 +115,10 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: u64) ->
         }
         Ok(Box::new(s) as Box<dyn crate::harness::Timed>)
     })
-    .interleave(interleave_key(method, rss));
-    if rss > 0 {
-        b.param("rss", size_label(rss))
-    } else if matches!(
-        method,
-        Method::ForkExec | Method::VforkExec | Method::PosixSpawn
-    ) && exe == Exe::Static
-    {
-        b.param("rss", size_label(0))
-    } else {
-        b
+    .interleave(interleave_key(method, touched));
+    match rss {
+        Some(r) => b.param("rss", size_label(r)),
+        None => b,
     }
 }
 
@@ -135,7 +130,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             "std::thread::spawn of an empty closure + join",
             Method::Thread,
             Exe::None,
-            0,
+            None,
         )
         .boxed(),
         spawn_bench(
@@ -143,7 +138,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             "fork(), the child calls _exit(0), waitpid",
             Method::ForkExit,
             Exe::None,
-            0,
+            None,
         )
         .boxed(),
         spawn_bench(
@@ -151,7 +146,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             "vfork(), the child calls _exit(0), waitpid",
             Method::VforkExit,
             Exe::None,
-            0,
+            None,
         )
         .boxed(),
     ];
@@ -168,7 +163,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     &format!("{what} of a static program that only exits, waitpid{touched}"),
                     method,
                     Exe::Static,
-                    rss,
+                    Some(rss),
                 )
                 .boxed(),
             );
@@ -207,7 +202,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 ),
             ];
             for (name, summary, method, exe) in rows {
-                v.push(spawn_bench(id(name), summary, method, exe, 0).boxed());
+                v.push(spawn_bench(id(name), summary, method, exe, None).boxed());
             }
         }
     }
