@@ -147,7 +147,7 @@ impl Region {
             len,
         };
         // Base pages on every machine, whatever its THP setting: the curve
-        // is about copying page tables, one entry per 4 KiB page.
+        // is about copying page tables, one entry per base page.
         // SAFETY: advice on our own mapping; failure only leaves the default.
         unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
         let page = page_size();
@@ -260,9 +260,13 @@ impl Spawner {
                 let errno = e
                     .downcast_ref::<std::io::Error>()
                     .and_then(std::io::Error::raw_os_error);
+                let exe = self.details["exe"]
+                    .as_str()
+                    .unwrap_or("the program")
+                    .to_string();
                 match errno {
                     Some(libc::EACCES) | Some(libc::EPERM) => Err(PrepareError::Skip(format!(
-                        "cannot execute programs in the temp dir ({e}); it is probably mounted noexec: set TMPDIR to a directory that allows exec"
+                        "cannot execute {exe} ({e}); a temp dir mounted noexec does this: set TMPDIR to a directory that allows exec"
                     ))),
                     Some(libc::ENOEXEC) => Err(PrepareError::Skip(format!(
                         "this kernel refuses the embedded exec target ({e})"
