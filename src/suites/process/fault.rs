@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use super::sched::{Waiting, run_delay_ns};
 use super::spawn::page_size;
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
@@ -57,6 +58,7 @@ pub struct Faults {
     faults_max: f64,
     /// Time per fault in the last batch (ns).
     ns_per_fault: f64,
+    waiting: Waiting,
 }
 
 /// The selected word of a sysfs choice file: `always [madvise] never` -> `madvise`.
@@ -138,6 +140,7 @@ impl Faults {
             faults_last: 0.0,
             faults_max: 0.0,
             ns_per_fault: 0.0,
+            waiting: Waiting::default(),
         })
     }
 }
@@ -260,6 +263,7 @@ impl Timed for Faults {
         let n = usize::try_from(ops).context("batch too large")?;
         let (_mapping, base) = self.map(n)?;
         let before = minor_faults();
+        let delay = run_delay_ns();
         let start = Instant::now();
         let mut sum = 0u8;
         for i in 0..n {
@@ -275,6 +279,7 @@ impl Timed for Faults {
         }
         let took = start.elapsed();
         let total = (minor_faults() - before).max(0);
+        self.waiting.add(delay, took);
         let faults = total as f64 / n.max(1) as f64;
         black_box(sum);
         if total > 0 {
@@ -290,7 +295,7 @@ impl Timed for Faults {
     }
 
     fn warnings(&self) -> Vec<String> {
-        let mut w = Vec::new();
+        let mut w: Vec<String> = self.waiting.warning().into_iter().collect();
         if self.kind == Kind::AnonThp && self.faults_max > 1.5 {
             w.push(format!(
                 "some huge-page faults fell back to base pages (up to {:.0} faults per huge page): memory may be fragmented",
@@ -305,6 +310,7 @@ impl Timed for Faults {
             "touch_bytes": self.stride,
             "faults_per_op": self.faults_last,
             "ns_per_fault": self.ns_per_fault,
+            "cpu_wait_share": self.waiting.share(),
         }))
     }
 }

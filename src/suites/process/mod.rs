@@ -12,6 +12,7 @@
 
 mod child;
 mod fault;
+mod sched;
 mod spawn;
 mod switch;
 mod target;

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 
 use super::child::{Child, SignalsBlocked, Slot, check_status};
+use super::sched::{Waiting, run_delay_ns};
 use super::target::{ExecPtrs, ExecTarget};
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
@@ -181,6 +182,7 @@ pub struct Spawner {
     stack: Vec<u8>,
     _region: Option<Arc<Region>>,
     op_times: Vec<f64>,
+    waiting: Waiting,
     warnings: Vec<String>,
     details: serde_json::Value,
 }
@@ -234,6 +236,7 @@ impl Spawner {
             },
             _region: region,
             op_times: Vec::new(),
+            waiting: Waiting::default(),
             warnings,
             details,
         };
@@ -308,6 +311,7 @@ impl Spawner {
 
 impl Timed for Spawner {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let delay = run_delay_ns();
         let start = Instant::now();
         let mut last = start;
         for _ in 0..ops {
@@ -316,6 +320,7 @@ impl Timed for Spawner {
             self.op_times.push((now - last).as_nanos() as f64);
             last = now;
         }
+        self.waiting.add(delay, last - start);
         Ok(last - start)
     }
 
@@ -332,11 +337,15 @@ impl Timed for Spawner {
     }
 
     fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+        let mut w = self.warnings.clone();
+        w.extend(self.waiting.warning());
+        w
     }
 
     fn details(&self) -> Option<serde_json::Value> {
-        Some(self.details.clone())
+        let mut d = self.details.clone();
+        d["cpu_wait_share"] = self.waiting.share().into();
+        Some(d)
     }
 }
 
