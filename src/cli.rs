@@ -14,6 +14,9 @@ pub struct Cli {
     /// The command; without one, every benchmark runs at the quick profile.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The results history (default: $XDG_DATA_HOME/opcost/results.db).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
 }
 
 /// The subcommands.
@@ -25,6 +28,31 @@ pub enum Command {
     List(ListArgs),
     /// Describe this machine: CPU, caches, kernel, mitigations, clocksource...
     Env(EnvArgs),
+    /// List the saved runs, newest first.
+    Runs(RunsArgs),
+    /// Print a saved run (or a JSON file) as the run table.
+    Show(ShowArgs),
+    /// Compare two runs: ratio B/A with its 95% CI and a verdict per benchmark.
+    Compare(CompareArgs),
+    /// Write an offline HTML report with charts of one or more runs.
+    Report(ReportArgs),
+    /// Print a saved run as JSON, CSV or Markdown.
+    Export(ExportArgs),
+    /// Add run documents (JSON, e.g. from other machines) to the history.
+    Import(ImportArgs),
+}
+
+/// How a run or a comparison is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The terminal table.
+    Text,
+    /// Markdown tables.
+    Md,
+    /// CSV, one row per benchmark.
+    Csv,
+    /// JSON.
+    Json,
 }
 
 /// Options of `opcost run`.
@@ -50,6 +78,12 @@ pub struct RunArgs {
     /// A label saved with the run (e.g. "mitigations=off").
     #[arg(long)]
     pub label: Option<String>,
+    /// Do not save the run in the history.
+    #[arg(long)]
+    pub no_save: bool,
+    /// How the results are printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 impl RunArgs {
@@ -63,6 +97,8 @@ impl RunArgs {
             samples: None,
             dir: None,
             label: None,
+            no_save: false,
+            format: Format::Text,
         }
     }
 }
@@ -80,4 +116,90 @@ pub struct EnvArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Options of `opcost runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs of this host name.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Show at most N runs (0: all).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+}
+
+/// Options of `opcost show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A run id (or a unique prefix), `latest`, `host:NAME` or a JSON file.
+    #[arg(default_value = "latest")]
+    pub run: String,
+    /// How the run is printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Options of `opcost compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A, the reference: an id (or unique prefix), `latest`, `host:NAME` or a JSON file.
+    pub a: String,
+    /// Run B, compared with A.
+    pub b: String,
+    /// Only benchmarks matching these id prefixes or globs.
+    pub patterns: Vec<String>,
+    /// Smallest relative difference called faster or slower, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0,
+          value_parser = parse_percent)]
+    pub threshold: f64,
+    /// How the comparison is printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Options of `opcost report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Runs to show side by side: ids (or unique prefixes), `latest`,
+    /// `host:NAME` or JSON files. Default: the latest run.
+    pub runs: Vec<String>,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE.html")]
+    pub output: PathBuf,
+}
+
+/// Options of `opcost export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A run id (or a unique prefix), `latest` or `host:NAME`.
+    #[arg(default_value = "latest")]
+    pub run: String,
+    /// The format.
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Options of `opcost import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Run documents (JSON, as written by `run --json` or `export`).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+/// Parses a percentage between 0 and 1000 into a fraction.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if (0.0..=1000.0).contains(&v) {
+        Ok(v / 100.0)
+    } else {
+        Err(format!("{v} is not between 0 and 1000"))
+    }
 }

@@ -3,8 +3,10 @@
 
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod document;
 pub mod harness;
 pub mod host;
 pub mod report;
+pub mod store;
 pub mod suites;

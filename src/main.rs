@@ -7,11 +7,22 @@ use opcost::commands;
 
 fn main() {
     let cli = Cli::parse();
+    if !matches!(cli.command, None | Some(Command::Run(_))) {
+        // A run restores it itself once its benchmarks (which use pipes) are done.
+        commands::quiet_broken_pipe();
+    }
+    let db = cli.db.as_deref();
     let result = match cli.command {
-        None => commands::run::execute(&RunArgs::whole_machine()),
-        Some(Command::Run(a)) => commands::run::execute(&a),
+        None => commands::run::execute(&RunArgs::whole_machine(), db),
+        Some(Command::Run(a)) => commands::run::execute(&a, db),
         Some(Command::List(a)) => commands::list::execute(&a),
         Some(Command::Env(a)) => commands::env::execute(&a),
+        Some(Command::Runs(a)) => commands::runs::execute(&a, db),
+        Some(Command::Show(a)) => commands::show::execute(&a, db),
+        Some(Command::Compare(a)) => commands::compare::execute(&a, db),
+        Some(Command::Report(a)) => commands::report::execute(&a, db),
+        Some(Command::Export(a)) => commands::export::execute(&a, db),
+        Some(Command::Import(a)) => commands::import::execute(&a, db),
     };
     match result {
         Ok(code) => std::process::exit(code),

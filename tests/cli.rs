@@ -8,8 +8,14 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+/// The binary, with its history in a throw-away directory (never the real home).
 fn opcost() -> Command {
-    Command::cargo_bin("opcost").expect("binary built")
+    let mut c = Command::cargo_bin("opcost").expect("binary built");
+    c.env(
+        "XDG_DATA_HOME",
+        std::env::temp_dir().join("opcost-cli-tests"),
+    );
+    c
 }
 
 #[test]
@@ -180,6 +186,7 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
     let path = dir.path().join("run.json");
     // --samples far beyond the budget: the run would take many minutes.
     let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
+        .env("XDG_DATA_HOME", dir.path())
         .args([
             "run",
             "syscall.function_call",

@@ -140,6 +140,7 @@ fn a_run_document_carries_the_full_host() {
             "syscall.function_call",
             "--profile",
             "quick",
+            "--no-save",
             "--json",
         ])
         .arg(&path)

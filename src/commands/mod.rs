@@ -1,9 +1,16 @@
 //! One module per subcommand. Each takes its parsed arguments and returns
 //! an exit code or an error; `main` maps errors to exit codes.
 
+pub mod compare;
 pub mod env;
+pub mod export;
+pub mod import;
 pub mod list;
+pub mod report;
 pub mod run;
+pub mod runs;
+pub mod show;
+pub mod source;
 
 /// A mistake in what the user asked for (exit code 2), as opposed to a
 /// failure while doing it (exit code 1).
@@ -25,5 +32,16 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         2
     } else {
         1
+    }
+}
+
+/// Lets output piped into `head` and the like end quietly, as other tools
+/// do: restores the default SIGPIPE (the Rust runtime ignores it, which
+/// turns a closed pipe into a panic in `print!`). Not for use while
+/// benchmarks run: a peer that closes its end must be an error, not a death.
+pub fn quiet_broken_pipe() {
+    // SAFETY: setting a signal disposition to its default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

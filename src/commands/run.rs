@@ -1,6 +1,6 @@
 //! `opcost run` (and bare `opcost`): select, measure, print, write.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -9,19 +9,20 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::usage;
-use crate::cli::RunArgs;
+use crate::cli::{Format, RunArgs};
 use crate::document::{RunDoc, RunInfo, SCHEMA, check_writable, new_run_id};
 use crate::harness::runner::{self, Event, RunOptions};
 use crate::harness::{Ctx, affinity, warnings};
 use crate::host::Host;
-use crate::report::table;
+use crate::store::{self, Store};
 use crate::suites;
 
 /// The private temp dir of the current run, removed by a second Ctrl-C.
 static TMP_DIR: OnceLock<PathBuf> = OnceLock::new();
 
-/// Runs the selected benchmarks; returns 0, or 130 when interrupted.
-pub fn execute(args: &RunArgs) -> anyhow::Result<i32> {
+/// Runs the selected benchmarks and saves the run in the history (`db`)
+/// unless `--no-save`; returns 0, 1 when saving failed, 130 when interrupted.
+pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     // Everything the user could have got wrong is checked before measuring.
     if let Some(path) = &args.json {
         check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
@@ -32,8 +33,14 @@ pub fn execute(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(cpu) = args.cpu {
         affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
     }
+    let mut store = if args.no_save {
+        None
+    } else {
+        Some(Store::open(&store::default_path(db)?)?)
+    };
     let host = Arc::new(Host::detect());
     let benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+    let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
 
     let tmp = tempfile::Builder::new()
         .prefix("opcost-")
@@ -98,10 +105,26 @@ pub fn execute(args: &RunArgs) -> anyhow::Result<i32> {
             .collect(),
     };
     doc.findings.retain(|f| f.value.is_finite());
-    print!("{}", table::render(&doc));
+    // Saved before printing: a taken id is replaced, and the table shows the final one.
+    let saved = store
+        .as_mut()
+        .map(|s| s.save_new(&mut doc).map(|()| s.path()));
+    super::quiet_broken_pipe(); // every benchmark and its peers are done
+    print!("{}", super::show::render(&doc, args.format)?);
     if let Some(path) = &args.json {
         doc.write_json(path)?;
         eprintln!("wrote {}", path.display());
+    }
+    match saved {
+        Some(Ok(path)) => eprintln!("saved as run {} in {}", doc.run.id, path.display()),
+        Some(Err(e)) => {
+            eprintln!("error: the run was not saved: {e:#}");
+            if args.json.is_none() && args.format != Format::Json {
+                eprintln!("hint: --json FILE keeps a run without the history");
+            }
+            return Ok(1);
+        }
+        None => {}
     }
     Ok(if outcome.interrupted { 130 } else { 0 })
 }

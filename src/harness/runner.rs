@@ -16,8 +16,10 @@ pub const MIN_SAMPLES: usize = 5;
 pub const MIN_SAMPLES_INTERRUPTED: usize = 3;
 /// CI half-width (relative to the median) above which a result is noisy.
 pub const NOISE_THRESHOLD: f64 = 0.05;
-/// Clock assumed for the below-one-cycle check when the host's is unknown.
-pub const FALLBACK_GHZ: f64 = 5.0;
+/// The clock assumed for the below-one-cycle check: the host's nominal clock
+/// is no bound (boost clocks run well above it, and VMs often hide it), so
+/// a result is flagged only below one cycle of the fastest clock CPUs reach.
+pub const MAX_PLAUSIBLE_GHZ: f64 = 6.0;
 
 /// How a run samples, beyond what the profile says.
 #[derive(Clone, Debug)]
@@ -321,8 +323,10 @@ fn summarise(
     let s = Summary::of(&values)?;
     let median_ns = super::stats::median(&l.samples_ns)?;
 
-    let ghz = ctx.host.cpu_ghz().unwrap_or(FALLBACK_GHZ);
-    if median_ns < 1.0 / ghz {
+    let ghz = ctx.host.cpu_ghz().unwrap_or(0.0).max(MAX_PLAUSIBLE_GHZ);
+    // Only a latency cannot beat a cycle: rates and throughputs may count
+    // many operations or bytes per cycle (independent adds, a memcpy).
+    if unit == super::Unit::Latency && median_ns < 1.0 / ghz {
         warns.push(Warning::BelowOneCycle { ns: median_ns, ghz });
     }
     let noisy = s.ci_rel() > NOISE_THRESHOLD;
@@ -585,6 +589,37 @@ mod tests {
         let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
         assert!(out.interrupted);
         assert!(out.measurements.is_empty());
+    }
+
+    #[test]
+    fn below_one_cycle_is_flagged_for_latencies_only() {
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(5),
+        };
+        // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
+        struct Tiny;
+        impl Timed for Tiny {
+            fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+                Ok(Duration::from_nanos(ops / 100 + 1))
+            }
+        }
+        let mk = |unit: Unit| {
+            crate::suites::FnBench::new("t.x", "x", unit, |_| Ok(Box::new(Tiny) as Box<dyn Timed>))
+                .boxed()
+        };
+        let warned = |unit: Unit| {
+            let out = run(vec![mk(unit)], &ctx(), &opts, &mut |_| {});
+            out.measurements[0]
+                .warnings
+                .iter()
+                .any(|w| w.contains("below one CPU cycle"))
+        };
+        assert!(warned(Unit::Latency));
+        assert!(!warned(Unit::Rate));
+        assert!(!warned(Unit::Throughput {
+            bytes_per_op: 100.0
+        }));
     }
 
     #[test]

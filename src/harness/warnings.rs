@@ -74,9 +74,9 @@ impl fmt::Display for Warning {
             Warning::Interrupted { samples } => {
                 write!(f, "interrupted after {samples} samples")
             }
-            Warning::FewSamples { got, wanted } => write!(
+            Warning::FewSamples { got: _, wanted } => write!(
                 f,
-                "only {got} of {wanted} samples fit in the time budget; use --profile thorough for more"
+                "fewer than the {wanted} samples wanted fit in the time budget (the count is in the JSON); use --profile thorough for more"
             ),
             Warning::Clocksource(cs) => write!(
                 f,

@@ -1,0 +1,27 @@
+//! `opcost export`: a saved run as JSON (the interchange format that
+//! `import` reads on another machine), CSV or Markdown.
+
+use std::path::Path;
+
+use crate::cli::ExportArgs;
+use crate::document::{check_writable, write_atomic};
+
+use super::source::Loader;
+use super::usage;
+
+/// Writes the run to the file or standard output.
+pub fn execute(args: &ExportArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+    if let Some(path) = &args.output {
+        check_writable(path).map_err(|e| usage(format!("-o {}: {e:#}", path.display())))?;
+    }
+    let doc = Loader::new(db).load(&args.run)?;
+    let text = super::show::render(&doc, args.format)?;
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, text.as_bytes())?;
+            eprintln!("wrote run {} to {}", doc.run.id, path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
+}

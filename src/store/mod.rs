@@ -1,0 +1,503 @@
+//! The history: every run, kept in one SQLite file so that machines,
+//! kernels and settings can be compared later.
+//!
+//! Why it is shaped this way:
+//! - The run document is stored whole (`runs.doc`) and is what [`Store::load`]
+//!   returns, so run → save → load gives back an equal document; the other
+//!   tables only index it (see [`schema`]).
+//! - A run is written in one transaction: an interrupted save leaves nothing.
+//! - Several opcost processes may share a history: WAL journal and a busy
+//!   timeout, and migrations run inside an immediate transaction that
+//!   re-reads the version, so two first uses cannot both migrate.
+//! - A file that is not an opcost history, a history made by a newer opcost
+//!   or a corrupt one is refused with an error that says what to do, and is
+//!   never written to.
+
+pub mod schema;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+
+use crate::document::RunDoc;
+
+/// How long a write waits for another opcost process holding the lock.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// The history's path: `--db` when given, else
+/// `$XDG_DATA_HOME/opcost/results.db`, else `~/.local/share/opcost/results.db`.
+pub fn default_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = db {
+        return Ok(p.to_path_buf());
+    }
+    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let base = match (non_empty("XDG_DATA_HOME"), non_empty("HOME")) {
+        (Some(x), _) if Path::new(&x).is_absolute() => PathBuf::from(x),
+        (_, Some(h)) => Path::new(&h).join(".local/share"),
+        _ => bail!(
+            "cannot tell where to keep the history: neither XDG_DATA_HOME nor HOME is set; pass --db PATH"
+        ),
+    };
+    Ok(base.join("opcost").join("results.db"))
+}
+
+/// One line of `opcost runs`: a saved run without its results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRow {
+    /// The run id (8 hex digits).
+    pub id: String,
+    /// Start time, RFC 3339 UTC.
+    pub started: String,
+    /// The host name.
+    pub hostname: String,
+    /// The CPU model, when the host block names it.
+    pub cpu_model: Option<String>,
+    /// The profile name.
+    pub profile: String,
+    /// The user's label.
+    pub label: Option<String>,
+    /// Number of measurements.
+    pub n_results: i64,
+    /// Number of skipped or failed benchmarks.
+    pub n_skipped: i64,
+    /// True when the run was stopped before the end.
+    pub interrupted: bool,
+    /// The file it was imported from, for imported runs.
+    pub source: Option<String>,
+}
+
+/// What [`Store::save`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Saved {
+    /// The run is now in the history.
+    New,
+    /// An identical run with the same id was already there; nothing changed.
+    AlreadyPresent,
+}
+
+/// A saved run with the same id but different content.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "a different run with id {0} is already in the history; nothing was changed (run ids are random: the other run is not this one)"
+)]
+pub struct IdConflict(pub String);
+
+/// The runs whose id starts with a prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prefix {
+    /// No run.
+    None,
+    /// Exactly one run: its id.
+    One(String),
+    /// Several runs: their ids.
+    Many(Vec<String>),
+}
+
+/// An open history.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens the history at `path`, creating it (and its directory) on first
+    /// use and migrating it to the current schema.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        let shown = path.display();
+        if path.is_dir() {
+            bail!("history {shown} is a directory; pass --db with a file path");
+        }
+        if path.exists() {
+            check_header(path)?;
+        } else if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!(
+                    "cannot create the directory {} for the history; pass --db with a writable path",
+                    dir.display()
+                )
+            })?;
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| explain(e, path))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| explain(e, path))?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.identify()?;
+        store
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+            .map_err(|e| explain(e, path))?;
+        store
+            .conn
+            .pragma_update(None, "foreign_keys", true)
+            .map_err(|e| explain(e, path))?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The file this history lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open history.
+    pub fn version(&self) -> anyhow::Result<i64> {
+        self.conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| explain(e, &self.path))
+    }
+
+    /// Refuses, before anything is written, a database that is not an
+    /// opcost history or was made by a newer opcost.
+    fn identify(&self) -> anyhow::Result<()> {
+        let p = &self.path;
+        // Both reads in one read transaction: another opcost creating the
+        // schema at this moment must be seen wholly or not at all.
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|e| explain(e, p))?;
+        let objects: i64 = tx
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| explain(e, p))?;
+        let app: i32 = tx
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .map_err(|e| explain(e, p))?;
+        drop(tx);
+        if app != schema::APPLICATION_ID && !(app == 0 && objects == 0) {
+            bail!(
+                "{} is an SQLite database but not an opcost history (it holds other data); nothing was changed. Pass --db with another path",
+                p.display()
+            );
+        }
+        let version = self.version()?;
+        if version > schema::latest() {
+            bail!(
+                "the history {} has schema version {version}, newer than this opcost understands ({}); upgrade opcost, or pass --db with another path. Nothing was changed",
+                p.display(),
+                schema::latest()
+            );
+        }
+        Ok(())
+    }
+
+    /// Applies the migrations this history lacks, each version in the same
+    /// immediate transaction as the re-read of the version.
+    fn migrate(&mut self) -> anyhow::Result<()> {
+        let p = self.path.clone();
+        if self.version()? == schema::latest() {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| explain(e, &p))?;
+        let mut version: i64 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| explain(e, &p))?;
+        while version < schema::latest() {
+            let sql = schema::MIGRATIONS[version as usize];
+            tx.execute_batch(sql)
+                .map_err(|e| explain(e, &p))
+                .with_context(|| format!("migrating the history to schema {}", version + 1))?;
+            version += 1;
+        }
+        tx.pragma_update(None, "application_id", schema::APPLICATION_ID)
+            .map_err(|e| explain(e, &p))?;
+        tx.pragma_update(None, "user_version", version)
+            .map_err(|e| explain(e, &p))?;
+        tx.commit().map_err(|e| explain(e, &p))?;
+        Ok(())
+    }
+
+    /// Saves a run in one transaction. An identical run already saved is
+    /// left alone ([`Saved::AlreadyPresent`]); a different run with the same
+    /// id is an [`IdConflict`]. `source` names the file of an imported run.
+    pub fn save(&mut self, doc: &RunDoc, source: Option<&str>) -> anyhow::Result<Saved> {
+        let text = serde_json::to_string(doc).context("serialising the run")?;
+        // Only what loads back equal is stored (JSON has no NaN or infinity).
+        match RunDoc::from_json(&text) {
+            Ok(back) if back == *doc => {}
+            _ => bail!(
+                "run {} holds a value JSON cannot keep exactly (NaN or infinity); it was not saved",
+                doc.run.id
+            ),
+        }
+        let p = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| explain(e, &p))?;
+        let old: Option<String> = tx
+            .query_row("SELECT doc FROM runs WHERE id = ?1", [&doc.run.id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| explain(e, &p))?;
+        if let Some(old) = old {
+            return match RunDoc::from_json(&old) {
+                Ok(o) if o == *doc => Ok(Saved::AlreadyPresent),
+                _ => Err(IdConflict(doc.run.id.clone()).into()),
+            };
+        }
+        let host = serde_json::to_value(&doc.host).context("serialising the host")?;
+        tx.execute(
+            "INSERT INTO runs (id, started, duration_s, profile, label, hostname, cpu_model,
+                opcost_version, doc_schema, interrupted, n_results, n_skipped, saved, source,
+                host, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            params![
+                doc.run.id,
+                doc.run.started,
+                finite(doc.run.duration_s).unwrap_or(0.0),
+                doc.run.profile.name(),
+                doc.run.label,
+                doc.host.hostname,
+                cpu_model(&host),
+                doc.opcost_version,
+                doc.schema,
+                doc.run.interrupted,
+                doc.results.len() as i64,
+                doc.skipped.len() as i64,
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                source,
+                host.to_string(),
+                text,
+            ],
+        )
+        .map_err(|e| explain(e, &p))?;
+        {
+            let mut ins = tx
+                .prepare(
+                    "INSERT INTO results (run_id, seq, bench_id, area, unit, params, median,
+                        ci_low, ci_high, p5, p95, min, max, cv, n_samples, noisy)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                )
+                .map_err(|e| explain(e, &p))?;
+            for (i, m) in doc.results.iter().enumerate() {
+                let params_json = serde_json::to_string(&m.params).context("serialising params")?;
+                ins.execute(params![
+                    doc.run.id,
+                    i as i64,
+                    m.id,
+                    m.area,
+                    m.unit,
+                    params_json,
+                    finite(m.median),
+                    finite(m.ci_low),
+                    finite(m.ci_high),
+                    finite(m.p5),
+                    finite(m.p95),
+                    finite(m.min),
+                    finite(m.max),
+                    finite(m.cv),
+                    m.samples.len() as i64,
+                    m.noisy,
+                ])
+                .map_err(|e| explain(e, &p))?;
+            }
+            let mut ins = tx
+                .prepare(
+                    "INSERT INTO findings (run_id, seq, area, text, value, unit)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(|e| explain(e, &p))?;
+            for (i, f) in doc.findings.iter().enumerate() {
+                ins.execute(params![
+                    doc.run.id,
+                    i as i64,
+                    f.area,
+                    f.text,
+                    finite(f.value),
+                    f.unit
+                ])
+                .map_err(|e| explain(e, &p))?;
+            }
+        }
+        tx.commit().map_err(|e| explain(e, &p))?;
+        Ok(Saved::New)
+    }
+
+    /// Saves a fresh run; when its random id is taken, draws new ids until
+    /// one is free (changing `doc.run.id`).
+    pub fn save_new(&mut self, doc: &mut RunDoc) -> anyhow::Result<()> {
+        for _ in 0..16 {
+            match self.save(doc, None) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.downcast_ref::<IdConflict>().is_some() => {
+                    doc.run.id = crate::document::new_run_id();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        bail!("could not find a free run id in {}", self.path.display())
+    }
+
+    /// Loads the run with exactly this id.
+    pub fn load(&self, id: &str) -> anyhow::Result<RunDoc> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT doc FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(|e| explain(e, &self.path))?;
+        let text = text.ok_or_else(|| anyhow!("no run {id} in {}", self.path.display()))?;
+        RunDoc::from_json(&text).with_context(|| {
+            format!(
+                "run {id} in {} cannot be read by this opcost",
+                self.path.display()
+            )
+        })
+    }
+
+    /// Saved runs, newest first (by start time), optionally of one host;
+    /// `limit` 0 means all.
+    pub fn list(&self, host: Option<&str>, limit: usize) -> anyhow::Result<Vec<RunRow>> {
+        let limit = if limit == 0 { -1 } else { limit as i64 };
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, started, hostname, cpu_model, profile, label, n_results, n_skipped,
+                        interrupted, source
+                 FROM runs WHERE ?1 IS NULL OR hostname = ?1
+                 ORDER BY started DESC, rowid DESC LIMIT ?2",
+            )
+            .map_err(|e| explain(e, &self.path))?;
+        let rows = st
+            .query_map(params![host, limit], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    started: r.get(1)?,
+                    hostname: r.get(2)?,
+                    cpu_model: r.get(3)?,
+                    profile: r.get(4)?,
+                    label: r.get(5)?,
+                    n_results: r.get(6)?,
+                    n_skipped: r.get(7)?,
+                    interrupted: r.get(8)?,
+                    source: r.get(9)?,
+                })
+            })
+            .map_err(|e| explain(e, &self.path))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| explain(e, &self.path))
+    }
+
+    /// The id of the latest run (by start time), of one host if given.
+    pub fn latest(&self, host: Option<&str>) -> anyhow::Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT id FROM runs WHERE ?1 IS NULL OR hostname = ?1
+                 ORDER BY started DESC, rowid DESC LIMIT 1",
+                [host],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| explain(e, &self.path))
+    }
+
+    /// The runs whose id starts with `prefix` (hex digits, any case).
+    pub fn find_prefix(&self, prefix: &str) -> anyhow::Result<Prefix> {
+        let prefix = prefix.to_ascii_lowercase();
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(Prefix::None);
+        }
+        let mut st = self
+            .conn
+            .prepare("SELECT id FROM runs WHERE substr(id, 1, ?2) = ?1 ORDER BY id LIMIT 11")
+            .map_err(|e| explain(e, &self.path))?;
+        let ids = st
+            .query_map(params![prefix, prefix.len() as i64], |r| r.get(0))
+            .map_err(|e| explain(e, &self.path))?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(|e| explain(e, &self.path))?;
+        Ok(match ids.len() {
+            0 => Prefix::None,
+            1 => Prefix::One(ids.into_iter().next().unwrap_or_default()),
+            _ => Prefix::Many(ids),
+        })
+    }
+
+    /// The number of saved runs.
+    pub fn count(&self) -> anyhow::Result<i64> {
+        self.conn
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .map_err(|e| explain(e, &self.path))
+    }
+}
+
+/// `Some(x)` for a finite value, `None` (SQL NULL) otherwise.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The CPU model named in a host block, whatever its layout version.
+fn cpu_model(host: &serde_json::Value) -> Option<String> {
+    ["/cpu_model", "/cpu/model", "/cpu/model_name"]
+        .iter()
+        .find_map(|p| host.pointer(p).and_then(|v| v.as_str()))
+        .map(str::to_string)
+}
+
+/// Refuses a non-empty file that does not start like an SQLite database.
+fn check_header(path: &Path) -> anyhow::Result<()> {
+    let mut head = Vec::with_capacity(16);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(16).read_to_end(&mut head))
+        .with_context(|| {
+            format!(
+                "cannot read the history {}; check its permissions or pass --db with another path",
+                path.display()
+            )
+        })?;
+    if !head.is_empty() && head.as_slice() != SQLITE_MAGIC {
+        bail!(
+            "{} is not an SQLite database, so not an opcost history; nothing was changed. Pass --db with another path, or move the file away",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Turns an SQLite error into one that says what to do.
+fn explain(e: rusqlite::Error, path: &Path) -> anyhow::Error {
+    use rusqlite::ErrorCode as C;
+    let p = path.display();
+    let known = match e.sqlite_error_code() {
+        Some(C::NotADatabase) => format!(
+            "{p} is not an SQLite database, so not an opcost history; nothing was changed. Pass --db with another path, or move the file away"
+        ),
+        Some(C::DatabaseCorrupt) => format!(
+            "the history {p} is corrupt; move it away (opcost then starts a new one) or restore a backup"
+        ),
+        Some(C::DatabaseBusy | C::DatabaseLocked) => format!(
+            "the history {p} stayed locked by another process for {} s; try again when it is done",
+            BUSY_TIMEOUT.as_secs()
+        ),
+        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) => format!(
+            "cannot write the history {p}; check the permissions of the file and its directory, or pass --db with another path"
+        ),
+        Some(C::DiskFull) => format!("the disk holding the history {p} is full; free some space"),
+        _ => return anyhow::Error::new(e).context(format!("history {p}")),
+    };
+    anyhow!(known)
+}

@@ -1,0 +1,77 @@
+//! The history's schema and its migrations.
+//!
+//! Why it is shaped this way: the run document (JSON) is the source of
+//! truth, kept whole in `runs.doc`, so a run loads back exactly as it was
+//! saved whatever the columns say. The other columns are indexes: what
+//! `opcost runs` lists and what lets a query find a benchmark across runs
+//! without parsing every document. A new column is a new migration; a
+//! migration never rewrites `doc`.
+//!
+//! The database is marked as opcost's with `PRAGMA application_id`, and its
+//! schema version is `PRAGMA user_version`: 0 is an empty file, `i` means
+//! the first `i` entries of [`MIGRATIONS`] were applied.
+
+/// `PRAGMA application_id` of an opcost history ("opco" in ASCII).
+pub const APPLICATION_ID: i32 = 0x6f70_636f;
+
+/// The migrations, in order: entry `i` moves the schema from version `i`
+/// to `i + 1`. Only ever append.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: runs, their results and findings.
+    r#"
+    CREATE TABLE runs (
+        id             TEXT PRIMARY KEY,   -- 8 hex digits
+        started        TEXT NOT NULL,      -- RFC 3339 UTC
+        duration_s     REAL NOT NULL,
+        profile        TEXT NOT NULL,
+        label          TEXT,
+        hostname       TEXT NOT NULL,
+        cpu_model      TEXT,
+        opcost_version TEXT NOT NULL,
+        doc_schema     INTEGER NOT NULL,   -- the document's layout version
+        interrupted    INTEGER NOT NULL,
+        n_results      INTEGER NOT NULL,
+        n_skipped      INTEGER NOT NULL,
+        saved          TEXT NOT NULL,      -- when it entered this history
+        source         TEXT,               -- the file it was imported from
+        host           TEXT NOT NULL,      -- the host block, JSON
+        doc            TEXT NOT NULL       -- the whole run document, JSON
+    );
+    CREATE INDEX runs_by_host ON runs (hostname, started);
+    CREATE INDEX runs_by_time ON runs (started);
+    CREATE TABLE results (
+        run_id    TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq       INTEGER NOT NULL,        -- position in the run
+        bench_id  TEXT NOT NULL,
+        area      TEXT NOT NULL,
+        unit      TEXT NOT NULL,
+        params    TEXT NOT NULL,           -- JSON object
+        median    REAL,
+        ci_low    REAL,
+        ci_high   REAL,
+        p5        REAL,
+        p95       REAL,
+        min       REAL,
+        max       REAL,
+        cv        REAL,                    -- NULL where not finite
+        n_samples INTEGER NOT NULL,
+        noisy     INTEGER NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE INDEX results_by_bench ON results (bench_id);
+    CREATE TABLE findings (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq    INTEGER NOT NULL,
+        area   TEXT NOT NULL,
+        text   TEXT NOT NULL,
+        value  REAL,
+        unit   TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    "#,
+];
+
+/// The schema version this binary writes and understands.
+pub fn latest() -> i64 {
+    MIGRATIONS.len() as i64
+}

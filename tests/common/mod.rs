@@ -1,0 +1,124 @@
+//! Synthetic run documents for the store and report tests: known samples,
+//! so ratios and verdicts are known, and no benchmark has to run.
+
+#![allow(dead_code)]
+
+use opcost::document::{RunDoc, RunInfo, SCHEMA};
+use opcost::harness::{Finding, Measurement, Profile, Summary};
+use opcost::host::Host;
+
+/// A measurement of `id` in `unit` made of `samples`, with the harness's statistics.
+pub fn measurement(id: &str, unit: &str, samples: Vec<f64>) -> Measurement {
+    let s = Summary::of(&samples).expect("finite samples");
+    let bytes_per_op = (unit == "B/s").then_some(4096.0);
+    serde_json::from_value(serde_json::json!({
+        "id": id,
+        "area": opcost::harness::area_of(id),
+        "unit": unit,
+        "bytes_per_op": bytes_per_op,
+        "params": {},
+        "median": s.median, "min": s.min, "max": s.max, "mean": s.mean,
+        "p5": s.p5, "p95": s.p95, "mad": s.mad,
+        "ci_low": s.ci_low, "ci_high": s.ci_high, "cv": s.cv,
+        "outliers": s.outliers,
+        "ops_per_sample": 1000,
+        "noisy": s.ci_rel() > 0.05,
+        "warnings": [],
+        "samples": samples,
+    }))
+    .expect("a measurement")
+}
+
+/// `n` samples around `centre` with a ±`spread` relative jitter (seeded).
+pub fn samples(centre: f64, spread: f64, n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n)
+        .map(|_| centre * (1.0 + spread * (rng.f64() * 2.0 - 1.0)))
+        .collect()
+}
+
+/// A host block named `name` (the rest as detected here).
+pub fn host(name: &str) -> Host {
+    // Detected once per test process: load and free memory change between
+    // calls, and documents built twice must compare equal.
+    static DETECTED: std::sync::OnceLock<Host> = std::sync::OnceLock::new();
+    let mut v = serde_json::to_value(DETECTED.get_or_init(Host::detect)).expect("host as JSON");
+    v["hostname"] = name.into();
+    serde_json::from_value(v).expect("host from JSON")
+}
+
+/// A run document with the given id, host, start time and results.
+pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -> RunDoc {
+    RunDoc {
+        schema: SCHEMA,
+        opcost_version: "0.0.0-test".into(),
+        run: RunInfo {
+            id: id.into(),
+            started: started.into(),
+            duration_s: 1.25,
+            profile: Profile::Quick,
+            label: Some(format!("label of {id}")),
+            cpu: None,
+            interrupted: false,
+        },
+        host: host(hostname),
+        findings: vec![Finding {
+            area: "syscall".into(),
+            text: format!("a finding of {id}"),
+            value: 12.5,
+            unit: "x".into(),
+        }],
+        results,
+        skipped: Vec::new(),
+        warnings: vec!["clocksource is not tsc".into()],
+    }
+}
+
+/// A memory-latency sweep (8 points, 1 KiB .. 128 MiB) scaled by `scale`.
+pub fn sweep(prefix: &str, scale: f64, seed: u64) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    for (i, kib) in [1u64, 16, 64, 512, 2048, 16384, 65536, 131072]
+        .into_iter()
+        .enumerate()
+    {
+        let ns = scale * (1.0 + (i as f64).powf(2.2));
+        let label = opcost::suites::size_label(kib * 1024);
+        let mut m = measurement(
+            &format!("{prefix}/{label}"),
+            "ns/op",
+            samples(ns, 0.02, 15, seed + i as u64),
+        );
+        m.params
+            .insert("size".into(), serde_json::json!(kib * 1024));
+        out.push(m);
+    }
+    out
+}
+
+/// Run A: a plain set of latencies and throughputs, plus a sweep.
+pub fn run_a() -> RunDoc {
+    let mut r = vec![
+        measurement("syscall.function_call", "ns/op", samples(1.5, 0.03, 30, 1)),
+        measurement("syscall.getpid.raw", "ns/op", samples(80.0, 0.03, 30, 2)),
+        measurement("syscall.same", "ns/op", vec![50.0; 30]),
+        measurement("ipc.pipe.throughput", "B/s", samples(2.0e9, 0.03, 30, 3)),
+        measurement("syscall.only_in_a", "ns/op", samples(10.0, 0.03, 30, 4)),
+        measurement("syscall.noisy", "ns/op", samples(100.0, 0.6, 30, 5)),
+    ];
+    r.extend(sweep("memory.latency.random", 1.0, 10));
+    doc("aaaa0001", "box-a", "2026-01-01T10:00:00Z", r)
+}
+
+/// Run B: getpid 2x slower, the pipe 2x faster, function call and `same` unchanged.
+pub fn run_b() -> RunDoc {
+    let mut r = vec![
+        measurement("syscall.function_call", "ns/op", samples(1.5, 0.03, 30, 1)),
+        measurement("syscall.getpid.raw", "ns/op", samples(160.0, 0.03, 30, 12)),
+        measurement("syscall.same", "ns/op", vec![50.0; 30]),
+        measurement("ipc.pipe.throughput", "B/s", samples(4.0e9, 0.03, 30, 13)),
+        measurement("syscall.only_in_b", "ns/op", samples(10.0, 0.03, 30, 14)),
+        measurement("syscall.noisy", "ns/op", samples(100.0, 0.6, 30, 15)),
+    ];
+    r.extend(sweep("memory.latency.random", 1.4, 20));
+    doc("bbbb0002", "box-b", "2026-01-02T10:00:00Z", r)
+}
