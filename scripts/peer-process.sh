@@ -38,7 +38,7 @@ opcost_stat() { # json id statistic
 : >"$TMP/op_proc_med"; : >"$TMP/op_thread_med"
 for i in $(seq 1 "$ROUNDS"); do
   perf_pipe >>"$TMP/perf_proc"
-  "$OPCOST" run process.switch --profile default --cpu "$CPU" --json "$TMP/sw.json" >/dev/null 2>&1
+  "$OPCOST" run process.switch --profile default --cpu "$CPU" --no-save --json "$TMP/sw.json" >/dev/null 2>&1
   opcost_stat "$TMP/sw.json" process.switch.pingpong_process mean >>"$TMP/op_proc"
   opcost_stat "$TMP/sw.json" process.switch.pingpong_process median >>"$TMP/op_proc_med"
   opcost_stat "$TMP/sw.json" process.switch.pingpong_thread mean >>"$TMP/op_thread"
@@ -46,7 +46,7 @@ for i in $(seq 1 "$ROUNDS"); do
   perf_pipe -T >>"$TMP/perf_thread"
   hyperfine -N --style none --warmup 20 --runs 200 --export-json "$TMP/hf.json" "$TRUE" >/dev/null 2>&1
   jq -r '.results[0].median * 1e9' "$TMP/hf.json" >>"$TMP/hf"
-  "$OPCOST" run process.posix_spawn_dynamic --profile default --json "$TMP/dyn.json" >/dev/null 2>&1
+  "$OPCOST" run process.posix_spawn_dynamic --profile default --no-save --json "$TMP/dyn.json" >/dev/null 2>&1
   opcost_stat "$TMP/dyn.json" process.posix_spawn_dynamic median >>"$TMP/op_dyn"
   echo "round $i/$ROUNDS done" >&2
 done

@@ -30,8 +30,15 @@ fn serial() -> MutexGuard<'static, ()> {
     g
 }
 
+/// The binary, with its history in a throw-away directory (never the real home).
 fn opcost() -> Command {
-    Command::cargo_bin("opcost").expect("binary built")
+    let mut c = Command::cargo_bin("opcost").expect("binary built");
+    c.env("XDG_DATA_HOME", history_dir());
+    c
+}
+
+fn history_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("opcost-process-tests")
 }
 
 /// Processes (pid, command name, state) whose parent chain leads to this process.
@@ -99,6 +106,7 @@ fn run_json(args: &[&str]) -> Value {
     let path = dir.path().join("run.json");
     opcost()
         .args(args)
+        .arg("--no-save")
         .arg("--json")
         .arg(&path)
         .timeout(Duration::from_secs(120))
@@ -247,7 +255,8 @@ fn ctrl_c_during_the_suite_leaves_no_child() {
         let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
             .arg("run")
             .args(&patterns)
-            .args(["--profile", "quick", "--samples", "100000"])
+            .args(["--profile", "quick", "--samples", "100000", "--no-save"])
+            .env("XDG_DATA_HOME", history_dir())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
