@@ -87,7 +87,10 @@ struct Live {
     timed: Box<dyn Timed>,
     ops: u64,
     budget: Duration,
-    started: Instant,
+    /// Time spent on this benchmark alone: set-up, calibration, warm-up and
+    /// its own samples. Members of an interleaved group each get their own
+    /// budget, not a share of one.
+    spent: Duration,
     samples_ns: Vec<f64>,
     op_times: Vec<f64>,
     done: bool,
@@ -182,7 +185,7 @@ fn run_group(
                     timed,
                     ops,
                     budget,
-                    started,
+                    spent: started.elapsed(),
                     samples_ns: Vec::with_capacity(wanted),
                     op_times: Vec::new(),
                     done: false,
@@ -219,7 +222,10 @@ fn run_group(
             if l.done || ctx.stopping() {
                 continue;
             }
-            match l.timed.run(l.ops) {
+            let sample_start = Instant::now();
+            let result = l.timed.run(l.ops);
+            l.spent += sample_start.elapsed();
+            match result {
                 Ok(took) => {
                     let mut per_op = took.as_nanos() as f64 / l.ops as f64;
                     if l.bench.overhead() == Overhead::EmptyLoop {
@@ -242,7 +248,7 @@ fn run_group(
             }
             let n = l.samples_ns.len();
             // An explicit --samples is honoured; the profile's count yields to the budget.
-            let out_of_budget = opts.samples.is_none() && l.started.elapsed() >= l.budget;
+            let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
             if n >= wanted || (n >= MIN_SAMPLES && out_of_budget) {
                 l.done = true;
             }
@@ -504,6 +510,42 @@ mod tests {
         assert_eq!(a.per_op.as_ref().unwrap().p50, 1000.0);
         assert_eq!(a.param("size").as_deref(), Some("100"));
         assert!((out.measurements[1].median - 5e7).abs() < 1.0);
+    }
+
+    #[test]
+    fn interleaved_members_each_get_their_own_budget() {
+        // A member with a slow set-up must not use up the budget of the
+        // member prepared before it.
+        struct SlowPrepare;
+        impl Bench for SlowPrepare {
+            fn id(&self) -> &str {
+                "slow"
+            }
+            fn summary(&self) -> &str {
+                "slow set-up"
+            }
+            fn unit(&self) -> Unit {
+                Unit::Latency
+            }
+            fn interleave(&self) -> Option<&str> {
+                Some("k")
+            }
+            fn prepare(&self, _ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+                std::thread::sleep(Profile::Quick.default_budget() + Duration::from_millis(50));
+                Ok(Box::new(FakeTimed { ns: 1000 }))
+            }
+        }
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: None,
+        };
+        let benches: Vec<Box<dyn Bench>> =
+            vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
+        let out = run(benches, &ctx(), &opts, &mut |_| {});
+        let fast = out.measurements.iter().find(|m| m.id == "fast").unwrap();
+        assert_eq!(fast.samples.len(), Profile::Quick.samples());
+        let slow = out.measurements.iter().find(|m| m.id == "slow").unwrap();
+        assert!(slow.samples.len() >= MIN_SAMPLES);
     }
 
     #[test]

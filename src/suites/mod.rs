@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod memory;
+pub mod process;
 pub mod syscall;
 
 use std::time::Duration;
@@ -30,7 +31,12 @@ pub struct Suite {
 
 /// Every registered suite, in run order.
 pub fn suites() -> Vec<Suite> {
-    vec![syscall::suite(), memory::suite(), cpu::suite()]
+    vec![
+        syscall::suite(),
+        memory::suite(),
+        cpu::suite(),
+        process::suite(),
+    ]
 }
 
 /// Every benchmark of every suite, in run order.
