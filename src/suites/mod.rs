@@ -6,6 +6,7 @@
 //! print; they only describe work and read results.
 
 pub mod cpu;
+pub mod ipc;
 pub mod memory;
 pub mod process;
 pub mod syscall;
@@ -33,6 +34,7 @@ pub struct Suite {
 pub fn suites() -> Vec<Suite> {
     vec![
         syscall::suite(),
+        ipc::suite(),
         memory::suite(),
         cpu::suite(),
         process::suite(),
