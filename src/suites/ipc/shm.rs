@@ -356,6 +356,10 @@ const SHM_FILE_MAX: u64 = 64 << 20;
 /// A file in /dev/shm: the parent writes a batch of messages to it, the
 /// peer reads them back; one batch is both. The file is emptied after each
 /// batch (untimed), so every batch writes a new file as dd did.
+///
+/// The file has no name: it is unlinked as it is created and both
+/// processes use the descriptor with explicit offsets (pwrite, pread), so
+/// it cannot outlive the benchmark whatever ends the run.
 pub struct ShmFile {
     peer: Peer,
     file: File,
@@ -364,12 +368,12 @@ pub struct ShmFile {
     cpus: Cpus,
     job: u64,
     max_ops: u64,
-    _dir: tempfile::TempDir,
+    notes: Vec<String>,
 }
 
 impl ShmFile {
-    /// Creates the file in a private directory under `root` (/dev/shm),
-    /// forks the reader, and checks a sample transfer.
+    /// Creates the (unnamed) file in `root` (/dev/shm), forks the reader,
+    /// and checks a sample transfer.
     pub fn start(root: &Path, size: usize, cpus: Cpus) -> Result<ShmFile, PrepareError> {
         if !root.is_dir() {
             return Err(PrepareError::Skip(format!(
@@ -391,17 +395,17 @@ impl ShmFile {
                 (2 * need) >> 20
             )));
         }
-        let dir = tempfile::Builder::new()
-            .prefix("opcost-")
-            .tempdir_in(root)
-            .map_err(|e| anyhow::anyhow!("creating a directory in {}: {e}", root.display()))?;
-        let path = dir.path().join("data");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        let reader = File::open(&path)?;
+        let mut notes = Vec::new();
+        let fs = nix::sys::statfs::statfs(root)?;
+        if fs.filesystem_type() != nix::sys::statfs::TMPFS_MAGIC {
+            notes.push(format!(
+                "{} is not a tmpfs here, so this measures a file system's page cache",
+                root.display()
+            ));
+        }
+        let file = tempfile::tempfile_in(root)
+            .map_err(|e| anyhow::anyhow!("creating a file in {}: {e}", root.display()))?;
+        let reader = file.try_clone()?;
         let ctl = Arc::new(Shared::<Ctl>::new()?);
         let mut buf = Buf::new(size)?;
         let c = ctl.clone();
@@ -416,7 +420,7 @@ impl ShmFile {
             cpus,
             job: 0,
             max_ops,
-            _dir: dir,
+            notes,
         };
         t.check(size)?;
         Ok(t)
@@ -522,6 +526,10 @@ impl Timed for ShmFile {
 
     fn max_ops(&self) -> Option<u64> {
         Some(self.max_ops)
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.notes.clone()
     }
 
     fn details(&self) -> Option<serde_json::Value> {
