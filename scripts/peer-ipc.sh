@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Compares opcost's IPC figures with classic tools on this machine, in the
-# same sitting, alternating (peer, opcost, peer, opcost...) so that a busy
-# moment of the machine hits both, and prints the medians side by side.
+# same sitting. Each peer run is followed at once by the opcost run of the
+# same case (same size, same placement), so both see the same moment of a
+# busy machine; several rounds; medians side by side, and the targets judged
+# on paired ratios (the median over rounds of opcost / peer within a round),
+# which cancels load that drifts between rounds.
 #
 #   pipe throughput   dd if=/dev/zero bs=S | dd of=/dev/null bs=S     vs ipc.{pipe,fifo,splice}.tput/S
 #                     stress-ng --pipe --pipe-data-size S (S <= 4 KiB)
 #   pipe round trip   perf bench sched pipe                           vs ipc.{pipe,unix_stream}.rtt/8B
 #   TCP throughput    iperf3 -c 127.0.0.1 -l S (server on 127.0.0.1)  vs ipc.tcp.tput/S
 #
-# Peers run both pinned like opcost's two ends (same: both on CPU A; cross:
-# CPU A and CPU B) and unpinned ("any", the command as people type it).
+# Peers run pinned like opcost's two ends (same: both on CPU A; cross: CPU A
+# and CPU B) and unpinned ("any": the command as people type it, free to
+# move to whichever CPU is idle).
 #
 # Usage: scripts/peer-ipc.sh [ROUNDS]   (default 5)
 #   OPCOST=path   the binary (default target/release/opcost, built if missing)
-#   RAW=file      also keep every figure of every round (what, tool, value)
+#   RAW=file      also keep every figure (round, what, tool, value)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,8 +46,9 @@ iperf3 -s -B 127.0.0.1 -p "$PORT" >/dev/null 2>&1 &
 IPERF_PID=$!
 sleep 0.5
 
-rows="$work/rows.tsv"   # what <TAB> tool <TAB> value (B/s or ns)
-add() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$rows"; }
+rows="$work/rows.tsv" # round <TAB> what <TAB> tool <TAB> value (B/s for tput, ns for rtt)
+round=0
+add() { printf '%s\t%s\t%s\t%s\n' "$round" "$1" "$2" "$3" >>"$rows"; }
 
 # dd pair: bytes/s as the reading dd reports them (bytes / its elapsed time).
 dd_pair() { # bs count left-cpu right-cpu
@@ -86,76 +91,98 @@ opcost_run() {
         while IFS=$'\t' read -r id v; do add "${id#ipc.}" opcost "$v"; done
 }
 
-declare -A COUNT=([64]=1000000 [512]=1000000 [4K]=256000 [64K]=32000 [1M]=2000)
+declare -A COUNT=([64]=500000 [512]=500000 [4K]=200000 [64K]=24000 [1M]=1500)
 declare -A LABEL=([64]=64B [512]=512B [4K]=4KiB [64K]=64KiB [1M]=1MiB)
 places=("same $A $A")
 [ -n "$B" ] && places+=("cross $A $B")
-places+=("any any any")
 
 for round in $(seq 1 "$ROUNDS"); do
     echo "round $round/$ROUNDS" >&2
     for s in 64 512 4K 64K 1M; do
+        z=${LABEL[$s]}
         for p in "${places[@]}"; do
             read -r name l r <<<"$p"
-            add "pipe.tput/${LABEL[$s]}/$name" "dd|dd" "$(dd_pair "$s" "${COUNT[$s]}" "$l" "$r")"
+            add "pipe.tput/$z/$name" "dd|dd" "$(dd_pair "$s" "${COUNT[$s]}" "$l" "$r")"
+            opcost_run "ipc.pipe.tput/$z/$name" "ipc.fifo.tput/$z/$name" "ipc.splice.tput/$z/$name"
         done
+        add "pipe.tput/$z/any" "dd|dd" "$(dd_pair "$s" "${COUNT[$s]}" any any)"
         case $s in 64 | 512 | 4K)
-            add "pipe.tput/${LABEL[$s]}/same" "stress-ng" "$(stress_pipe "${s/K/096}" "$A")"
-            add "pipe.tput/${LABEL[$s]}/any" "stress-ng" "$(stress_pipe "${s/K/096}" any)"
+            add "pipe.tput/$z/same" "stress-ng" "$(stress_pipe "${s/K/096}" "$A")"
+            add "pipe.tput/$z/any" "stress-ng" "$(stress_pipe "${s/K/096}" any)"
             ;;
         esac
     done
-    opcost_run ipc.pipe.tput ipc.fifo.tput ipc.splice.tput
 
     add "pipe.rtt/8B/same" "perf-sched-pipe" "$(perf_pipe "$A")"
     add "pipe.rtt/8B/any" "perf-sched-pipe" "$(perf_pipe any)"
     opcost_run ipc.pipe.rtt/8B ipc.unix_stream.rtt/8B
 
     for len in 64K 1M; do
-        add "tcp.tput/${LABEL[$len]}/same" iperf3 "$(iperf "$len" "$A,$A")"
-        [ -n "$B" ] && add "tcp.tput/${LABEL[$len]}/cross" iperf3 "$(iperf "$len" "$A,$B")"
-        add "tcp.tput/${LABEL[$len]}/any" iperf3 "$(iperf "$len" any)"
+        z=${LABEL[$len]}
+        add "tcp.tput/$z/same" iperf3 "$(iperf "$len" "$A,$A")"
+        opcost_run "ipc.tcp.tput/$z/same"
+        if [ -n "$B" ]; then
+            add "tcp.tput/$z/cross" iperf3 "$(iperf "$len" "$A,$B")"
+            opcost_run "ipc.tcp.tput/$z/cross"
+        fi
+        add "tcp.tput/$z/any" iperf3 "$(iperf "$len" any)"
     done
-    opcost_run ipc.tcp.tput/64KiB ipc.tcp.tput/1MiB
 done
+[ -n "${RAW:-}" ] && cp "$rows" "$RAW"
 
-# Medians, peers and opcost side by side.
-medians="$work/medians.tsv"
+echo
+echo "medians of $ROUNDS rounds (B/s for tput, ns for rtt); CPUs: same=$A${B:+, cross=$A+$B}"
 awk -F'\t' '
-    { k = $1 "\t" $2; v[k] = v[k] " " $3; n[k]++ }
+    { k = $2 "\t" $3; v[k] = v[k] " " $4; n[k]++ }
     END {
         for (k in v) {
             m = split(substr(v[k], 2), a, " ")
             for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
             med = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-            printf "%s\t%.6g\t%d\n", k, med, n[k]
+            split(k, kk, "\t")
+            printf "%-26s %-16s %12.4g  (n=%d)\n", kk[1], kk[2], med, n[k]
         }
-    }' "$rows" | sort >"$medians"
-[ -n "${RAW:-}" ] && cp "$rows" "$RAW"
+    }' "$rows" | sort
 
 echo
-echo "medians of $ROUNDS alternating rounds (B/s for tput, ns for rtt); CPUs: same=$A${B:+, cross=$A+$B}"
-awk -F'\t' '{ printf "%-28s %-16s %12.4g  (n=%d)\n", $1, $2, $3, $4 }' "$medians"
-
-echo
-echo "targets: best copying pipe (pipe or fifo, any placement) vs best dd pair; splice vs copying pipe"
+echo "targets, as the median over rounds of the ratio within a round:"
+echo "  best copying pipe (pipe or fifo) vs the dd pair of the same placement, and vs the unpinned dd pair"
+echo "  zero-copy splice vs the copying pipe"
 awk -F'\t' '
-    { split($1, p, "/"); what = p[1]; size = p[2]; place = p[3] }
-    what == "pipe.tput" && $2 == "dd|dd" && $3 > dd[size] { dd[size] = $3 }
-    (what == "pipe.tput" || what == "fifo.tput") && $2 == "opcost" && $3 > best[size] { best[size] = $3 }
-    what == "pipe.tput" && $2 == "opcost" { pipe[size "/" place] = $3 }
-    what == "splice.tput" && $2 == "opcost" { spl[size "/" place] = $3 }
+    function median(list,    a, m, i, j, t) {
+        m = split(substr(list, 2), a, " ")
+        if (m == 0) return -1
+        for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    }
+    function verdict(r, what) { return r < 0 ? "n/a" : sprintf("%.2fx %s", r, r >= 1 ? "ok" : "BELOW " what) }
+    { v[$1 SUBSEP $2 SUBSEP $3] = $4; rounds[$1] = 1 }
     END {
         split("64B 512B 4KiB 64KiB 1MiB", sizes, " ")
+        split("same cross", places, " ")
         for (i = 1; i <= 5; i++) {
-            s = sizes[i]
-            if (dd[s] > 0) printf "  %-6s best copying pipe %.3g B/s, best dd pair %.3g B/s: %.2fx %s\n",
-                s, best[s], dd[s], best[s] / dd[s], (best[s] >= dd[s] ? "ok" : "BELOW")
+            s = sizes[i]; vs_any = ""
+            line = sprintf("  %-6s", s)
+            for (j = 1; j <= 2; j++) {
+                p = places[j]; pair = ""; spl = ""
+                for (r in rounds) {
+                    a = v[r, "pipe.tput/" s "/" p, "opcost"] + 0
+                    f = v[r, "fifo.tput/" s "/" p, "opcost"] + 0
+                    best = a > f ? a : f
+                    d = v[r, "pipe.tput/" s "/" p, "dd|dd"] + 0
+                    z = v[r, "splice.tput/" s "/" p, "opcost"] + 0
+                    if (best > 0 && d > 0) pair = pair " " best / d
+                    if (a > 0 && z > 0) spl = spl " " z / a
+                    if (best > bestr[r]) bestr[r] = best
+                }
+                line = line sprintf("  %s: vs dd %s", p, verdict(median(pair), "dd"))
+                if (s == "64KiB" || s == "1MiB") line = line sprintf(", splice/pipe %s", verdict(median(spl), "pipe"))
+            }
+            for (r in rounds) {
+                d = v[r, "pipe.tput/" s "/any", "dd|dd"] + 0
+                if (bestr[r] > 0 && d > 0) vs_any = vs_any " " bestr[r] / d
+                bestr[r] = 0
+            }
+            print line sprintf("  any: best vs unpinned dd %s", verdict(median(vs_any), "dd"))
         }
-        split("64KiB/same 64KiB/cross 1MiB/same 1MiB/cross", ks, " ")
-        for (i = 1; i <= 4; i++) {
-            k = ks[i]
-            if (pipe[k] > 0) printf "  %-12s splice %.3g B/s vs pipe %.3g B/s: %.2fx %s\n",
-                k, spl[k], pipe[k], spl[k] / pipe[k], (spl[k] > pipe[k] ? "ok" : "BELOW")
-        }
-    }' "$medians"
+    }' "$rows"
