@@ -352,6 +352,17 @@ impl<E: End> Timed for Throughput<E> {
     }
 }
 
+/// Most per-operation times kept from one batch: every operation is timed,
+/// and a long batch keeps every k-th time (a systematic sample, unbiased for
+/// quantiles), so a fast round trip at the thorough profile keeps a few MB,
+/// not hundreds.
+pub const MAX_OP_TIMES_PER_BATCH: u64 = 4096;
+
+/// Keep every `op_time_stride(ops)`-th per-operation time of a batch.
+pub fn op_time_stride(ops: u64) -> u64 {
+    ops.div_ceil(MAX_OP_TIMES_PER_BATCH).max(1)
+}
+
 /// Messages sent (and compared) by the round-trip integrity check.
 const ECHO_CHECKS: usize = 4;
 
@@ -431,12 +442,13 @@ impl<E: End> Timed for RoundTrip<E> {
         self.end
             .begin()
             .map_err(|e| self.peer.explain("waking the peer", e, Some(&self.ctl)))?;
-        self.times.reserve(ops as usize);
+        let stride = op_time_stride(ops);
+        self.times.reserve((ops / stride) as usize + 1);
         let size = self.msg.as_slice().len();
         let start = Instant::now();
         let mut last = start;
         let mut res = Ok(());
-        for _ in 0..ops {
+        for i in 0..ops {
             res = self.end.send(self.msg.as_slice()).and_then(|()| {
                 match recv_message(&mut self.end, self.reply.as_mut_slice())? {
                     n if n == size => Ok(()),
@@ -448,7 +460,9 @@ impl<E: End> Timed for RoundTrip<E> {
                 break;
             }
             let now = Instant::now();
-            self.times.push((now - last).as_nanos() as f64);
+            if i % stride == 0 {
+                self.times.push((now - last).as_nanos() as f64);
+            }
             last = now;
         }
         self.end.end();
@@ -534,6 +548,9 @@ mod tests {
         assert!(r.run(5).unwrap() > Duration::ZERO);
         let times = r.take_op_times();
         assert_eq!(times.len(), 5);
+        assert_eq!(op_time_stride(5), 1);
+        assert_eq!(op_time_stride(MAX_OP_TIMES_PER_BATCH * 3), 3);
+        assert!(10_000_000 / op_time_stride(10_000_000) <= MAX_OP_TIMES_PER_BATCH);
         assert!(times.iter().all(|&t| t > 0.0));
     }
 
