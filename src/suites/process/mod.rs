@@ -17,6 +17,10 @@ mod spawn;
 mod switch;
 mod target;
 
+/// Serialises the unit tests (of any suite) that start child processes.
+#[cfg(test)]
+pub(crate) use child::test_lock;
+
 use super::{FnBench, Suite, fmt_ratio, get, median_of, ratio_finding, size_label};
 use crate::harness::{Bench, Finding, Measurement, PrepareError, Unit};
 use crate::host::Host;
