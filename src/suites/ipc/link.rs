@@ -540,6 +540,8 @@ mod tests {
 
     #[test]
     fn intact_transport_passes_and_runs() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
         let (tx, rx) = FdEnd::pipe().unwrap();
         let mut t = Throughput::start(tx, rx, 4096, same_cpu(), None).unwrap();
         assert!(t.run(10).unwrap() > Duration::ZERO);
@@ -572,6 +574,8 @@ mod tests {
 
     #[test]
     fn rings_carry_bursts_intact_across_wraparound() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
         use crate::suites::ipc::shm::{Wake, ring_pair};
         const SIZE: usize = 1000; // odd size: copies wrap at unaligned offsets
         const BURST: usize = 200; // 200 KB in flight: the 256 KiB ring nearly fills
@@ -602,6 +606,8 @@ mod tests {
 
     #[test]
     fn throughput_check_fails_on_a_transport_that_drops_a_byte() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
         let (tx, rx) = FdEnd::pipe().unwrap();
         let bad = Corrupt {
             inner: tx,
@@ -618,6 +624,8 @@ mod tests {
 
     #[test]
     fn throughput_check_fails_on_a_transport_that_flips_a_byte() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
         let (tx, rx) = FdEnd::pipe().unwrap();
         let bad = Corrupt {
             inner: tx,
@@ -634,6 +642,8 @@ mod tests {
 
     #[test]
     fn round_trip_check_fails_on_a_corrupting_transport() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
         let (a, b) = FdEnd::pipe_duplex().unwrap();
         let bad = Corrupt {
             inner: a,

@@ -722,6 +722,8 @@ mod tests {
 
     #[test]
     fn shared_memory_is_seen_by_the_peer_and_the_peer_is_reaped() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
         let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
         let c = ctl.clone();
         let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
@@ -746,6 +748,8 @@ mod tests {
 
     #[test]
     fn a_failed_peer_explains_itself() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
         let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
         let c = ctl.clone();
         let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
