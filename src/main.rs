@@ -7,6 +7,10 @@ use opcost::commands;
 
 fn main() {
     let cli = Cli::parse();
+    if !matches!(cli.command, None | Some(Command::Run(_))) {
+        // A run restores it itself once its benchmarks (which use pipes) are done.
+        commands::quiet_broken_pipe();
+    }
     let db = cli.db.as_deref();
     let result = match cli.command {
         None => commands::run::execute(&RunArgs::whole_machine(), db),

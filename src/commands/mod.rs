@@ -34,3 +34,14 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         1
     }
 }
+
+/// Lets output piped into `head` and the like end quietly, as other tools
+/// do: restores the default SIGPIPE (the Rust runtime ignores it, which
+/// turns a closed pipe into a panic in `print!`). Not for use while
+/// benchmarks run: a peer that closes its end must be an error, not a death.
+pub fn quiet_broken_pipe() {
+    // SAFETY: setting a signal disposition to its default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -40,6 +40,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     };
     let host = Arc::new(Host::detect());
     let benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+    let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
 
     let tmp = tempfile::Builder::new()
         .prefix("opcost-")
@@ -108,6 +109,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let saved = store
         .as_mut()
         .map(|s| s.save_new(&mut doc).map(|()| s.path()));
+    super::quiet_broken_pipe(); // every benchmark and its peers are done
     print!("{}", super::show::render(&doc, args.format)?);
     if let Some(path) = &args.json {
         doc.write_json(path)?;

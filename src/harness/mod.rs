@@ -30,8 +30,10 @@ pub use stats::Summary;
 /// Named parameters of a benchmark (the sweep point: size, placement...).
 pub type Params = BTreeMap<String, serde_json::Value>;
 
-/// How much effort a run spends per benchmark.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+/// How much effort a run spends per benchmark (ordered: quick < default < thorough).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// A whole-machine profile in well under a minute.
@@ -209,6 +211,12 @@ pub trait Bench: Send {
     /// interleaved (A B A B) so that drift cannot fake a difference.
     fn interleave(&self) -> Option<&str> {
         None
+    }
+    /// False when this benchmark is too costly for `profile` (a sweep point
+    /// with a 1 GiB working set at quick); runs at that profile leave it out.
+    fn runs_at(&self, profile: Profile) -> bool {
+        let _ = profile;
+        true
     }
     /// Sets up (untimed) and returns the thing to time.
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError>;

@@ -16,8 +16,10 @@ pub const MIN_SAMPLES: usize = 5;
 pub const MIN_SAMPLES_INTERRUPTED: usize = 3;
 /// CI half-width (relative to the median) above which a result is noisy.
 pub const NOISE_THRESHOLD: f64 = 0.05;
-/// Clock assumed for the below-one-cycle check when the host's is unknown.
-pub const FALLBACK_GHZ: f64 = 5.0;
+/// The clock assumed for the below-one-cycle check: the host's nominal clock
+/// is no bound (boost clocks run well above it, and VMs often hide it), so
+/// a result is flagged only below one cycle of the fastest clock CPUs reach.
+pub const MAX_PLAUSIBLE_GHZ: f64 = 6.0;
 
 /// How a run samples, beyond what the profile says.
 #[derive(Clone, Debug)]
@@ -85,7 +87,10 @@ struct Live {
     timed: Box<dyn Timed>,
     ops: u64,
     budget: Duration,
-    started: Instant,
+    /// Time spent on this benchmark alone: set-up, calibration, warm-up and
+    /// its own samples. Members of an interleaved group each get their own
+    /// budget, not a share of one.
+    spent: Duration,
     samples_ns: Vec<f64>,
     op_times: Vec<f64>,
     done: bool,
@@ -180,7 +185,7 @@ fn run_group(
                     timed,
                     ops,
                     budget,
-                    started,
+                    spent: started.elapsed(),
                     samples_ns: Vec::with_capacity(wanted),
                     op_times: Vec::new(),
                     done: false,
@@ -217,7 +222,10 @@ fn run_group(
             if l.done || ctx.stopping() {
                 continue;
             }
-            match l.timed.run(l.ops) {
+            let sample_start = Instant::now();
+            let result = l.timed.run(l.ops);
+            l.spent += sample_start.elapsed();
+            match result {
                 Ok(took) => {
                     let mut per_op = took.as_nanos() as f64 / l.ops as f64;
                     if l.bench.overhead() == Overhead::EmptyLoop {
@@ -240,7 +248,7 @@ fn run_group(
             }
             let n = l.samples_ns.len();
             // An explicit --samples is honoured; the profile's count yields to the budget.
-            let out_of_budget = opts.samples.is_none() && l.started.elapsed() >= l.budget;
+            let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
             if n >= wanted || (n >= MIN_SAMPLES && out_of_budget) {
                 l.done = true;
             }
@@ -315,8 +323,10 @@ fn summarise(
     let s = Summary::of(&values)?;
     let median_ns = super::stats::median(&l.samples_ns)?;
 
-    let ghz = ctx.host.cpu_ghz().unwrap_or(FALLBACK_GHZ);
-    if median_ns < 1.0 / ghz {
+    let ghz = ctx.host.cpu_ghz().unwrap_or(0.0).max(MAX_PLAUSIBLE_GHZ);
+    // Only a latency cannot beat a cycle: rates and throughputs may count
+    // many operations or bytes per cycle (independent adds, a memcpy).
+    if unit == super::Unit::Latency && median_ns < 1.0 / ghz {
         warns.push(Warning::BelowOneCycle { ns: median_ns, ghz });
     }
     let noisy = s.ci_rel() > NOISE_THRESHOLD;
@@ -503,6 +513,42 @@ mod tests {
     }
 
     #[test]
+    fn interleaved_members_each_get_their_own_budget() {
+        // A member with a slow set-up must not use up the budget of the
+        // member prepared before it.
+        struct SlowPrepare;
+        impl Bench for SlowPrepare {
+            fn id(&self) -> &str {
+                "slow"
+            }
+            fn summary(&self) -> &str {
+                "slow set-up"
+            }
+            fn unit(&self) -> Unit {
+                Unit::Latency
+            }
+            fn interleave(&self) -> Option<&str> {
+                Some("k")
+            }
+            fn prepare(&self, _ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+                std::thread::sleep(Profile::Quick.default_budget() + Duration::from_millis(50));
+                Ok(Box::new(FakeTimed { ns: 1000 }))
+            }
+        }
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: None,
+        };
+        let benches: Vec<Box<dyn Bench>> =
+            vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
+        let out = run(benches, &ctx(), &opts, &mut |_| {});
+        let fast = out.measurements.iter().find(|m| m.id == "fast").unwrap();
+        assert_eq!(fast.samples.len(), Profile::Quick.samples());
+        let slow = out.measurements.iter().find(|m| m.id == "slow").unwrap();
+        assert!(slow.samples.len() >= MIN_SAMPLES);
+    }
+
+    #[test]
     fn skips_and_failures_are_reported_not_fatal() {
         let opts = RunOptions {
             profile: Profile::Quick,
@@ -543,6 +589,37 @@ mod tests {
         let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
         assert!(out.interrupted);
         assert!(out.measurements.is_empty());
+    }
+
+    #[test]
+    fn below_one_cycle_is_flagged_for_latencies_only() {
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(5),
+        };
+        // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
+        struct Tiny;
+        impl Timed for Tiny {
+            fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+                Ok(Duration::from_nanos(ops / 100 + 1))
+            }
+        }
+        let mk = |unit: Unit| {
+            crate::suites::FnBench::new("t.x", "x", unit, |_| Ok(Box::new(Tiny) as Box<dyn Timed>))
+                .boxed()
+        };
+        let warned = |unit: Unit| {
+            let out = run(vec![mk(unit)], &ctx(), &opts, &mut |_| {});
+            out.measurements[0]
+                .warnings
+                .iter()
+                .any(|w| w.contains("below one CPU cycle"))
+        };
+        assert!(warned(Unit::Latency));
+        assert!(!warned(Unit::Rate));
+        assert!(!warned(Unit::Throughput {
+            bytes_per_op: 100.0
+        }));
     }
 
     #[test]

@@ -74,9 +74,9 @@ impl fmt::Display for Warning {
             Warning::Interrupted { samples } => {
                 write!(f, "interrupted after {samples} samples")
             }
-            Warning::FewSamples { got, wanted } => write!(
+            Warning::FewSamples { got: _, wanted } => write!(
                 f,
-                "only {got} of {wanted} samples fit in the time budget; use --profile thorough for more"
+                "fewer than the {wanted} samples wanted fit in the time budget (the count is in the JSON); use --profile thorough for more"
             ),
             Warning::Clocksource(cs) => write!(
                 f,
@@ -111,6 +111,15 @@ const VDSO_CLOCKSOURCES: [&str; 5] = [
     "tod",
 ];
 
+/// The clocksource warning, when the vDSO may not read the current
+/// clocksource directly (for benchmarks of vDSO clock calls).
+pub fn clocksource_warning(host: &crate::host::Host) -> Option<Warning> {
+    host.clocksource
+        .as_ref()
+        .filter(|cs| !VDSO_CLOCKSOURCES.contains(&cs.as_str()))
+        .map(|cs| Warning::Clocksource(cs.clone()))
+}
+
 /// A 1-minute load average above this share of the online CPUs means other
 /// work was running when the run started.
 const LOAD_PER_CPU: f64 = 0.5;
@@ -119,12 +128,7 @@ const LOAD_PER_CPU: f64 = 0.5;
 /// a clocksource the vDSO may not read, a governor other than
 /// `performance`, a busy machine, a hypervisor underneath.
 pub fn host_warnings(host: &crate::host::Host) -> Vec<Warning> {
-    let mut w = Vec::new();
-    if let Some(cs) = &host.clocksource
-        && !VDSO_CLOCKSOURCES.contains(&cs.as_str())
-    {
-        w.push(Warning::Clocksource(cs.clone()));
-    }
+    let mut w: Vec<Warning> = clocksource_warning(host).into_iter().collect();
     if let Some(g) = &host.governor
         && g != "performance"
     {

@@ -5,6 +5,10 @@
 //! findings from whatever of its measurements a run produced. Suites never
 //! print; they only describe work and read results.
 
+pub mod cpu;
+pub mod ipc;
+pub mod memory;
+pub mod process;
 pub mod storage;
 pub mod syscall;
 
@@ -29,7 +33,14 @@ pub struct Suite {
 
 /// Every registered suite, in run order.
 pub fn suites() -> Vec<Suite> {
-    vec![syscall::suite(), storage::suite()]
+    vec![
+        syscall::suite(),
+        ipc::suite(),
+        memory::suite(),
+        cpu::suite(),
+        process::suite(),
+        storage::suite(),
+    ]
 }
 
 /// Every benchmark of every suite, in run order.
@@ -40,6 +51,32 @@ pub fn all_benches(host: &Host) -> Vec<Box<dyn Bench>> {
 /// All findings the suites derive from `ms`.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     suites().iter().flat_map(|s| (s.findings)(ms)).collect()
+}
+
+/// Keeps the benchmarks that run at `profile` (see [`Bench::runs_at`]);
+/// an error when the selection was not empty but none of it runs there.
+pub fn for_profile(
+    benches: Vec<Box<dyn Bench>>,
+    profile: Profile,
+) -> Result<Vec<Box<dyn Bench>>, ProfileTooShort> {
+    let selected = benches.len();
+    let kept: Vec<Box<dyn Bench>> = benches.into_iter().filter(|b| b.runs_at(profile)).collect();
+    if kept.is_empty() && selected > 0 {
+        return Err(ProfileTooShort {
+            profile: profile.name(),
+        });
+    }
+    Ok(kept)
+}
+
+/// Every selected benchmark needs a longer profile than the one asked for.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the selected benchmarks are too costly for the {profile} profile; use --profile default or --profile thorough"
+)]
+pub struct ProfileTooShort {
+    /// The profile asked for.
+    pub profile: &'static str,
 }
 
 /// A pattern that selected nothing, with the closest ids.
@@ -161,6 +198,7 @@ pub struct FnBench {
     overhead: Overhead,
     interleave: Option<String>,
     budget_scale: f64,
+    min_profile: Profile,
     prepare: PrepareFn,
 }
 
@@ -180,6 +218,7 @@ impl FnBench {
             overhead: Overhead::None,
             interleave: None,
             budget_scale: 1.0,
+            min_profile: Profile::Quick,
             prepare: Box::new(prepare),
         }
     }
@@ -205,6 +244,12 @@ impl FnBench {
     /// Multiplies the profile's default budget (2.0 = twice as long).
     pub fn budget_scale(mut self, f: f64) -> Self {
         self.budget_scale = f;
+        self
+    }
+
+    /// Leaves the benchmark out of runs at profiles below `p`.
+    pub fn min_profile(mut self, p: Profile) -> Self {
+        self.min_profile = p;
         self
     }
 
@@ -235,6 +280,9 @@ impl Bench for FnBench {
     }
     fn interleave(&self) -> Option<&str> {
         self.interleave.as_deref()
+    }
+    fn runs_at(&self, profile: Profile) -> bool {
+        profile >= self.min_profile
     }
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
         (self.prepare)(ctx)
@@ -368,6 +416,29 @@ mod tests {
             );
             assert!(!b.summary().is_empty(), "{} has no summary", b.id());
         }
+    }
+
+    #[test]
+    fn profile_gating_keeps_what_runs_and_refuses_an_empty_result() {
+        let mk = |id: &str, p: Profile| {
+            FnBench::new(id, "x", Unit::Latency, |_| {
+                Err(PrepareError::Skip("test".into()))
+            })
+            .min_profile(p)
+            .boxed()
+        };
+        let kept = for_profile(
+            vec![mk("a", Profile::Quick), mk("b", Profile::Thorough)],
+            Profile::Default,
+        )
+        .unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].id(), "a");
+        let err = for_profile(vec![mk("b", Profile::Thorough)], Profile::Quick)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("--profile"), "{err}");
+        assert!(for_profile(Vec::new(), Profile::Quick).unwrap().is_empty());
     }
 
     #[test]

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Compares the process suite with its peers on this machine. Runs alternate
+# (peer, opcost, peer, opcost...) so that load from other work hits both
+# alike; then the medians are printed side by side with their ratio.
+#
+#  - `perf bench sched pipe`, pinned to one CPU with taskset, processes and
+#    threads (-T), vs process.switch.pingpong_process / _thread run with
+#    --cpu on the same CPU: both are the round trip of one byte over two
+#    pipes (two context switches), per operation. perf prints total time /
+#    loops, a mean, so opcost's mean is set beside it (its median too).
+#  - `hyperfine -N /bin/true` (spawn, wait; median) vs
+#    process.posix_spawn_dynamic (posix_spawn of /bin/true, waitpid).
+#
+# Needs: perf (linux-perf), hyperfine, jq, taskset.
+# Usage: scripts/peer-process.sh [ROUNDS [CPU]]   (default 5 rounds, last CPU)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+CPU=${2:-$(( $(nproc) - 1 ))}
+for tool in perf hyperfine jq taskset; do
+  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
+done
+cargo build --release --quiet
+OPCOST=target/release/opcost
+TRUE=$(command -v true | grep / || echo /bin/true)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+# perf bench sched pipe prints "   9.029850 usecs/op"; in ns.
+perf_pipe() { taskset -c "$CPU" perf bench sched pipe -l 50000 "$@" 2>/dev/null | awk '/usecs\/op/ {printf "%.1f\n", $1*1000}'; }
+opcost_stat() { # json id statistic
+  jq -r --arg id "$2" --arg s "$3" '.results[] | select(.id == $id) | .[$s]' "$1"
+}
+
+: >"$TMP/perf_proc"; : >"$TMP/perf_thread"; : >"$TMP/hf"
+: >"$TMP/op_proc"; : >"$TMP/op_thread"; : >"$TMP/op_dyn"
+: >"$TMP/op_proc_med"; : >"$TMP/op_thread_med"
+for i in $(seq 1 "$ROUNDS"); do
+  perf_pipe >>"$TMP/perf_proc"
+  "$OPCOST" run process.switch --profile default --cpu "$CPU" --no-save --json "$TMP/sw.json" >/dev/null 2>&1
+  opcost_stat "$TMP/sw.json" process.switch.pingpong_process mean >>"$TMP/op_proc"
+  opcost_stat "$TMP/sw.json" process.switch.pingpong_process median >>"$TMP/op_proc_med"
+  opcost_stat "$TMP/sw.json" process.switch.pingpong_thread mean >>"$TMP/op_thread"
+  opcost_stat "$TMP/sw.json" process.switch.pingpong_thread median >>"$TMP/op_thread_med"
+  perf_pipe -T >>"$TMP/perf_thread"
+  hyperfine -N --style none --warmup 20 --runs 200 --export-json "$TMP/hf.json" "$TRUE" >/dev/null 2>&1
+  jq -r '.results[0].median * 1e9' "$TMP/hf.json" >>"$TMP/hf"
+  "$OPCOST" run process.posix_spawn_dynamic --profile default --no-save --json "$TMP/dyn.json" >/dev/null 2>&1
+  opcost_stat "$TMP/dyn.json" process.posix_spawn_dynamic median >>"$TMP/op_dyn"
+  echo "round $i/$ROUNDS done" >&2
+done
+
+row() { # label peer-file opcost-file peer-name
+  local p o
+  p=$(median <"$2"); o=$(median <"$3")
+  printf '%-34s %12.0f ns %12.0f ns %8.2f   %s\n' "$1" "$p" "$o" "$(awk -v a="$o" -v b="$p" 'BEGIN {print a/b}')" "$4"
+  printf '%-34s %s\n' "  peer runs (ns)" "$(awk '{printf "%.0f ", $1}' "$2")"
+  printf '%-34s %s\n' "  opcost runs (ns)" "$(awk '{printf "%.0f ", $1}' "$3")"
+}
+echo
+echo "medians over $ROUNDS alternating runs; CPU $CPU for the pinned pairs"
+printf '%-34s %15s %15s %8s   %s\n' "" "peer" "opcost" "ratio" "peer command"
+row "pipe round trip, 2 processes" "$TMP/perf_proc" "$TMP/op_proc" "taskset -c $CPU perf bench sched pipe -l 50000 (vs opcost mean)"
+printf '%-34s %15s %12.0f ns\n' "  opcost median instead" "" "$(median <"$TMP/op_proc_med")"
+row "pipe round trip, 2 threads" "$TMP/perf_thread" "$TMP/op_thread" "taskset -c $CPU perf bench sched pipe -T -l 50000 (vs opcost mean)"
+printf '%-34s %15s %12.0f ns\n' "  opcost median instead" "" "$(median <"$TMP/op_thread_med")"
+row "spawn $TRUE + wait" "$TMP/hf" "$TMP/op_dyn" "hyperfine -N --runs 200 $TRUE (median vs opcost median)"

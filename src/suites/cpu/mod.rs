@@ -1,0 +1,471 @@
+//! CPU: cycles per operation (E5) and int vs float vs double (E9).
+//!
+//! Latency and throughput of add, mul, div and fma on i32, i64, f32 and f64
+//! come from chains of one instruction (see [`chains`]); the effective
+//! clock from a chain of dependent single-cycle adds (`cpu.clock`), which
+//! turns every time into cycles when hardware counters are missing (as in
+//! most virtual machines; [`counters`] says why, once); the cost of a
+//! mispredicted branch from the same loop over predictable and random data.
+
+pub mod chains;
+pub mod counters;
+
+use std::hint::black_box;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{FnBench, Suite, get};
+use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
+use crate::host::Host;
+use chains::{BRANCH_DATA, Op, Ty};
+use counters::Counters;
+
+/// Budget of one chain benchmark relative to the profile's default: a
+/// chain needs only the profile's samples, a few milliseconds.
+pub const CHAIN_BUDGET: f64 = 0.5;
+
+/// The id of the effective-clock benchmark.
+pub const CLOCK_ID: &str = "cpu.clock";
+
+/// The CPU suite.
+pub fn suite() -> Suite {
+    Suite {
+        name: "cpu",
+        summary: "cycles per add/mul/div/fma on i32/i64/f32/f64, effective clock, branch misprediction",
+        benches,
+        findings,
+    }
+}
+
+/// The clock in GHz estimated once per process from a short dependent add
+/// chain (best of five 1 M-add runs): for cycle figures outside this suite.
+pub fn clock_ghz_estimate() -> Option<f64> {
+    static EST: OnceLock<Option<f64>> = OnceLock::new();
+    *EST.get_or_init(|| {
+        const N: u64 = 1_000_000;
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                black_box(chains::add_chain(black_box(N)));
+                start.elapsed()
+            })
+            .min()
+            .filter(|d| !d.is_zero())
+            .map(|d| N as f64 / d.as_nanos() as f64)
+    })
+}
+
+/// A chain kernel with optional hardware counters around each batch.
+struct Chain {
+    kernel: chains::Kernel,
+    counters: Option<Counters>,
+    warnings: Vec<String>,
+    details: serde_json::Value,
+}
+
+impl Chain {
+    fn new(kernel: chains::Kernel, warnings: Vec<String>) -> Chain {
+        let (counters, status) = match counters::availability() {
+            Ok(()) => match Counters::open() {
+                Ok(c) => (Some(c), "available".to_string()),
+                Err(why) => (None, format!("unavailable: {why}")),
+            },
+            Err(why) => (None, format!("unavailable: {why}")),
+        };
+        Chain {
+            kernel,
+            counters,
+            warnings,
+            details: json!({ "counters": status }),
+        }
+    }
+}
+
+impl Timed for Chain {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        if let Some(c) = &mut self.counters {
+            c.start();
+        }
+        let start = Instant::now();
+        black_box((self.kernel)(black_box(ops)));
+        let took = start.elapsed();
+        if let Some(c) = &mut self.counters {
+            c.stop(ops);
+        }
+        Ok(took)
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+    fn details(&self) -> Option<serde_json::Value> {
+        let mut d = self.details.clone();
+        if let (Some(per_op), Some(obj)) = (
+            self.counters.as_ref().and_then(Counters::per_op),
+            d.as_object_mut(),
+        ) && let Some(p) = per_op.as_object()
+        {
+            obj.extend(p.clone());
+        }
+        Some(d)
+    }
+}
+
+/// The branch benchmark: one conditional jump per operation over a table.
+struct Branches {
+    data: Box<[u8; BRANCH_DATA]>,
+    at: usize,
+    warnings: Vec<String>,
+}
+
+impl Timed for Branches {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let start = Instant::now();
+        let (at, taken) = chains::branches(&self.data, self.at, ops);
+        let took = start.elapsed();
+        self.at = at;
+        black_box(taken);
+        Ok(took)
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}
+
+fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
+    let mut out = vec![
+        FnBench::new(
+            CLOCK_ID,
+            "effective clock: dependent single-cycle adds per second (= cycles per second)",
+            Unit::Rate,
+            |_ctx: &Ctx| {
+                let mut warnings = Vec::new();
+                if let Err(why) = counters::availability() {
+                    warnings.push(format!(
+                        "hardware counters unavailable: {why}; cycle figures of this run are estimated from this clock"
+                    ));
+                }
+                Ok(Box::new(Chain::new(chains::add_chain, warnings)) as Box<dyn Timed>)
+            },
+        )
+        .boxed(),
+    ];
+    for op in Op::ALL {
+        for latency in [true, false] {
+            for ty in Ty::ALL {
+                out.push(chain_bench(op, ty, latency));
+            }
+        }
+    }
+    for (name, random) in [("predictable", false), ("unpredictable", true)] {
+        out.push(
+            FnBench::new(
+                format!("cpu.branch.{name}"),
+                if random {
+                    "a conditional branch on random bits: half of them mispredicted"
+                } else {
+                    "the same conditional branch, always the same way: predicted"
+                },
+                Unit::Latency,
+                move |_ctx: &Ctx| {
+                    let mut data = Box::new([1u8; BRANCH_DATA]);
+                    if random {
+                        let mut rng = fastrand::Rng::with_seed(0xb7a9c4);
+                        data.iter_mut().for_each(|b| *b = rng.bool() as u8);
+                    }
+                    let mut warnings = Vec::new();
+                    if !chains::BRANCH_IS_ASM {
+                        warnings.push(
+                            "on this architecture the compiler may turn the branch into a conditional move"
+                                .to_string(),
+                        );
+                    }
+                    Ok(Box::new(Branches {
+                        data,
+                        at: 0,
+                        warnings,
+                    }) as Box<dyn Timed>)
+                },
+            )
+            .param("mispredicted", if random { 0.5 } else { 0.0 })
+            .interleave("cpu.branch")
+            .boxed(),
+        );
+    }
+    out
+}
+
+fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
+    let kind = if latency { "latency" } else { "throughput" };
+    let what = match (op, ty) {
+        (Op::Fma, Ty::I32 | Ty::I64) => "multiply-add (imul + add)".to_string(),
+        (Op::Fma, _) => "fused multiply-add".to_string(),
+        _ => op.name().to_string(),
+    };
+    let summary = if latency {
+        format!("{} {what}: time per op of one dependent chain", ty.name())
+    } else {
+        format!(
+            "{} {what}: ops per second over {} independent chains",
+            ty.name(),
+            chains::LANES
+        )
+    };
+    FnBench::new(
+        format!("cpu.{}.{}.{kind}", op.name(), ty.name()),
+        summary,
+        if latency { Unit::Latency } else { Unit::Rate },
+        move |_ctx: &Ctx| {
+            if let Some(why) = chains::unavailable(op, ty) {
+                return Err(PrepareError::Skip(why));
+            }
+            let mut warnings = Vec::new();
+            if !chains::OPAQUE_IS_FREE {
+                warnings.push(
+                    "on this architecture every operation also passes through memory (black_box)"
+                        .to_string(),
+                );
+            }
+            Ok(Box::new(Chain::new(chains::kernel(op, ty, latency), warnings)) as Box<dyn Timed>)
+        },
+    )
+    .param("op", op.name())
+    .param("type", ty.name())
+    .param("chains", if latency { 1 } else { chains::LANES })
+    .interleave(format!("cpu.{}.{kind}", op.name()))
+    .budget_scale(CHAIN_BUDGET)
+    .boxed()
+}
+
+/// The time per operation of `m` undisturbed: its 5th percentile of time
+/// (the 95th of a rate). On a shared machine interference only ever adds
+/// time, so for properties of the hardware (cycles per instruction, cache
+/// latency) the fast end of the samples is the estimate, not the median.
+pub fn fast_ns_per_op(m: &Measurement) -> f64 {
+    match m.unit.as_str() {
+        "ops/s" => 1e9 / m.p95,
+        "B/s" => m.bytes_per_op.unwrap_or(1.0) * 1e9 / m.p95,
+        _ => m.p5,
+    }
+}
+
+/// The clock of a run in GHz: `cpu.clock` if measured (its fast end, see
+/// [`fast_ns_per_op`]), else the estimate recorded by a memory latency benchmark.
+pub fn run_ghz(ms: &[Measurement]) -> Option<f64> {
+    if let Some(m) = get(ms, CLOCK_ID) {
+        return Some(1.0 / fast_ns_per_op(m)).filter(|g| g.is_finite() && *g > 0.0);
+    }
+    ms.iter()
+        .filter_map(|m| m.details.as_ref()?.get("ghz_estimate")?.as_f64())
+        .find(|g| g.is_finite() && *g > 0.0)
+}
+
+/// Cycles per operation of `m`: counted where counters ran, else time x clock.
+fn cycles(m: &Measurement, ghz: Option<f64>) -> Option<f64> {
+    let counted = m
+        .details
+        .as_ref()
+        .and_then(|d| d.get("cycles_per_op")?.as_f64());
+    counted.or_else(|| Some(fast_ns_per_op(m) * ghz?))
+}
+
+fn fmt_cycles(c: f64) -> String {
+    if c >= 9.95 {
+        format!("{c:.0}")
+    } else {
+        format!("{c:.1}")
+    }
+}
+
+fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let ghz = run_ghz(ms);
+    if let (Some(m), Some(g)) = (get(ms, CLOCK_ID), ghz) {
+        let counters = m
+            .details
+            .as_ref()
+            .and_then(|d| d.get("counters")?.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out.push(Finding {
+            area: "cpu".into(),
+            text: format!(
+                "effective clock {g:.2} GHz (dependent single-cycle adds; cycle figures use each result's fastest 5%: interference only adds time){}",
+                if counters.starts_with("unavailable") {
+                    "; no hardware counters, so cycles are time x this clock"
+                } else {
+                    ""
+                }
+            ),
+            value: g * 1e9,
+            unit: "Hz".into(),
+        });
+    }
+    for ty in Ty::ALL {
+        let lat = |op: Op| {
+            get(ms, &format!("cpu.{}.{}.latency", op.name(), ty.name()))
+                .and_then(|m| cycles(m, ghz))
+        };
+        let thr = |op: Op| {
+            get(ms, &format!("cpu.{}.{}.throughput", op.name(), ty.name()))
+                .and_then(|m| cycles(m, ghz))
+                .map(|c| 1.0 / c)
+        };
+        let Some(div) = lat(Op::Div) else { continue };
+        let others: Vec<String> = [Op::Add, Op::Mul, Op::Fma]
+            .into_iter()
+            .filter_map(|op| Some(format!("{} {}", op.name(), fmt_cycles(lat(op)?))))
+            .collect();
+        let per_cycle: Vec<String> = Op::ALL
+            .into_iter()
+            .filter_map(|op| Some(format!("{} {:.2}", op.name(), thr(op)?)))
+            .collect();
+        out.push(Finding {
+            area: "cpu".into(),
+            text: format!(
+                "{} div = {} cycles latency; {}{}",
+                ty.name(),
+                fmt_cycles(div),
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!("{} cycles", others.join(", "))
+                },
+                if per_cycle.is_empty() {
+                    String::new()
+                } else {
+                    format!("; throughput per cycle: {}", per_cycle.join(", "))
+                }
+            ),
+            value: div,
+            unit: "cycles".into(),
+        });
+    }
+    if let (Some(p), Some(u)) = (
+        get(ms, "cpu.branch.predictable"),
+        get(ms, "cpu.branch.unpredictable"),
+    ) {
+        // Half of the random branches mispredict: the difference per branch is half a penalty.
+        let (u_ns, p_ns) = (fast_ns_per_op(u), fast_ns_per_op(p));
+        let ns = (u_ns - p_ns) * 2.0;
+        let text = match ghz {
+            Some(g) => format!(
+                "branch misprediction ≈ {} cycles ({:.1} ns): {:.2} ns per random branch vs {:.2} ns predicted",
+                fmt_cycles(ns * g),
+                ns,
+                u_ns,
+                p_ns
+            ),
+            None => format!(
+                "branch misprediction ≈ {ns:.1} ns: {u_ns:.2} ns per random branch vs {p_ns:.2} ns predicted"
+            ),
+        };
+        out.push(Finding {
+            area: "cpu".into(),
+            text,
+            value: ghz.map_or(ns, |g| ns * g),
+            unit: if ghz.is_some() { "cycles" } else { "ns" }.into(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(id: &str, unit: &str, median: f64) -> Measurement {
+        Measurement {
+            id: id.into(),
+            area: "cpu".into(),
+            unit: unit.into(),
+            bytes_per_op: None,
+            params: Default::default(),
+            median,
+            min: median,
+            max: median,
+            mean: median,
+            p5: median,
+            p95: median,
+            mad: 0.0,
+            ci_low: median,
+            ci_high: median,
+            cv: 0.0,
+            outliers: Default::default(),
+            ops_per_sample: 1,
+            overhead: None,
+            noisy: false,
+            warnings: Vec::new(),
+            per_op: None,
+            details: Some(json!({"counters": "unavailable: test"})),
+            samples: vec![median],
+        }
+    }
+
+    #[test]
+    fn findings_turn_times_into_cycles_with_the_measured_clock() {
+        let ms = vec![
+            m(CLOCK_ID, "ops/s", 2.0e9),
+            m("cpu.div.f64.latency", "ns/op", 7.0),
+            m("cpu.add.f64.latency", "ns/op", 1.5),
+            m("cpu.div.f64.throughput", "ops/s", 0.4e9),
+            m("cpu.branch.predictable", "ns/op", 0.5),
+            m("cpu.branch.unpredictable", "ns/op", 4.5),
+        ];
+        let f = findings(&ms);
+        let clock = f.iter().find(|f| f.unit == "Hz").unwrap();
+        assert_eq!(clock.value, 2.0e9);
+        assert!(clock.text.contains("2.00 GHz") && clock.text.contains("no hardware counters"));
+        let div = f.iter().find(|f| f.text.starts_with("f64 div")).unwrap();
+        assert_eq!(div.value, 14.0);
+        assert!(div.text.contains("add 3.0"), "{}", div.text);
+        assert!(div.text.contains("div 0.20"), "{}", div.text);
+        let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
+        assert_eq!(br.value, 16.0);
+        assert_eq!(br.unit, "cycles");
+    }
+
+    #[test]
+    fn without_a_clock_findings_stay_in_nanoseconds_or_are_left_out() {
+        let ms = vec![
+            m("cpu.div.f64.latency", "ns/op", 7.0),
+            m("cpu.branch.predictable", "ns/op", 0.5),
+            m("cpu.branch.unpredictable", "ns/op", 4.5),
+        ];
+        let f = findings(&ms);
+        assert!(f.iter().all(|f| !f.text.starts_with("f64 div")));
+        let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
+        assert_eq!((br.value, br.unit.as_str()), (8.0, "ns"));
+        assert!(findings(&[]).is_empty());
+    }
+
+    #[test]
+    fn cycle_counts_round_to_a_sensible_precision() {
+        assert_eq!(fmt_cycles(3.04), "3.0");
+        assert_eq!(fmt_cycles(9.96), "10");
+        assert_eq!(fmt_cycles(13.4), "13");
+    }
+
+    #[test]
+    fn clock_estimate_is_plausible() {
+        let g = clock_ghz_estimate().unwrap();
+        assert!(g > 0.05 && g < 20.0, "{g}");
+    }
+
+    #[test]
+    fn ids_are_unique_and_cover_every_op_and_type() {
+        let b = benches(&Host::default());
+        let ids: std::collections::HashSet<&str> = b.iter().map(|b| b.id()).collect();
+        assert_eq!(ids.len(), b.len());
+        for op in Op::ALL {
+            for ty in Ty::ALL {
+                assert!(ids.contains(format!("cpu.{}.{}.latency", op.name(), ty.name()).as_str()));
+                assert!(
+                    ids.contains(format!("cpu.{}.{}.throughput", op.name(), ty.name()).as_str())
+                );
+            }
+        }
+        assert!(ids.contains(CLOCK_ID));
+        assert!(ids.contains("cpu.branch.unpredictable"));
+    }
+}

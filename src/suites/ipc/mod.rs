@@ -1,0 +1,724 @@
+//! E3: pipe, /dev/shm or a TCP socket — which is faster? Every way two
+//! processes on one machine talk, by throughput across message sizes and
+//! by round-trip latency, with both ends pinned to the same CPU or to two
+//! different ones.
+//!
+//! Why this shape: the original experiment used dd's 512-byte blocks, so it
+//! measured system-call overhead more than the mechanisms; sweeping the
+//! message size separates the two. And on many machines (VMs above all)
+//! where the two ends run matters more than the mechanism: a wake-up on the
+//! other CPU can cost 30 times one on the same CPU, so an unpinned round
+//! trip is bimodal. Every benchmark therefore pins both ends and says where.
+//!
+//! Ids: `ipc.MECH.tput/SIZE/PLACE` (bytes/s), `ipc.MECH.rtt/SIZE/PLACE`
+//! (ns per round trip), `ipc.eventfd.rtt/PLACE` and `ipc.futex.rtt/PLACE`
+//! (wake-ups without payload); PLACE is `same` or `cross`.
+//!
+//! Modules: [`peer`] (the forked peer, placement, shared memory, futex
+//! bells), [`check`] (the integrity check), [`link`] (the two benchmark
+//! shapes for any [`link::End`]), and one module per mechanism family.
+
+pub mod check;
+pub mod link;
+pub mod mqueue;
+pub mod peer;
+pub mod pipe;
+pub mod shm;
+pub mod signal;
+pub mod socket;
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{PrepareFn, Suite, fmt_ratio, get, ratio_finding, size_label};
+use crate::harness::{
+    Bench, Ctx, Finding, Measurement, Params, PrepareError, Profile, Timed, Unit,
+};
+use crate::host::Host;
+use crate::report::units::human;
+use link::{RoundTrip, Throughput};
+use peer::{Cpus, Placement};
+use shm::Wake;
+
+/// The IPC suite.
+pub fn suite() -> Suite {
+    Suite {
+        name: "ipc",
+        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, mqueue, eventfd, futex: throughput and round trips, same vs cross CPU",
+        benches,
+        findings,
+    }
+}
+
+/// Message sizes of the throughput sweep (512 B is dd's default block).
+pub const TPUT_SIZES: [usize; 5] = [64, 512, 4 << 10, 64 << 10, 1 << 20];
+/// Message sizes of the round-trip benchmarks.
+pub const RTT_SIZES: [usize; 4] = [8, 64, 1 << 10, 4 << 10];
+
+/// A mechanism that carries a payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mech {
+    /// Anonymous pipe, write/read.
+    Pipe,
+    /// Named pipe (FIFO), write/read.
+    Fifo,
+    /// vmsplice into a pipe, splice out to /dev/null: the zero-copy path.
+    Splice,
+    /// Unix domain stream socket.
+    UnixStream,
+    /// Unix domain datagram socket.
+    UnixDgram,
+    /// Unix domain seqpacket socket.
+    UnixSeqpacket,
+    /// TCP over 127.0.0.1.
+    Tcp,
+    /// UDP over 127.0.0.1.
+    Udp,
+    /// A file in /dev/shm, written and read back.
+    ShmFile,
+    /// Shared-memory ring buffer, waiting by spinning.
+    RingSpin,
+    /// Shared-memory ring buffer, waiting on a futex.
+    RingFutex,
+    /// POSIX message queue.
+    Mqueue,
+}
+
+impl Mech {
+    /// Mechanisms measured for throughput, in report order.
+    pub const TPUT: [Mech; 12] = [
+        Mech::Pipe,
+        Mech::Fifo,
+        Mech::Splice,
+        Mech::UnixStream,
+        Mech::UnixDgram,
+        Mech::UnixSeqpacket,
+        Mech::Tcp,
+        Mech::Udp,
+        Mech::ShmFile,
+        Mech::RingSpin,
+        Mech::RingFutex,
+        Mech::Mqueue,
+    ];
+
+    /// Mechanisms measured for round trips (splice and the file have no
+    /// way back; a FIFO, once open, is the anonymous pipe).
+    pub const RTT: [Mech; 9] = [
+        Mech::Pipe,
+        Mech::UnixStream,
+        Mech::UnixDgram,
+        Mech::UnixSeqpacket,
+        Mech::Tcp,
+        Mech::Udp,
+        Mech::RingSpin,
+        Mech::RingFutex,
+        Mech::Mqueue,
+    ];
+
+    /// The id segment.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mech::Pipe => "pipe",
+            Mech::Fifo => "fifo",
+            Mech::Splice => "splice",
+            Mech::UnixStream => "unix_stream",
+            Mech::UnixDgram => "unix_dgram",
+            Mech::UnixSeqpacket => "unix_seqpacket",
+            Mech::Tcp => "tcp",
+            Mech::Udp => "udp",
+            Mech::ShmFile => "shm_file",
+            Mech::RingSpin => "ring_spin",
+            Mech::RingFutex => "ring_futex",
+            Mech::Mqueue => "mqueue",
+        }
+    }
+
+    /// What it is, for summaries.
+    fn what(self) -> &'static str {
+        match self {
+            Mech::Pipe => "anonymous pipe (write/read)",
+            Mech::Fifo => "FIFO (named pipe, write/read)",
+            Mech::Splice => "vmsplice into a pipe, splice to /dev/null (zero-copy)",
+            Mech::UnixStream => "Unix stream socket",
+            Mech::UnixDgram => "Unix datagram socket",
+            Mech::UnixSeqpacket => "Unix seqpacket socket",
+            Mech::Tcp => "TCP over 127.0.0.1",
+            Mech::Udp => "UDP over 127.0.0.1 (sender windowed: no loss)",
+            Mech::ShmFile => "file in /dev/shm, written then read back by the peer",
+            Mech::RingSpin => "shared-memory ring (memfd), both ends spinning",
+            Mech::RingFutex => "shared-memory ring (memfd), futex wake-ups",
+            Mech::Mqueue => "POSIX message queue",
+        }
+    }
+}
+
+/// An IPC benchmark: plain data, a prepare closure, and budgets per
+/// profile (many cheap benchmarks must fit the quick profile).
+struct IpcBench {
+    id: String,
+    summary: String,
+    unit: Unit,
+    params: Params,
+    key: String,
+    prepare: PrepareFn,
+}
+
+impl Bench for IpcBench {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn summary(&self) -> &str {
+        &self.summary
+    }
+    fn unit(&self) -> Unit {
+        self.unit
+    }
+    fn params(&self) -> Params {
+        self.params.clone()
+    }
+    fn budget(&self, profile: Profile) -> Duration {
+        match profile {
+            Profile::Quick => Duration::from_millis(60),
+            Profile::Default => Duration::from_millis(320),
+            Profile::Thorough => Duration::from_millis(2600),
+        }
+    }
+    fn interleave(&self) -> Option<&str> {
+        Some(&self.key)
+    }
+    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+        (self.prepare)(ctx)
+    }
+}
+
+/// The id of a throughput benchmark.
+pub fn tput_id(m: Mech, size: usize, p: Placement) -> String {
+    format!(
+        "ipc.{}.tput/{}/{}",
+        m.name(),
+        size_label(size as u64),
+        p.label()
+    )
+}
+
+/// The id of a round-trip benchmark.
+pub fn rtt_id(m: Mech, size: usize, p: Placement) -> String {
+    format!(
+        "ipc.{}.rtt/{}/{}",
+        m.name(),
+        size_label(size as u64),
+        p.label()
+    )
+}
+
+fn params(mech: &str, size: Option<usize>, p: Placement) -> Params {
+    let mut params = Params::new();
+    params.insert("mechanism".into(), mech.into());
+    if let Some(s) = size {
+        params.insert("size".into(), s.into());
+    }
+    params.insert("placement".into(), p.param().into());
+    params
+}
+
+fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
+    let mut out: Vec<Box<dyn Bench>> = Vec::new();
+    for p in Placement::ALL {
+        for size in TPUT_SIZES {
+            for m in Mech::TPUT {
+                out.push(Box::new(IpcBench {
+                    id: tput_id(m, size, p),
+                    summary: format!(
+                        "{}: throughput of {} messages, ends on {}",
+                        m.what(),
+                        size_label(size as u64),
+                        place_text(p)
+                    ),
+                    unit: Unit::Throughput {
+                        bytes_per_op: size as f64,
+                    },
+                    params: params(m.name(), Some(size), p),
+                    key: format!("ipc.tput/{}/{}", size_label(size as u64), p.label()),
+                    prepare: Box::new(move |ctx| prepare_tput(m, size, p, ctx)),
+                }));
+            }
+        }
+        for size in RTT_SIZES {
+            for m in Mech::RTT {
+                out.push(Box::new(IpcBench {
+                    id: rtt_id(m, size, p),
+                    summary: format!(
+                        "{}: round trip of a {} message and its echo, ends on {}",
+                        m.what(),
+                        size_label(size as u64),
+                        place_text(p)
+                    ),
+                    unit: Unit::Latency,
+                    params: params(m.name(), Some(size), p),
+                    key: format!("ipc.rtt/{}/{}", size_label(size as u64), p.label()),
+                    prepare: Box::new(move |ctx| prepare_rtt(m, size, p, ctx)),
+                }));
+            }
+        }
+        for (kind, name, what) in [
+            (
+                signal::Kind::Eventfd,
+                "eventfd",
+                "eventfd ping-pong (a wake-up each way, no payload)",
+            ),
+            (
+                signal::Kind::Futex,
+                "futex",
+                "futex ping-pong in shared memory (a wake-up each way, no payload)",
+            ),
+        ] {
+            out.push(Box::new(IpcBench {
+                id: format!("ipc.{name}.rtt/{}", p.label()),
+                summary: format!("{what}, ends on {}", place_text(p)),
+                unit: Unit::Latency,
+                params: params(name, None, p),
+                key: format!("ipc.signal/{}", p.label()),
+                prepare: Box::new(move |ctx| {
+                    let cpus = p.cpus(ctx)?;
+                    Ok(Box::new(signal::Signalling::start(kind, cpus)?) as Box<dyn Timed>)
+                }),
+            }));
+        }
+    }
+    out
+}
+
+fn place_text(p: Placement) -> &'static str {
+    match p {
+        Placement::Same => "the same CPU",
+        Placement::Cross => "two different CPUs",
+    }
+}
+
+/// A private directory under the run's temp dir for named objects; the
+/// constructors remove the names as soon as both ends are open.
+fn private_dir(ctx: &Ctx) -> Result<tempfile::TempDir, PrepareError> {
+    tempfile::Builder::new()
+        .prefix("ipc-")
+        .tempdir_in(&ctx.tmp)
+        .map_err(|e| {
+            PrepareError::Fail(anyhow::anyhow!(
+                "creating a directory in {}: {e}",
+                ctx.tmp.display()
+            ))
+        })
+}
+
+/// The caveat of spinning ends that share one CPU.
+const SPIN_SHARED: &str = "both ends spin on one CPU: each poll yields the CPU to the other end, so this measures yields and context switches, not spinning";
+
+fn boxed<T: Timed + 'static>(t: T) -> Result<Box<dyn Timed>, PrepareError> {
+    Ok(Box::new(t))
+}
+
+fn prepare_tput(
+    m: Mech,
+    size: usize,
+    p: Placement,
+    ctx: &Ctx,
+) -> Result<Box<dyn Timed>, PrepareError> {
+    let cpus = p.cpus(ctx)?;
+    let t = |tx, rx| Throughput::start(tx, rx, size, cpus, None);
+    match m {
+        Mech::Pipe => {
+            let (tx, rx) = pipe::FdEnd::pipe()?;
+            boxed(t(tx, rx)?)
+        }
+        Mech::Fifo => {
+            let dir = private_dir(ctx)?;
+            let (tx, rx) = pipe::fifo(dir.path())?;
+            boxed(t(tx, rx)?)
+        }
+        Mech::Splice => {
+            let (tx, rx) = pipe::splice_pair()?;
+            boxed(Throughput::start(tx, rx, size, cpus, None)?)
+        }
+        Mech::UnixStream => {
+            let (tx, rx) = socket::unix_stream(&ctx.tmp)?;
+            boxed(t(tx, rx)?)
+        }
+        Mech::UnixDgram => {
+            let (tx, rx) = socket::unix_dgram(&ctx.tmp, size)?;
+            boxed(t(tx, rx)?)
+        }
+        Mech::UnixSeqpacket => {
+            let (tx, rx) = socket::unix_seqpacket(&ctx.tmp, size)?;
+            boxed(t(tx, rx)?)
+        }
+        Mech::Tcp => {
+            let (tx, rx) = socket::tcp(false)?;
+            boxed(t(tx, rx)?)
+        }
+        Mech::Udp => {
+            let (tx, rx, window) = socket::udp(size)?;
+            boxed(Throughput::start(tx, rx, size, cpus, Some(window))?)
+        }
+        Mech::ShmFile => boxed(shm::ShmFile::start(Path::new("/dev/shm"), size, cpus)?),
+        Mech::RingSpin | Mech::RingFutex => {
+            let wake = if m == Mech::RingSpin {
+                Wake::Spin
+            } else {
+                Wake::Futex
+            };
+            let (tx, rx) = shm::ring_pair(size, wake, &cpus, false)?;
+            let mut b = Throughput::start(tx, rx, size, cpus, None)?;
+            if wake == Wake::Spin && shares_cpu(&cpus) {
+                b = b.note(SPIN_SHARED);
+            }
+            boxed(b)
+        }
+        Mech::Mqueue => {
+            let (tx, rx) = mqueue::mq_pair(size, false)?;
+            boxed(Throughput::start(tx, rx, size, cpus, None)?)
+        }
+    }
+}
+
+fn shares_cpu(c: &Cpus) -> bool {
+    c.parent == c.peer
+}
+
+fn prepare_rtt(
+    m: Mech,
+    size: usize,
+    p: Placement,
+    ctx: &Ctx,
+) -> Result<Box<dyn Timed>, PrepareError> {
+    let cpus = p.cpus(ctx)?;
+    let t = |a, b| RoundTrip::start(a, b, size, cpus);
+    match m {
+        Mech::Pipe => {
+            let (a, b) = pipe::FdEnd::pipe_duplex()?;
+            boxed(t(a, b)?)
+        }
+        Mech::UnixStream => {
+            let (a, b) = socket::unix_stream(&ctx.tmp)?;
+            boxed(t(a, b)?)
+        }
+        Mech::UnixDgram => {
+            let (a, b) = socket::unix_dgram(&ctx.tmp, size)?;
+            boxed(t(a, b)?)
+        }
+        Mech::UnixSeqpacket => {
+            let (a, b) = socket::unix_seqpacket(&ctx.tmp, size)?;
+            boxed(t(a, b)?)
+        }
+        Mech::Tcp => {
+            let (a, b) = socket::tcp(true)?;
+            boxed(t(a, b)?)
+        }
+        Mech::Udp => {
+            let (a, b, _) = socket::udp(size)?;
+            boxed(t(a, b)?)
+        }
+        Mech::RingSpin | Mech::RingFutex => {
+            let wake = if m == Mech::RingSpin {
+                Wake::Spin
+            } else {
+                Wake::Futex
+            };
+            let (a, b) = shm::ring_pair(size, wake, &cpus, true)?;
+            let mut r = RoundTrip::start(a, b, size, cpus)?;
+            if wake == Wake::Spin && shares_cpu(&cpus) {
+                r = r.note(SPIN_SHARED);
+            }
+            boxed(r)
+        }
+        Mech::Mqueue => {
+            let (a, b) = mqueue::mq_pair(size, true)?;
+            boxed(RoundTrip::start(a, b, size, cpus)?)
+        }
+        Mech::Fifo | Mech::Splice | Mech::ShmFile => Err(PrepareError::Skip(format!(
+            "{} has no round-trip benchmark",
+            m.name()
+        ))),
+    }
+}
+
+/// Findings: the ranking at each size and placement, what small writes
+/// cost, zero-copy vs copying, and what crossing CPUs costs.
+fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for p in Placement::ALL {
+        for size in TPUT_SIZES {
+            out.extend(tput_ranking(ms, size, p));
+        }
+        for size in RTT_SIZES {
+            out.extend(rtt_ranking(ms, size, p));
+        }
+    }
+    for p in Placement::ALL {
+        let small = get(ms, &tput_id(Mech::Pipe, 512, p));
+        let big = get(ms, &tput_id(Mech::Pipe, 64 << 10, p));
+        if let (Some(s), Some(b)) = (small, big) {
+            let pct = 100.0 * s.median / b.median;
+            // The conclusion follows the number: on two CPUs a 64 KiB write
+            // fills the pipe and waits for a cross-CPU wake-up, which can
+            // cost more than the system calls of small writes.
+            let why = if pct < SYSCALL_BOUND_PCT {
+                "small writes are system-call bound"
+            } else {
+                "the write size is not what limits this pipe (wake-ups are)"
+            };
+            out.push(Finding {
+                area: "ipc".into(),
+                text: format!(
+                    "a pipe moves {pct:.0}% as many bytes/s with dd's 512B writes as with 64KiB writes ({}, {} vs {}): {why}",
+                    p.param(),
+                    human(s.median, "B/s"),
+                    human(b.median, "B/s")
+                ),
+                value: pct,
+                unit: "%".into(),
+            });
+        }
+    }
+    for p in Placement::ALL {
+        for size in [64 << 10, 1 << 20] {
+            let z = get(ms, &tput_id(Mech::Splice, size, p));
+            let c = get(ms, &tput_id(Mech::Pipe, size, p));
+            if let (Some(z), Some(c)) = (z, c) {
+                let r = z.median / c.median;
+                out.push(ratio_finding(
+                    "ipc",
+                    format!(
+                        "zero-copy vmsplice/splice moves {} the bytes/s of the copying pipe at {} ({}: {} vs {})",
+                        fmt_ratio(r),
+                        size_label(size as u64),
+                        p.param(),
+                        human(z.median, "B/s"),
+                        human(c.median, "B/s")
+                    ),
+                    r,
+                ));
+            }
+        }
+    }
+    out.extend(placement_cost(ms));
+    out
+}
+
+/// Below this share of the 64 KiB pipe's throughput, 512 B writes are
+/// called system-call bound.
+const SYSCALL_BOUND_PCT: f64 = 50.0;
+
+/// "at 64KiB (same-cpu): ring_spin 3.10× pipe, pipe 1.40× unix_stream, …"
+fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
+    let mut rs: Vec<(&str, f64)> = Mech::TPUT
+        .iter()
+        .filter_map(|&m| get(ms, &tput_id(m, size, p)).map(|x| (m.name(), x.median)))
+        .collect();
+    if rs.len() < 2 {
+        return None;
+    }
+    rs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let chain: Vec<String> = rs
+        .windows(2)
+        .map(|w| format!("{} {} {}", w[0].0, fmt_ratio(w[0].1 / w[1].1), w[1].0))
+        .collect();
+    let (best, top) = rs[0];
+    Some(Finding {
+        area: "ipc".into(),
+        text: format!(
+            "throughput at {} ({}): {}; fastest {best} at {}",
+            size_label(size as u64),
+            p.param(),
+            chain.join(", "),
+            human(top, "B/s")
+        ),
+        value: top,
+        unit: "B/s".into(),
+    })
+}
+
+/// "8B round trip (cross-cpu), fastest first: ring_spin 410 ns, pipe 55 µs, …"
+fn rtt_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
+    let mut rs: Vec<(&str, f64)> = Mech::RTT
+        .iter()
+        .filter_map(|&m| get(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x.median)))
+        .collect();
+    if rs.len() < 2 {
+        return None;
+    }
+    rs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let list: Vec<String> = rs
+        .iter()
+        .map(|(n, v)| format!("{n} {}", human(*v, "ns/op")))
+        .collect();
+    Some(Finding {
+        area: "ipc".into(),
+        text: format!(
+            "round trip of {} ({}), fastest first: {}",
+            size_label(size as u64),
+            p.param(),
+            list.join(", ")
+        ),
+        value: rs[0].1,
+        unit: "ns/op".into(),
+    })
+}
+
+/// How much slower a round trip is when the ends are on different CPUs:
+/// the median ratio over the blocking mechanisms at 8 B, with the pipe's.
+fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
+    let blocking = Mech::RTT.iter().filter(|&&m| m != Mech::RingSpin);
+    let mut ratios: Vec<f64> = blocking
+        .filter_map(|&m| {
+            let s = get(ms, &rtt_id(m, 8, Placement::Same))?;
+            let c = get(ms, &rtt_id(m, 8, Placement::Cross))?;
+            Some(c.median / s.median)
+        })
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let mid = ratios[ratios.len() / 2];
+    let pipe = match (
+        get(ms, &rtt_id(Mech::Pipe, 8, Placement::Same)),
+        get(ms, &rtt_id(Mech::Pipe, 8, Placement::Cross)),
+    ) {
+        (Some(s), Some(c)) => format!(
+            "; pipe {} cross vs {} same",
+            human(c.median, "ns/op"),
+            human(s.median, "ns/op")
+        ),
+        _ => String::new(),
+    };
+    Some(ratio_finding(
+        "ipc",
+        format!(
+            "an 8B round trip between two CPUs takes {} as long as on one CPU (median of {} blocking mechanisms{pipe}): where the ends run matters as much as the mechanism",
+            fmt_ratio(mid),
+            ratios.len()
+        ),
+        mid,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(id: &str, unit: &str, median: f64) -> Measurement {
+        Measurement {
+            id: id.into(),
+            area: "ipc".into(),
+            unit: unit.into(),
+            bytes_per_op: None,
+            params: Params::new(),
+            median,
+            min: median,
+            max: median,
+            mean: median,
+            p5: median,
+            p95: median,
+            mad: 0.0,
+            ci_low: median,
+            ci_high: median,
+            cv: 0.0,
+            outliers: Default::default(),
+            ops_per_sample: 1,
+            overhead: None,
+            noisy: false,
+            warnings: vec![],
+            per_op: None,
+            details: None,
+            samples: vec![median],
+        }
+    }
+
+    #[test]
+    fn ids_follow_the_scheme_and_are_unique() {
+        let bs = benches(&Host::default());
+        let n = 2 * (TPUT_SIZES.len() * Mech::TPUT.len() + RTT_SIZES.len() * Mech::RTT.len() + 2);
+        assert_eq!(bs.len(), n);
+        let mut seen = std::collections::HashSet::new();
+        for b in &bs {
+            assert!(seen.insert(b.id().to_string()), "{}", b.id());
+            let id = b.id();
+            assert!(id.starts_with("ipc."), "{id}");
+            assert!(id.ends_with("/same") || id.ends_with("/cross"), "{id}");
+            assert!(id.contains(".tput/") || id.contains(".rtt/"), "{id}");
+            let placement = b.params()["placement"].as_str().unwrap().to_string();
+            assert!(placement == "same-cpu" || placement == "cross-cpu");
+            match b.unit() {
+                Unit::Throughput { bytes_per_op } => {
+                    assert!(id.contains(".tput/"));
+                    assert_eq!(b.params()["size"].as_f64().unwrap(), bytes_per_op);
+                }
+                Unit::Latency => assert!(id.contains(".rtt/")),
+                Unit::Rate => panic!("{id}"),
+            }
+            assert!(b.interleave().is_some());
+        }
+        assert!(seen.contains("ipc.pipe.tput/64KiB/cross"));
+        assert!(seen.contains("ipc.pipe.rtt/8B/same"));
+        assert!(seen.contains("ipc.eventfd.rtt/same"));
+    }
+
+    #[test]
+    fn budgets_fit_the_quick_profile() {
+        let bs = benches(&Host::default());
+        let total: Duration = bs.iter().map(|b| b.budget(Profile::Quick)).sum();
+        assert!(total <= Duration::from_secs(15), "{total:?}");
+    }
+
+    #[test]
+    fn findings_rank_and_compare() {
+        let s = Placement::Same;
+        let ms = vec![
+            m(&tput_id(Mech::Pipe, 512, s), "B/s", 1e8),
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9),
+            m(&tput_id(Mech::Splice, 64 << 10, s), "B/s", 2e9),
+            m(&tput_id(Mech::Tcp, 64 << 10, s), "B/s", 5e8),
+            m(&rtt_id(Mech::Pipe, 8, s), "ns/op", 2000.0),
+            m(&rtt_id(Mech::Pipe, 8, Placement::Cross), "ns/op", 60000.0),
+            m(&rtt_id(Mech::Tcp, 8, s), "ns/op", 9000.0),
+        ];
+        let f = findings(&ms);
+        let text: Vec<&str> = f.iter().map(|f| f.text.as_str()).collect();
+        let rank = f
+            .iter()
+            .find(|f| f.text.starts_with("throughput at 64KiB"))
+            .unwrap();
+        assert!(
+            rank.text.contains("splice 2.00× pipe, pipe 2.00× tcp"),
+            "{}",
+            rank.text
+        );
+        assert_eq!((rank.value, rank.unit.as_str()), (2e9, "B/s"));
+        let small = f.iter().find(|f| f.unit == "%").unwrap();
+        assert!((small.value - 10.0).abs() < 1e-9, "{text:?}");
+        assert!(small.text.ends_with("system-call bound"), "{}", small.text);
+        let slow_big = [
+            m(&tput_id(Mech::Pipe, 512, s), "B/s", 6e8),
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 5e8),
+        ];
+        let f2 = findings(&slow_big);
+        let odd = f2.iter().find(|f| f.unit == "%").unwrap();
+        assert!(odd.text.contains("not what limits"), "{}", odd.text);
+        let zc = f.iter().find(|f| f.text.starts_with("zero-copy")).unwrap();
+        assert!((zc.value - 2.0).abs() < 1e-9);
+        let rtt = f
+            .iter()
+            .find(|f| f.text.starts_with("round trip of 8B (same-cpu)"))
+            .unwrap();
+        assert!(
+            rtt.text.contains("pipe 2.00 µs, tcp 9.00 µs"),
+            "{}",
+            rtt.text
+        );
+        let cross = f
+            .iter()
+            .find(|f| f.text.contains("between two CPUs"))
+            .unwrap();
+        assert!((cross.value - 30.0).abs() < 1e-9);
+        assert!(findings(&[]).is_empty());
+    }
+}

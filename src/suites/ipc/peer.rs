@@ -1,0 +1,784 @@
+//! What every IPC benchmark shares: the peer process at the other end, the
+//! placement of the two ends on CPUs, memory shared between them, and the
+//! futex "bells" one side sleeps on and the other rings.
+//!
+//! Why a forked child and not a thread: IPC is between processes, and a
+//! process has its own address space (page tables, TLB) as a real peer would.
+//! The child is forked from a process that may have other threads (the
+//! Ctrl-C handler), so after `fork` it may only make async-signal-safe calls:
+//! no allocation, no locks, no destructors. Everything it uses is allocated
+//! before the fork and it leaves through `_exit`.
+
+use std::cell::Cell;
+use std::num::NonZeroUsize;
+use std::ops::Deref;
+use std::os::fd::AsFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::sys::mman::{MapFlags, ProtFlags, mmap, mmap_anonymous, munmap};
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork, getpid};
+
+use crate::harness::{Ctx, PrepareError, affinity};
+
+/// How long a waiting parent tolerates a peer that makes no progress.
+pub const STALL_LIMIT: Duration = Duration::from_secs(5);
+/// One futex sleep; a waiter re-checks its deadline after each.
+const SLEEP_SLICE: Duration = Duration::from_millis(50);
+
+/// Where the two ends run relative to each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Both ends pinned to the same CPU: every hand-over is a context switch.
+    Same,
+    /// The ends pinned to two different CPUs: hand-overs are cross-CPU wake-ups.
+    Cross,
+}
+
+impl Placement {
+    /// Both placements, in report order.
+    pub const ALL: [Placement; 2] = [Placement::Same, Placement::Cross];
+
+    /// The short form used in ids: `same`, `cross`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Placement::Same => "same",
+            Placement::Cross => "cross",
+        }
+    }
+
+    /// The value of the `placement` parameter: `same-cpu`, `cross-cpu`.
+    pub fn param(self) -> &'static str {
+        match self {
+            Placement::Same => "same-cpu",
+            Placement::Cross => "cross-cpu",
+        }
+    }
+
+    /// Chooses the CPUs of the two ends among those this process may use.
+    ///
+    /// Cross placement prefers a CPU on another physical core (not an SMT
+    /// sibling); with one allowed CPU it is skipped, saying why.
+    pub fn cpus(self, ctx: &Ctx) -> Result<Cpus, PrepareError> {
+        let allowed = affinity::allowed_cpus();
+        let Some(&parent) = allowed.first() else {
+            return Err(PrepareError::Skip(
+                "no CPU is allowed to this process".into(),
+            ));
+        };
+        match self {
+            Placement::Same => Ok(Cpus {
+                placement: self,
+                parent,
+                peer: parent,
+                same_core: true,
+            }),
+            Placement::Cross => {
+                let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != parent).collect();
+                let Some(&first) = others.first() else {
+                    let why = if ctx.cpu.is_some() {
+                        " (--cpu pins the run to one CPU)"
+                    } else {
+                        ""
+                    };
+                    return Err(PrepareError::Skip(format!(
+                        "cross-cpu needs two CPUs, but only CPU {parent} is allowed to this process{why}"
+                    )));
+                };
+                let home = core_of(parent);
+                let peer = others
+                    .iter()
+                    .copied()
+                    .find(|&c| home.is_none() || core_of(c) != home)
+                    .unwrap_or(first);
+                Ok(Cpus {
+                    placement: self,
+                    parent,
+                    peer,
+                    same_core: home.is_some() && core_of(peer) == home,
+                })
+            }
+        }
+    }
+}
+
+/// The physical core of a CPU as sysfs names it: (package, core id).
+fn core_of(cpu: usize) -> Option<(u32, u32)> {
+    let read = |f: &str| -> Option<u32> {
+        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((read("physical_package_id")?, read("core_id")?))
+}
+
+/// The CPUs chosen for the two ends of a benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cpus {
+    /// The placement they implement.
+    pub placement: Placement,
+    /// The CPU of the measuring (parent) end.
+    pub parent: usize,
+    /// The CPU of the peer (child) end.
+    pub peer: usize,
+    /// True when both CPUs are on one physical core (identical or SMT siblings).
+    pub same_core: bool,
+}
+
+impl Cpus {
+    /// The facts recorded with the result.
+    pub fn details(&self) -> serde_json::Value {
+        serde_json::json!({
+            "placement": self.placement.param(),
+            "parent_cpu": self.parent,
+            "peer_cpu": self.peer,
+            "same_core": self.same_core,
+        })
+    }
+
+    /// How a waiter on this placement spins.
+    pub fn spin(&self) -> Spin {
+        Spin::new(self.parent == self.peer)
+    }
+}
+
+/// Pins the calling thread to one CPU for as long as it lives, then restores
+/// the affinity it found: the runner thread is pinned only while it measures.
+pub struct Pinned {
+    saved: CpuSet,
+}
+
+impl Pinned {
+    /// Pins the calling thread to `cpu`.
+    pub fn to(cpu: usize) -> anyhow::Result<Pinned> {
+        let saved = sched_getaffinity(Pid::from_raw(0))?;
+        let mut set = CpuSet::new();
+        set.set(cpu)?;
+        sched_setaffinity(Pid::from_raw(0), &set)
+            .map_err(|e| anyhow::anyhow!("pinning to CPU {cpu}: {e}"))?;
+        Ok(Pinned { saved })
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let _ = sched_setaffinity(Pid::from_raw(0), &self.saved);
+    }
+}
+
+/// The steps a peer reports when it fails (stored in [`Ctl::step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Step {
+    /// No failure recorded.
+    None = 0,
+    /// Receiving data.
+    Recv = 1,
+    /// Sending data.
+    Send = 2,
+    /// A message of the wrong size or content.
+    Integrity = 3,
+    /// Waiting for the parent.
+    Wait = 4,
+    /// Reading or writing a file.
+    File = 5,
+}
+
+impl Step {
+    fn from_u32(v: u32) -> Step {
+        match v {
+            1 => Step::Recv,
+            2 => Step::Send,
+            3 => Step::Integrity,
+            4 => Step::Wait,
+            5 => Step::File,
+            _ => Step::None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Step::None => "no step",
+            Step::Recv => "receiving",
+            Step::Send => "sending",
+            Step::Integrity => "checking a message",
+            Step::Wait => "waiting",
+            Step::File => "file I/O",
+        }
+    }
+}
+
+/// Exit code of a peer that ended normally (its input closed).
+pub const EXIT_OK: i32 = 0;
+/// Exit code of a peer that recorded a failure in [`Ctl`].
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code of a peer whose parent was already gone.
+const EXIT_ORPHAN: i32 = 3;
+/// Exit code of a peer that could not pin itself.
+const EXIT_PIN: i32 = 4;
+
+/// A child process running the far end of a benchmark. Dropping it kills
+/// and reaps the child, so no peer outlives its benchmark.
+pub struct Peer {
+    pid: Pid,
+    status: Cell<Option<WaitStatus>>,
+}
+
+impl Peer {
+    /// Forks a child pinned to `cpu` that runs `body` and exits with its code.
+    ///
+    /// `body` runs in the child after `fork`: it must only make
+    /// async-signal-safe calls (no allocation, no locks) and must not return
+    /// through destructors; its captures are never dropped in the child.
+    /// The child dies with its parent (PR_SET_PDEATHSIG) and ignores SIGINT,
+    /// which the parent handles for both.
+    pub fn spawn<F: FnMut() -> i32>(cpu: usize, mut body: F) -> Result<Peer, PrepareError> {
+        let mut set = CpuSet::new();
+        set.set(cpu)
+            .map_err(|e| PrepareError::Fail(anyhow::anyhow!("CPU {cpu}: {e}")))?;
+        let parent = getpid();
+        // SAFETY: the child branch below only makes async-signal-safe calls
+        // (prctl, getppid, signal, sched_setaffinity, the body's system calls)
+        // and leaves through _exit without running destructors.
+        match unsafe { fork() }.map_err(|e| anyhow::anyhow!("fork: {e}"))? {
+            ForkResult::Child => {
+                // SAFETY: plain system calls on valid arguments.
+                unsafe {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    if libc::getppid() != parent.as_raw() {
+                        libc::_exit(EXIT_ORPHAN);
+                    }
+                    libc::signal(libc::SIGINT, libc::SIG_IGN);
+                }
+                if sched_setaffinity(Pid::from_raw(0), &set).is_err() {
+                    // SAFETY: _exit is async-signal-safe.
+                    unsafe { libc::_exit(EXIT_PIN) };
+                }
+                let code = body();
+                // SAFETY: _exit is async-signal-safe; nothing is dropped.
+                unsafe { libc::_exit(code) }
+            }
+            ForkResult::Parent { child } => {
+                drop(body); // the parent's copies of the child's end
+                Ok(Peer {
+                    pid: child,
+                    status: Cell::new(None),
+                })
+            }
+        }
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Why the peer is gone, if it is (reaps it); `None` while it runs.
+    pub fn exit_reason(&self, ctl: Option<&Ctl>) -> Option<String> {
+        let status = match self.status.get() {
+            Some(s) => s,
+            None => match waitpid(self.pid, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => return None,
+                Ok(s) => {
+                    self.status.set(Some(s));
+                    s
+                }
+            },
+        };
+        Some(match status {
+            WaitStatus::Exited(_, EXIT_FAILED) => match ctl.and_then(Ctl::failure) {
+                Some(f) => format!("the peer process failed {f}"),
+                None => "the peer process failed".to_string(),
+            },
+            WaitStatus::Exited(_, EXIT_PIN) => "the peer process could not pin itself".into(),
+            WaitStatus::Exited(_, code) => format!("the peer process exited early (status {code})"),
+            WaitStatus::Signaled(_, sig, _) => format!("the peer process was killed by {sig}"),
+            other => format!("the peer process stopped ({other:?})"),
+        })
+    }
+
+    /// Turns an error of the parent's end into a message that says whether
+    /// the peer died, and why.
+    pub fn explain(&self, what: &str, e: Errno, ctl: Option<&Ctl>) -> anyhow::Error {
+        // Give a dying peer a moment to become reapable before asking.
+        for _ in 0..20 {
+            if let Some(reason) = self.exit_reason(ctl) {
+                return anyhow::anyhow!("{what}: {e} ({reason})");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if e == Errno::ETIMEDOUT {
+            anyhow::anyhow!(
+                "{what}: the peer process made no progress for {} s; the machine may be overloaded",
+                STALL_LIMIT.as_secs()
+            )
+        } else {
+            anyhow::anyhow!("{what}: {e}")
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if self.status.get().is_none() {
+            let _ = kill(self.pid, Signal::SIGKILL);
+            let _ = waitpid(self.pid, None);
+        }
+    }
+}
+
+/// A shared (or private) memory mapping, unmapped on drop.
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; shared access goes through atomics
+// or raw-pointer copies whose synchronisation the users provide.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Anonymous memory shared with children forked later (zero-filled).
+    pub fn shared(len: usize) -> nix::Result<Mapping> {
+        Self::anonymous(len, MapFlags::MAP_SHARED)
+    }
+
+    /// Anonymous private memory (zero-filled, page-aligned): message buffers.
+    pub fn private(len: usize) -> nix::Result<Mapping> {
+        Self::anonymous(len, MapFlags::MAP_PRIVATE)
+    }
+
+    fn anonymous(len: usize, flags: MapFlags) -> nix::Result<Mapping> {
+        let n = NonZeroUsize::new(len.max(1)).ok_or(Errno::EINVAL)?;
+        // SAFETY: a fresh anonymous mapping aliases nothing.
+        let p = unsafe {
+            mmap_anonymous(None, n, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, flags)?
+        };
+        Ok(Mapping {
+            ptr: p.cast(),
+            len: n.get(),
+        })
+    }
+
+    /// Maps `len` bytes of a file (a memfd) shared.
+    pub fn of_file<F: AsFd>(fd: F, len: usize) -> nix::Result<Mapping> {
+        let n = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
+        // SAFETY: the file is private to this benchmark; nothing else maps it.
+        let p = unsafe {
+            mmap(
+                None,
+                n,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                fd,
+                0,
+            )?
+        };
+        Ok(Mapping {
+            ptr: p.cast(),
+            len: n.get(),
+        })
+    }
+
+    /// The first byte.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty mapping (never: a mapping has at least one byte).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len came from mmap and are unmapped once.
+        let _ = unsafe { munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// A page-aligned private buffer: messages are sent from and received into
+/// these, so every mechanism sees the same alignment.
+pub struct Buf {
+    map: Mapping,
+    len: usize,
+}
+
+impl Buf {
+    /// A zeroed buffer of `len` bytes, its pages touched (no first-use faults).
+    pub fn new(len: usize) -> nix::Result<Buf> {
+        let mut b = Buf {
+            map: Mapping::private(len)?,
+            len,
+        };
+        b.as_mut_slice().fill(0);
+        Ok(b)
+    }
+
+    /// A buffer holding a copy of `data`.
+    pub fn from_slice(data: &[u8]) -> nix::Result<Buf> {
+        let mut b = Buf::new(data.len())?;
+        b.as_mut_slice().copy_from_slice(data);
+        Ok(b)
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the mapping is private, at least len bytes, owned by self.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.len) }
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_ptr(), self.len) }
+    }
+}
+
+/// Types that are valid when all their bytes are zero and contain only
+/// atomics, so they can live in shared memory.
+///
+/// # Safety
+/// Implementors must be valid when zero-filled and be `Sync`.
+pub unsafe trait ZeroShared: Sync {}
+
+/// A `T` in memory shared between the parent and the peer.
+pub struct Shared<T: ZeroShared> {
+    map: Mapping,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: ZeroShared> Shared<T> {
+    /// A zero-filled `T` in a fresh shared mapping.
+    pub fn new() -> nix::Result<Shared<T>> {
+        let map = Mapping::shared(std::mem::size_of::<T>())?;
+        Ok(Shared {
+            map,
+            _t: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<T: ZeroShared> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the mapping is page-aligned, large enough, zero-filled,
+        // and T is valid when zeroed (ZeroShared).
+        unsafe { &*(self.map.as_ptr() as *const T) }
+    }
+}
+
+/// A value alone on its cache line, so that two writers never share one.
+#[repr(C, align(128))]
+#[derive(Default)]
+pub struct Padded<T>(pub T);
+
+impl<T> Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Waits until `word` differs from `expected` or `timeout` passes (futex
+/// shared between processes: no FUTEX_PRIVATE_FLAG).
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) -> Result<(), Errno> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: word is a valid, aligned u32 for the duration of the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+        )
+    };
+    if r == -1 { Err(Errno::last()) } else { Ok(()) }
+}
+
+/// Wakes up to `n` waiters on `word`.
+pub fn futex_wake(word: &AtomicU32, n: i32) {
+    // SAFETY: word is a valid, aligned u32.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, n);
+    }
+}
+
+/// How a waiter spins before it sleeps.
+#[derive(Clone, Copy, Debug)]
+pub struct Spin {
+    /// Polls between two `sched_yield` calls: a waiter sharing its CPU with
+    /// the side it waits for must give the CPU away, or it spins a whole
+    /// time slice.
+    pub yield_every: u32,
+}
+
+impl Spin {
+    /// The spin policy for ends that share a CPU (`shared`) or not.
+    pub fn new(shared: bool) -> Spin {
+        Spin {
+            yield_every: if shared { 1 } else { 4096 },
+        }
+    }
+
+    /// Waits one poll: a pause instruction, and a yield every so often.
+    #[inline]
+    pub fn poll(&self, i: u32) {
+        std::hint::spin_loop();
+        if i % self.yield_every == self.yield_every - 1 {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { libc::sched_yield() };
+        }
+    }
+}
+
+/// Polls before a parent sleeps on an acknowledgement when the peer is on
+/// another CPU (waking the parent across CPUs costs far more than polling).
+pub const ACK_SPIN_POLLS: u32 = 20_000;
+
+/// What a waiter does before it sleeps.
+#[derive(Clone, Copy)]
+pub enum Before<'a> {
+    /// Sleeps at once.
+    Sleep,
+    /// Polls this many times first.
+    Poll(u32, Spin),
+    /// Polls for as long as the flag is non-zero (a benchmark is running).
+    PollWhile(&'a AtomicU32, Spin),
+}
+
+/// A futex word one side sleeps on and the other side rings: the wake-up
+/// costs a system call only when somebody really sleeps.
+#[repr(C, align(128))]
+#[derive(Default)]
+pub struct Bell {
+    /// 1 while the waiter is (about to be) asleep.
+    word: AtomicU32,
+}
+
+impl Bell {
+    /// Wakes the waiter if it sleeps. Call after making its condition true
+    /// with a SeqCst store.
+    #[inline]
+    pub fn ring(&self) {
+        if self.word.load(Ordering::SeqCst) == 1 && self.word.swap(0, Ordering::SeqCst) == 1 {
+            futex_wake(&self.word, 1);
+        }
+    }
+
+    /// Waits until `ready()` (which must read with SeqCst). `stall` bounds
+    /// the sleep (ETIMEDOUT); `None` waits forever (peers: they die with
+    /// their parent).
+    pub fn wait(
+        &self,
+        before: Before<'_>,
+        stall: Option<Duration>,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<(), Errno> {
+        if ready() {
+            return Ok(());
+        }
+        match before {
+            Before::Sleep => {}
+            Before::Poll(n, spin) => {
+                for i in 0..n {
+                    spin.poll(i);
+                    if ready() {
+                        return Ok(());
+                    }
+                }
+            }
+            Before::PollWhile(flag, spin) => {
+                let mut i = 0u32;
+                while flag.load(Ordering::Relaxed) != 0 {
+                    spin.poll(i);
+                    i = i.wrapping_add(1);
+                    if ready() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let deadline = stall.map(|d| Instant::now() + d);
+        loop {
+            self.word.store(1, Ordering::SeqCst);
+            if ready() {
+                self.word.store(0, Ordering::Relaxed);
+                return Ok(());
+            }
+            match futex_wait(&self.word, 1, SLEEP_SLICE) {
+                Ok(()) | Err(Errno::EAGAIN) | Err(Errno::EINTR) | Err(Errno::ETIMEDOUT) => {}
+                Err(e) => return Err(e),
+            }
+            if ready() {
+                self.word.store(0, Ordering::Relaxed);
+                return Ok(());
+            }
+            if let Some(d) = deadline
+                && Instant::now() >= d
+            {
+                self.word.store(0, Ordering::Relaxed);
+                return Err(Errno::ETIMEDOUT);
+            }
+        }
+    }
+}
+
+/// The control block shared by the parent and its peer: batch targets,
+/// acknowledgements, the integrity checksum and the peer's failure.
+#[repr(C)]
+#[derive(Default)]
+pub struct Ctl {
+    /// Cumulative bytes the sink must have received before it acknowledges.
+    pub target: Padded<AtomicU64>,
+    /// The sink's cumulative byte count, published with each acknowledgement.
+    pub received: Padded<AtomicU64>,
+    /// The parent sleeps here until an acknowledgement.
+    pub ack: Bell,
+    /// The parent sleeps here while a lossy transport's window is full.
+    pub credit: Bell,
+    /// The peer sleeps here until the parent posts work.
+    pub go: Bell,
+    /// A job number the parent increments to post work (file benchmarks).
+    pub job: Padded<AtomicU64>,
+    /// Checksum of the verification prefix, computed by the peer.
+    pub sum: AtomicU64,
+    /// Non-zero: the sink publishes `received` after every receive.
+    pub progress: AtomicU32,
+    /// The step at which the peer failed ([`Step`]).
+    pub step: AtomicU32,
+    /// The errno of the peer's failure.
+    pub errno: AtomicI32,
+}
+
+// SAFETY: only atomics, all valid when zero.
+unsafe impl ZeroShared for Ctl {}
+
+impl Ctl {
+    /// Records the peer's failure (async-signal-safe) and returns the exit code.
+    pub fn fail(&self, step: Step, e: Errno) -> i32 {
+        self.errno.store(e as i32, Ordering::SeqCst);
+        self.step.store(step as u32, Ordering::SeqCst);
+        EXIT_FAILED
+    }
+
+    /// The recorded failure, as text: `while receiving: EFAULT`.
+    pub fn failure(&self) -> Option<String> {
+        let step = Step::from_u32(self.step.load(Ordering::SeqCst));
+        if step == Step::None {
+            return None;
+        }
+        let e = Errno::from_raw(self.errno.load(Ordering::SeqCst));
+        Some(if step == Step::Integrity {
+            "while checking a message: it arrived with the wrong size".to_string()
+        } else {
+            format!("while {}: {e}", step.name())
+        })
+    }
+
+    /// Parent: waits until the sink acknowledged `target` bytes.
+    /// Gives up with ETIMEDOUT after `stall`.
+    pub fn wait_ack(&self, target: u64, cpus: &Cpus, stall: Duration) -> Result<(), Errno> {
+        let before = if cpus.parent == cpus.peer {
+            Before::Sleep
+        } else {
+            Before::Poll(ACK_SPIN_POLLS, cpus.spin())
+        };
+        self.ack.wait(before, Some(stall), || {
+            self.received.load(Ordering::SeqCst) >= target
+        })
+    }
+
+    /// Sink: publishes `total` and wakes the parent.
+    pub fn acknowledge(&self, total: u64) {
+        self.received.store(total, Ordering::SeqCst);
+        self.ack.ring();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn shared_memory_is_seen_by_the_peer_and_the_peer_is_reaped() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
+        let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
+        let c = ctl.clone();
+        let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
+            c.sum.store(42, Ordering::SeqCst);
+            c.acknowledge(7);
+            EXIT_OK
+        })
+        .unwrap();
+        let cpus = Cpus {
+            placement: Placement::Same,
+            parent: 0,
+            peer: 0,
+            same_core: true,
+        };
+        ctl.wait_ack(7, &cpus, STALL_LIMIT).unwrap();
+        assert_eq!(ctl.sum.load(Ordering::SeqCst), 42);
+        let pid = peer.pid();
+        drop(peer);
+        // Reaped: no such child any more.
+        assert!(waitpid(pid, Some(WaitPidFlag::WNOHANG)).is_err());
+    }
+
+    #[test]
+    fn a_failed_peer_explains_itself() {
+        // Other suites' tests count this process's children.
+        let _children = crate::suites::process::test_lock();
+        let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
+        let c = ctl.clone();
+        let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
+            c.fail(Step::Recv, Errno::EBADF)
+        })
+        .unwrap();
+        let msg = peer
+            .explain("waiting", Errno::EPIPE, Some(&ctl))
+            .to_string();
+        assert!(msg.contains("receiving") && msg.contains("EBADF"), "{msg}");
+    }
+
+    #[test]
+    fn a_wait_on_a_silent_peer_times_out() {
+        let bell = Bell::default();
+        let t = Instant::now();
+        let r = bell.wait(Before::Sleep, Some(Duration::from_millis(60)), || false);
+        assert_eq!(r, Err(Errno::ETIMEDOUT));
+        assert!(t.elapsed() >= Duration::from_millis(60));
+    }
+
+    #[test]
+    fn pinning_is_undone_on_drop() {
+        let before = sched_getaffinity(Pid::from_raw(0)).unwrap();
+        let cpu = affinity::allowed_cpus()[0];
+        {
+            let _p = Pinned::to(cpu).unwrap();
+            assert_eq!(affinity::allowed_cpus(), vec![cpu]);
+        }
+        assert_eq!(sched_getaffinity(Pid::from_raw(0)).unwrap(), before);
+    }
+}

@@ -1,0 +1,297 @@
+//! Anonymous memory for the memory benchmarks: mapped with the page size
+//! asked for (4 KiB pages, transparent huge pages, or whatever the system
+//! gives), aligned to a huge page, touched before use so that page faults
+//! are never timed, and unmapped on drop.
+//!
+//! Why not a `Vec`: the latency curve must tell TLB steps from cache
+//! levels, which needs control over huge pages (`madvise`) and a check of
+//! what the kernel really did (`/proc/self/smaps`).
+
+use std::ffi::c_void;
+use std::num::NonZeroUsize;
+use std::ptr::NonNull;
+
+use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous, munmap};
+
+use crate::harness::PrepareError;
+use crate::host;
+
+/// Huge page size when the kernel does not say (x86_64 and most aarch64 kernels).
+const DEFAULT_HUGE_PAGE: usize = 2 << 20;
+
+/// Fraction of currently available memory one benchmark may take.
+const MAX_SHARE_OF_AVAILABLE: f64 = 0.5;
+
+/// Which pages back a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pages {
+    /// No advice: what an ordinary program gets (depends on the THP setting).
+    Default,
+    /// Base pages only (`MADV_NOHUGEPAGE`), usually 4 KiB.
+    Small,
+    /// Transparent huge pages requested (`MADV_HUGEPAGE`).
+    Huge,
+}
+
+impl Pages {
+    /// The name recorded with results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pages::Default => "default",
+            Pages::Small => "4KiB",
+            Pages::Huge => "thp",
+        }
+    }
+}
+
+/// A mapped, touched, huge-page-aligned block of anonymous memory.
+pub struct Region {
+    base: NonNull<c_void>,
+    map_len: usize,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Region {
+    /// Maps `len` bytes backed by `pages`, touching every page (not timed).
+    /// A request larger than half the memory available now is a skip.
+    pub fn new(len: usize, pages: Pages) -> Result<Region, PrepareError> {
+        let r = Region::untouched(len, pages)?;
+        // Touch every page now so that no page fault is ever timed.
+        // SAFETY: ptr..ptr+len is mapped writable.
+        unsafe { std::ptr::write_bytes(r.ptr, 0, len) };
+        Ok(r)
+    }
+
+    /// Maps like [`Region::new`] but leaves the pages untouched, so that the
+    /// threads that will use them can place them (first touch) themselves.
+    pub fn untouched(len: usize, pages: Pages) -> Result<Region, PrepareError> {
+        check_memory(len as u64)?;
+        let huge = huge_page_size();
+        // Room to align the start to a huge page, and for THP the whole
+        // huge pages around a small array.
+        let map_len = len
+            .div_ceil(huge)
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(huge))
+            .ok_or_else(|| PrepareError::Skip(format!("{len} bytes cannot be mapped")))?;
+        let nz = NonZeroUsize::new(map_len)
+            .ok_or_else(|| PrepareError::Fail(anyhow::anyhow!("empty region")))?;
+        // SAFETY: a fresh private anonymous mapping aliases nothing.
+        let base = unsafe {
+            mmap_anonymous(
+                None,
+                nz,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE,
+            )
+        }
+        .map_err(|e| {
+            PrepareError::Skip(format!(
+                "cannot map {} MiB of memory ({e}); free some memory or use a shorter profile",
+                len >> 20
+            ))
+        })?;
+        let offset = (huge - (base.as_ptr() as usize % huge)) % huge;
+        // SAFETY: offset < huge and map_len >= len + huge, so ptr..ptr+len is inside the mapping.
+        let ptr = unsafe { base.as_ptr().cast::<u8>().add(offset) };
+        let region = Region {
+            base,
+            map_len,
+            ptr,
+            len,
+        };
+        let advice = match pages {
+            Pages::Default => None,
+            Pages::Small => Some(MmapAdvise::MADV_NOHUGEPAGE),
+            Pages::Huge => Some(MmapAdvise::MADV_HUGEPAGE),
+        };
+        if let Some(advice) = advice {
+            let advised = len.div_ceil(huge) * huge;
+            // SAFETY: the advised range lies inside our own mapping.
+            let r = unsafe {
+                madvise(
+                    NonNull::new_unchecked(ptr.cast::<c_void>()),
+                    advised,
+                    advice,
+                )
+            };
+            if let Err(e) = r {
+                return Err(PrepareError::Skip(format!(
+                    "madvise({}) failed ({e}): this kernel lacks transparent huge pages",
+                    pages.name()
+                )));
+            }
+        }
+        Ok(region)
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty region (never: `new` maps at least one byte).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The start address (aligned to a huge page).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// The region as a slice of `T` (its length rounded down to whole `T`s).
+    pub fn as_mut_slice<T: Pod>(&mut self) -> &mut [T] {
+        let n = self.len / std::mem::size_of::<T>();
+        // SAFETY: the region is mapped, writable, aligned to a huge page (so to
+        // any T), initialised (zeroed, and T is plain old data), and borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<T>(), n) }
+    }
+
+    /// The share of the region backed by huge pages, from `/proc/self/smaps`.
+    pub fn huge_fraction(&self) -> Option<f64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let kb = anon_huge_kb(&smaps, self.ptr as usize)?;
+        Some(((kb * 1024) as f64 / self.len.max(1) as f64).min(1.0))
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: base/map_len are exactly what mmap returned; nothing borrows it now.
+        let _ = unsafe { munmap(self.base, self.map_len) };
+    }
+}
+
+/// A type for which every bit pattern (zero included) is a valid value,
+/// so a zeroed region may be viewed as a slice of it.
+///
+/// # Safety
+/// Implement only for types without padding, references or invariants.
+pub unsafe trait Pod: Copy {}
+// SAFETY: integers and floats accept every bit pattern.
+unsafe impl Pod for u8 {}
+// SAFETY: as above.
+unsafe impl Pod for u64 {}
+// SAFETY: as above.
+unsafe impl Pod for usize {}
+// SAFETY: as above.
+unsafe impl Pod for f64 {}
+
+/// The kernel's huge page size (PMD size), 2 MiB when it does not say.
+pub fn huge_page_size() -> usize {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| n.is_power_of_two() && n >= 4096)
+        .unwrap_or(DEFAULT_HUGE_PAGE)
+}
+
+/// The system's transparent huge page mode (`always`, `madvise`, `never`), if any.
+pub fn thp_mode() -> Option<String> {
+    let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let start = s.find('[')?;
+    let end = s[start..].find(']')? + start;
+    Some(s[start + 1..end].to_string())
+}
+
+/// Refuses (as a skip) a working set larger than half the memory available now.
+pub fn check_memory(bytes: u64) -> Result<(), PrepareError> {
+    if let Some(avail) = host::mem_available_now()
+        && bytes as f64 > avail as f64 * MAX_SHARE_OF_AVAILABLE
+    {
+        return Err(PrepareError::Skip(format!(
+            "needs {} MiB but only {} MiB of memory is available; free memory or use a shorter profile",
+            bytes >> 20,
+            avail >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// `AnonHugePages` (kB) of the smaps entry (mapping) that contains `addr`.
+/// (madvise splits a mapping, so the advised part is an entry of its own.)
+fn anon_huge_kb(smaps: &str, addr: usize) -> Option<u64> {
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((lo, hi)) = first.split_once('-')
+            && !first.contains(':')
+            && lo.chars().all(|c| c.is_ascii_hexdigit())
+        {
+            let range = usize::from_str_radix(lo, 16)
+                .ok()
+                .zip(usize::from_str_radix(hi, 16).ok());
+            inside = range.is_some_and(|(lo, hi)| lo <= addr && addr < hi);
+            continue;
+        }
+        if inside && let Some(rest) = line.strip_prefix("AnonHugePages:") {
+            return rest.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smaps_entry_is_the_one_containing_the_address() {
+        let smaps = "\
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0
+Size:               4096 kB
+AnonHugePages:         0 kB
+7f0000400000-7f0000c00000 rw-p 00000000 00:00 0
+Size:               8192 kB
+AnonHugePages:      6144 kB
+";
+        assert_eq!(anon_huge_kb(smaps, 0x7f0000400000), Some(6144));
+        assert_eq!(anon_huge_kb(smaps, 0x7f0000500000), Some(6144));
+        assert_eq!(anon_huge_kb(smaps, 0x7f0000000000), Some(0));
+        assert_eq!(anon_huge_kb(smaps, 0x7f0000c00000), None);
+        assert_eq!(anon_huge_kb(smaps, 0x1234), None);
+    }
+
+    #[test]
+    fn region_is_aligned_zeroed_and_writable() {
+        let mut r = Region::new(100_000, Pages::Small).unwrap();
+        assert_eq!(r.as_ptr() as usize % huge_page_size(), 0);
+        assert_eq!(r.len(), 100_000);
+        let s = r.as_mut_slice::<u64>();
+        assert_eq!(s.len(), 12_500);
+        assert!(s.iter().all(|&x| x == 0));
+        s[12_499] = 7;
+        assert_eq!(r.as_mut_slice::<u64>()[12_499], 7);
+        assert!(r.huge_fraction().is_some());
+    }
+
+    #[test]
+    fn page_advice_is_seen_in_smaps() {
+        let huge = huge_page_size();
+        let small = Region::new(2 * huge, Pages::Small).unwrap();
+        assert_eq!(small.huge_fraction(), Some(0.0));
+        if thp_mode().is_some_and(|m| m != "never") {
+            let h = Region::new(2 * huge, Pages::Huge).unwrap();
+            let f = h.huge_fraction().expect("the advised mapping is listed");
+            assert!((0.0..=1.0).contains(&f), "{f}");
+        }
+    }
+
+    #[test]
+    fn absurd_sizes_are_skipped_not_failed() {
+        match Region::new(usize::MAX / 2, Pages::Default) {
+            Err(PrepareError::Skip(reason)) => assert!(reason.contains("MiB"), "{reason}"),
+            Err(e) => panic!("expected a skip, got {e}"),
+            Ok(_) => panic!("expected a skip"),
+        }
+    }
+
+    #[test]
+    fn thp_mode_is_one_of_the_known_words_when_present() {
+        if let Some(m) = thp_mode() {
+            assert!(["always", "madvise", "never"].contains(&m.as_str()), "{m}");
+        }
+    }
+}

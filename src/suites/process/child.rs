@@ -1,0 +1,221 @@
+//! Child-process hygiene shared by every benchmark of the suite: a fixed cap
+//! on children alive at once, a guard that kills and reaps a child that was
+//! not waited for (an error, a panic, Ctrl-C), the exit-status check, and
+//! the signal mask held around `fork`/`vfork`/`clone`.
+//!
+//! Why block signals around fork: between `fork` and `exec` the child still
+//! has opcost's Ctrl-C handler installed; a Ctrl-C arriving in that window
+//! would run the handler a second time in the child, which opcost reads as
+//! "abort now". glibc's `posix_spawn` blocks every signal around its
+//! `clone` for the same reason, so the rows stay comparable.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{anyhow, bail};
+
+/// Most children of this suite alive at once; a spawn beyond it is refused.
+/// Every benchmark reaps its child before starting the next, so the cap is
+/// a safety net: it is never reached unless reaping failed.
+pub const MAX_CHILDREN: usize = 4;
+
+/// Children currently alive (spawned and not yet reaped).
+static ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The right to have one more child alive, released on drop.
+pub struct Slot(());
+
+impl Slot {
+    /// Reserves a slot, or fails when [`MAX_CHILDREN`] are already alive.
+    pub fn take() -> anyhow::Result<Slot> {
+        if ALIVE.fetch_add(1, Ordering::SeqCst) >= MAX_CHILDREN {
+            ALIVE.fetch_sub(1, Ordering::SeqCst);
+            bail!(
+                "refusing to start a child: {MAX_CHILDREN} are already alive (earlier children were not reaped)"
+            );
+        }
+        Ok(Slot(()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        ALIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Children currently alive, for tests.
+#[cfg(test)]
+pub fn alive() -> usize {
+    ALIVE.load(Ordering::SeqCst)
+}
+
+/// A started child process. Dropping it without [`Child::wait`] kills it
+/// (SIGKILL) and reaps it, so no child outlives its benchmark.
+pub struct Child {
+    pid: libc::pid_t,
+    reaped: bool,
+    _slot: Slot,
+}
+
+impl Child {
+    /// Takes charge of `pid`, counted against `slot`.
+    pub fn new(pid: libc::pid_t, slot: Slot) -> Child {
+        Child {
+            pid,
+            reaped: false,
+            _slot: slot,
+        }
+    }
+
+    /// Waits for the child to end and checks that it exited with status 0.
+    pub fn wait(mut self) -> anyhow::Result<()> {
+        let status = waitpid(self.pid)?;
+        self.reaped = true;
+        check_status(status)
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if !self.reaped {
+            // SAFETY: the pid is our own unreaped child, so it cannot have been recycled.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            let _ = waitpid(self.pid);
+        }
+    }
+}
+
+/// `waitpid(pid, 0)`, retried on EINTR; returns the raw wait status.
+fn waitpid(pid: libc::pid_t) -> anyhow::Result<libc::c_int> {
+    loop {
+        let mut status = 0;
+        // SAFETY: plain system call on a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return Ok(status);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return Err(anyhow!(
+            "waiting for child {pid}: {err} (is SIGCHLD ignored by the environment?)"
+        ));
+    }
+}
+
+/// Accepts a wait status of a child that exited with 0 — or that died of
+/// SIGINT, which only happens when the user pressed Ctrl-C (the run is
+/// stopping and will discard the unfinished sample anyway).
+pub fn check_status(status: libc::c_int) -> anyhow::Result<()> {
+    if libc::WIFEXITED(status) {
+        match libc::WEXITSTATUS(status) {
+            0 => Ok(()),
+            127 => bail!("the child could not exec its program (exit status 127)"),
+            code => bail!("the child exited with status {code}, expected 0"),
+        }
+    } else if libc::WIFSIGNALED(status) {
+        match libc::WTERMSIG(status) {
+            libc::SIGINT => Ok(()),
+            sig => bail!("the child was killed by signal {sig}"),
+        }
+    } else {
+        bail!("unexpected wait status {status:#x}")
+    }
+}
+
+/// Every signal blocked on the calling thread until dropped (see the module doc).
+pub struct SignalsBlocked {
+    old: libc::sigset_t,
+}
+
+impl SignalsBlocked {
+    /// Blocks every blockable signal on the calling thread.
+    pub fn all() -> SignalsBlocked {
+        let mut full = MaybeUninit::<libc::sigset_t>::uninit();
+        let mut old = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: sigfillset initialises `full`; pthread_sigmask fills `old`
+        // (it cannot fail with a valid `how`, and glibc keeps its own
+        // internal signals unblocked).
+        unsafe {
+            libc::sigfillset(full.as_mut_ptr());
+            libc::pthread_sigmask(libc::SIG_SETMASK, full.as_ptr(), old.as_mut_ptr());
+            SignalsBlocked {
+                old: old.assume_init(),
+            }
+        }
+    }
+}
+
+impl Drop for SignalsBlocked {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by `all`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// Serialises the tests that start children, so that the slot count they see is their own.
+#[cfg(test)]
+pub(crate) fn test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exited(code: i32) -> libc::c_int {
+        (code & 0xff) << 8
+    }
+
+    #[test]
+    fn status_zero_and_sigint_are_accepted() {
+        assert!(check_status(exited(0)).is_ok());
+        assert!(check_status(libc::SIGINT).is_ok());
+    }
+
+    #[test]
+    fn failures_are_explained() {
+        let e = check_status(exited(127)).unwrap_err().to_string();
+        assert!(e.contains("could not exec"), "{e}");
+        let e = check_status(exited(3)).unwrap_err().to_string();
+        assert!(e.contains("status 3"), "{e}");
+        let e = check_status(libc::SIGKILL).unwrap_err().to_string();
+        assert!(e.contains("signal 9"), "{e}");
+    }
+
+    #[test]
+    fn slots_are_capped_and_released() {
+        let _g = test_lock();
+        let held: Vec<Slot> = (0..MAX_CHILDREN).map(|_| Slot::take().unwrap()).collect();
+        assert_eq!(alive(), MAX_CHILDREN);
+        let e = Slot::take().err().expect("the cap must refuse").to_string();
+        assert!(e.contains("already alive"), "{e}");
+        drop(held);
+        assert_eq!(alive(), 0);
+        assert!(Slot::take().is_ok());
+    }
+
+    #[test]
+    fn dropping_an_unwaited_child_kills_and_reaps_it() {
+        let _g = test_lock();
+        let slot = Slot::take().unwrap();
+        let c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep is installed");
+        let pid = c.id() as libc::pid_t;
+        std::mem::forget(c); // the guard owns it now
+        drop(Child::new(pid, slot));
+        // Reaped: the pid is no longer our child.
+        let r = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        assert_eq!(r, -1);
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::ECHILD)
+        );
+    }
+}

@@ -1,0 +1,592 @@
+//! What starting work costs (E4): every way to start a process or a thread,
+//! how fork grows with the memory the parent has touched while vfork and
+//! posix_spawn stay flat, what a context switch costs, and what the first
+//! touch of a page costs.
+//!
+//! One spawn operation is a child started, run to its end and reaped, so
+//! the figures are what a program pays per child. The exec'd program is a
+//! tiny static ELF embedded in opcost (see `target`), so the dynamic loader
+//! is not measured, except in the `/bin/true` row where it is the point.
+//! The growth curve writes every page of an N-byte region in the parent
+//! before forking; N stops short of what the machine has free.
+
+mod child;
+mod fault;
+mod sched;
+mod spawn;
+mod switch;
+mod target;
+
+/// Serialises the unit tests (of any suite) that start child processes.
+#[cfg(test)]
+pub(crate) use child::test_lock;
+
+use super::{FnBench, Suite, fmt_ratio, get, median_of, ratio_finding, size_label};
+use crate::harness::{Bench, Finding, Measurement, PrepareError, Unit};
+use crate::host::Host;
+use crate::report::units::human_ns;
+use fault::{Faults, Kind};
+use spawn::{Method, Region, Spawner};
+use switch::{Peer, PingPong};
+
+/// The area name.
+const AREA: &str = "process";
+
+/// Parent memory touched before spawning, in bytes: the growth curve.
+pub const RSS_POINTS: [u64; 5] = [0, 16 << 20, 64 << 20, 256 << 20, 1 << 30];
+
+/// Bytes in a GiB, the unit of the growth slopes.
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The methods measured along the growth curve, with their display names.
+const GROWTH: [(Method, &str, &str); 3] = [
+    (Method::ForkExec, "fork_exec", "fork+exec"),
+    (Method::VforkExec, "vfork_exec", "vfork+exec"),
+    (Method::PosixSpawn, "posix_spawn", "posix_spawn"),
+];
+
+/// A growth method's slope below this fraction of fork's counts as flat.
+const FLAT_FRACTION: f64 = 0.1;
+
+/// The process suite.
+pub fn suite() -> Suite {
+    Suite {
+        name: AREA,
+        summary: "fork, vfork, posix_spawn, popen, threads; fork vs parent memory; context switches; page faults",
+        benches,
+        findings,
+    }
+}
+
+/// The id of a growth-curve point.
+fn growth_id(name: &str, rss: u64) -> String {
+    format!("{AREA}.{name}/rss={}", size_label(rss))
+}
+
+/// The program a spawn row execs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exe {
+    /// Nothing (fork/vfork that only exit, threads).
+    None,
+    /// The embedded static target.
+    Static,
+    /// `true` from the system, dynamically linked on most systems.
+    True,
+}
+
+/// The interleave group of a spawn benchmark. At rss=0 every way to start
+/// work is compared in one group. With memory touched, fork+exec runs in a
+/// group of its own: with its tens of milliseconds of kernel time per fork
+/// in the same group, the flat methods on a loaded machine often waited a
+/// whole timer tick per spawn (most likely because the scheduler, seeing
+/// this CPU busy, placed their children on the other one). vfork+exec and
+/// posix_spawn share a group, and the touched region.
+fn interleave_key(method: Method, rss: u64) -> String {
+    let fork_apart = rss > 0 && method == Method::ForkExec;
+    format!(
+        "{AREA}.spawn/rss={}{}",
+        size_label(rss),
+        if fork_apart { "/fork" } else { "" }
+    )
+}
+
+/// A spawn benchmark: `method` executing `exe`; `rss` is the growth-curve
+/// point (bytes touched in the parent) for the rows that are on the curve.
+fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<u64>) -> FnBench {
+    let touched = rss.unwrap_or(0);
+    let b = FnBench::new(id, summary, Unit::Latency, move |ctx| {
+        let path = match exe {
+            Exe::None => None,
+            Exe::Static => Some(target::install_static(&ctx.tmp)?),
+            Exe::True => Some(target::find_true().ok_or_else(|| {
+                PrepareError::Skip("no `true` program in /bin, /usr/bin or on PATH".into())
+            })?),
+        };
+        let region = if touched > 0 {
+            Some(Region::shared(touched, ctx)?)
+        } else {
+            None
+        };
+        let mut s = Spawner::new(method, path.as_deref(), region, ctx)?;
+        if exe == Exe::True {
+            let dynamic = path
+                .as_deref()
+                .and_then(|p| std::fs::read(p).ok())
+                .and_then(|b| target::is_dynamic(&b));
+            s.detail("dynamic", dynamic.into());
+            if dynamic == Some(false) {
+                s.warn("`true` is statically linked here: no loader cost is included");
+            }
+        }
+        Ok(Box::new(s) as Box<dyn crate::harness::Timed>)
+    })
+    .interleave(interleave_key(method, touched));
+    match rss {
+        Some(r) => b.param("rss", size_label(r)),
+        None => b,
+    }
+}
+
+fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
+    let id = |s: &str| format!("{AREA}.{s}");
+    let mut v: Vec<Box<dyn Bench>> = vec![
+        spawn_bench(
+            id("thread"),
+            "std::thread::spawn of an empty closure + join",
+            Method::Thread,
+            Exe::None,
+            None,
+        )
+        .boxed(),
+        spawn_bench(
+            id("fork_exit"),
+            "fork(), the child calls _exit(0), waitpid",
+            Method::ForkExit,
+            Exe::None,
+            None,
+        )
+        .boxed(),
+        spawn_bench(
+            id("vfork_exit"),
+            "vfork(), the child calls _exit(0), waitpid",
+            Method::VforkExit,
+            Exe::None,
+            None,
+        )
+        .boxed(),
+    ];
+    for rss in RSS_POINTS {
+        let touched = if rss == 0 {
+            String::new()
+        } else {
+            format!(", parent has touched {}", size_label(rss))
+        };
+        for (method, name, what) in GROWTH {
+            v.push(
+                spawn_bench(
+                    growth_id(name, rss),
+                    &format!("{what} of a static program that only exits, waitpid{touched}"),
+                    method,
+                    Exe::Static,
+                    Some(rss),
+                )
+                .boxed(),
+            );
+        }
+        if rss == 0 {
+            let rows: [(&str, &str, Method, Exe); 5] = [
+                (
+                    "clone_vfork_exec",
+                    "clone(CLONE_VM|CLONE_VFORK) on its own stack + exec of the static program, waitpid",
+                    Method::CloneVforkExec,
+                    Exe::Static,
+                ),
+                (
+                    "popen",
+                    "popen() of the static program through /bin/sh, pclose",
+                    Method::Popen,
+                    Exe::Static,
+                ),
+                (
+                    "system",
+                    "system() of the static program through /bin/sh",
+                    Method::System,
+                    Exe::Static,
+                ),
+                (
+                    "command",
+                    "Rust std::process::Command::status() of the static program",
+                    Method::Command,
+                    Exe::Static,
+                ),
+                (
+                    "posix_spawn_dynamic",
+                    "posix_spawn of /bin/true (dynamic loader and libc start-up included), waitpid",
+                    Method::PosixSpawn,
+                    Exe::True,
+                ),
+            ];
+            for (name, summary, method, exe) in rows {
+                v.push(spawn_bench(id(name), summary, method, exe, None).boxed());
+            }
+        }
+    }
+    let switch: [(&str, &str, Peer); 3] = [
+        (
+            "switch.pingpong_process",
+            "round trip of a byte over two pipes between two processes on one CPU (2 switches)",
+            Peer::Process,
+        ),
+        (
+            "switch.pingpong_thread",
+            "round trip of a byte over two pipes between two threads on one CPU (2 switches)",
+            Peer::Thread,
+        ),
+        (
+            "switch.pipe_alone",
+            "one thread writes a byte to a pipe and reads it back: the pipe cost without a switch",
+            Peer::Nobody,
+        ),
+    ];
+    for (name, summary, peer) in switch {
+        let b = FnBench::new(id(name), summary, Unit::Latency, move |ctx| {
+            Ok(Box::new(PingPong::new(peer, ctx)?) as Box<dyn crate::harness::Timed>)
+        });
+        // The two ping-pongs are interleaved; the pipe alone runs after
+        // them, not between: its batches keep the CPU busy without a
+        // pause, and on a loaded machine the scheduler then made the next
+        // ping-pong batch wait behind other work (1.2-1.7x slower rounds).
+        v.push(match peer {
+            Peer::Nobody => b.boxed(),
+            _ => b.interleave(format!("{AREA}.switch")).boxed(),
+        });
+    }
+    let faults: [(&str, &str, Kind); 3] = [
+        (
+            "page_fault.anon",
+            "first write to a page of fresh anonymous memory (base pages, THP off)",
+            Kind::Anon,
+        ),
+        (
+            "page_fault.anon_thp",
+            "first write to a huge page of fresh anonymous memory (MADV_HUGEPAGE)",
+            Kind::AnonThp,
+        ),
+        (
+            "page_fault.file",
+            "first read of a page of a cached file through a fresh mmap (fault-around included)",
+            Kind::File,
+        ),
+    ];
+    for (name, summary, kind) in faults {
+        v.push(
+            FnBench::new(id(name), summary, Unit::Latency, move |ctx| {
+                Ok(Box::new(Faults::new(kind, ctx)?) as Box<dyn crate::harness::Timed>)
+            })
+            .param("touch", size_label(fault::touch_bytes(kind) as u64))
+            .interleave(format!("{AREA}.page_fault"))
+            .boxed(),
+        );
+    }
+    v
+}
+
+/// Least-squares slope of `y` over `x`; `None` with fewer than two distinct x.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// The growth curve of one method: (GiB touched, ns per spawn) for the points measured.
+fn curve(ms: &[Measurement], name: &str) -> Vec<(f64, f64)> {
+    RSS_POINTS
+        .iter()
+        .filter_map(|&rss| median_of(ms, &growth_id(name, rss)).map(|ns| (rss as f64 / GIB, ns)))
+        .collect()
+}
+
+/// A finding stated in `unit`.
+fn finding(text: String, value: f64, unit: &str) -> Finding {
+    Finding {
+        area: AREA.to_string(),
+        text,
+        value,
+        unit: unit.to_string(),
+    }
+}
+
+fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    growth_findings(ms, &mut out);
+    let id = |s: &str| format!("{AREA}.{s}");
+
+    let spawn0 = median_of(ms, &growth_id("posix_spawn", 0));
+    if let (Some(sp), Some(th)) = (spawn0, median_of(ms, &id("thread")))
+        && th > 0.0
+    {
+        out.push(ratio_finding(
+            AREA,
+            format!(
+                "starting a process (posix_spawn of a static program, exit, wait) costs {} a thread spawn+join ({} vs {})",
+                fmt_ratio(sp / th),
+                human_ns(sp),
+                human_ns(th)
+            ),
+            sp / th,
+        ));
+    }
+    if let (Some(sp), Some(dy)) = (spawn0, median_of(ms, &id("posix_spawn_dynamic"))) {
+        let dynamic = get(ms, &id("posix_spawn_dynamic"))
+            .and_then(|m| m.details.as_ref())
+            .and_then(|d| d.get("dynamic"))
+            .and_then(serde_json::Value::as_bool);
+        if dynamic != Some(false) {
+            out.push(finding(
+                format!(
+                    "the dynamic loader and libc start-up of /bin/true add {} per exec ({} vs {} for a static program)",
+                    human_ns(dy - sp),
+                    human_ns(dy),
+                    human_ns(sp)
+                ),
+                dy - sp,
+                "ns/op",
+            ));
+        }
+    }
+
+    let alone = median_of(ms, &id("switch.pipe_alone"));
+    for (peer, what) in [("process", "processes"), ("thread", "threads")] {
+        let rt = median_of(ms, &id(&format!("switch.pingpong_{peer}")));
+        if let (Some(rt), Some(alone)) = (rt, alone) {
+            let sw = (rt - 2.0 * alone) / 2.0;
+            if sw > 0.0 {
+                out.push(finding(
+                    format!(
+                        "a context switch between two {what} on one CPU costs {} (half a pipe round trip, {}, net of the pipe cost, {} per write+read)",
+                        human_ns(sw),
+                        human_ns(rt),
+                        human_ns(alone)
+                    ),
+                    sw,
+                    "ns/op",
+                ));
+            }
+        }
+    }
+
+    let per_byte = |name: &str| {
+        let m = get(ms, &id(name))?;
+        let bytes = m.details.as_ref()?.get("touch_bytes")?.as_f64()?;
+        (bytes > 0.0).then(|| (m.median / bytes, m.median, bytes))
+    };
+    if let (Some((base, base_ns, base_b)), Some((huge, huge_ns, huge_b))) =
+        (per_byte("page_fault.anon"), per_byte("page_fault.anon_thp"))
+        && huge > 0.0
+    {
+        out.push(ratio_finding(
+            AREA,
+            format!(
+                "first touch of anonymous memory costs {} less per byte with huge pages ({} per {} fault vs {} per {} fault)",
+                fmt_ratio(base / huge),
+                human_ns(huge_ns),
+                size_label(huge_b as u64),
+                human_ns(base_ns),
+                size_label(base_b as u64)
+            ),
+            base / huge,
+        ));
+    }
+    out
+}
+
+/// Slopes of the growth curve: fork's cost per GiB, and whether vfork and
+/// posix_spawn stay flat; plus fork vs posix_spawn at the largest point.
+fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let fork = curve(ms, "fork_exec");
+    let fork_slope = slope(&fork);
+    if let Some(s) = fork_slope {
+        let top = fork.last().map_or(0.0, |p| p.0);
+        out.push(finding(
+            format!(
+                "fork+exec costs {} more per GiB of memory the parent has touched (slope over {} points up to {})",
+                human_ns(s),
+                fork.len(),
+                size_label((top * GIB) as u64)
+            ),
+            s,
+            "ns/GiB",
+        ));
+    }
+    for (name, what) in [("vfork_exec", "vfork+exec"), ("posix_spawn", "posix_spawn")] {
+        let c = curve(ms, name);
+        let Some(s) = slope(&c) else { continue };
+        let flat = match fork_slope {
+            Some(f) if f > 0.0 => s.abs() < FLAT_FRACTION * f,
+            // Without fork to compare: flat when the range adds < 10% to the base.
+            _ => {
+                let base = c.first().map_or(0.0, |p| p.1);
+                let span = c.last().map_or(0.0, |p| p.0) - c.first().map_or(0.0, |p| p.0);
+                base > 0.0 && (s * span).abs() < FLAT_FRACTION * base
+            }
+        };
+        let vs_fork = fork_slope
+            .map(|f| format!(" (fork+exec: {} per GiB)", human_ns(f)))
+            .unwrap_or_default();
+        let text = if flat {
+            format!(
+                "{what} stays flat: {} per GiB of parent memory{vs_fork}",
+                human_ns(s)
+            )
+        } else {
+            format!(
+                "{what} does not stay flat here: {} per GiB of parent memory{vs_fork}",
+                human_ns(s)
+            )
+        };
+        out.push(finding(text, s, "ns/GiB"));
+    }
+    // fork vs posix_spawn at the largest point both have.
+    let top = RSS_POINTS.iter().rev().find_map(|&rss| {
+        let f = median_of(ms, &growth_id("fork_exec", rss))?;
+        let p = median_of(ms, &growth_id("posix_spawn", rss))?;
+        (rss > 0 && p > 0.0).then_some((rss, f, p))
+    });
+    if let Some((rss, f, p)) = top {
+        out.push(ratio_finding(
+            AREA,
+            format!(
+                "with {} touched in the parent, fork+exec costs {} posix_spawn ({} vs {})",
+                size_label(rss),
+                fmt_ratio(f / p),
+                human_ns(f),
+                human_ns(p)
+            ),
+            f / p,
+        ));
+    }
+}
+
+/// A context for unit tests: quick profile, the system temp dir, no pinning.
+#[cfg(test)]
+pub(crate) fn tests_ctx() -> crate::harness::Ctx {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    crate::harness::Ctx {
+        profile: crate::harness::Profile::Quick,
+        host: Arc::new(Host::detect()),
+        tmp: std::env::temp_dir(),
+        dir: std::env::temp_dir(),
+        cpu: None,
+        stop: Arc::new(AtomicBool::new(false)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(id: &str, median: f64) -> Measurement {
+        Measurement {
+            id: id.to_string(),
+            area: AREA.to_string(),
+            unit: "ns/op".to_string(),
+            bytes_per_op: None,
+            params: Default::default(),
+            median,
+            min: median,
+            max: median,
+            mean: median,
+            p5: median,
+            p95: median,
+            mad: 0.0,
+            ci_low: median,
+            ci_high: median,
+            cv: 0.0,
+            outliers: Default::default(),
+            ops_per_sample: 1,
+            overhead: None,
+            noisy: false,
+            warnings: Vec::new(),
+            per_op: None,
+            details: None,
+            samples: vec![median],
+        }
+    }
+
+    #[test]
+    fn slope_of_a_line_and_of_too_little() {
+        let s = slope(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]).unwrap();
+        assert!((s - 2.0).abs() < 1e-12);
+        assert!(slope(&[(1.0, 1.0)]).is_none());
+        assert!(slope(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
+    }
+
+    #[test]
+    fn ids_follow_the_design() {
+        assert_eq!(
+            growth_id("fork_exec", 256 << 20),
+            "process.fork_exec/rss=256MiB"
+        );
+        assert_eq!(growth_id("posix_spawn", 0), "process.posix_spawn/rss=0B");
+        let ids: Vec<String> = benches(&Host::default())
+            .iter()
+            .map(|b| b.id().to_string())
+            .collect();
+        for (_, name, _) in GROWTH {
+            for rss in RSS_POINTS {
+                assert!(ids.contains(&growth_id(name, rss)), "{name} {rss}");
+            }
+        }
+        let b = benches(&Host::default());
+        let p = b
+            .iter()
+            .find(|b| b.id() == "process.fork_exec/rss=1GiB")
+            .unwrap()
+            .params();
+        assert_eq!(p.get("rss").and_then(|v| v.as_str()), Some("1GiB"));
+    }
+
+    #[test]
+    fn growth_findings_state_fork_slope_and_flat_spawn() {
+        let mut ms = Vec::new();
+        for rss in RSS_POINTS {
+            let gib = rss as f64 / GIB;
+            ms.push(m(&growth_id("fork_exec", rss), 100_000.0 + 20e6 * gib));
+            ms.push(m(&growth_id("posix_spawn", rss), 80_000.0 + 1_000.0 * gib));
+            ms.push(m(&growth_id("vfork_exec", rss), 70_000.0 + 5e6 * gib));
+        }
+        let f = findings(&ms);
+        let fork = f
+            .iter()
+            .find(|f| f.text.starts_with("fork+exec costs"))
+            .unwrap();
+        assert!((fork.value - 20e6).abs() < 1.0, "{}", fork.value);
+        assert_eq!(fork.unit, "ns/GiB");
+        let ps = f
+            .iter()
+            .find(|f| f.text.starts_with("posix_spawn"))
+            .unwrap();
+        assert!(ps.text.contains("stays flat"), "{}", ps.text);
+        let vf = f.iter().find(|f| f.text.starts_with("vfork+exec")).unwrap();
+        assert!(vf.text.contains("does not stay flat"), "{}", vf.text);
+        let ratio = f.iter().find(|f| f.text.starts_with("with 1GiB")).unwrap();
+        assert_eq!(ratio.unit, "x");
+        assert!(ratio.value > 100.0);
+    }
+
+    #[test]
+    fn switch_and_thread_findings() {
+        let ms = vec![
+            m("process.switch.pingpong_process", 5_000.0),
+            m("process.switch.pingpong_thread", 4_000.0),
+            m("process.switch.pipe_alone", 1_000.0),
+            m("process.posix_spawn/rss=0B", 200_000.0),
+            m("process.thread", 20_000.0),
+        ];
+        let f = findings(&ms);
+        let p = f.iter().find(|f| f.text.contains("two processes")).unwrap();
+        assert_eq!((p.value, p.unit.as_str()), (1_500.0, "ns/op"));
+        let t = f.iter().find(|f| f.text.contains("two threads")).unwrap();
+        assert_eq!(t.value, 1_000.0);
+        let r = f.iter().find(|f| f.text.contains("thread spawn")).unwrap();
+        assert_eq!(r.value, 10.0);
+    }
+
+    #[test]
+    fn missing_measurements_give_no_findings() {
+        assert!(findings(&[]).is_empty());
+        // A switch "cost" below zero (noise) is not stated.
+        let ms = vec![
+            m("process.switch.pingpong_process", 1_000.0),
+            m("process.switch.pipe_alone", 1_000.0),
+        ];
+        assert!(findings(&ms).is_empty());
+    }
+}

@@ -1,0 +1,506 @@
+//! E1: a system call next to a function call and a vDSO call.
+//!
+//! The honest vDSO ratio needs the *same* operation both ways: the libc
+//! call, which the vDSO serves without entering the kernel, and the raw
+//! system-call instruction, which always enters it. getpid has no vDSO
+//! entry (old glibc only cached the PID), so it is compared with a function
+//! call instead. Each pair shares an interleave key so that drift of the
+//! machine lands on both sides of the ratio.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::hint::black_box;
+
+use libc::c_long;
+
+use super::raw::{self, Vdso, nr};
+use super::undisturbed::Undisturbed;
+use crate::harness::warnings::clocksource_warning;
+use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
+use crate::suites::{FnBench, Looped};
+
+/// Id of the function-call benchmark.
+pub const FUNCTION_CALL: &str = "syscall.function_call";
+/// Id of getpid through the raw instruction.
+pub const GETPID_RAW: &str = "syscall.getpid.raw";
+/// Id of getpid through libc.
+pub const GETPID_LIBC: &str = "syscall.getpid.libc";
+/// Id of getppid through the raw instruction (the call of `perf bench syscall basic`).
+pub const GETPPID_RAW: &str = "syscall.getppid.raw";
+/// Id of getppid through libc (exactly what `perf bench syscall basic` loops on).
+pub const GETPPID_LIBC: &str = "syscall.getppid.libc";
+
+/// The shape of a vDSO operation's call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// clock_gettime(clock, &ts).
+    Clock(libc::clockid_t),
+    /// gettimeofday(&tv, NULL).
+    GetTimeOfDay,
+    /// getcpu(&cpu, &node, NULL).
+    GetCpu,
+    /// time(NULL).
+    Time,
+}
+
+/// An operation the vDSO serves, measured through it and through the raw system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VdsoOp {
+    /// The id stem: `clock_gettime.monotonic`, `gettimeofday`...
+    pub stem: &'static str,
+    /// The name in findings: `clock_gettime(MONOTONIC)`.
+    pub label: &'static str,
+    /// The vDSO function behind it (`clock_gettime`, `getcpu`...).
+    func: &'static str,
+    kind: Kind,
+}
+
+/// Every vDSO operation the suite measures, in run order.
+pub const VDSO_OPS: [VdsoOp; 6] = [
+    VdsoOp {
+        stem: "clock_gettime.monotonic",
+        label: "clock_gettime(MONOTONIC)",
+        func: "clock_gettime",
+        kind: Kind::Clock(libc::CLOCK_MONOTONIC),
+    },
+    VdsoOp {
+        stem: "clock_gettime.realtime",
+        label: "clock_gettime(REALTIME)",
+        func: "clock_gettime",
+        kind: Kind::Clock(libc::CLOCK_REALTIME),
+    },
+    VdsoOp {
+        stem: "clock_gettime.monotonic_coarse",
+        label: "clock_gettime(MONOTONIC_COARSE)",
+        func: "clock_gettime",
+        kind: Kind::Clock(libc::CLOCK_MONOTONIC_COARSE),
+    },
+    VdsoOp {
+        stem: "gettimeofday",
+        label: "gettimeofday",
+        func: "gettimeofday",
+        kind: Kind::GetTimeOfDay,
+    },
+    VdsoOp {
+        stem: "getcpu",
+        label: "getcpu",
+        func: "getcpu",
+        kind: Kind::GetCpu,
+    },
+    VdsoOp {
+        stem: "time",
+        label: "time",
+        func: "time",
+        kind: Kind::Time,
+    },
+];
+
+impl VdsoOp {
+    /// Id of the call through libc and the vDSO.
+    pub fn vdso_id(&self) -> String {
+        format!("syscall.{}.vdso", self.stem)
+    }
+
+    /// Id of the same operation through the raw system-call instruction.
+    pub fn raw_id(&self) -> String {
+        format!("syscall.{}.raw", self.stem)
+    }
+
+    /// The system call number, where opcost knows it on this architecture.
+    fn nr(&self) -> Option<c_long> {
+        match self.kind {
+            Kind::Clock(_) => nr::CLOCK_GETTIME,
+            Kind::GetTimeOfDay => nr::GETTIMEOFDAY,
+            Kind::GetCpu => nr::GETCPU,
+            Kind::Time => nr::TIME,
+        }
+    }
+
+    /// True when the vDSO reads the clocksource for it, and so falls back to
+    /// a system call when it cannot: coarse clocks and time() only read the
+    /// time of the last tick, which the vDSO always can.
+    fn reads_clock(&self) -> bool {
+        match self.kind {
+            Kind::Clock(c) => c != libc::CLOCK_MONOTONIC_COARSE && c != libc::CLOCK_REALTIME_COARSE,
+            Kind::GetTimeOfDay => true,
+            Kind::GetCpu | Kind::Time => false,
+        }
+    }
+}
+
+/// The signature of the vDSO's getcpu.
+type GetCpuFn = unsafe extern "C" fn(*mut c_uint, *mut c_uint, *mut c_void) -> c_int;
+
+#[inline(never)]
+fn plain_function(x: u64) -> u64 {
+    x.wrapping_add(1)
+}
+
+/// A [`Looped`] closure with its warnings, retimed when preempted, boxed.
+fn looped(f: impl FnMut() + 'static, warnings: Vec<String>) -> Box<dyn Timed> {
+    let l = warnings.into_iter().fold(Looped::new(f), Looped::warn);
+    Box::new(Undisturbed::new(l))
+}
+
+/// The warnings of every raw system-call result (the fallback path, if taken).
+fn raw_warnings() -> Vec<String> {
+    raw::FALLBACK.map(String::from).into_iter().collect()
+}
+
+/// Checks one call before timing it: a call the kernel refuses (a seccomp
+/// filter, an old kernel) skips the benchmark instead of timing an error.
+fn probe(ret: isize, what: &str) -> Result<(), PrepareError> {
+    raw::check(ret).map(drop).map_err(|e| {
+        PrepareError::Skip(format!(
+            "{what} fails here ({e}): not supported by this kernel or blocked by a seccomp filter"
+        ))
+    })
+}
+
+/// Checks a libc call that returns 0 or -1 with errno.
+fn probe_libc(ret: c_int, what: &str) -> Result<(), PrepareError> {
+    let errno = if ret == 0 {
+        0
+    } else {
+        -(std::io::Error::last_os_error().raw_os_error().unwrap_or(1) as isize)
+    };
+    probe(errno, what)
+}
+
+/// The E1 benchmarks: function call, rdtsc, getpid/getppid, and each vDSO pair.
+pub fn benches() -> Vec<Box<dyn Bench>> {
+    let mut v: Vec<Box<dyn Bench>> = vec![
+        FnBench::new(
+            FUNCTION_CALL,
+            "a plain non-inlined function call: the unit everything else is measured in",
+            Unit::Latency,
+            |_| {
+                let mut x = 0u64;
+                Ok(looped(
+                    move || x = black_box(plain_function(black_box(x))),
+                    Vec::new(),
+                ))
+            },
+        )
+        .subtract_loop()
+        .interleave("syscall.getpid")
+        .boxed(),
+        FnBench::new(
+            GETPID_RAW,
+            "getpid through the raw system-call instruction (inline asm, no libc)",
+            Unit::Latency,
+            |_| {
+                // SAFETY: getpid takes no arguments.
+                probe(unsafe { raw::syscall0(nr::GETPID) }, "getpid")?;
+                Ok(looped(
+                    || {
+                        // SAFETY: as above.
+                        black_box(unsafe { raw::syscall0(nr::GETPID) });
+                    },
+                    raw_warnings(),
+                ))
+            },
+        )
+        .subtract_loop()
+        .interleave("syscall.getpid")
+        .boxed(),
+        FnBench::new(
+            GETPID_LIBC,
+            "getpid through the C library wrapper (no PID cache since glibc 2.25)",
+            Unit::Latency,
+            |_| {
+                Ok(looped(
+                    || {
+                        // SAFETY: getpid has no preconditions.
+                        black_box(unsafe { libc::getpid() });
+                    },
+                    Vec::new(),
+                ))
+            },
+        )
+        .subtract_loop()
+        .interleave("syscall.getpid")
+        .boxed(),
+        FnBench::new(
+            GETPPID_RAW,
+            "getppid through the raw system-call instruction (the call perf bench syscall basic makes)",
+            Unit::Latency,
+            |_| {
+                // SAFETY: getppid takes no arguments.
+                probe(unsafe { raw::syscall0(nr::GETPPID) }, "getppid")?;
+                Ok(looped(
+                    || {
+                        // SAFETY: as above.
+                        black_box(unsafe { raw::syscall0(nr::GETPPID) });
+                    },
+                    raw_warnings(),
+                ))
+            },
+        )
+        .subtract_loop()
+        .interleave("syscall.getppid")
+        .boxed(),
+        FnBench::new(
+            GETPPID_LIBC,
+            "getppid through the C library wrapper, as perf bench syscall basic calls it",
+            Unit::Latency,
+            |_| {
+                Ok(looped(
+                    || {
+                        // SAFETY: getppid has no preconditions.
+                        black_box(unsafe { libc::getppid() });
+                    },
+                    Vec::new(),
+                ))
+            },
+        )
+        .subtract_loop()
+        .interleave("syscall.getppid")
+        .boxed(),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.insert(
+        1,
+        FnBench::new(
+            "syscall.rdtsc",
+            "reading the CPU's time-stamp counter (rdtsc), for scale",
+            Unit::Latency,
+            |_| {
+                Ok(looped(
+                    || {
+                        // SAFETY: rdtsc exists on every x86_64 CPU.
+                        black_box(unsafe { core::arch::x86_64::_rdtsc() });
+                    },
+                    Vec::new(),
+                ))
+            },
+        )
+        .subtract_loop()
+        .boxed(),
+    );
+    for op in VDSO_OPS {
+        let key = format!("syscall.{}", op.stem);
+        v.push(
+            FnBench::new(
+                op.vdso_id(),
+                if op.kind == Kind::GetCpu {
+                    "getcpu called in the vDSO directly (glibc's sched_getcpu reads rseq instead)"
+                        .to_string()
+                } else {
+                    format!("{} through libc, served by the vDSO", op.label)
+                },
+                Unit::Latency,
+                move |ctx| prepare_vdso(&op, ctx),
+            )
+            .subtract_loop()
+            .interleave(key.clone())
+            .boxed(),
+        );
+        v.push(
+            FnBench::new(
+                op.raw_id(),
+                format!(
+                    "{} forced through the raw system-call instruction",
+                    op.label
+                ),
+                Unit::Latency,
+                move |_| prepare_raw(&op),
+            )
+            .subtract_loop()
+            .interleave(key)
+            .boxed(),
+        );
+    }
+    v
+}
+
+/// The libc (vDSO) side of a pair.
+fn prepare_vdso(op: &VdsoOp, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+    let mut warnings = Vec::new();
+    if op.reads_clock()
+        && let Some(w) = clocksource_warning(&ctx.host)
+    {
+        warnings.push(w.to_string());
+    }
+    let lookup = raw::vdso_lookup(op.func);
+    // libc serves time and gettimeofday through the vDSO's clock_gettime
+    // where the vDSO lacks them (arm64 has no time, for instance).
+    let served = match (lookup, op.kind) {
+        (Vdso::Missing, Kind::Time | Kind::GetTimeOfDay) => raw::vdso_lookup("clock_gettime"),
+        (l, _) => l,
+    };
+    if served == Vdso::Missing {
+        warnings.push(format!(
+            "this kernel's vDSO has no {}: the libc call makes a system call",
+            op.func
+        ));
+    }
+    Ok(match op.kind {
+        Kind::Clock(clock) => {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: ts is a valid timespec.
+            probe_libc(unsafe { libc::clock_gettime(clock, &mut ts) }, op.label)?;
+            looped(
+                move || {
+                    // SAFETY: as above.
+                    black_box(unsafe { libc::clock_gettime(clock, &mut ts) });
+                    black_box(&ts);
+                },
+                warnings,
+            )
+        }
+        Kind::GetTimeOfDay => {
+            let mut tv = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            };
+            // SAFETY: tv is a valid timeval; the time zone is not asked for.
+            let ret = unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
+            probe_libc(ret, op.label)?;
+            looped(
+                move || {
+                    // SAFETY: as above.
+                    black_box(unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) });
+                    black_box(&tv);
+                },
+                warnings,
+            )
+        }
+        Kind::Time => looped(
+            || {
+                // SAFETY: time accepts a null pointer.
+                black_box(unsafe { libc::time(std::ptr::null_mut()) });
+            },
+            warnings,
+        ),
+        Kind::GetCpu => {
+            // glibc's sched_getcpu reads the rseq area nowadays, so the vDSO
+            // function is called directly to measure the vDSO path.
+            let Vdso::Found(addr) = lookup else {
+                return Err(PrepareError::Skip(
+                    "no getcpu in this kernel's vDSO (or the vDSO cannot be inspected from this binary)"
+                        .into(),
+                ));
+            };
+            // SAFETY: the vDSO's getcpu has this C signature on every
+            // architecture that exports it.
+            let getcpu: GetCpuFn = unsafe { std::mem::transmute::<*mut c_void, GetCpuFn>(addr) };
+            let mut cpu_node = [0 as c_uint; 2];
+            let [cpu, node] = cpu_node.each_mut().map(|p| p as *mut c_uint);
+            // SAFETY: both pointers are valid; the cache argument may be null.
+            probe_libc(unsafe { getcpu(cpu, node, std::ptr::null_mut()) }, "getcpu")?;
+            looped(
+                move || {
+                    let [cpu, node] = cpu_node.each_mut().map(|p| p as *mut c_uint);
+                    // SAFETY: as above.
+                    black_box(unsafe { getcpu(cpu, node, std::ptr::null_mut()) });
+                    black_box(&cpu_node);
+                },
+                warnings,
+            )
+        }
+    })
+}
+
+/// The raw system-call side of a pair.
+fn prepare_raw(op: &VdsoOp) -> Result<Box<dyn Timed>, PrepareError> {
+    let Some(n) = op.nr() else {
+        return Err(PrepareError::Skip(format!(
+            "no {} system call known to opcost on this architecture",
+            op.func
+        )));
+    };
+    // Each closure owns its output buffer and passes its address, as the
+    // libc side does; the kernel writes it on every call.
+    match op.kind {
+        Kind::Clock(clock) => {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            raw_timed(op, move || {
+                // SAFETY: ts is a valid, writable timespec.
+                unsafe { raw::syscall3(n, clock as usize, &raw mut ts as usize, 0) }
+            })
+        }
+        Kind::GetTimeOfDay => {
+            let mut tv = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            };
+            raw_timed(op, move || {
+                // SAFETY: tv is a valid, writable timeval; no time zone.
+                unsafe { raw::syscall3(n, &raw mut tv as usize, 0, 0) }
+            })
+        }
+        Kind::GetCpu => {
+            let mut cpu_node = [0 as c_uint; 2];
+            raw_timed(op, move || {
+                let [cpu, node] = cpu_node.each_mut().map(|p| p as *mut c_uint as usize);
+                // SAFETY: both pointers are valid; the cache argument is null.
+                unsafe { raw::syscall3(n, cpu, node, 0) }
+            })
+        }
+        Kind::Time => raw_timed(op, move || {
+            // SAFETY: time(2) accepts a null pointer.
+            unsafe { raw::syscall3(n, 0, 0, 0) }
+        }),
+    }
+}
+
+/// Probes a raw call once, then times it.
+fn raw_timed(
+    op: &VdsoOp,
+    mut call: impl FnMut() -> isize + 'static,
+) -> Result<Box<dyn Timed>, PrepareError> {
+    probe(call(), op.label)?;
+    Ok(looped(
+        move || {
+            black_box(call());
+        },
+        raw_warnings(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_high_resolution_clocks_depend_on_the_clocksource() {
+        let depends: Vec<&str> = VDSO_OPS
+            .iter()
+            .filter(|op| op.reads_clock())
+            .map(|op| op.stem)
+            .collect();
+        assert_eq!(
+            depends,
+            [
+                "clock_gettime.monotonic",
+                "clock_gettime.realtime",
+                "gettimeofday"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_bench_prepares_and_runs_here_or_skips_with_a_reason() {
+        let ctx = Ctx {
+            profile: crate::harness::Profile::Quick,
+            host: std::sync::Arc::new(crate::host::Host::default()),
+            tmp: std::env::temp_dir(),
+            dir: std::env::temp_dir(),
+            cpu: None,
+            stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        };
+        for b in benches() {
+            match b.prepare(&ctx) {
+                Ok(mut t) => assert!(t.run(100).is_ok(), "{}", b.id()),
+                Err(PrepareError::Skip(reason)) => assert!(!reason.is_empty(), "{}", b.id()),
+                Err(e) => panic!("{}: {e}", b.id()),
+            }
+        }
+    }
+}

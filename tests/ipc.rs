@@ -1,0 +1,295 @@
+//! End-to-end tests of the IPC suite: the built binary measures, the JSON
+//! document is complete and sane, nothing is left behind (processes,
+//! /dev/shm entries), also after Ctrl-C, and a single allowed CPU turns
+//! cross-CPU benchmarks into skips that say why.
+//!
+//! Never asserts absolute times: only structure, units, signs, and
+//! orderings that physics guarantees with a wide margin.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The tests that run benchmarks take turns: they look for leftovers by
+/// comparing /dev/shm before and after, and would measure each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every IPC benchmark id of this build.
+fn ipc_ids() -> Vec<String> {
+    let host = opcost::host::Host::detect();
+    opcost::suites::suites()
+        .into_iter()
+        .filter(|s| s.name == "ipc")
+        .flat_map(|s| (s.benches)(&host))
+        .map(|b| b.id().to_string())
+        .collect()
+}
+
+/// A marker put in the environment of the opcost under test: every process
+/// it forks inherits it, so leftovers can be found by it.
+fn marker(test: &str) -> String {
+    format!("{test}-{}-{:08x}", std::process::id(), fastrand::u32(..))
+}
+
+/// Processes still alive whose environment carries `mark`.
+fn marked_processes(mark: &str) -> Vec<String> {
+    let needle = format!("OPCOST_IPC_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// Waits (a little) for processes carrying `mark` to disappear; returns those left.
+fn leftovers(mark: &str) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left = marked_processes(mark);
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The opcost entries in /dev/shm.
+fn shm_entries() -> BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with("opcost-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn opcost(mark: &str) -> Command {
+    let mut c = Command::cargo_bin("opcost").expect("the opcost binary");
+    c.env("OPCOST_IPC_TEST_MARK", mark).env(
+        "XDG_DATA_HOME",
+        std::env::temp_dir().join("opcost-ipc-test-data"),
+    );
+    c
+}
+
+fn read_doc(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("the JSON document");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+#[test]
+fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
+    let _turn = serial();
+    let mark = marker("quick");
+    let shm_before = shm_entries();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ipc.json");
+    opcost(&mark)
+        .args(["run", "ipc", "--profile", "quick", "--no-save", "--json"])
+        .arg(&json)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let doc = read_doc(&json);
+
+    // Every benchmark is measured or skipped with a reason; none failed.
+    let results = doc["results"].as_array().unwrap();
+    let skipped = doc["skipped"].as_array().unwrap();
+    let failed: Vec<&Value> = skipped.iter().filter(|s| s["failed"] == true).collect();
+    assert!(failed.is_empty(), "failures: {failed:#?}");
+    let by_id: HashMap<&str, &Value> = results
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r))
+        .collect();
+    for id in ipc_ids() {
+        if by_id.contains_key(id.as_str()) {
+            continue;
+        }
+        let s = skipped
+            .iter()
+            .find(|s| s["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("{id} is neither measured nor skipped"));
+        let reason = s["reason"].as_str().unwrap();
+        assert!(reason.len() > 10, "{id}: no real reason: {reason:?}");
+    }
+
+    // Units, signs, placement, per-round-trip statistics.
+    for r in results {
+        let id = r["id"].as_str().unwrap();
+        let median = r["median"].as_f64().unwrap();
+        assert!(median.is_finite() && median > 0.0, "{id}: {median}");
+        let placement = r["params"]["placement"].as_str().unwrap();
+        assert!(
+            (id.ends_with("/same") && placement == "same-cpu")
+                || (id.ends_with("/cross") && placement == "cross-cpu"),
+            "{id}: {placement}"
+        );
+        assert_eq!(r["details"]["placement"], placement, "{id}");
+        if id.contains(".tput/") {
+            assert_eq!(r["unit"], "B/s", "{id}");
+            assert_eq!(
+                r["bytes_per_op"].as_f64(),
+                r["params"]["size"].as_f64(),
+                "{id}"
+            );
+        } else {
+            assert!(id.contains(".rtt/"), "{id}");
+            assert_eq!(r["unit"], "ns/op", "{id}");
+            let p = &r["per_op"];
+            let (p50, p99) = (p["p50"].as_f64().unwrap(), p["p99"].as_f64().unwrap());
+            assert!(p50 > 0.0 && p99 >= p50, "{id}: p50 {p50} p99 {p99}");
+            assert!(p["count"].as_u64().unwrap() >= r["samples"].as_array().unwrap().len() as u64);
+        }
+    }
+
+    // Physics with a wide margin: 64 KiB writes move far more bytes/s than 64 B writes.
+    let median = |id: &str| by_id.get(id).map(|r| r["median"].as_f64().unwrap());
+    let small = median("ipc.pipe.tput/64B/same").expect("pipe at 64 B");
+    let big = median("ipc.pipe.tput/64KiB/same").expect("pipe at 64 KiB");
+    assert!(big > 4.0 * small, "64 KiB {big} B/s vs 64 B {small} B/s");
+
+    // Findings are there, finite, and of this area.
+    let findings: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["area"] == "ipc")
+        .collect();
+    assert!(
+        findings.iter().any(|f| f["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("throughput at 64KiB")),
+        "{findings:#?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .all(|f| f["value"].as_f64().unwrap().is_finite())
+    );
+
+    // Nothing outlives the run.
+    assert_eq!(
+        leftovers(&mark),
+        Vec::<String>::new(),
+        "processes left behind"
+    );
+    assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
+}
+
+#[test]
+fn one_allowed_cpu_skips_cross_cpu_and_says_why() {
+    let _turn = serial();
+    let mark = marker("onecpu");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ipc.json");
+    opcost(&mark)
+        .args([
+            "run",
+            "ipc.pipe.rtt/8B",
+            "ipc.eventfd",
+            "--profile",
+            "quick",
+        ])
+        .args(["--no-save", "--cpu", "0", "--json"])
+        .arg(&json)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let doc = read_doc(&json);
+    let ids: Vec<&str> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ipc.pipe.rtt/8B/same", "ipc.eventfd.rtt/same"]);
+    let skipped = doc["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 2, "{skipped:#?}");
+    for s in skipped {
+        assert!(s["id"].as_str().unwrap().ends_with("/cross"));
+        assert_eq!(s["failed"], false);
+        let reason = s["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("two CPUs") && reason.contains("--cpu"),
+            "{reason}"
+        );
+    }
+    assert_eq!(leftovers(&mark), Vec::<String>::new());
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
+    let _turn = serial();
+    let mark = marker("ctrlc");
+    let shm_before = shm_entries();
+    let bin = assert_cmd::cargo::cargo_bin("opcost");
+    let mut child = std::process::Command::new(bin)
+        .args(["run", "ipc", "--profile", "default", "--no-save"])
+        .env("OPCOST_IPC_TEST_MARK", &mark)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Let it fork peers and start sampling, then press Ctrl-C.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        marked_processes(&mark).len() > 1,
+        "no peer process was running"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("opcost did not stop within 30 s of Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        leftovers(&mark),
+        Vec::<String>::new(),
+        "processes left behind"
+    );
+    assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
+}
+
+#[test]
+fn a_mistyped_ipc_pattern_is_a_usage_error_with_suggestions() {
+    opcost(&marker("typo"))
+        .args(["run", "icp.pipe", "--no-save"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("ipc.pipe"));
+}

@@ -1,0 +1,232 @@
+//! End-to-end tests of the memory and CPU suites: run the built binary at
+//! the quick profile once, then check the document's structure, units and
+//! the orderings physics guarantees (with wide margins), never absolute times.
+
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The JSON document of one `opcost run memory cpu --profile quick --json`.
+fn quick_run() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run.json");
+        Command::cargo_bin("opcost")
+            .expect("binary")
+            .args([
+                "run",
+                "memory",
+                "cpu",
+                "--profile",
+                "quick",
+                "--no-save",
+                "--json",
+            ])
+            .arg(&path)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&path).expect("json written");
+        serde_json::from_str(&text).expect("json parses")
+    })
+}
+
+fn results() -> &'static Vec<Value> {
+    quick_run()["results"].as_array().expect("results array")
+}
+
+fn result(id: &str) -> Option<&'static Value> {
+    results().iter().find(|r| r["id"] == id)
+}
+
+fn num(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} of {}", v["id"]))
+}
+
+#[test]
+fn the_quick_run_parses_and_covers_both_suites() {
+    let doc = quick_run();
+    assert!(doc["schema"].as_u64().is_some());
+    let areas: Vec<&str> = results()
+        .iter()
+        .filter_map(|r| r["area"].as_str())
+        .collect();
+    assert!(areas.contains(&"memory"), "no memory results");
+    assert!(areas.contains(&"cpu"), "no cpu results");
+    for r in results() {
+        let median = num(r, "median");
+        assert!(median.is_finite() && median > 0.0, "{}: {median}", r["id"]);
+        assert!(num(r, "p5") <= num(r, "p95"), "{}", r["id"]);
+        let unit = r["unit"].as_str().unwrap_or("");
+        assert!(
+            ["ns/op", "B/s", "ops/s"].contains(&unit),
+            "{}: {unit}",
+            r["id"]
+        );
+    }
+}
+
+#[test]
+fn a_one_kib_working_set_is_faster_than_the_largest_one() {
+    let mut curve: Vec<(u64, f64)> = results()
+        .iter()
+        .filter(|r| {
+            r["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("memory.latency.random/"))
+        })
+        .map(|r| {
+            (
+                r["params"]["size"].as_u64().expect("size"),
+                num(r, "median"),
+            )
+        })
+        .collect();
+    curve.sort_by_key(|p| p.0);
+    let first = curve.first().expect("latency curve");
+    let last = curve.last().expect("latency curve");
+    assert_eq!(first.0, 1024);
+    assert!(
+        last.0 >= 16 << 20,
+        "the quick curve stops at {} bytes",
+        last.0
+    );
+    // L1 against a working set far beyond L2: at least twice as fast anywhere.
+    assert!(
+        first.1 * 2.0 < last.1,
+        "1 KiB {} ns vs {} ns",
+        first.1,
+        last.1
+    );
+}
+
+#[test]
+fn bandwidths_are_positive_below_a_sane_ceiling_and_say_their_accounting() {
+    let bw: Vec<&Value> = results()
+        .iter()
+        .filter(|r| {
+            r["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("memory.bandwidth."))
+        })
+        .collect();
+    assert!(bw.len() >= 10, "only {} bandwidth results", bw.len());
+    for r in bw {
+        assert_eq!(r["unit"], "B/s");
+        let median = num(r, "median");
+        // 1 MB/s .. 10 TB/s: anything outside is a unit or accounting bug.
+        assert!(median > 1e6 && median < 1e13, "{}: {median}", r["id"]);
+        let accounting = r["params"]["accounting"].as_str().unwrap_or("");
+        assert!(
+            ["read", "written", "copied", "stream"].contains(&accounting),
+            "{}: {accounting}",
+            r["id"]
+        );
+        assert!(num(r, "bytes_per_op") > 0.0);
+    }
+    // STREAM triad counts three arrays per pass, copy one.
+    if let (Some(triad), Some(copy)) = (
+        result("memory.bandwidth.stream_triad/threads=1"),
+        result("memory.bandwidth.copy/threads=1"),
+    ) {
+        assert_eq!(num(triad, "bytes_per_op"), 3.0 * num(copy, "bytes_per_op"));
+    }
+}
+
+#[test]
+fn a_division_chain_is_slower_than_an_add_chain() {
+    let add = result("cpu.add.i64.latency").expect("add latency");
+    let div = result("cpu.div.f64.latency").expect("div latency");
+    // One cycle against several; compare the fast ends, immune to interference.
+    assert!(num(add, "p5") * 1.5 < num(div, "p5"), "add {add} div {div}");
+    let clock = result("cpu.clock").expect("clock");
+    assert_eq!(clock["unit"], "ops/s");
+}
+
+#[test]
+fn findings_state_cache_levels_the_clock_and_the_branch_penalty() {
+    let findings = quick_run()["findings"].as_array().expect("findings");
+    let has = |area: &str, unit: &str| {
+        findings
+            .iter()
+            .any(|f| f["area"] == area && f["unit"] == unit && f["value"].as_f64().is_some())
+    };
+    assert!(has("memory", "B"), "no cache level found: {findings:?}");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["text"].as_str().is_some_and(|t| t.starts_with("L1d ~"))),
+        "no L1d found: {findings:?}"
+    );
+    assert!(has("cpu", "Hz"), "no clock: {findings:?}");
+    assert!(
+        findings.iter().any(|f| f["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("misprediction"))),
+        "no branch finding"
+    );
+    if result("memory.bandwidth.copy/threads=all").is_some() {
+        assert!(
+            findings.iter().any(|f| f["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("copy bandwidth"))),
+            "no single vs all-CPU finding"
+        );
+    }
+}
+
+#[test]
+fn a_working_set_too_large_for_the_quick_profile_is_refused_as_usage() {
+    let out = Command::cargo_bin("opcost")
+        .expect("binary")
+        .args([
+            "run",
+            "memory.latency.random/1GiB",
+            "--profile",
+            "quick",
+            "--no-save",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--profile") || err.contains("no benchmark"),
+        "{err}"
+    );
+}
+
+#[test]
+fn all_cpu_bandwidth_is_skipped_with_a_reason_when_pinned() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("pinned.json");
+    Command::cargo_bin("opcost")
+        .expect("binary")
+        .args([
+            "run",
+            "memory.bandwidth.read/threads=all",
+            "--profile",
+            "quick",
+            "--no-save",
+            "--cpu",
+            "0",
+            "--json",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("parses");
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["failed"], false);
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("--cpu") || r.contains("one CPU")),
+        "{skipped:?}"
+    );
+}

@@ -1,0 +1,337 @@
+//! End-to-end behaviour of the process suite: the quick run is complete and
+//! sane, the growth curve is measured or skipped with a reason, and no child
+//! or grandchild of opcost is left alive — after a normal run and after
+//! Ctrl-C. Timings are never asserted, only orderings physics guarantees.
+//!
+//! The test process makes itself a child subreaper, so a process opcost
+//! started and failed to reap would be re-parented here instead of to init,
+//! where the scan below finds it.
+
+use std::collections::HashMap;
+use std::process::{Command as StdCommand, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The growth-curve methods and points, as ids use them.
+const GROWTH_METHODS: [&str; 3] = ["fork_exec", "vfork_exec", "posix_spawn"];
+const GROWTH_POINTS: [&str; 5] = ["0B", "16MiB", "64MiB", "256MiB", "1GiB"];
+
+/// Serialises the tests: each checks that nothing it started is left, so
+/// none may run opcost while another looks.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let g = LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+    // SAFETY: prctl with integer arguments.
+    let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    assert_eq!(r, 0, "cannot become a child subreaper");
+    g
+}
+
+/// The binary, with its history in a throw-away directory (never the real home).
+fn opcost() -> Command {
+    let mut c = Command::cargo_bin("opcost").expect("binary built");
+    c.env("XDG_DATA_HOME", history_dir());
+    c
+}
+
+fn history_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("opcost-process-tests")
+}
+
+/// Processes (pid, command name, state) whose parent chain leads to this process.
+fn descendants() -> Vec<(i32, String, char)> {
+    let me = std::process::id() as i32;
+    let mut parent: HashMap<i32, i32> = HashMap::new();
+    let mut info: HashMap<i32, (String, char)> = HashMap::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue; // exited meanwhile
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let mut rest = stat[close + 1..].split_whitespace();
+        let state = rest.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        let ppid: i32 = rest.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        parent.insert(pid, ppid);
+        info.insert(pid, (comm, state));
+    }
+    let mut out = Vec::new();
+    for &pid in parent.keys() {
+        let mut p = pid;
+        for _ in 0..64 {
+            match parent.get(&p) {
+                Some(&pp) if pp == me => {
+                    let (comm, state) = info[&pid].clone();
+                    out.push((pid, comm, state));
+                    break;
+                }
+                Some(&pp) if pp > 1 => p = pp,
+                _ => break,
+            }
+        }
+    }
+    out
+}
+
+/// Fails if anything started during the test is still alive (or a zombie).
+fn assert_no_descendants() {
+    // A child killed a moment ago may still be on its way out: look twice.
+    let mut left = descendants();
+    if !left.is_empty() {
+        std::thread::sleep(Duration::from_millis(200));
+        left = descendants();
+    }
+    // Reap whatever was re-parented to us, so that one failure does not leak into other tests.
+    for &(pid, _, _) in &left {
+        // SAFETY: plain system calls on a pid that is our descendant.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+        }
+    }
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    opcost()
+        .args(args)
+        .arg("--no-save")
+        .arg("--json")
+        .arg(&path)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("valid JSON")
+}
+
+fn median(doc: &Value, id: &str) -> Option<f64> {
+    doc["results"]
+        .as_array()?
+        .iter()
+        .find(|r| r["id"] == id)
+        .and_then(|r| r["median"].as_f64())
+}
+
+fn skip_reason(doc: &Value, id: &str) -> Option<String> {
+    doc["skipped"]
+        .as_array()?
+        .iter()
+        .find(|s| s["id"] == id)
+        .map(|s| s["reason"].as_str().unwrap_or("").to_string())
+}
+
+#[test]
+fn quick_run_is_complete_sane_and_leaves_no_child() {
+    let _g = serial();
+    let doc = run_json(&["run", "process", "--profile", "quick"]);
+    let results = doc["results"].as_array().unwrap();
+    assert!(results.len() >= 10, "only {} results", results.len());
+    for r in results {
+        let id = r["id"].as_str().unwrap();
+        assert!(id.starts_with("process."), "{id}");
+        assert_eq!(r["unit"], "ns/op", "{id}");
+        let (lo, med, hi) = (
+            r["min"].as_f64().unwrap(),
+            r["median"].as_f64().unwrap(),
+            r["max"].as_f64().unwrap(),
+        );
+        assert!(med.is_finite() && med > 0.0, "{id}: median {med}");
+        assert!(lo <= med && med <= hi, "{id}: {lo} {med} {hi}");
+        assert!(r["samples"].as_array().unwrap().len() >= 3, "{id}");
+    }
+    // Nothing failed (skips are fine, each with a reason).
+    for s in doc["skipped"].as_array().unwrap() {
+        assert_eq!(s["failed"], false, "{s}");
+        assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
+    }
+
+    // The growth curve: every point measured, or skipped with a reason.
+    for m in GROWTH_METHODS {
+        for p in GROWTH_POINTS {
+            let id = format!("process.{m}/rss={p}");
+            let measured = median(&doc, &id).is_some();
+            let skipped = skip_reason(&doc, &id).is_some_and(|r| !r.is_empty());
+            assert!(measured || skipped, "{id} neither measured nor skipped");
+        }
+    }
+    let r = results
+        .iter()
+        .find(|r| r["id"] == "process.fork_exec/rss=16MiB");
+    if let Some(r) = r {
+        assert_eq!(r["params"]["rss"], "16MiB");
+    }
+
+    // Orderings physics guarantees, with wide margins.
+    assert!(median(&doc, "process.thread").is_some(), "no thread row");
+    if let (Some(small), Some(big)) = (
+        median(&doc, "process.fork_exec/rss=0B"),
+        median(&doc, "process.fork_exec/rss=1GiB"),
+    ) {
+        assert!(
+            big > small,
+            "fork with 1 GiB touched {big} <= untouched {small}"
+        );
+    }
+    if let (Some(base), Some(huge)) = (
+        median(&doc, "process.page_fault.anon"),
+        median(&doc, "process.page_fault.anon_thp"),
+    ) {
+        assert!(
+            huge > base,
+            "a huge-page fault {huge} <= a base-page fault {base}"
+        );
+    }
+
+    // Findings carry a value and a unit.
+    let findings: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["area"] == "process")
+        .collect();
+    assert!(!findings.is_empty());
+    for f in &findings {
+        assert!(f["value"].as_f64().unwrap().is_finite(), "{f}");
+        assert!(!f["unit"].as_str().unwrap().is_empty(), "{f}");
+    }
+    if median(&doc, "process.fork_exec/rss=1GiB").is_some() {
+        assert!(
+            findings
+                .iter()
+                .any(|f| f["unit"] == "ns/GiB" && f["text"].as_str().unwrap().contains("fork")),
+            "no fork slope finding"
+        );
+    }
+
+    assert_no_descendants();
+}
+
+#[test]
+fn starting_a_process_costs_more_than_a_thread() {
+    let _g = serial();
+    // Pinned to one CPU, so that neither is dominated by cross-CPU wake-ups
+    // (which on a VM can make a thread spawn+join nearly as slow as a spawn).
+    let doc = run_json(&[
+        "run",
+        "process.thread",
+        "process.fork_exec/rss=0B",
+        "process.posix_spawn/rss=0B",
+        "--profile",
+        "quick",
+        "--cpu",
+        "0",
+    ]);
+    let thread = median(&doc, "process.thread").expect("the thread row always runs");
+    let exec_supported = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+    for id in ["process.posix_spawn/rss=0B", "process.fork_exec/rss=0B"] {
+        match median(&doc, id) {
+            Some(spawn) => assert!(spawn > thread, "{id} {spawn} ns <= thread {thread} ns"),
+            None => assert!(!exec_supported, "{id} missing"),
+        }
+    }
+    assert_no_descendants();
+}
+
+#[test]
+fn ctrl_c_during_the_suite_leaves_no_child() {
+    let _g = serial();
+    // One run interrupted while a ping-pong peer process is alive, one
+    // while children are being spawned; --samples keeps each running.
+    for patterns in [
+        vec!["process.switch"],
+        vec!["process.fork_exec/rss=0B", "process.posix_spawn/rss=0B"],
+    ] {
+        let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
+            .arg("run")
+            .args(&patterns)
+            .args(["--profile", "quick", "--samples", "100000", "--no-save"])
+            .env("XDG_DATA_HOME", history_dir())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: signalling our own child.
+        let r = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        assert_eq!(r, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{patterns:?}: stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_no_descendants();
+    }
+}
+
+#[test]
+fn pinned_run_uses_the_given_cpu_for_both_ends() {
+    let _g = serial();
+    let doc = run_json(&["run", "process.switch", "--profile", "quick", "--cpu", "0"]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{results:?}");
+    for r in results {
+        assert_eq!(r["details"]["cpu"], 0, "{}", r["id"]);
+        assert_eq!(r["details"]["placement"], "same-cpu");
+    }
+    assert_no_descendants();
+}
+
+#[test]
+fn list_shows_every_growth_point() {
+    let _g = serial();
+    let out = opcost().args(["list", "process"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    for m in GROWTH_METHODS {
+        for p in GROWTH_POINTS {
+            let id = format!("process.{m}/rss={p}");
+            assert!(text.contains(&id), "{id} not listed");
+        }
+    }
+    assert!(text.contains("process.switch.pingpong_process"));
+    assert!(text.contains("process.page_fault.file"));
+}
+
+#[test]
+fn the_scan_finds_an_orphaned_grandchild() {
+    let _g = serial();
+    // sh starts sleep in the background and exits: sleep is re-parented to us.
+    let status = StdCommand::new("sh")
+        .args(["-c", "sleep 30 >/dev/null 2>&1 &"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The background child may not have exec'd sleep yet: give it time.
+    let mut found = descendants();
+    for _ in 0..100 {
+        if found.iter().any(|(_, comm, _)| comm == "sleep") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        found = descendants();
+    }
+    assert!(
+        found.iter().any(|(_, comm, _)| comm == "sleep"),
+        "orphan not found among {found:?}"
+    );
+    for &(pid, _, _) in &found {
+        // SAFETY: our re-parented descendant.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+    assert!(descendants().is_empty());
+}

@@ -1,0 +1,187 @@
+//! End-to-end checks of the system-call suite: one quick run of the built
+//! binary, shared by every test below. Timings are never asserted; only
+//! structure, units, sanity and the orderings physics guarantees (with wide
+//! margins).
+
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// A system call costs at least this many function calls on any CPU (the
+/// real figure is 30-300); a margin wide enough for a noisy machine.
+const SYSCALL_OVER_CALL_MIN: f64 = 3.0;
+/// A vDSO clock read served without a system call is at least this much
+/// cheaper than the system call (the real figure is 5-50).
+const VDSO_GAIN_MIN: f64 = 2.0;
+
+/// The JSON document of `opcost run syscall --profile quick`, made once.
+fn doc() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run.json");
+        Command::cargo_bin("opcost")
+            .expect("binary built")
+            .args([
+                "run",
+                "syscall",
+                "--profile",
+                "quick",
+                "--no-save",
+                "--json",
+            ])
+            .arg(&path)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&path).expect("the JSON document was written");
+        serde_json::from_str(&text).expect("the document parses")
+    })
+}
+
+fn results() -> &'static [Value] {
+    doc()["results"].as_array().expect("results is an array")
+}
+
+fn result(id: &str) -> &'static Value {
+    results()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{id} missing from the run"))
+}
+
+fn median(id: &str) -> f64 {
+    result(id)["median"].as_f64().expect("median is a number")
+}
+
+fn finite_positive(v: &Value) -> bool {
+    v.as_f64().is_some_and(|x| x.is_finite() && x > 0.0)
+}
+
+#[test]
+fn every_benchmark_ran_and_every_value_is_positive_and_finite() {
+    assert_eq!(doc()["schema"], 1);
+    let failed: Vec<&Value> = doc()["skipped"]
+        .as_array()
+        .expect("skipped is an array")
+        .iter()
+        .filter(|s| s["failed"] == true)
+        .collect();
+    assert!(failed.is_empty(), "failed benchmarks: {failed:?}");
+    assert!(results().len() >= 60, "only {} results", results().len());
+    for r in results() {
+        let id = r["id"].as_str().expect("id");
+        assert!(id.starts_with("syscall."), "{id}");
+        assert_eq!(r["area"], "syscall", "{id}");
+        for key in [
+            "median", "min", "max", "mean", "p5", "p95", "ci_low", "ci_high",
+        ] {
+            assert!(finite_positive(&r[key]), "{id}: {key} = {}", r[key]);
+        }
+        let samples = r["samples"].as_array().expect("samples");
+        assert!(samples.len() >= 3, "{id}");
+        assert!(samples.iter().all(finite_positive), "{id}: {samples:?}");
+        assert!(r["min"].as_f64() <= r["median"].as_f64(), "{id}");
+        assert!(r["median"].as_f64() <= r["max"].as_f64(), "{id}");
+    }
+}
+
+#[test]
+fn latencies_are_ns_per_op_and_the_file_sweep_is_bytes_per_second() {
+    let mut sweep_points = 0;
+    for r in results() {
+        let id = r["id"].as_str().expect("id");
+        if id.contains(".file/") {
+            sweep_points += 1;
+            assert_eq!(r["unit"], "B/s", "{id}");
+            assert_eq!(
+                r["bytes_per_op"].as_f64(),
+                r["params"]["size"].as_f64(),
+                "{id}"
+            );
+        } else {
+            assert_eq!(r["unit"], "ns/op", "{id}");
+        }
+    }
+    // 9 sizes x (read, fread, write, fwrite) + raw and Rust buffers at 4 B.
+    assert_eq!(sweep_points, 9 * 4 + 4);
+    assert_eq!(
+        result("syscall.io.fread.file/64KiB")["bytes_per_op"],
+        65536.0
+    );
+}
+
+#[test]
+fn a_function_call_is_much_cheaper_than_a_raw_getpid() {
+    let call = median("syscall.function_call");
+    let getpid = median("syscall.getpid.raw");
+    assert!(
+        call * SYSCALL_OVER_CALL_MIN < getpid,
+        "function call {call} ns vs getpid {getpid} ns"
+    );
+}
+
+#[test]
+fn vdso_clock_gettime_is_cheaper_than_its_raw_syscall_twin() {
+    let vdso = result("syscall.clock_gettime.monotonic.vdso");
+    let warnings = vdso["warnings"].to_string();
+    if warnings.contains("clocksource") || warnings.contains("vDSO has no") {
+        // The vDSO falls back to the system call here: no ordering to check.
+        eprintln!("vDSO clock falls back on this machine: {warnings}");
+        return;
+    }
+    let vdso = median("syscall.clock_gettime.monotonic.vdso");
+    let raw = median("syscall.clock_gettime.monotonic.raw");
+    assert!(vdso * VDSO_GAIN_MIN < raw, "vDSO {vdso} ns vs raw {raw} ns");
+}
+
+#[test]
+fn findings_state_each_ratio_with_a_finite_value() {
+    let findings = doc()["findings"].as_array().expect("findings");
+    let texts: Vec<&str> = findings.iter().filter_map(|f| f["text"].as_str()).collect();
+    for f in findings.iter().filter(|f| f["area"] == "syscall") {
+        assert!(finite_positive(&f["value"]), "{f}");
+        assert_eq!(f["unit"], "x", "{f}");
+    }
+    for start in [
+        "raw syscall clock_gettime(MONOTONIC) = ",
+        "raw syscall clock_gettime(REALTIME) = ",
+        "raw syscall gettimeofday = ",
+        "getpid syscall = ",
+        "libc getpid = ",
+        "stdio batching (fread vs read, file): ",
+        "stdio batching (fwrite vs write, file): ",
+    ] {
+        assert!(
+            texts.iter().any(|t| t.starts_with(start)),
+            "no finding starting with {start:?} in {texts:#?}"
+        );
+    }
+    let stdio = texts
+        .iter()
+        .find(|t| t.starts_with("stdio batching (fread"))
+        .expect("fread finding");
+    assert!(stdio.contains(" at 4B"), "{stdio}");
+}
+
+#[test]
+fn the_table_shows_the_suite_and_its_findings() {
+    // The table is printed from the same document: spot-check one run's text
+    // through `--samples 3` on a narrow selection, which stays fast.
+    let out = Command::cargo_bin("opcost")
+        .expect("binary built")
+        .args([
+            "run",
+            "syscall.getpid",
+            "syscall.function_call",
+            "--samples",
+            "3",
+            "--no-save",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("syscall.getpid.raw"), "{text}");
+    assert!(text.contains("getpid syscall = "), "{text}");
+}
