@@ -66,7 +66,13 @@ fn location_finding(loc: &serde_json::Value) -> Option<Finding> {
             .display()
             .to_string()
     })?;
-    let fs = s("fs_type").unwrap_or("unknown file system");
+    let fs = match (
+        s("fs_type").unwrap_or("unknown file system"),
+        loc.get("journal").and_then(|j| j.as_bool()),
+    ) {
+        (fs, Some(false)) => format!("{fs} without a journal"),
+        (fs, _) => fs.to_string(),
+    };
     let opts = s("mount_options")
         .map(|o| format!(" ({o})"))
         .unwrap_or_default();
@@ -272,6 +278,9 @@ mod tests {
         });
         let f = location_finding(&loc).unwrap();
         assert!(f.text.contains("no block device"), "{}", f.text);
+        let ext4 = serde_json::json!({"dir": "/a/b", "fs_type": "ext4", "journal": false});
+        let f = location_finding(&ext4).unwrap();
+        assert!(f.text.contains("ext4 without a journal"), "{}", f.text);
         assert_eq!(f.value, 0.0, "free space unknown: still a finite value");
     }
 
