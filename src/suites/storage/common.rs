@@ -183,9 +183,13 @@ impl Workspace {
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         if self.location.in_memory() {
+            // Name the run's directory, not this benchmark's subdirectory,
+            // so that the same caveat reads the same for every result.
+            let dir = Path::new(&self.location.dir);
             w.push(format!(
                 "{} is on {}: no disk is involved, these are memory figures",
-                self.location.dir, self.location.fs_type
+                dir.parent().unwrap_or(dir).display(),
+                self.location.fs_type
             ));
         }
         if self.location.fs_type == "zfs" {
