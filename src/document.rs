@@ -150,7 +150,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+    // An ordinary file (0666 less the umask), not tempfile's private 0600.
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)
         .with_context(|| format!("cannot create a file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
