@@ -346,6 +346,36 @@ impl Measurement {
         })
     }
 
+    /// A measurement whose every sample is `median`, in base unit `unit`:
+    /// for tests of findings, reports and comparisons.
+    pub fn point(id: &str, unit: &str, median: f64) -> Measurement {
+        Measurement {
+            id: id.to_string(),
+            area: area_of(id).to_string(),
+            unit: unit.to_string(),
+            bytes_per_op: None,
+            params: Params::new(),
+            median,
+            min: median,
+            max: median,
+            mean: median,
+            p5: median,
+            p95: median,
+            mad: 0.0,
+            ci_low: median,
+            ci_high: median,
+            cv: 0.0,
+            outliers: Outliers::default(),
+            ops_per_sample: 1,
+            overhead: None,
+            noisy: false,
+            warnings: Vec::new(),
+            per_op: None,
+            details: None,
+            samples: vec![median],
+        }
+    }
+
     /// The median converted back to nanoseconds per operation, whatever the unit.
     pub fn ns_per_op(&self) -> f64 {
         match self.unit.as_str() {

@@ -376,29 +376,8 @@ mod tests {
 
     fn m(id: &str, unit: &str, median: f64) -> Measurement {
         Measurement {
-            id: id.into(),
-            area: "cpu".into(),
-            unit: unit.into(),
-            bytes_per_op: None,
-            params: Default::default(),
-            median,
-            min: median,
-            max: median,
-            mean: median,
-            p5: median,
-            p95: median,
-            mad: 0.0,
-            ci_low: median,
-            ci_high: median,
-            cv: 0.0,
-            outliers: Default::default(),
-            ops_per_sample: 1,
-            overhead: None,
-            noisy: false,
-            warnings: Vec::new(),
-            per_op: None,
             details: Some(json!({"counters": "unavailable: test"})),
-            samples: vec![median],
+            ..Measurement::point(id, unit, median)
         }
     }
 

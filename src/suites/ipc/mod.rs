@@ -606,31 +606,7 @@ mod tests {
     use super::*;
 
     fn m(id: &str, unit: &str, median: f64) -> Measurement {
-        Measurement {
-            id: id.into(),
-            area: "ipc".into(),
-            unit: unit.into(),
-            bytes_per_op: None,
-            params: Params::new(),
-            median,
-            min: median,
-            max: median,
-            mean: median,
-            p5: median,
-            p95: median,
-            mad: 0.0,
-            ci_low: median,
-            ci_high: median,
-            cv: 0.0,
-            outliers: Default::default(),
-            ops_per_sample: 1,
-            overhead: None,
-            noisy: false,
-            warnings: vec![],
-            per_op: None,
-            details: None,
-            samples: vec![median],
-        }
+        Measurement::point(id, unit, median)
     }
 
     #[test]

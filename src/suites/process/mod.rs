@@ -473,31 +473,7 @@ mod tests {
     use super::*;
 
     fn m(id: &str, median: f64) -> Measurement {
-        Measurement {
-            id: id.to_string(),
-            area: AREA.to_string(),
-            unit: "ns/op".to_string(),
-            bytes_per_op: None,
-            params: Default::default(),
-            median,
-            min: median,
-            max: median,
-            mean: median,
-            p5: median,
-            p95: median,
-            mad: 0.0,
-            ci_low: median,
-            ci_high: median,
-            cv: 0.0,
-            outliers: Default::default(),
-            ops_per_sample: 1,
-            overhead: None,
-            noisy: false,
-            warnings: Vec::new(),
-            per_op: None,
-            details: None,
-            samples: vec![median],
-        }
+        Measurement::point(id, "ns/op", median)
     }
 
     #[test]

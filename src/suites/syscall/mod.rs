@@ -152,7 +152,6 @@ fn crossover(gains: &[(usize, f64)]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Outliers;
 
     fn m(id: &str, unit: &str, bytes: Option<f64>, ns: f64) -> Measurement {
         let median = match bytes {
@@ -160,29 +159,8 @@ mod tests {
             None => ns,
         };
         Measurement {
-            id: id.into(),
-            area: AREA.into(),
-            unit: unit.into(),
             bytes_per_op: bytes,
-            params: Default::default(),
-            median,
-            min: median,
-            max: median,
-            mean: median,
-            p5: median,
-            p95: median,
-            mad: 0.0,
-            ci_low: median,
-            ci_high: median,
-            cv: 0.0,
-            outliers: Outliers::default(),
-            ops_per_sample: 1,
-            overhead: None,
-            noisy: false,
-            warnings: Vec::new(),
-            per_op: None,
-            details: None,
-            samples: vec![median],
+            ..Measurement::point(id, unit, median)
         }
     }
 
