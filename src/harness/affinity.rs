@@ -43,13 +43,6 @@ pub fn pin_to_set(cpus: &[usize]) -> anyhow::Result<()> {
     sched_setaffinity(Pid::from_raw(0), &set).context("setting CPU affinity")
 }
 
-/// The CPU the calling thread runs on now.
-pub fn current_cpu() -> Option<usize> {
-    // SAFETY: sched_getcpu has no preconditions.
-    let c = unsafe { libc::sched_getcpu() };
-    (c >= 0).then_some(c as usize)
-}
-
 /// Formats a CPU list compactly: `0-3,6`.
 pub fn cpu_list(cpus: &[usize]) -> String {
     let mut out = Vec::new();
@@ -69,12 +62,6 @@ pub fn cpu_list(cpus: &[usize]) -> String {
         i += 1;
     }
     out.join(",")
-}
-
-/// Raises the priority of this process where allowed (nice -5); silently keeps it otherwise.
-pub fn raise_priority() -> bool {
-    // SAFETY: setpriority has no memory-safety preconditions.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -5) == 0 }
 }
 
 #[cfg(test)]
