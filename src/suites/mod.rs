@@ -6,6 +6,7 @@
 //! print; they only describe work and read results.
 
 pub mod cpu;
+pub mod crypto;
 pub mod ipc;
 pub mod memory;
 pub mod process;
@@ -38,6 +39,7 @@ pub fn suites() -> Vec<Suite> {
         ipc::suite(),
         memory::suite(),
         cpu::suite(),
+        crypto::suite(),
         process::suite(),
         storage::suite(),
     ]

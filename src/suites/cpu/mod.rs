@@ -26,6 +26,32 @@ use counters::Counters;
 /// chain needs only the profile's samples, a few milliseconds.
 pub const CHAIN_BUDGET: f64 = 0.5;
 
+/// The id of the integer score: events per second of [`primes_by_trial_division`].
+pub const INTEGER_ID: &str = "cpu.integer.primes";
+/// The largest number tested for primality in one event (sysbench's default).
+pub const PRIME_LIMIT: u64 = 10_000;
+
+/// One event of `sysbench cpu`: counts the primes from 3 to `limit` by
+/// trial division up to the square root, the same arithmetic, so events per
+/// second compare with `sysbench cpu --cpu-max-prime=LIMIT --threads=1`.
+pub fn primes_by_trial_division(limit: u64) -> u64 {
+    let mut n = 0;
+    for c in 3..=limit {
+        let t = (c as f64).sqrt() as u64;
+        let mut l = 2;
+        while l <= t {
+            if c % l == 0 {
+                break;
+            }
+            l += 1;
+        }
+        if l > t {
+            n += 1;
+        }
+    }
+    n
+}
+
 /// The id of the effective-clock benchmark.
 pub const CLOCK_ID: &str = "cpu.clock";
 
@@ -158,6 +184,21 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             }
         }
     }
+    out.push(
+        FnBench::new(
+            INTEGER_ID,
+            "integer score: primes up to 10000 by trial division, as sysbench cpu counts an event",
+            Unit::Rate,
+            |_ctx: &Ctx| {
+                Ok(super::Looped::new(|| {
+                    black_box(primes_by_trial_division(black_box(PRIME_LIMIT)));
+                })
+                .boxed())
+            },
+        )
+        .param("max_prime", PRIME_LIMIT)
+        .boxed(),
+    );
     for (name, random) in [("predictable", false), ("unpredictable", true)] {
         out.push(
             FnBench::new(
@@ -373,6 +414,13 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trial_division_counts_the_primes() {
+        // Primes from 3 to 10 (3, 5, 7) and to 10000 (1229 primes, less 2).
+        assert_eq!(primes_by_trial_division(10), 3);
+        assert_eq!(primes_by_trial_division(10_000), 1228);
+    }
 
     fn m(id: &str, unit: &str, median: f64) -> Measurement {
         Measurement {

@@ -1,0 +1,324 @@
+//! The headline price list: about fifteen figures that answer "what does
+//! this machine cost", each with its unit and a gloss in plain words.
+//!
+//! The list is a table of (selector, label, gloss) entries. A selector names
+//! a benchmark id, an id prefix (the first result of a run whose id starts
+//! with it: how suites that may or may not be present are named), or a
+//! memory level, resolved against the run's own cache sizes. An entry the
+//! run has no result for is simply left out.
+
+use crate::document::RunDoc;
+use crate::harness::Measurement;
+use crate::report::html::parse_quantity;
+
+/// How an entry finds its result in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// Exactly this benchmark id.
+    Id(&'static str),
+    /// The first result (in run order) whose id starts with this prefix.
+    Prefix(&'static str),
+    /// Random-access latency inside cache level N: the largest
+    /// `memory.latency.random` working set at most half of that level
+    /// (and above the level below).
+    Cache(u8),
+    /// Random-access latency in main memory: the largest working set, when
+    /// it is at least twice the last cache level.
+    Dram,
+}
+
+/// One line of the price list as declared.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// How the result is found.
+    pub pick: Pick,
+    /// What it is, in a few words.
+    pub label: &'static str,
+    /// What it means, in plain words.
+    pub gloss: &'static str,
+}
+
+/// The price list, in the order it is shown.
+pub const ENTRIES: &[Entry] = &[
+    Entry {
+        pick: Pick::Id("syscall.function_call"),
+        label: "function call",
+        gloss: "a plain call and return: the smallest unit of work",
+    },
+    Entry {
+        pick: Pick::Id("syscall.getppid.raw"),
+        label: "system call",
+        gloss: "the cheapest trip into the kernel and back",
+    },
+    Entry {
+        pick: Pick::Id("syscall.clock_gettime.monotonic.vdso"),
+        label: "clock read (vDSO)",
+        gloss: "asking the time without entering the kernel",
+    },
+    Entry {
+        pick: Pick::Id("ipc.pipe.rtt/8B/same"),
+        label: "pipe round trip, same CPU",
+        gloss: "two processes on one core passing a message there and back",
+    },
+    Entry {
+        pick: Pick::Id("ipc.pipe.rtt/8B/cross"),
+        label: "pipe round trip, two CPUs",
+        gloss: "the same across two cores: wake-ups and cache-line transfers",
+    },
+    Entry {
+        pick: Pick::Id("ipc.tcp.rtt/8B/same"),
+        label: "TCP round trip (loopback)",
+        gloss: "a request and its reply through the whole network stack, no wire",
+    },
+    Entry {
+        pick: Pick::Id("process.thread"),
+        label: "thread start",
+        gloss: "creating a thread and joining it",
+    },
+    Entry {
+        pick: Pick::Id("process.fork_exec/rss=0B"),
+        label: "fork + exec",
+        gloss: "starting a new program from a small process",
+    },
+    Entry {
+        pick: Pick::Cache(1),
+        label: "L1 hit",
+        gloss: "a dependent load that finds its data in the first-level cache",
+    },
+    Entry {
+        pick: Pick::Cache(2),
+        label: "L2 hit",
+        gloss: "the same load served by the second-level cache",
+    },
+    Entry {
+        pick: Pick::Cache(3),
+        label: "L3 hit",
+        gloss: "the same load served by the last-level cache",
+    },
+    Entry {
+        pick: Pick::Dram,
+        label: "main-memory load",
+        gloss: "a cache miss all the way to DRAM (TLB misses included)",
+    },
+    Entry {
+        pick: Pick::Id("memory.bandwidth.copy/threads=1"),
+        label: "memory copy",
+        gloss: "memcpy of a buffer far larger than the caches, one thread",
+    },
+    Entry {
+        pick: Pick::Id("storage.rand.read.qd1"),
+        label: "4 KiB random read",
+        gloss: "one uncached block read from the disk, waiting for each",
+    },
+    Entry {
+        pick: Pick::Id("storage.sync.fsync"),
+        label: "fsync",
+        gloss: "making a small write durable: what every commit waits for",
+    },
+    Entry {
+        pick: Pick::Id("crypto.aes256gcm.encrypt/16KiB"),
+        label: "AES-256-GCM",
+        gloss: "encrypting and authenticating data",
+    },
+    Entry {
+        pick: Pick::Id("crypto.sha256/16KiB"),
+        label: "SHA-256",
+        gloss: "hashing data",
+    },
+    Entry {
+        pick: Pick::Id("cpu.integer.primes"),
+        label: "integer score",
+        gloss: "sysbench-style prime counting up to 10000, events per second",
+    },
+    Entry {
+        pick: Pick::Prefix("text."),
+        label: "text",
+        gloss: "the text suite's first figure (string and Unicode handling)",
+    },
+    Entry {
+        pick: Pick::Prefix("codec."),
+        label: "compression",
+        gloss: "the codec suite's first figure (compressing and decompressing data)",
+    },
+    Entry {
+        pick: Pick::Prefix("net."),
+        label: "network",
+        gloss: "the net suite's first figure (network round trips and transfers)",
+    },
+];
+
+/// One line of the price list as found in a run.
+#[derive(Clone, Debug)]
+pub struct Line<'a> {
+    /// The declared entry.
+    pub entry: &'static Entry,
+    /// The result it found.
+    pub m: &'a Measurement,
+}
+
+/// The price list of `doc`: every entry the run has a result for, in order.
+pub fn lines(doc: &RunDoc) -> Vec<Line<'_>> {
+    ENTRIES
+        .iter()
+        .filter_map(|e| find(doc, e.pick).map(|m| Line { entry: e, m }))
+        .collect()
+}
+
+/// The result an entry picks in `doc`, if any.
+pub fn find(doc: &RunDoc, pick: Pick) -> Option<&Measurement> {
+    let usable = |m: &&Measurement| m.median.is_finite() && m.median > 0.0;
+    match pick {
+        Pick::Id(id) => doc.results.iter().filter(usable).find(|m| m.id == id),
+        Pick::Prefix(p) => doc
+            .results
+            .iter()
+            .filter(usable)
+            .find(|m| m.id.starts_with(p)),
+        Pick::Cache(level) => {
+            let size = cache_size(doc, level)?;
+            let below = if level > 1 {
+                cache_size(doc, level - 1).unwrap_or(0)
+            } else {
+                0
+            };
+            latency_points(doc)
+                .filter(|(x, _)| *x <= size / 2 && *x > below)
+                .max_by_key(|(x, _)| *x)
+                .map(|(_, m)| m)
+        }
+        Pick::Dram => {
+            let last = doc
+                .host
+                .caches
+                .iter()
+                .filter(|c| c.kind != "Instruction")
+                .map(|c| c.size_bytes)
+                .max()?;
+            latency_points(doc)
+                .filter(|(x, _)| *x >= last.saturating_mul(2))
+                .max_by_key(|(x, _)| *x)
+                .map(|(_, m)| m)
+        }
+    }
+}
+
+/// The size of the data (or unified) cache of `level`, from the host.
+fn cache_size(doc: &RunDoc, level: u8) -> Option<u64> {
+    doc.host
+        .caches
+        .iter()
+        .find(|c| c.level == level && c.kind != "Instruction")
+        .map(|c| c.size_bytes)
+        .filter(|s| *s > 0)
+}
+
+/// The random-order latency curve: (working set in bytes, result).
+fn latency_points(doc: &RunDoc) -> impl Iterator<Item = (u64, &Measurement)> {
+    doc.results.iter().filter_map(|m| {
+        let label = m.id.strip_prefix("memory.latency.random/")?;
+        let (x, bytes) = parse_quantity(label)?;
+        (bytes && m.median.is_finite() && m.median > 0.0).then_some((x as u64, m))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::{RunInfo, SCHEMA};
+    use crate::harness::Profile;
+    use crate::host::{CacheInfo, Host};
+
+    fn doc(results: Vec<Measurement>) -> RunDoc {
+        let mut host = Host::detect();
+        host.caches = [(1, 32u64 << 10), (2, 1 << 20), (3, 32 << 20)]
+            .into_iter()
+            .map(|(level, size_bytes)| CacheInfo {
+                level,
+                kind: if level == 1 { "Data" } else { "Unified" }.into(),
+                size_bytes,
+                shared_cpus: None,
+                instances: None,
+                line_bytes: Some(64),
+                ways: None,
+            })
+            .collect();
+        RunDoc {
+            schema: SCHEMA,
+            opcost_version: "t".into(),
+            run: RunInfo {
+                id: "00000001".into(),
+                started: "2026-01-01T00:00:00Z".into(),
+                duration_s: 1.0,
+                profile: Profile::Quick,
+                label: None,
+                cpu: None,
+                interrupted: false,
+            },
+            host,
+            results,
+            skipped: Vec::new(),
+            findings: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn entries_are_about_fifteen_and_glossed() {
+        assert!((15..=25).contains(&ENTRIES.len()));
+        for e in ENTRIES {
+            assert!(!e.label.is_empty() && e.gloss.len() > 10, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn missing_entries_are_skipped_and_order_is_kept() {
+        let d = doc(vec![
+            Measurement::point("process.thread", "ns/op", 20_000.0),
+            Measurement::point("syscall.function_call", "ns/op", 1.5),
+            Measurement::point("net.http.rtt", "ns/op", 50_000.0),
+            Measurement::point("net.other", "ns/op", 1.0),
+        ]);
+        let l = lines(&d);
+        let ids: Vec<&str> = l.iter().map(|x| x.m.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["syscall.function_call", "process.thread", "net.http.rtt"]
+        );
+    }
+
+    #[test]
+    fn cache_levels_pick_points_inside_each_level() {
+        let sizes = [
+            "4KiB", "16KiB", "64KiB", "512KiB", "4MiB", "16MiB", "256MiB",
+        ];
+        let d = doc(sizes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                Measurement::point(
+                    &format!("memory.latency.random/{s}"),
+                    "ns/op",
+                    1.0 + i as f64,
+                )
+            })
+            .collect());
+        let id = |p| find(&d, p).map(|m| m.id.clone());
+        assert_eq!(
+            id(Pick::Cache(1)).as_deref(),
+            Some("memory.latency.random/16KiB")
+        );
+        assert_eq!(
+            id(Pick::Cache(2)).as_deref(),
+            Some("memory.latency.random/512KiB")
+        );
+        assert_eq!(
+            id(Pick::Cache(3)).as_deref(),
+            Some("memory.latency.random/16MiB")
+        );
+        assert_eq!(
+            id(Pick::Dram).as_deref(),
+            Some("memory.latency.random/256MiB")
+        );
+        assert_eq!(id(Pick::Cache(4)), None);
+    }
+}
