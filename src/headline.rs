@@ -39,7 +39,7 @@ pub struct Entry {
 }
 
 /// The price list, in the order it is shown.
-pub const ENTRIES: &[Entry] = &[
+pub static ENTRIES: &[Entry] = &[
     Entry {
         pick: Pick::Id("syscall.function_call"),
         label: "function call",
