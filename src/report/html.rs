@@ -229,7 +229,9 @@ h2 { border-bottom: 1px solid var(--line); padding-bottom: 0.2em; margin-top: 1.
 .meta { color: var(--muted); }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid var(--line); padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+table.hosts { width: 100%; }
 table.hosts td { overflow-wrap: anywhere; }
+table.hosts th, table.caches th { white-space: nowrap; }
 table.scores th, table.geomeans th { white-space: nowrap; }
 th { background: var(--head); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
@@ -502,10 +504,11 @@ fn area_charts(
                         (false, _) => names[ri].clone(),
                     };
                     // Three cues per series, so that none depends on colour
-                    // alone: several runs differ in colour and line pattern,
-                    // several benchmarks in marker shape.
+                    // alone: several runs differ in colour and line pattern
+                    // (and marker when the chart has one benchmark), several
+                    // benchmarks in marker shape.
                     let (color, dash, marker) = if docs.len() > 1 {
-                        (ri, ri, bi)
+                        (ri, ri, if group.len() > 1 { bi } else { ri })
                     } else {
                         (series.len(), series.len(), series.len())
                     };
