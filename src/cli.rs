@@ -72,6 +72,10 @@ pub struct RunArgs {
     /// Samples per benchmark (overrides the profile's count and its time budget).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
     pub samples: Option<u32>,
+    /// Independent rounds per benchmark (overrides the profile's count);
+    /// the result's interval comes from the spread of its rounds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: Option<u32>,
     /// Directory for file benchmarks (default: a private temp dir).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -95,6 +99,7 @@ impl RunArgs {
             json: None,
             cpu: None,
             samples: None,
+            rounds: None,
             dir: None,
             label: None,
             no_save: false,
@@ -143,9 +148,11 @@ pub struct ShowArgs {
 /// Options of `opcost compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Run A, the reference: an id (or unique prefix), `latest`, `host:NAME` or a JSON file.
+    /// Run A, the reference: an id (or unique prefix), `latest`, `host:NAME`
+    /// or a JSON file; several runs of one side joined by commas
+    /// (`3f2a,77c1,9e04`), or the latest N runs of a host (`host:NAME@N`).
     pub a: String,
-    /// Run B, compared with A.
+    /// Run B, compared with A (the same forms).
     pub b: String,
     /// Only benchmarks matching these id prefixes or globs.
     pub patterns: Vec<String>,
@@ -153,6 +160,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT", default_value_t = 5.0,
           value_parser = parse_percent)]
     pub threshold: f64,
+    /// Do not use earlier runs of the same host in the history as the noise floor.
+    #[arg(long)]
+    pub no_history: bool,
     /// How the comparison is printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
