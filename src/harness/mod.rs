@@ -511,6 +511,47 @@ impl Measurement {
         self.summary.ci_rel()
     }
 
+    /// One measurement from the rounds of several (runs of one benchmark
+    /// made one round each, e.g. the alternating children of `opcost ab`):
+    /// rounds and samples joined, statistics and interval computed again.
+    /// `None` when `parts` is empty or its units or ids differ.
+    pub fn merge_rounds(parts: &[Measurement]) -> Option<Measurement> {
+        let first = parts.first()?;
+        if parts
+            .iter()
+            .any(|m| m.id != first.id || m.unit != first.unit)
+        {
+            return None;
+        }
+        let mut m = first.clone();
+        m.rounds = parts.iter().flat_map(|p| p.rounds.clone()).collect();
+        m.samples = parts.iter().flat_map(|p| p.samples.clone()).collect();
+        let mut summary = stats::Summary::of(&m.samples)?;
+        if let Some((lo, hi)) = stats::round_interval(&m.used_round_medians(), summary.median) {
+            summary.ci_low = lo;
+            summary.ci_high = hi;
+        }
+        m.summary = summary;
+        m.noisy = m.summary.ci_rel() > runner::NOISE_THRESHOLD;
+        m.warnings = Vec::new();
+        for w in parts.iter().flat_map(|p| &p.warnings) {
+            // Noise is judged again on the joined rounds.
+            if !w.starts_with("noisy:") && !m.warnings.contains(w) {
+                m.warnings.push(w.clone());
+            }
+        }
+        if m.noisy {
+            m.warnings.push(
+                warnings::Warning::Noisy {
+                    ci_rel: m.summary.ci_rel(),
+                    threshold: runner::NOISE_THRESHOLD,
+                }
+                .to_string(),
+            );
+        }
+        Some(m)
+    }
+
     /// The medians of the rounds that count toward the estimate.
     pub fn used_round_medians(&self) -> Vec<f64> {
         self.rounds

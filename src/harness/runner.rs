@@ -251,6 +251,9 @@ pub fn run(
         interference.nivcsw,
     );
     out.interrupted |= ctx.stopping();
+    // Skips in run order, whatever order the rounds ran in.
+    let position = |id: &str| tracks.iter().position(|t| t.id == id);
+    out.skipped.sort_by_key(|s| position(&s.id));
     let stopped = out.interrupted;
     for (i, t) in tracks.iter().enumerate() {
         if t.out {
@@ -364,12 +367,11 @@ fn judge_and_remeasure(
             let new = t.rounds.len() - 1;
             t.rounds[new].canary = Some(c.max(after) / base);
             t.rounds[new].slow = !fast;
-            if fast {
-                // The slow round stays on record but leaves the estimate.
-                t.rounds[pass].used = false;
-                t.samples_ns[pass].clear();
-                replaced += 1;
-            }
+            // Both rounds stay on record; the slower one leaves the estimate.
+            let left_out = if fast { pass } else { new };
+            t.rounds[left_out].used = false;
+            t.samples_ns[left_out].clear();
+            replaced += usize::from(fast);
         }
     }
     (slow_rounds, replaced)
@@ -931,6 +933,77 @@ mod tests {
         assert!(!warned(Unit::Throughput {
             bytes_per_op: 100.0
         }));
+    }
+
+    #[test]
+    fn a_panicking_benchmark_is_recorded_as_failed_and_the_rest_goes_on() {
+        struct Boom;
+        impl Timed for Boom {
+            fn run(&mut self, _ops: u64) -> anyhow::Result<Duration> {
+                panic!("index out of bounds in the test");
+            }
+        }
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(6),
+            rounds: Some(2),
+        };
+        let boom = crate::suites::FnBench::new("t.boom", "x", Unit::Latency, |_| {
+            Ok(Box::new(Boom) as Box<dyn Timed>)
+        })
+        .boxed();
+        let out = run(
+            vec![boom, fake("t.ok", 100, None)],
+            &ctx(),
+            &opts,
+            &mut |_| {},
+        );
+        assert_eq!(out.measurements.len(), 1);
+        assert_eq!(out.measurements[0].id, "t.ok");
+        let s = &out.skipped[0];
+        assert!(s.failed && s.reason.contains("panicked") && s.reason.contains("out of bounds"));
+    }
+
+    #[test]
+    fn rounds_share_out_the_samples_and_each_is_recorded() {
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(10),
+            rounds: Some(3),
+        };
+        assert_eq!(
+            (0..3).map(|r| opts.round_samples(r)).collect::<Vec<_>>(),
+            vec![4, 3, 3]
+        );
+        let mut interim = 0;
+        let out = run(
+            vec![fake("t.a", 1000, Some("k")), fake("t.b", 3000, Some("k"))],
+            &ctx(),
+            &opts,
+            &mut |e| {
+                if let Event::Result(..) = e {
+                    interim += 1;
+                }
+            },
+        );
+        // A result after each round of each benchmark, and the final ones.
+        assert!(interim >= 3 * 2 + 2, "{interim}");
+        let a = &out.measurements[0];
+        // Three rounds count; a slow one measured again stays on record, unused.
+        assert_eq!(a.rounds.iter().filter(|r| r.used).count(), 3);
+        assert_eq!(a.samples.len(), 10);
+        assert!(a.rounds.iter().all(|r| r.canary.is_some()));
+        // Exact fake times: every round agrees, so the interval is a point.
+        assert!((a.ci_high / a.ci_low - 1.0).abs() < 1e-9);
+        let st = out.stability.expect("the canary ran");
+        assert!(st.checks >= 4 && st.canary_ns > 0.0); // one per group round, one at the end
+        // More rounds than samples: one sample per round.
+        let few = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(3),
+            rounds: Some(10),
+        };
+        assert_eq!(few.rounds(), 3);
     }
 
     #[test]
