@@ -117,7 +117,8 @@ pub struct RunOutcome {
 pub enum Event<'a> {
     /// A round of a benchmark (or interleaved group) starts; the ids it covers.
     Started(&'a [String]),
-    /// A round of a benchmark finished (measured, skipped or failed); its share of the budget.
+    /// A round of a benchmark finished (measured, skipped or failed): the
+    /// share of its budget now spent (all that is left when it drops out).
     Finished(&'a str, Duration),
     /// The result of the benchmark at position `.0` of the run, from the rounds done so far.
     Result(usize, &'a Measurement),
@@ -428,6 +429,9 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
     let before = Snapshot::now();
     let load = canary::load1();
     let mut live: Vec<Live> = Vec::new();
+    // The budget of this round and the ones after it, for the progress of
+    // a benchmark that drops out.
+    let left = |t: &Track| (t.budget / rounds as u32) * rounds.saturating_sub(pass) as u32;
 
     for &i in group {
         let t = &mut tracks[i];
@@ -446,12 +450,12 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
                     PrepareError::Fail(err) => format!("{err:#}"),
                 };
                 drop_out(t, rc.out, reason, failed);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
                 continue;
             }
             Err(p) => {
                 drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
                 continue;
             }
         };
@@ -476,11 +480,11 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
             }
             Ok(Err(e)) => {
                 drop_out(t, rc.out, format!("{e:#}"), true);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
             }
             Err(p) => {
                 drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
             }
         }
     }
@@ -526,7 +530,8 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
             if let Some(reason) = err {
                 drop_out(t, rc.out, reason, true);
                 l.done = true;
-                (rc.progress)(Event::Finished(&t.id, l.budget));
+                // This round is counted below; the rounds it will not run, here.
+                (rc.progress)(Event::Finished(&t.id, left(t).saturating_sub(l.budget)));
                 continue;
             }
             let n = l.samples_ns.len();
