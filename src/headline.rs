@@ -224,42 +224,24 @@ fn latency_points(doc: &RunDoc) -> impl Iterator<Item = (u64, &Measurement)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::{RunInfo, SCHEMA};
-    use crate::harness::Profile;
-    use crate::host::{CacheInfo, Host};
+    use crate::host::CacheInfo;
 
+    /// The shipped reference run with these results and known cache sizes.
     fn doc(results: Vec<Measurement>) -> RunDoc {
-        let mut host = Host::detect();
-        host.caches = [(1, 32u64 << 10), (2, 1 << 20), (3, 32 << 20)]
+        let mut d: RunDoc =
+            serde_json::from_str(crate::score::REFERENCE_JSON).expect("the reference is a run");
+        d.host.caches = [(1, 32u64 << 10), (2, 1 << 20), (3, 32 << 20)]
             .into_iter()
             .map(|(level, size_bytes)| CacheInfo {
                 level,
                 kind: if level == 1 { "Data" } else { "Unified" }.into(),
                 size_bytes,
-                shared_cpus: None,
-                instances: None,
                 line_bytes: Some(64),
-                ways: None,
+                ..CacheInfo::default()
             })
             .collect();
-        RunDoc {
-            schema: SCHEMA,
-            opcost_version: "t".into(),
-            run: RunInfo {
-                id: "00000001".into(),
-                started: "2026-01-01T00:00:00Z".into(),
-                duration_s: 1.0,
-                profile: Profile::Quick,
-                label: None,
-                cpu: None,
-                interrupted: false,
-            },
-            host,
-            results,
-            skipped: Vec::new(),
-            findings: Vec::new(),
-            warnings: Vec::new(),
-        }
+        d.results = results;
+        d
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
             label: Some(format!("label of {id}")),
             cpu: None,
             interrupted: false,
+            incomplete: false,
         },
         host: host(hostname),
         findings: vec![Finding {
@@ -71,6 +72,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
         results,
         skipped: Vec::new(),
         warnings: vec!["clocksource is not tsc".into()],
+        stability: None,
     }
 }
 
@@ -149,15 +151,16 @@ pub fn real_runs(n: usize) -> Vec<RunDoc> {
                 };
                 // A time factor: values that are times scale by it, rates by its inverse.
                 let k = if m.higher_is_better() { 1.0 / f } else { f };
+                let s = &mut m.summary;
                 for v in [
-                    &mut m.median,
-                    &mut m.mean,
-                    &mut m.min,
-                    &mut m.max,
-                    &mut m.p5,
-                    &mut m.p95,
-                    &mut m.ci_low,
-                    &mut m.ci_high,
+                    &mut s.median,
+                    &mut s.mean,
+                    &mut s.min,
+                    &mut s.max,
+                    &mut s.p5,
+                    &mut s.p95,
+                    &mut s.ci_low,
+                    &mut s.ci_high,
                 ] {
                     *v *= k;
                 }
