@@ -52,11 +52,18 @@ pub enum Warning {
     },
     /// The run is in a virtual machine.
     Virtualized(String),
+    /// The CPU lacks the instructions a crypto crate would use (named), so
+    /// its portable implementation was measured.
+    NoCryptoInstructions(&'static str),
 }
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::NoCryptoInstructions(which) => write!(
+                f,
+                "no {which} instructions on this CPU: the crate's portable (constant-time) implementation was measured, not the hardware path"
+            ),
             Warning::BelowOneCycle { ns, ghz } => write!(
                 f,
                 "{ns:.3} ns/op is below one CPU cycle at {ghz:.1} GHz: the work was probably optimised away"

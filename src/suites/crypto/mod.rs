@@ -15,6 +15,7 @@ use aes_gcm::{Aes256Gcm, Key, Nonce};
 use sha2::{Digest, Sha256};
 
 use super::{FnBench, Looped, Suite, fmt_ratio, get};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, Unit};
 use crate::host::Host;
 
@@ -94,12 +95,15 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     counter += 1;
                     let mut n = [0u8; 12];
                     n[..8].copy_from_slice(&counter.to_le_bytes());
-                    let tag = cipher
-                        .encrypt_inout_detached(&Nonce::from(n), b"", buf.as_mut_slice().into());
+                    let tag = cipher.encrypt_inout_detached(
+                        &Nonce::from(n),
+                        b"",
+                        buf.as_mut_slice().into(),
+                    );
                     black_box(tag.ok());
                 });
                 if !aes_hw {
-                    l = l.warn("no AES/CLMUL instructions on this CPU: the portable (bitsliced) implementation");
+                    l = l.warn(Warning::NoCryptoInstructions("AES-NI/CLMUL").to_string());
                 }
                 Ok(l.boxed())
             },
@@ -119,7 +123,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     black_box(Sha256::digest(black_box(&buf)));
                 });
                 if !sha_hw {
-                    l = l.warn("no SHA instructions on this CPU: the portable implementation");
+                    l = l.warn(Warning::NoCryptoInstructions("SHA").to_string());
                 }
                 Ok(l.boxed())
             },
