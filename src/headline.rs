@@ -20,7 +20,7 @@ pub enum Pick {
     Prefix(&'static str),
     /// Random-access latency inside cache level N: the largest
     /// `memory.latency.random` working set at most half of that level
-    /// (and above the level below).
+    /// (and above the level below), sizes as the run's curve shows them.
     Cache(u8),
     /// Random-access latency in main memory: the largest working set, when
     /// it is at least twice the last cache level.
@@ -187,13 +187,7 @@ pub fn find(doc: &RunDoc, pick: Pick) -> Option<&Measurement> {
                 .map(|(_, m)| m)
         }
         Pick::Dram => {
-            let last = doc
-                .host
-                .caches
-                .iter()
-                .filter(|c| c.kind != "Instruction")
-                .map(|c| c.size_bytes)
-                .max()?;
+            let last = (1..=4).filter_map(|l| cache_size(doc, l)).max()?;
             latency_points(doc)
                 .filter(|(x, _)| *x >= last.saturating_mul(2))
                 .max_by_key(|(x, _)| *x)
@@ -202,14 +196,29 @@ pub fn find(doc: &RunDoc, pick: Pick) -> Option<&Measurement> {
     }
 }
 
-/// The size of the data (or unified) cache of `level`, from the host.
+/// The size of cache level `level`: as the memory suite detected it on the
+/// run's latency curve (its finding `L1d ~48 KiB @ ...`, value in bytes),
+/// else as sysfs gives it. Detection first, because a virtual machine's
+/// sysfs may name a last-level cache its share of the host does not have.
 fn cache_size(doc: &RunDoc, level: u8) -> Option<u64> {
-    doc.host
-        .caches
+    let name = if level == 1 {
+        "L1d ~".to_string()
+    } else {
+        format!("L{level} ~")
+    };
+    let detected = doc
+        .findings
         .iter()
-        .find(|c| c.level == level && c.kind != "Instruction")
-        .map(|c| c.size_bytes)
-        .filter(|s| *s > 0)
+        .find(|f| f.area == "memory" && f.text.starts_with(&name) && f.unit == "B")
+        .map(|f| f.value as u64);
+    detected.filter(|s| *s > 0).or_else(|| {
+        doc.host
+            .caches
+            .iter()
+            .find(|c| c.level == level && c.kind != "Instruction")
+            .map(|c| c.size_bytes)
+            .filter(|s| *s > 0)
+    })
 }
 
 /// The random-order latency curve: (working set in bytes, result).
@@ -241,6 +250,7 @@ mod tests {
             })
             .collect();
         d.results = results;
+        d.findings.clear();
         d
     }
 
@@ -302,5 +312,37 @@ mod tests {
             Some("memory.latency.random/256MiB")
         );
         assert_eq!(id(Pick::Cache(4)), None);
+    }
+
+    #[test]
+    fn detected_levels_win_over_sysfs() {
+        let sizes = ["16KiB", "256KiB", "768KiB", "16MiB", "256MiB"];
+        let mut d = doc(sizes
+            .iter()
+            .map(|s| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", 1.0))
+            .collect());
+        // sysfs says 1 MiB of L2 and 32 MiB of L3, the curve 378 KiB and 1.7 MiB.
+        let level = |text: &str, value: f64| crate::harness::Finding {
+            area: "memory".into(),
+            text: text.into(),
+            value,
+            unit: "B".into(),
+        };
+        d.findings = vec![
+            level("L2 ~378 KiB @ 3.75 ns; sysfs: 512 KiB", 378.0 * 1024.0),
+            level(
+                "L3 ~1.7 MiB @ 14.1 ns; sysfs: 32 MiB, which the curve contradicts",
+                1.7 * 1048576.0,
+            ),
+        ];
+        let id = |p| find(&d, p).map(|m| m.id.clone());
+        assert_eq!(
+            id(Pick::Cache(3)).as_deref(),
+            Some("memory.latency.random/768KiB")
+        );
+        assert_eq!(
+            id(Pick::Dram).as_deref(),
+            Some("memory.latency.random/256MiB")
+        );
     }
 }
