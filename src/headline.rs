@@ -16,8 +16,10 @@ use crate::report::html::parse_quantity;
 pub enum Pick {
     /// Exactly this benchmark id.
     Id(&'static str),
-    /// The first result (in run order) whose id starts with this prefix.
-    Prefix(&'static str),
+    /// The first result (in run order) whose id starts with the first of
+    /// these prefixes that any result has: a suite's headline figure, then
+    /// anything of the suite.
+    Prefix(&'static [&'static str]),
     /// Random-access latency inside cache level N: the largest
     /// `memory.latency.random` working set at most half of that level
     /// (and above the level below), sizes as the run's curve shows them.
@@ -106,6 +108,11 @@ pub static ENTRIES: &[Entry] = &[
         gloss: "memcpy of a buffer far larger than the caches, one thread",
     },
     Entry {
+        pick: Pick::Id("memory.bandwidth.stream_triad/threads=all"),
+        label: "memory bandwidth, all CPUs",
+        gloss: "STREAM triad on every CPU at once: what the memory system can feed",
+    },
+    Entry {
         pick: Pick::Id("storage.rand.read.qd1"),
         label: "4 KiB random read",
         gloss: "one uncached block read from the disk, waiting for each",
@@ -131,19 +138,19 @@ pub static ENTRIES: &[Entry] = &[
         gloss: "sysbench-style prime counting up to 10000, events per second",
     },
     Entry {
-        pick: Pick::Prefix("text."),
-        label: "text",
-        gloss: "the text suite's first figure (string and Unicode handling)",
+        pick: Pick::Prefix(&["text.cmp.icu.tertiary/sv", "text.cmp.", "text."]),
+        label: "word compare (collation)",
+        gloss: "ordering two words as a language's dictionary does (collation)",
     },
     Entry {
-        pick: Pick::Prefix("codec."),
+        pick: Pick::Prefix(&["codec.json.zstd-1.compress", "codec."]),
         label: "compression",
-        gloss: "the codec suite's first figure (compressing and decompressing data)",
+        gloss: "compressing data (JSON with zstd at its fastest level when measured)",
     },
     Entry {
-        pick: Pick::Prefix("net."),
-        label: "network",
-        gloss: "the net suite's first figure (network round trips and transfers)",
+        pick: Pick::Prefix(&["net.loopback.tcp.crr", "net.loopback.tcp.rr/", "net."]),
+        label: "TCP connect + request",
+        gloss: "opening a connection, one request and its reply, closing (loopback)",
     },
 ];
 
@@ -169,11 +176,12 @@ pub fn find(doc: &RunDoc, pick: Pick) -> Option<&Measurement> {
     let usable = |m: &&Measurement| m.median.is_finite() && m.median > 0.0;
     match pick {
         Pick::Id(id) => doc.results.iter().filter(usable).find(|m| m.id == id),
-        Pick::Prefix(p) => doc
-            .results
-            .iter()
-            .filter(usable)
-            .find(|m| m.id.starts_with(p)),
+        Pick::Prefix(prefixes) => prefixes.iter().find_map(|p| {
+            doc.results
+                .iter()
+                .filter(usable)
+                .find(|m| m.id.starts_with(p))
+        }),
         Pick::Cache(level) => {
             let size = cache_size(doc, level)?;
             let below = if level > 1 {
@@ -267,14 +275,18 @@ mod tests {
         let d = doc(vec![
             Measurement::point("process.thread", "ns/op", 20_000.0),
             Measurement::point("syscall.function_call", "ns/op", 1.5),
-            Measurement::point("net.http.rtt", "ns/op", 50_000.0),
             Measurement::point("net.other", "ns/op", 1.0),
+            Measurement::point("net.loopback.tcp.crr", "ns/op", 50_000.0),
         ]);
         let l = lines(&d);
         let ids: Vec<&str> = l.iter().map(|x| x.m.id.as_str()).collect();
         assert_eq!(
             ids,
-            ["syscall.function_call", "process.thread", "net.http.rtt"]
+            [
+                "syscall.function_call",
+                "process.thread",
+                "net.loopback.tcp.crr"
+            ]
         );
     }
 
