@@ -7,6 +7,8 @@ pub mod compare;
 pub mod document;
 pub mod harness;
 pub mod host;
+pub mod os;
 pub mod report;
 pub mod store;
 pub mod suites;
+pub mod units;

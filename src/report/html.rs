@@ -12,10 +12,9 @@ use std::fmt::Write;
 
 use super::charts::{self, Bar, BarGroup, Point, Series};
 use super::table::NOISY_MARK;
-use super::units::{human, human_bytes};
 use crate::document::RunDoc;
 use crate::harness::Measurement;
-use crate::suites::fmt_ratio;
+use crate::units::{fmt_ratio, human, human_bytes, parse_quantity};
 
 /// Most curves drawn in one sweep chart before it is split by benchmark.
 pub const MAX_SERIES: usize = 8;
@@ -108,31 +107,6 @@ fn param_named_for(m: &Measurement, x: f64, bytes: bool) -> Option<String> {
             _ => false,
         })
         .map(|(k, _)| k.clone())
-}
-
-/// Parses `32KiB`, `4MiB`, `64B`, `1.5GiB`, `16K`, `100MB`, `8` into a value
-/// and whether it is a byte count.
-pub fn parse_quantity(s: &str) -> Option<(f64, bool)> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, suffix) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let k = 1024f64;
-    let (mult, bytes) = match suffix {
-        "" => (1.0, false),
-        "B" | "b" => (1.0, true),
-        "KiB" | "K" | "k" => (k, true),
-        "MiB" | "M" => (k * k, true),
-        "GiB" | "G" => (k * k * k, true),
-        "TiB" | "T" => (k * k * k * k, true),
-        "kB" | "KB" => (1e3, true),
-        "MB" => (1e6, true),
-        "GB" => (1e9, true),
-        _ => return None,
-    };
-    Some((v * mult, bytes))
 }
 
 /// Renders the report of `docs` (one or more runs, side by side).
@@ -647,17 +621,6 @@ fn notes_section(h: &mut String, docs: &[RunDoc], names: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantities_parse_with_binary_and_decimal_units() {
-        assert_eq!(parse_quantity("32KiB"), Some((32768.0, true)));
-        assert_eq!(parse_quantity("64B"), Some((64.0, true)));
-        assert_eq!(parse_quantity("1.5MiB"), Some((1.5 * 1048576.0, true)));
-        assert_eq!(parse_quantity("100MB"), Some((1e8, true)));
-        assert_eq!(parse_quantity("8"), Some((8.0, false)));
-        assert_eq!(parse_quantity("fast"), None);
-        assert_eq!(parse_quantity("4x"), None);
-    }
 
     #[test]
     fn escapes_markup() {

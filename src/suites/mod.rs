@@ -339,17 +339,6 @@ pub fn get<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
     ms.iter().find(|m| m.id == id)
 }
 
-/// A ratio as shown in findings: `14.2×`, `1.05×`, `312×`.
-pub fn fmt_ratio(r: f64) -> String {
-    if r >= 100.0 {
-        format!("{r:.0}×")
-    } else if r >= 10.0 {
-        format!("{r:.1}×")
-    } else {
-        format!("{r:.2}×")
-    }
-}
-
 /// A finding that states `value` (a ratio, unit `x`).
 pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
     Finding {
@@ -358,17 +347,6 @@ pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
         value,
         unit: "x".to_string(),
     }
-}
-
-/// Formats a byte count as a sweep label: `64B`, `4KiB`, `1MiB`, `1GiB`.
-pub fn size_label(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (scale, name) in UNITS {
-        if bytes >= scale && bytes.is_multiple_of(scale) {
-            return format!("{}{name}", bytes / scale);
-        }
-    }
-    format!("{bytes}B")
 }
 
 #[cfg(test)]
@@ -439,13 +417,5 @@ mod tests {
             .unwrap();
         assert!(err.to_string().contains("--profile"), "{err}");
         assert!(for_profile(Vec::new(), Profile::Quick).unwrap().is_empty());
-    }
-
-    #[test]
-    fn size_labels() {
-        assert_eq!(size_label(64), "64B");
-        assert_eq!(size_label(4096), "4KiB");
-        assert_eq!(size_label(1 << 20), "1MiB");
-        assert_eq!(size_label(1536), "1536B");
     }
 }

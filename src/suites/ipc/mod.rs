@@ -30,12 +30,12 @@ pub mod socket;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{PrepareFn, Suite, fmt_ratio, get, ratio_finding, size_label};
+use super::{PrepareFn, Suite, get, ratio_finding};
 use crate::harness::{
     Bench, Ctx, Finding, Measurement, Params, PrepareError, Profile, Timed, Unit,
 };
 use crate::host::Host;
-use crate::report::units::human;
+use crate::units::{fmt_ratio, human, size_label};
 use link::{RoundTrip, Throughput};
 use peer::{Cpus, Placement};
 use shm::Wake;

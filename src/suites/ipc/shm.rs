@@ -19,9 +19,9 @@ use nix::unistd::ftruncate;
 use super::check::{Fnv, pattern, stream_mismatch, verify_len};
 use super::link::End;
 use super::peer::{
-    Before, Bell, Buf, Cpus, Ctl, EXIT_OK, Mapping, Padded, Peer, Pinned, STALL_LIMIT, Shared,
-    Spin, Step,
+    Before, Bell, Buf, Cpus, Ctl, EXIT_OK, Mapping, Padded, Peer, STALL_LIMIT, Shared, Spin, Step,
 };
+use crate::harness::affinity::Pinned;
 use crate::harness::{PrepareError, Timed};
 
 /// How the two ends of a ring wait for each other.

@@ -19,9 +19,10 @@ pub mod region;
 
 use serde_json::json;
 
-use super::{FnBench, Suite, size_label};
+use super::{FnBench, Suite};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Unit};
 use crate::host::Host;
+use crate::units::{fmt_ratio, human_ns, size_label};
 use bandwidth::{Kernel, Plan};
 use latency::Order;
 use region::Pages;
@@ -482,7 +483,7 @@ fn level_name(level: usize) -> String {
 
 /// Latency with cycles when the clock is known: `4.1 ns (11 cycles)`.
 fn ns_cycles(ns: f64, ghz: Option<f64>) -> String {
-    let t = crate::report::units::human_ns(ns);
+    let t = human_ns(ns);
     match ghz {
         Some(g) => {
             let c = ns * g;
@@ -540,7 +541,7 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                     format!(
                         "sysfs: {}, which the curve contradicts ({} apart)",
                         approx_size(s),
-                        super::fmt_ratio(r)
+                        fmt_ratio(r)
                     )
                 }
             }
@@ -598,7 +599,7 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "TLB step at ~{} with 4 KiB pages: {} slower than on huge pages just past it (page walks, not a cache level)",
                 approx_size(t.size),
-                super::fmt_ratio(t.ratio)
+                fmt_ratio(t.ratio)
             ),
             t.ratio,
             "x",
@@ -614,9 +615,9 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
                 approx_size(s.size),
-                crate::report::units::human_ns(s.ns),
-                crate::report::units::human_ns(p.ns),
-                super::fmt_ratio(s.ns / p.ns)
+                human_ns(s.ns),
+                human_ns(p.ns),
+                fmt_ratio(s.ns / p.ns)
             ),
             s.ns / p.ns,
             "x",
@@ -633,9 +634,9 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "at {} a sequential 64-byte stride takes {} per load, random order {} ({} slower): the prefetcher hides the cliffs",
                 approx_size(r.size),
-                crate::report::units::human_ns(p.ns),
-                crate::report::units::human_ns(r.ns),
-                super::fmt_ratio(r.ns / p.ns)
+                human_ns(p.ns),
+                human_ns(r.ns),
+                fmt_ratio(r.ns / p.ns)
             ),
             r.ns / p.ns,
             "x",
@@ -645,7 +646,7 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
 }
 
 fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
-    use crate::report::units::human;
+    use crate::units::human;
     let mut out = Vec::new();
     for kernel in [
         Kernel::Read,
@@ -672,7 +673,7 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
                 kernel.name(),
                 human(one.median, "B/s"),
                 human(all.median, "B/s"),
-                super::fmt_ratio(all.median / one.median),
+                fmt_ratio(all.median / one.median),
                 kernel.accounting()
             ),
             all.median / one.median,
@@ -709,7 +710,7 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
                     .collect::<Vec<_>>()
                     .join(", "),
                 human(mem, "B/s"),
-                super::fmt_ratio(best / mem)
+                fmt_ratio(best / mem)
             ),
             best / mem,
             "x",

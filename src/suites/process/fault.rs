@@ -20,7 +20,7 @@ use super::sched::{Waiting, run_delay_ns};
 use super::spawn::page_size;
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
-use crate::report::units::human_bytes;
+use crate::units::human_bytes;
 
 /// Most memory one anonymous batch maps.
 const ANON_MAX_BYTES: usize = 64 << 20;

@@ -10,21 +10,16 @@
 //! The growth curve writes every page of an N-byte region in the parent
 //! before forking; N stops short of what the machine has free.
 
-mod child;
 mod fault;
 mod sched;
 mod spawn;
 mod switch;
 mod target;
 
-/// Serialises the unit tests (of any suite) that start child processes.
-#[cfg(test)]
-pub(crate) use child::test_lock;
-
-use super::{FnBench, Suite, fmt_ratio, get, median_of, ratio_finding, size_label};
+use super::{FnBench, Suite, get, median_of, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement, PrepareError, Unit};
 use crate::host::Host;
-use crate::report::units::human_ns;
+use crate::units::{fmt_ratio, human_ns, size_label};
 use fault::{Faults, Kind};
 use spawn::{Method, Region, Spawner};
 use switch::{Peer, PingPong};

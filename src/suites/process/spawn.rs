@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow};
 
-use super::child::{Child, SignalsBlocked, Slot, check_status};
 use super::sched::{Waiting, run_delay_ns};
 use super::target::{ExecPtrs, ExecTarget};
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
-use crate::report::units::human_bytes;
+use crate::os::child::{Child, SignalsBlocked, Slot, check_status};
+use crate::units::human_bytes;
 
 /// A way to start work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -658,9 +658,9 @@ fn start_n(method: Method, exe: Option<&std::path::Path>, n: usize) -> anyhow::R
 
 #[cfg(test)]
 mod tests {
-    use super::super::child::{alive, test_lock};
     use super::super::target::install_static;
     use super::*;
+    use crate::os::child::{alive, test_lock};
 
     const ALL: [Method; 10] = [
         Method::ForkExit,

@@ -14,7 +14,7 @@ use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
 use super::location::{Location, locate};
 use crate::harness::scratch::ScratchDir;
 use crate::harness::{Ctx, PrepareError, Profile};
-use crate::report::units::human_bytes;
+use crate::units::human_bytes;
 
 /// One MiB, the sequential block size.
 pub const MIB: u64 = 1 << 20;

@@ -20,10 +20,10 @@ pub mod tree;
 
 use std::path::Path;
 
-use super::{Suite, fmt_ratio, get, ratio_finding};
+use super::{Suite, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement};
 use crate::host::Host;
-use crate::report::units::{human, human_bytes};
+use crate::units::{fmt_ratio, human, human_bytes};
 
 /// Below this hot/cold ratio the "cold" read was probably served from a cache.
 const COLD_AS_HOT: f64 = 1.5;

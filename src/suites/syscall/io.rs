@@ -28,7 +28,8 @@ use anyhow::{Context, bail};
 use super::raw::{self, nr};
 use super::undisturbed::Undisturbed;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
-use crate::suites::{FnBench, size_label};
+use crate::suites::FnBench;
+use crate::units::size_label;
 
 /// Request sizes of the sweep, in bytes.
 pub const SWEEP_SIZES: [usize; 9] = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536];
