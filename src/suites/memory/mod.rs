@@ -19,7 +19,7 @@ pub mod region;
 
 use serde_json::json;
 
-use super::{FnBench, Suite};
+use super::{Budget, FnBench, Suite};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Unit};
 use crate::host::Host;
 use crate::units::{fmt_ratio, human_ns, size_label};
@@ -49,49 +49,8 @@ pub const LATENCY_BUDGET: f64 = 0.5;
 /// Budget of one bandwidth benchmark relative to the profile's default:
 /// at the default profile the interleaved pair maps and fills several
 /// 4x-LLC arrays before its first sample, which takes a good part of it.
-pub fn bandwidth_budget(profile: Profile) -> f64 {
-    match profile {
-        Profile::Quick => 1.0,
-        Profile::Default => 1.5,
-        Profile::Thorough => 1.0,
-    }
-}
+pub const BANDWIDTH_BUDGET: Budget = Budget::Scaled([1.0, 1.5, 1.0]);
 
-/// A benchmark whose time budget scales differently per profile.
-struct WithBudget {
-    inner: Box<dyn Bench>,
-    scale: fn(Profile) -> f64,
-}
-
-impl Bench for WithBudget {
-    fn id(&self) -> &str {
-        self.inner.id()
-    }
-    fn summary(&self) -> &str {
-        self.inner.summary()
-    }
-    fn unit(&self) -> Unit {
-        self.inner.unit()
-    }
-    fn params(&self) -> crate::harness::Params {
-        self.inner.params()
-    }
-    fn overhead(&self) -> crate::harness::Overhead {
-        self.inner.overhead()
-    }
-    fn budget(&self, profile: Profile) -> std::time::Duration {
-        self.inner.budget(profile).mul_f64((self.scale)(profile))
-    }
-    fn interleave(&self) -> Option<&str> {
-        self.inner.interleave()
-    }
-    fn runs_at(&self, profile: Profile) -> bool {
-        self.inner.runs_at(profile)
-    }
-    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn crate::harness::Timed>, PrepareError> {
-        self.inner.prepare(ctx)
-    }
-}
 /// Sizes of the cache-resident copies (each of source and destination).
 pub const CACHED_COPY_SIZES: [u64; 4] = [8 << 10, 64 << 10, 512 << 10, 4 << 20];
 
@@ -361,11 +320,9 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             )
             .param("threads", tag)
             .param("accounting", kernel.accounting())
-            .interleave(format!("memory.bandwidth.{}", kernel.name()));
-            out.push(Box::new(WithBudget {
-                inner: b.boxed(),
-                scale: bandwidth_budget,
-            }));
+            .interleave(format!("memory.bandwidth.{}", kernel.name()))
+            .with_budget(BANDWIDTH_BUDGET);
+            out.push(b.boxed());
         }
     }
     for size in CACHED_COPY_SIZES {
