@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{FnBench, Suite, get};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::Host;
 use chains::{BRANCH_DATA, Op, Ty};
@@ -142,9 +143,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             |_ctx: &Ctx| {
                 let mut warnings = Vec::new();
                 if let Err(why) = counters::availability() {
-                    warnings.push(format!(
-                        "hardware counters unavailable: {why}; cycle figures of this run are estimated from this clock"
-                    ));
+                    warnings.push(Warning::NoCounters { why }.to_string());
                 }
                 Ok(Box::new(Chain::new(chains::add_chain, warnings)) as Box<dyn Timed>)
             },
@@ -176,10 +175,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     }
                     let mut warnings = Vec::new();
                     if !chains::BRANCH_IS_ASM {
-                        warnings.push(
-                            "on this architecture the compiler may turn the branch into a conditional move"
-                                .to_string(),
-                        );
+                        warnings.push(Warning::BranchMayBeCmov.to_string());
                     }
                     Ok(Box::new(Branches {
                         data,
@@ -222,10 +218,7 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
             }
             let mut warnings = Vec::new();
             if !chains::OPAQUE_IS_FREE {
-                warnings.push(
-                    "on this architecture every operation also passes through memory (black_box)"
-                        .to_string(),
-                );
+                warnings.push(Warning::ChainThroughMemory.to_string());
             }
             Ok(Box::new(Chain::new(chains::kernel(op, ty, latency), warnings)) as Box<dyn Timed>)
         },

@@ -31,6 +31,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{Budget, FnBench, Suite, get, ratio_finding};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::Host;
 use crate::units::{fmt_ratio, human, size_label};
@@ -294,9 +295,6 @@ fn private_dir(ctx: &Ctx) -> Result<tempfile::TempDir, PrepareError> {
         })
 }
 
-/// The caveat of spinning ends that share one CPU.
-const SPIN_SHARED: &str = "both ends spin on one CPU: each poll yields the CPU to the other end, so this measures yields and context switches, not spinning";
-
 /// Which of the two benchmark shapes a pair of ends is opened for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
@@ -314,20 +312,20 @@ fn start<A: End + 'static, B: End + 'static>(
     size: usize,
     cpus: &Cpus,
     window: Option<u64>,
-    note: Option<&str>,
+    note: Option<Warning>,
 ) -> Result<Box<dyn Timed>, PrepareError> {
     Ok(match shape {
         Shape::Tput => {
             let t = Throughput::start(a, b, size, *cpus, window)?;
             Box::new(match note {
-                Some(n) => t.note(n),
+                Some(n) => t.note(n.to_string()),
                 None => t,
             })
         }
         Shape::Rtt => {
             let r = RoundTrip::start(a, b, size, *cpus)?;
             Box::new(match note {
-                Some(n) => r.note(n),
+                Some(n) => r.note(n.to_string()),
                 None => r,
             })
         }
@@ -372,7 +370,7 @@ fn open(
             } else {
                 Wake::Futex
             };
-            let note = (wake == Wake::Spin && shares_cpu(cpus)).then_some(SPIN_SHARED);
+            let note = (wake == Wake::Spin && shares_cpu(cpus)).then_some(Warning::SpinSharedCpu);
             let ends = shm::ring_pair(size, wake, cpus, duplex)?;
             start(shape, ends, size, cpus, None, note)
         }

@@ -20,6 +20,7 @@ pub mod region;
 use serde_json::json;
 
 use super::{Budget, FnBench, Suite};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Unit};
 use crate::host::Host;
 use crate::units::{fmt_ratio, human_ns, size_label};
@@ -130,25 +131,25 @@ pub fn top_point_note(
     if !is_top {
         return None;
     }
-    match llc {
-        None => Some(format!(
-            "largest working set at the {} profile ({}); the last-level cache size is unknown, so whether it reaches memory is not known",
-            profile.name(),
-            size_label(size)
-        )),
-        Some(l) if size < l * LLC_FACTOR => Some(format!(
-            "largest working set at the {} profile: {} is below 4x the last-level cache ({}){}",
-            profile.name(),
-            size_label(size),
-            size_label(l * LLC_FACTOR),
-            match profile {
-                Profile::Quick => "; --profile default goes further",
-                Profile::Default => "; --profile thorough goes further",
-                Profile::Thorough => "; capped by the memory of this machine",
-            }
-        )),
-        _ => None,
-    }
+    let llc4 = match llc {
+        None => None,
+        Some(l) if size < l * LLC_FACTOR => Some(size_label(l * LLC_FACTOR)),
+        Some(_) => return None,
+    };
+    let further = match profile {
+        Profile::Quick => "--profile default goes further",
+        Profile::Default => "--profile thorough goes further",
+        Profile::Thorough => "capped by the memory of this machine",
+    };
+    Some(
+        Warning::CurveTopInCache {
+            profile: profile.name(),
+            size: size_label(size),
+            llc4,
+            further,
+        }
+        .to_string(),
+    )
 }
 
 /// Bytes per bandwidth array at `profile`: 4x the LLC (at least one pass),
@@ -184,17 +185,19 @@ pub fn array_bytes(
         ));
     }
     let note = match (llc, why) {
-        (Some(l), Some(why)) if size < l * LLC_FACTOR => Some(format!(
-            "arrays of {} are below 4x the last-level cache ({}), capped by {why}: part of the traffic may be served by the cache",
-            size_label(size),
-            size_label(l * LLC_FACTOR)
-        )),
-        (None, _) => Some(format!(
-            "last-level cache size unknown: arrays of {} may not exceed it",
-            size_label(size)
-        )),
+        (Some(l), Some(why)) if size < l * LLC_FACTOR => Some(Warning::ArraysInCache {
+            size: size_label(size),
+            llc4: Some(size_label(l * LLC_FACTOR)),
+            why,
+        }),
+        (None, _) => Some(Warning::ArraysInCache {
+            size: size_label(size),
+            llc4: None,
+            why: String::new(),
+        }),
         _ => None,
-    };
+    }
+    .map(|w| w.to_string());
     Ok((size as usize, note))
 }
 

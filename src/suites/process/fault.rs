@@ -18,6 +18,7 @@ use anyhow::{Context, bail};
 
 use super::sched::{Waiting, run_delay_ns};
 use super::spawn::page_size;
+use crate::harness::warnings::Warning;
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
 use crate::units::human_bytes;
@@ -297,10 +298,12 @@ impl Timed for Faults {
     fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self.waiting.warning().into_iter().collect();
         if self.kind == Kind::AnonThp && self.faults_max > 1.5 {
-            w.push(format!(
-                "some huge-page faults fell back to base pages (up to {:.0} faults per huge page): memory may be fragmented",
-                self.faults_max
-            ));
+            w.push(
+                Warning::HugeFaultFallback {
+                    faults: self.faults_max,
+                }
+                .to_string(),
+            );
         }
         w
     }

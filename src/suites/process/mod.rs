@@ -17,6 +17,7 @@ mod switch;
 mod target;
 
 use super::{FnBench, Suite, get, median_of, ratio_finding};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Finding, Measurement, PrepareError, Unit};
 use crate::host::Host;
 use crate::units::{fmt_ratio, human_ns, size_label};
@@ -117,7 +118,7 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
                 .and_then(|b| target::is_dynamic(&b));
             s.detail("dynamic", dynamic.into());
             if dynamic == Some(false) {
-                s.warn("`true` is statically linked here: no loader cost is included");
+                s.warn(Warning::TrueIsStatic);
             }
         }
         Ok(Box::new(s) as Box<dyn crate::harness::Timed>)

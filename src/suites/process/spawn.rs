@@ -27,6 +27,7 @@ use anyhow::{Context, anyhow};
 
 use super::sched::{Waiting, run_delay_ns};
 use super::target::{ExecPtrs, ExecTarget};
+use crate::harness::warnings::Warning;
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
 use crate::os::child::{Child, SignalsBlocked, Slot, check_status};
@@ -219,9 +220,12 @@ impl Spawner {
             let (how, why) = command_path();
             details["command_uses"] = how.into();
             if how != "posix_spawn" {
-                warnings.push(format!(
-                    "std::process::Command falls back to fork+exec here ({why}), so it grows with the parent's memory like fork"
-                ));
+                warnings.push(
+                    Warning::CommandForks {
+                        why: why.to_string(),
+                    }
+                    .to_string(),
+                );
             }
             details["command_why"] = why.into();
         }
@@ -250,7 +254,7 @@ impl Spawner {
     }
 
     /// Adds a caveat to the result.
-    pub fn warn(&mut self, w: &str) {
+    pub fn warn(&mut self, w: Warning) {
         self.warnings.push(w.to_string());
     }
 

@@ -15,6 +15,7 @@ use serde_json::json;
 use super::common::{
     AlignedBuf, MIN_FILE, Sizes, Workspace, drop_from_cache, lay_out, min_ops_for, try_direct,
 };
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::FnBench;
 
@@ -61,10 +62,12 @@ impl Target {
     fn warnings(&self) -> Vec<String> {
         let mut w = self.ws.warnings();
         if !self.direct {
-            w.push(format!(
-                "O_DIRECT refused by {}: buffered reads of a file dropped from the page cache before each batch (a block read twice in a batch comes from memory)",
-                self.ws.location.fs_type
-            ));
+            w.push(
+                Warning::DirectRefused {
+                    fs: self.ws.location.fs_type.clone(),
+                }
+                .to_string(),
+            );
         }
         w
     }

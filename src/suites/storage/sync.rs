@@ -15,6 +15,7 @@ use nix::fcntl::posix_fallocate;
 use serde_json::json;
 
 use super::common::{MIB, Workspace, fill_pattern, min_ops_for};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::FnBench;
 
@@ -99,10 +100,12 @@ impl Timed for SyncLat {
     fn warnings(&self) -> Vec<String> {
         let mut w = self.ws.warnings();
         if !self.preallocated {
-            w.push(format!(
-                "{} cannot preallocate (fallocate): the log grows by appends, which also update its size",
-                self.ws.location.fs_type
-            ));
+            w.push(
+                Warning::NoPrealloc {
+                    fs: self.ws.location.fs_type.clone(),
+                }
+                .to_string(),
+            );
         }
         w
     }

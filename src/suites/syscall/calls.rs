@@ -14,6 +14,7 @@ use libc::c_long;
 
 use super::raw::{self, Vdso, nr};
 use super::undisturbed::Undisturbed;
+use crate::harness::warnings::Warning;
 use crate::harness::warnings::clocksource_warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::{FnBench, Looped};
@@ -143,7 +144,10 @@ fn looped(f: impl FnMut() + 'static, warnings: Vec<String>) -> Box<dyn Timed> {
 
 /// The warnings of every raw system-call result (the fallback path, if taken).
 fn raw_warnings() -> Vec<String> {
-    raw::FALLBACK.map(String::from).into_iter().collect()
+    raw::FALLBACK
+        .then(|| Warning::RawViaLibc.to_string())
+        .into_iter()
+        .collect()
 }
 
 /// Checks one call before timing it: a call the kernel refuses (a seccomp
@@ -366,10 +370,12 @@ fn prepare_vdso(op: &VdsoOp, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> 
         (l, _) => l,
     };
     if served == Vdso::Missing {
-        warnings.push(format!(
-            "this kernel's vDSO has no {}: the libc call makes a system call",
-            op.func
-        ));
+        warnings.push(
+            Warning::VdsoMissing {
+                func: op.func.to_string(),
+            }
+            .to_string(),
+        );
     }
     Ok(match op.kind {
         Kind::Clock(clock) => {
