@@ -135,8 +135,8 @@ impl<T: Timed> Timed for Undisturbed<T> {
         if self.kept_preempted * KEPT_PREEMPTED_SHARE > self.pieces_done {
             w.push(
                 Warning::Preempted {
-                    kept: self.kept_preempted as u64,
-                    done: self.pieces_done as u64,
+                    kept: self.kept_preempted,
+                    done: self.pieces_done,
                     tries: RETRIES as u32 + 1,
                 }
                 .to_string(),
