@@ -96,6 +96,12 @@ pub fn size_label(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// The parameters a sweep varies, as benchmarks record them: a number in
+/// base units, and whether it is a byte count. A result whose id has a
+/// `/point` part and one of these parameters is a point of a sweep, and
+/// reports draw it as a curve over that parameter.
+pub const SWEEP_AXES: [(&str, bool); 2] = [("size", true), ("rss_bytes", true)];
+
 /// Parses `32KiB`, `4MiB`, `64B`, `1.5GiB`, `16K`, `100MB`, `8` into a value
 /// and whether it is a byte count.
 pub fn parse_quantity(s: &str) -> Option<(f64, bool)> {

@@ -125,7 +125,7 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
     })
     .interleave(interleave_key(method, touched));
     match rss {
-        Some(r) => b.param("rss", size_label(r)),
+        Some(r) => b.param("rss", size_label(r)).param("rss_bytes", r),
         None => b,
     }
 }
