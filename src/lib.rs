@@ -1,6 +1,8 @@
 //! opcost: what the primitive operations of a computer cost on the machine
 //! it runs on, measured with honest statistics and kept for comparison.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod commands;
 pub mod compare;
