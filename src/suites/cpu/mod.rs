@@ -157,10 +157,10 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             }
         }
     }
-    for (name, random) in [("predictable", false), ("unpredictable", true)] {
+    for (id, random) in [(BRANCH_PREDICTABLE, false), (BRANCH_UNPREDICTABLE, true)] {
         out.push(
             FnBench::new(
-                format!("cpu.branch.{name}"),
+                id,
                 if random {
                     "a conditional branch on random bits: half of them mispredicted"
                 } else {
@@ -192,6 +192,17 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
     out
 }
 
+/// The id of a chain benchmark: `cpu.OP.TYPE.latency` or `.throughput`.
+fn chain_id(op: Op, ty: Ty, latency: bool) -> String {
+    let kind = if latency { "latency" } else { "throughput" };
+    format!("cpu.{}.{}.{kind}", op.name(), ty.name())
+}
+
+/// Id of the branch that always goes the same way.
+const BRANCH_PREDICTABLE: &str = "cpu.branch.predictable";
+/// Id of the branch on random bits.
+const BRANCH_UNPREDICTABLE: &str = "cpu.branch.unpredictable";
+
 fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
     let kind = if latency { "latency" } else { "throughput" };
     let what = match (op, ty) {
@@ -209,7 +220,7 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
         )
     };
     FnBench::new(
-        format!("cpu.{}.{}.{kind}", op.name(), ty.name()),
+        chain_id(op, ty, latency),
         summary,
         if latency { Unit::Latency } else { Unit::Rate },
         move |_ctx: &Ctx| {
@@ -295,12 +306,9 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
         });
     }
     for ty in Ty::ALL {
-        let lat = |op: Op| {
-            get(ms, &format!("cpu.{}.{}.latency", op.name(), ty.name()))
-                .and_then(|m| cycles(m, ghz))
-        };
+        let lat = |op: Op| get(ms, &chain_id(op, ty, true)).and_then(|m| cycles(m, ghz));
         let thr = |op: Op| {
-            get(ms, &format!("cpu.{}.{}.throughput", op.name(), ty.name()))
+            get(ms, &chain_id(op, ty, false))
                 .and_then(|m| cycles(m, ghz))
                 .map(|c| 1.0 / c)
         };
@@ -334,10 +342,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             unit: "cycles".into(),
         });
     }
-    if let (Some(p), Some(u)) = (
-        get(ms, "cpu.branch.predictable"),
-        get(ms, "cpu.branch.unpredictable"),
-    ) {
+    if let (Some(p), Some(u)) = (get(ms, BRANCH_PREDICTABLE), get(ms, BRANCH_UNPREDICTABLE)) {
         // Half of the random branches mispredict: the difference per branch is half a penalty.
         let (u_ns, p_ns) = (fast_ns_per_op(u), fast_ns_per_op(p));
         let ns = (u_ns - p_ns) * 2.0;

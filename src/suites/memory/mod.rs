@@ -52,6 +52,27 @@ pub const LATENCY_BUDGET: f64 = 0.5;
 /// 4x-LLC arrays before its first sample, which takes a good part of it.
 pub const BANDWIDTH_BUDGET: Budget = Budget::Scaled([1.0, 1.5, 1.0]);
 
+/// The id of a point of a latency curve: `memory.latency.CURVE/SIZE`.
+fn latency_id(curve: &str, size: u64) -> String {
+    format!("{}{}", latency_prefix(curve), size_label(size))
+}
+
+/// The ids of one latency curve start with this.
+fn latency_prefix(curve: &str) -> String {
+    format!("memory.latency.{curve}/")
+}
+
+/// The id of a streaming bandwidth benchmark, on one thread or on all.
+fn bandwidth_id(kernel: Kernel, all: bool) -> String {
+    let tag = if all { "all" } else { "1" };
+    format!("memory.bandwidth.{}/threads={tag}", kernel.name())
+}
+
+/// The id of a cache-resident copy of `size` bytes.
+fn cached_copy_id(size: u64) -> String {
+    format!("memory.bandwidth.copy_cached/{}", size_label(size))
+}
+
 /// Sizes of the cache-resident copies (each of source and destination).
 pub const CACHED_COPY_SIZES: [u64; 4] = [8 << 10, 64 << 10, 512 << 10, 4 << 20];
 
@@ -246,7 +267,7 @@ fn latency_benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 _ => "dependent loads in sequential 64-byte stride (the prefetcher helps)",
             };
             let b = FnBench::new(
-                format!("memory.latency.{name}/{}", size_label(size)),
+                latency_id(name, size),
                 summary,
                 Unit::Latency,
                 move |ctx: &Ctx| {
@@ -279,7 +300,7 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             let tag = if all { "all" } else { "1" };
             let cpus = cpus.clone();
             let b = FnBench::new(
-                format!("memory.bandwidth.{}/threads={tag}", kernel.name()),
+                bandwidth_id(kernel, all),
                 format!(
                     "{}, {}",
                     kernel.summary(),
@@ -332,7 +353,7 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
         let fits = fits_in(host, size * 2);
         out.push(
             FnBench::new(
-                format!("memory.bandwidth.copy_cached/{}", size_label(size)),
+                cached_copy_id(size),
                 "memcpy between two arrays small enough to stay in a cache (bytes copied)",
                 Unit::Throughput {
                     bytes_per_op: size as f64,
@@ -374,7 +395,7 @@ fn fits_in(host: &Host, bytes: u64) -> Option<String> {
 /// each at its fast end ([`super::cpu::fast_ns_per_op`]): on a shared
 /// machine other tenants of the caches only ever add time.
 fn curve(ms: &[Measurement], name: &str) -> Vec<detect::Point> {
-    let prefix = format!("memory.latency.{name}/");
+    let prefix = latency_prefix(name);
     let mut pts: Vec<detect::Point> = ms
         .iter()
         .filter(|m| m.id.starts_with(&prefix))
@@ -614,11 +635,8 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
         Kernel::Copy,
         Kernel::StreamTriad,
     ] {
-        let one = super::get(ms, &format!("memory.bandwidth.{}/threads=1", kernel.name()));
-        let all = super::get(
-            ms,
-            &format!("memory.bandwidth.{}/threads=all", kernel.name()),
-        );
+        let one = super::get(ms, &bandwidth_id(kernel, false));
+        let all = super::get(ms, &bandwidth_id(kernel, true));
         let (Some(one), Some(all)) = (one, all) else {
             continue;
         };
@@ -640,14 +658,11 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
             "x",
         ));
     }
-    let memory = super::median_of(ms, "memory.bandwidth.copy/threads=1");
+    let memory = super::median_of(ms, &bandwidth_id(Kernel::Copy, false));
     let cached: Vec<(String, f64)> = CACHED_COPY_SIZES
         .iter()
         .filter_map(|&s| {
-            let m = super::get(
-                ms,
-                &format!("memory.bandwidth.copy_cached/{}", size_label(s)),
-            )?;
+            let m = super::get(ms, &cached_copy_id(s))?;
             let fits = m.param("fits").filter(|f| f != "null");
             Some((
                 format!(

@@ -127,10 +127,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     let med = |id: &str| get(ms, id).map(|m| m.median);
 
-    if let (Some(buf), Some(durable)) = (
-        med("storage.seq.write.buffered"),
-        med("storage.seq.write.fdatasync"),
-    ) {
+    if let (Some(buf), Some(durable)) = (med(seq::WRITE_BUFFERED), med(seq::WRITE_FDATASYNC)) {
         let r = buf / durable;
         out.push(ratio_finding(
             "storage",
@@ -143,7 +140,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             r,
         ));
     }
-    if let (Some(hot), Some(cold)) = (med("storage.seq.read.hot"), med("storage.seq.read.cold")) {
+    if let (Some(hot), Some(cold)) = (med(seq::READ_HOT), med(seq::READ_COLD)) {
         let r = hot / cold;
         let why = if r < COLD_AS_HOT {
             "the cold read is nearly as fast as the cached one, so the file was probably still cached (tmpfs, a network or a caching file system)"
@@ -161,9 +158,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             r,
         ));
     }
-    if let (Some(cold), Some(direct)) =
-        (med("storage.seq.read.cold"), med("storage.seq.read.direct"))
-    {
+    if let (Some(cold), Some(direct)) = (med(seq::READ_COLD), med(seq::READ_DIRECT)) {
         let r = cold / direct;
         out.push(ratio_finding(
             "storage",
@@ -176,7 +171,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             r,
         ));
     }
-    if let Some(m) = get(ms, "storage.rand.read.qd1") {
+    if let Some(m) = get(ms, rand::READ_QD1) {
         if let Some(p) = &m.per_op {
             out.push(Finding {
                 area: "storage".into(),
@@ -190,7 +185,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
                 unit: "ns/op".into(),
             });
         }
-        let deep = format!("storage.rand.read.qd{}", rand::DEPTH);
+        let deep = rand::deep_id();
         if let Some(iops) = med(&deep) {
             let qd1_iops = 1e9 / m.median;
             let r = iops / qd1_iops;
@@ -207,10 +202,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             ));
         }
     }
-    for (id, what) in [
-        ("storage.sync.fdatasync", "fdatasync"),
-        ("storage.sync.fsync", "fsync"),
-    ] {
+    for (id, what) in [(sync::FDATASYNC, "fdatasync"), (sync::FSYNC, "fsync")] {
         if let Some(p) = get(ms, id).and_then(|m| m.per_op.as_ref()) {
             out.push(Finding {
                 area: "storage".into(),
@@ -225,11 +217,11 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             });
         }
     }
-    for dir in ["write", "read"] {
-        if let (Some(ch), Some(bl)) = (
-            med(&format!("storage.bonnie.{dir}.perchar")),
-            med(&format!("storage.bonnie.{dir}.block")),
-        ) {
+    for (dir, perchar, block) in [
+        ("write", bonnie::WRITE_PERCHAR, bonnie::WRITE_BLOCK),
+        ("read", bonnie::READ_PERCHAR, bonnie::READ_BLOCK),
+    ] {
+        if let (Some(ch), Some(bl)) = (med(perchar), med(block)) {
             let r = bl / ch;
             out.push(ratio_finding(
                 "storage",

@@ -257,11 +257,19 @@ fn prepare_deep(ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
     Ok(Box::new(d))
 }
 
+/// Id of random reads one at a time.
+pub const READ_QD1: &str = "storage.rand.read.qd1";
+
+/// Id of random reads [`DEPTH`] at a time.
+pub fn deep_id() -> String {
+    format!("storage.rand.read.qd{DEPTH}")
+}
+
 /// The random-read benchmarks.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     vec![
         FnBench::new(
-            "storage.rand.read.qd1",
+            READ_QD1,
             "4 KiB O_DIRECT reads at random offsets, one at a time: latency, with its p99",
             Unit::Latency,
             prepare_qd1,
@@ -272,7 +280,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         .budget_scale(4.0)
         .boxed(),
         FnBench::new(
-            format!("storage.rand.read.qd{DEPTH}"),
+            deep_id(),
             format!("4 KiB O_DIRECT random reads from {DEPTH} threads at once: IOPS at queue depth {DEPTH}"),
             Unit::Rate,
             prepare_deep,

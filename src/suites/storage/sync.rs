@@ -154,6 +154,11 @@ fn prepare(ctx: &Ctx, kind: Kind) -> Result<Box<dyn Timed>, PrepareError> {
     Ok(Box::new(s))
 }
 
+/// Id of a log write made durable with fdatasync.
+pub const FDATASYNC: &str = "storage.sync.fdatasync";
+/// Id of a log write made durable with fsync.
+pub const FSYNC: &str = "storage.sync.fsync";
+
 /// The sync-latency benchmarks.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let b = |id: &str, summary: &str, kind: Kind| {
@@ -165,12 +170,12 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
     };
     vec![
         b(
-            "storage.sync.fdatasync",
+            FDATASYNC,
             "write 4 KiB to a preallocated log then fdatasync (etcd's WAL commit): latency, with its p99",
             Kind::Fdatasync,
         ),
         b(
-            "storage.sync.fsync",
+            FSYNC,
             "write 4 KiB to a preallocated log then fsync: latency, with its p99",
             Kind::Fsync,
         ),
