@@ -485,4 +485,70 @@ mod tests {
         h.logical_cpus = 4;
         assert_eq!(host_warnings(&h).len(), 1);
     }
+
+    #[test]
+    fn suite_caveats_keep_their_wording_and_have_distinct_codes() {
+        let all = [
+            Warning::VdsoMissing {
+                func: "getcpu".into(),
+            },
+            Warning::RawViaLibc,
+            Warning::Preempted {
+                kept: 3,
+                done: 10,
+                tries: 4,
+            },
+            Warning::WaitedForCpu { share: 0.25 },
+            Warning::CommandForks { why: "x".into() },
+            Warning::TrueIsStatic,
+            Warning::HugeFaultFallback { faults: 512.0 },
+            Warning::NoCounters { why: "x".into() },
+            Warning::BranchMayBeCmov,
+            Warning::ChainThroughMemory,
+            Warning::SpinSharedCpu,
+            Warning::NotTmpfs {
+                dir: "/dev/shm".into(),
+            },
+            Warning::FewHugePages { share: 0.5 },
+            Warning::CurveTopInCache {
+                profile: "quick",
+                size: "64MiB".into(),
+                llc4: Some("128MiB".into()),
+                further: "--profile default goes further",
+            },
+            Warning::ArraysInCache {
+                size: "64MiB".into(),
+                llc4: None,
+                why: String::new(),
+            },
+            Warning::UnevenThreads { spread: 2.0 },
+            Warning::FsInMemory {
+                dir: "/dev/shm".into(),
+                fs: "tmpfs".into(),
+            },
+            Warning::ZfsArc,
+            Warning::NoJournal { fs: "ext4".into() },
+            Warning::DirectRefused { fs: "tmpfs".into() },
+            Warning::NoPrealloc { fs: "tmpfs".into() },
+            Warning::MetadataCached,
+        ];
+        let mut codes = std::collections::HashSet::new();
+        for w in &all {
+            assert!(codes.insert(w.code()), "duplicate code {}", w.code());
+            assert!(!w.to_string().is_empty());
+        }
+        assert_eq!(
+            all[0].to_string(),
+            "this kernel's vDSO has no getcpu: the libc call makes a system call"
+        );
+        assert_eq!(
+            all[13].to_string(),
+            "largest working set at the quick profile: 64MiB is below 4x the last-level cache (128MiB); --profile default goes further"
+        );
+        assert!(
+            all[14]
+                .to_string()
+                .starts_with("last-level cache size unknown")
+        );
+    }
 }
