@@ -9,7 +9,7 @@
 
 use crate::document::RunDoc;
 use crate::harness::Measurement;
-use crate::report::html::parse_quantity;
+use crate::units::parse_quantity;
 
 /// How an entry finds its result in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

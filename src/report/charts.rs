@@ -12,7 +12,7 @@ use anyhow::anyhow;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::units::{human, human_bytes};
+use crate::units::{human, human_bytes};
 
 /// Width of every chart, in SVG pixels.
 pub const WIDTH: u32 = 960;
@@ -497,11 +497,11 @@ pub fn sweep_svg(
         let x_fmt = |p: &f64| {
             let v = xs.value(*p);
             if x_is_bytes && v >= 1.0 && v.fract() == 0.0 {
-                crate::suites::size_label(v as u64)
+                crate::units::size_label(v as u64)
             } else if x_is_bytes {
                 human_bytes(v)
             } else {
-                super::units::sig3(v)
+                crate::units::sig3(v)
             }
         };
         let y_fmt = |p: &f64| tick_label(ys.value(*p), unit);
@@ -655,7 +655,7 @@ pub fn forest_svg(
             let v = 10f64.powf(*p);
             format!(
                 "{}×",
-                super::units::sig3(v)
+                crate::units::sig3(v)
                     .trim_end_matches('0')
                     .trim_end_matches('.')
             )
@@ -710,7 +710,7 @@ pub fn forest_svg(
                 chart
                     .draw_series([EmptyElement::at((span * 1.1, y))
                         + Text::new(
-                            format!("{} {}", crate::suites::fmt_ratio(c.t), c.verdict),
+                            format!("{} {}", crate::units::fmt_ratio(c.t), c.verdict),
                             (0, -7),
                             ("sans-serif", 12).into_font().color(&col),
                         )])

@@ -7,10 +7,10 @@ use std::fmt::Write;
 use comfy_table::presets::{NOTHING, UTF8_BORDERS_ONLY};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
-use super::units::human;
 use crate::document::RunDoc;
 use crate::headline;
 use crate::score::{self, Reference, fmt_score};
+use crate::units::human;
 
 /// The mark shown beside a noisy result.
 pub const NOISY_MARK: &str = "~";

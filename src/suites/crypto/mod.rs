@@ -14,10 +14,11 @@ use aes_gcm::aead::{AeadInOut, KeyInit};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use sha2::{Digest, Sha256};
 
-use super::{FnBench, Looped, Suite, fmt_ratio, get};
+use super::{FnBench, Looped, Suite, get};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, Unit};
 use crate::host::Host;
+use crate::units::fmt_ratio;
 
 /// Bytes encrypted or hashed per operation.
 pub const BUF: usize = 16 * 1024;
