@@ -672,7 +672,7 @@ fn comparison_section(h: &mut String, docs: &[RunDoc], names: &[String]) -> anyh
         .collect();
     let _ = writeln!(
         h,
-        "<section id=\"comparison\">\n<h2>comparison with {}<code>{}</code></h2>\n<p class=\"meta\">Per benchmark, the ratio of medians with its 95% bootstrap CI, as time (below 1: less time than {}, i.e. faster); a verdict needs the whole interval on one side of 1 and a difference over {:.0}%. Per area, the geometric mean of the time ratios.</p>",
+        "<section id=\"comparison\">\n<h2>comparison with {}<code>{}</code></h2>\n<p class=\"meta\">Per benchmark, the ratio of medians with its 95% confidence interval, as time (below 1: less time than {}, i.e. faster); a verdict needs the whole interval on one side of 1 and a difference over {:.0}%. Per area, the geometric mean of the time ratios.</p>",
         swatch(0),
         esc(&base.run.id),
         esc(&names[0]),
@@ -736,6 +736,15 @@ fn comparison_section(h: &mut String, docs: &[RunDoc], names: &[String]) -> anyh
         h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
+    for (k, c) in comps.iter().enumerate() {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">{}<code>{}</code>: {}</p>",
+            swatch(k + 1),
+            esc(&docs[k + 1].run.id),
+            esc(&super::comparison::method_note(c))
+        );
+    }
 
     // Forest plots, per area, in the baseline's order.
     let colors: Vec<usize> = (1..docs.len()).collect();
