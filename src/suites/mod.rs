@@ -8,6 +8,7 @@
 pub mod cpu;
 pub mod ipc;
 pub mod memory;
+pub mod net;
 pub mod process;
 pub mod storage;
 pub mod syscall;
@@ -40,6 +41,7 @@ pub fn suites() -> Vec<Suite> {
         cpu::suite(),
         process::suite(),
         storage::suite(),
+        net::suite(),
     ]
 }
 
