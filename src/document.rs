@@ -59,6 +59,19 @@ pub struct RunDoc {
     /// Run-wide caveats (clocksource, governor, load...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The far end of `--peer` runs: its address and its own description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerInfo>,
+}
+
+/// The host at the other end of a `--peer` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeerInfo {
+    /// The address given with `--peer`, as resolved.
+    pub addr: String,
+    /// Its machine description as it sent it (kept as JSON, so a peer of
+    /// another opcost version still describes itself).
+    pub host: serde_json::Value,
 }
 
 /// A new random run id: 8 hex digits.

@@ -23,6 +23,7 @@ fn main() {
         Some(Command::Report(a)) => commands::report::execute(&a, db),
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),
+        Some(Command::Serve(a)) => commands::serve::execute(&a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -71,6 +71,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
         results,
         skipped: Vec::new(),
         warnings: vec!["clocksource is not tsc".into()],
+        peer: None,
     }
 }
 

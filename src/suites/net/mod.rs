@@ -206,10 +206,15 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
         ) && big.median > 0.0
         {
             let r = small.median / big.median;
+            let verdict = if r >= 0.5 {
+                "small datagrams are bound by the per-packet cost, not by bandwidth"
+            } else {
+                "payload bytes, not the packet count, bound this path"
+            };
             f.push(ratio_finding(
                 "net",
                 format!(
-                    "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload, so small packets are bound by the per-packet cost, not bandwidth",
+                    "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload; {verdict}",
                     human(small.median, "ops/s"),
                     human(small.median * 64.0, "B/s"),
                     human(big.median, "ops/s"),
@@ -365,7 +370,7 @@ mod tests {
             Measurement::point("net.veth.udp.plain/64B", "ops/s", 2e5),
         ];
         let f = findings(&ms);
-        assert!(f.iter().any(|x| x.text.contains("per-packet") && (x.value - 1.25).abs() < 1e-9));
+        assert!(f.iter().any(|x| x.text.contains("per-packet cost") && (x.value - 1.25).abs() < 1e-9));
         assert!(f.iter().any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9));
         assert!(f.iter().any(|x| x.text.contains("veth") && (x.value - 2.0).abs() < 1e-9));
     }
