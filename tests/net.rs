@@ -14,6 +14,7 @@ const TOKEN: &str = "test-token-123";
 struct Serve {
     child: Child,
     port: u16,
+    _out: BufReader<std::process::ChildStdout>,
 }
 
 impl Serve {
@@ -28,8 +29,8 @@ impl Serve {
             .expect("opcost serve starts");
         let out = child.stdout.take().expect("stdout is piped");
         let mut first = String::new();
-        BufReader::new(out)
-            .read_line(&mut first)
+        let mut out = BufReader::new(out);
+        out.read_line(&mut first)
             .expect("serve prints its address");
         let port = first
             .trim()
@@ -37,7 +38,11 @@ impl Serve {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no port in {first:?}"));
-        Serve { child, port }
+        Serve {
+            child,
+            port,
+            _out: out,
+        }
     }
 
     fn addr(&self) -> String {

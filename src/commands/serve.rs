@@ -49,10 +49,16 @@ pub fn execute(args: &ServeArgs) -> anyhow::Result<i32> {
     let server = Server::new(listener, cfg);
     let stop = server.stop_flag();
     let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
-    println!("opcost serve: listening on {bound}");
-    println!("token: {token}");
-    println!("run on the client: opcost run net --peer HOST:{} --token {token}", bound.port());
-    std::io::stdout().flush()?;
+    // Printed once; a reader that goes away afterwards does not stop the server.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "opcost serve: listening on {bound}");
+    let _ = writeln!(out, "token: {token}");
+    let _ = writeln!(
+        out,
+        "run on the client: opcost run net --peer HOST:{} --token {token}",
+        bound.port()
+    );
+    let _ = out.flush();
     if !bound.ip().is_loopback() {
         eprintln!(
             "opcost serve: reachable from the network on {bound}; it serves only the net tests, to clients with the token"

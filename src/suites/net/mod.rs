@@ -354,6 +354,34 @@ mod tests {
     }
 
     #[test]
+    fn the_responder_serves_every_shape_between_two_namespaces() {
+        let mut rr = match TcpRr::prepare(Path::Veth, 64) {
+            Ok(r) => r,
+            Err(PrepareError::Skip(why)) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        rr.run(10).unwrap();
+        assert_eq!(rr.take_op_times().len(), 10);
+        let det = rr.details().unwrap();
+        assert!(det["responder"].as_str().unwrap().starts_with("10.231.0.2:"));
+        let mut udp = UdpRate::prepare(Path::Veth, 18, 1, 1).unwrap();
+        udp.run(udp.min_ops() * 2).unwrap();
+        assert!(udp.details().unwrap()["received"].as_u64().unwrap() > 0);
+        let mut s = TcpStreamBench::prepare(Path::Veth, 1).unwrap();
+        s.run(8).unwrap();
+        let mut crr = TcpCrr::prepare(Path::Veth, 1).unwrap();
+        crr.run(5).unwrap();
+        assert_eq!(crr.take_op_times().len(), 5);
+        // A session with the wrong token is refused from the client namespace too.
+        let target = target::Target::open(Path::Veth).unwrap();
+        let bad = target::Session::open(target.client_ns(), target.addr, "wrong", proto::Test::Hello);
+        assert!(bad.err().unwrap().to_string().contains("wrong token"));
+    }
+
+    #[test]
     fn peer_benches_skip_without_a_peer() {
         match TcpRr::prepare(Path::Peer, 1) {
             Err(PrepareError::Skip(why)) => assert!(why.contains("--peer")),

@@ -259,7 +259,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn veth_pair_carries_tcp_between_namespaces_and_vanishes() {
+    fn veth_pair_carries_tcp_between_namespaces() {
         let v = match Veth::create() {
             Ok(v) => v,
             Err(PrepareError::Skip(why)) => {

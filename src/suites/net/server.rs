@@ -172,7 +172,8 @@ impl Server {
 
     fn log(&self, msg: std::fmt::Arguments) {
         if self.cfg.log {
-            eprintln!("opcost serve: {msg}");
+            // A closed standard error must not stop the server.
+            let _ = writeln!(std::io::stderr(), "opcost serve: {msg}");
         }
     }
 
@@ -248,7 +249,7 @@ impl Run {
 fn session(conn: TcpStream, from: SocketAddr, cfg: &Config, server_stop: &Arc<AtomicBool>) {
     let log = |msg: std::fmt::Arguments| {
         if cfg.log {
-            eprintln!("opcost serve: {from}: {msg}");
+            let _ = writeln!(std::io::stderr(), "opcost serve: {from}: {msg}");
         }
     };
     let _ = conn.set_read_timeout(Some(cfg.limits.handshake));
