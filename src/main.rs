@@ -7,7 +7,10 @@ use opcost::commands;
 
 fn main() {
     let cli = Cli::parse();
-    if !matches!(cli.command, None | Some(Command::Run(_)) | Some(Command::Serve(_))) {
+    if !matches!(
+        cli.command,
+        None | Some(Command::Run(_)) | Some(Command::Serve(_))
+    ) {
         // A run restores it itself once its benchmarks (which use pipes) are
         // done; a server must outlive whoever reads its output.
         commands::quiet_broken_pipe();

@@ -30,8 +30,7 @@ impl Serve {
         let out = child.stdout.take().expect("stdout is piped");
         let mut first = String::new();
         let mut out = BufReader::new(out);
-        out.read_line(&mut first)
-            .expect("serve prints its address");
+        out.read_line(&mut first).expect("serve prints its address");
         let port = first
             .trim()
             .rsplit(':')
@@ -126,7 +125,10 @@ fn peer_run_measures_against_serve_and_records_both_hosts() {
 fn refusals_have_reasons_and_the_server_survives_them() {
     let serve = Serve::start(&[]);
     let wrong = serve.ask(&hello("nope"));
-    assert!(wrong.contains("\"ok\":false") && wrong.contains("wrong token"), "{wrong}");
+    assert!(
+        wrong.contains("\"ok\":false") && wrong.contains("wrong token"),
+        "{wrong}"
+    );
     let garbage = serve.ask(b"\x00\xff\xfe garbage \x01\n");
     assert!(garbage.contains("\"ok\":false"), "{garbage}");
     let long = serve.ask(&vec![b'{'; 10_000]);
@@ -147,7 +149,12 @@ fn refusals_have_reasons_and_the_server_survives_them() {
         .code(1)
         .stderr(predicates::str::contains("wrong token"));
     let log = serve.stop();
-    for why in ["wrong token", "bad request", "longer than 4096", "over limit"] {
+    for why in [
+        "wrong token",
+        "bad request",
+        "longer than 4096",
+        "over limit",
+    ] {
         assert!(log.contains(why), "no '{why}' in the log:\n{log}");
     }
 }
@@ -182,7 +189,10 @@ fn memory_stays_bounded_under_100_garbage_connections() {
         if a.contains("\"ok\":true") {
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(15), "still refusing: {a}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "still refusing: {a}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let log = serve.stop();

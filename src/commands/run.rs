@@ -57,7 +57,11 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
                 usage("--peer needs --token TOKEN: the token opcost serve printed when it started")
             })?;
             let p = suites::net::set_peer(addr, token)?;
-            eprintln!("opcost: peer {} answered in {:.2} ms", p.addr, p.rtt.as_secs_f64() * 1e3);
+            eprintln!(
+                "opcost: peer {} answered in {:.2} ms",
+                p.addr,
+                p.rtt.as_secs_f64() * 1e3
+            );
             Some(crate::document::PeerInfo {
                 addr: p.addr.to_string(),
                 host: p.host.clone(),

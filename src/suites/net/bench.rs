@@ -378,7 +378,8 @@ impl Timed for TcpCrr {
                 },
             )?;
             c.write_all(&self.req)?;
-            c.read_exact(&mut self.back).context("reading the response")?;
+            c.read_exact(&mut self.back)
+                .context("reading the response")?;
             drop(c);
             self.times.push(t.elapsed().as_nanos() as f64);
         }
@@ -390,6 +391,8 @@ impl Timed for TcpCrr {
     }
 
     fn details(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({ "close": "reset (SO_LINGER 0)", "responder": self.target.addr.to_string() }))
+        Some(
+            serde_json::json!({ "close": "reset (SO_LINGER 0)", "responder": self.target.addr.to_string() }),
+        )
     }
 }

@@ -31,11 +31,8 @@ impl Receiver {
         if self.bufs.len() == 1 {
             return self.sock.recv(&mut self.bufs[0]).map(|_| 1);
         }
-        let mut iovs: Vec<[IoSliceMut; 1]> = self
-            .bufs
-            .iter_mut()
-            .map(|b| [IoSliceMut::new(b)])
-            .collect();
+        let mut iovs: Vec<[IoSliceMut; 1]> =
+            self.bufs.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
         // MSG_WAITFORONE: block for the first datagram only, then take what is queued.
         let res = recvmmsg(
             self.sock.as_raw_fd(),
@@ -70,29 +67,28 @@ impl Sender {
     /// send queue on a non-blocking path or ENOBUFS drops the rest of a call).
     pub fn send(&mut self, n: u64) -> std::io::Result<u64> {
         let mut sent = 0;
-        // Built per call: the headers hold raw pointers, which would keep
-        // a Sender from moving to the thread that uses it.
-        let mut hdrs = (self.batch > 1)
-            .then(|| MultiHeaders::<SockaddrStorage>::preallocate(self.batch, None));
-        while sent < n {
-            let want = (n - sent).min(self.batch as u64) as usize;
-            if self.batch == 1 {
+        if self.batch == 1 {
+            while sent < n {
                 match self.sock.send(&self.payload) {
+                    // ENOBUFS: dropped on the way out, a loss like any other.
                     Ok(_) => sent += 1,
                     Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => sent += 1,
                     Err(e) => return Err(e),
                 }
-                continue;
             }
-            let iov = [IoSlice::new(&self.payload)];
+            return Ok(sent);
+        }
+        // Built per call: the headers hold raw pointers, which would keep
+        // a Sender from moving to the thread that uses it.
+        let mut hdrs = MultiHeaders::<SockaddrStorage>::preallocate(self.batch, None);
+        let iov = [IoSlice::new(&self.payload)];
+        while sent < n {
+            let want = (n - sent).min(self.batch as u64) as usize;
             let slices: Vec<&[IoSlice]> = vec![&iov[..]; want];
             let addrs: Vec<Option<SockaddrStorage>> = vec![None; want];
-            let Some(hdrs) = hdrs.as_mut() else {
-                unreachable!("headers exist for batches above 1")
-            };
             match sendmmsg(
                 self.sock.as_raw_fd(),
-                hdrs,
+                &mut hdrs,
                 slices.iter(),
                 &addrs,
                 [],

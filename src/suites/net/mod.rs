@@ -121,7 +121,14 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 .param("payload", size as u64)
                 .param("mode", mode.label())
                 .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 });
-                v.push(if quick { b } else { b.min_profile(Profile::Default) }.boxed());
+                v.push(
+                    if quick {
+                        b
+                    } else {
+                        b.min_profile(Profile::Default)
+                    }
+                    .boxed(),
+                );
             }
         }
         for per_cpu in [false, true] {
@@ -158,7 +165,9 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
         for size in RR_SIZES {
             let b = FnBench::new(
                 format!("net.{p}.tcp.rr/{}", size_label(size as u64)),
-                format!("TCP request/response round trip of {size} B each way over {p} (TCP_NODELAY)"),
+                format!(
+                    "TCP request/response round trip of {size} B each way over {p} (TCP_NODELAY)"
+                ),
                 Unit::Latency,
                 move |_ctx| Ok(Box::new(TcpRr::prepare(path, size)?)),
             )
@@ -166,7 +175,14 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             .param("size", size as u64)
             .param("nodelay", true);
             let quick = size == 1 || size == 64 << 10;
-            v.push(if quick { b } else { b.min_profile(Profile::Default) }.boxed());
+            v.push(
+                if quick {
+                    b
+                } else {
+                    b.min_profile(Profile::Default)
+                }
+                .boxed(),
+            );
         }
         v.push(
             FnBench::new(
@@ -200,10 +216,9 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
         let id = |rest: &str| format!("net.{p}.{rest}");
         // Packets, not bytes, bound small datagrams: the 64 B rate stays
         // near the 1472 B rate while moving 23 times fewer bytes.
-        if let (Some(small), Some(big)) = (
-            get(ms, &id("udp.mmsg/64B")),
-            get(ms, &id("udp.mmsg/1472B")),
-        ) && big.median > 0.0
+        if let (Some(small), Some(big)) =
+            (get(ms, &id("udp.mmsg/64B")), get(ms, &id("udp.mmsg/1472B")))
+            && big.median > 0.0
         {
             let r = small.median / big.median;
             let verdict = if r >= 0.5 {
@@ -224,10 +239,9 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
                 r,
             ));
         }
-        if let (Some(small), Some(tcp)) = (
-            get(ms, &id("udp.mmsg/64B")),
-            get(ms, &id("tcp.stream.one")),
-        ) && small.median > 0.0
+        if let (Some(small), Some(tcp)) =
+            (get(ms, &id("udp.mmsg/64B")), get(ms, &id("tcp.stream.one")))
+            && small.median > 0.0
         {
             let r = tcp.median / (small.median * 64.0);
             f.push(ratio_finding(
@@ -240,10 +254,9 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
                 r,
             ));
         }
-        if let (Some(plain), Some(mmsg)) = (
-            get(ms, &id("udp.plain/64B")),
-            get(ms, &id("udp.mmsg/64B")),
-        ) && plain.median > 0.0
+        if let (Some(plain), Some(mmsg)) =
+            (get(ms, &id("udp.plain/64B")), get(ms, &id("udp.mmsg/64B")))
+            && plain.median > 0.0
         {
             let r = mmsg.median / plain.median;
             f.push(ratio_finding(
@@ -366,7 +379,12 @@ mod tests {
         rr.run(10).unwrap();
         assert_eq!(rr.take_op_times().len(), 10);
         let det = rr.details().unwrap();
-        assert!(det["responder"].as_str().unwrap().starts_with("10.231.0.2:"));
+        assert!(
+            det["responder"]
+                .as_str()
+                .unwrap()
+                .starts_with("10.231.0.2:")
+        );
         let mut udp = UdpRate::prepare(Path::Veth, 18, 1, 1).unwrap();
         udp.run(udp.min_ops() * 2).unwrap();
         assert!(udp.details().unwrap()["received"].as_u64().unwrap() > 0);
@@ -377,7 +395,8 @@ mod tests {
         assert_eq!(crr.take_op_times().len(), 5);
         // A session with the wrong token is refused from the client namespace too.
         let target = target::Target::open(Path::Veth).unwrap();
-        let bad = target::Session::open(target.client_ns(), target.addr, "wrong", proto::Test::Hello);
+        let bad =
+            target::Session::open(target.client_ns(), target.addr, "wrong", proto::Test::Hello);
         assert!(bad.err().unwrap().to_string().contains("wrong token"));
     }
 
@@ -398,8 +417,17 @@ mod tests {
             Measurement::point("net.veth.udp.plain/64B", "ops/s", 2e5),
         ];
         let f = findings(&ms);
-        assert!(f.iter().any(|x| x.text.contains("per-packet cost") && (x.value - 1.25).abs() < 1e-9));
-        assert!(f.iter().any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9));
-        assert!(f.iter().any(|x| x.text.contains("veth") && (x.value - 2.0).abs() < 1e-9));
+        assert!(
+            f.iter()
+                .any(|x| x.text.contains("per-packet cost") && (x.value - 1.25).abs() < 1e-9)
+        );
+        assert!(
+            f.iter()
+                .any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9)
+        );
+        assert!(
+            f.iter()
+                .any(|x| x.text.contains("veth") && (x.value - 2.0).abs() < 1e-9)
+        );
     }
 }

@@ -12,8 +12,8 @@
 use std::io::{BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -340,8 +340,7 @@ fn serve_test(
         } => {
             let socks = udp_group(ip, sockets as usize)?;
             let port = socks[0].local_addr()?.port();
-            let counters: Vec<Arc<Counters>> =
-                (0..socks.len()).map(|_| Arc::default()).collect();
+            let counters: Vec<Arc<Counters>> = (0..socks.len()).map(|_| Arc::default()).collect();
             let epoch = Instant::now();
             let mut threads = Vec::new();
             for (s, c) in socks.into_iter().zip(&counters) {
@@ -635,14 +634,7 @@ fn udp_group(ip: IpAddr, n: usize) -> anyhow::Result<Vec<UdpSocket>> {
 }
 
 /// Counts datagrams arriving on `s` until the session ends.
-fn udp_receive(
-    s: UdpSocket,
-    size: usize,
-    batch: usize,
-    c: &Counters,
-    epoch: Instant,
-    run: &Run,
-) {
+fn udp_receive(s: UdpSocket, size: usize, batch: usize, c: &Counters, epoch: Instant, run: &Run) {
     let mut rx = Receiver::new(s, size, batch);
     let mut total = 0u64;
     while !run.over() && total.saturating_mul(size as u64) <= run.max_bytes {
@@ -665,7 +657,12 @@ fn udp_receive(
 /// Waits until no datagram arrived for `quiet`, then returns and resets
 /// the counts since the previous tally.
 fn tally_udp(counters: &[Arc<Counters>], quiet: Duration, run: &Run) -> Tally {
-    let sum = || -> u64 { counters.iter().map(|c| c.count.load(Ordering::Relaxed)).sum() };
+    let sum = || -> u64 {
+        counters
+            .iter()
+            .map(|c| c.count.load(Ordering::Relaxed))
+            .sum()
+    };
     let mut seen = sum();
     let mut still = Instant::now();
     while still.elapsed() < quiet && !run.over() {

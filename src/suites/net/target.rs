@@ -65,8 +65,8 @@ pub fn set_peer(addr: &str, token: &str) -> anyhow::Result<&'static Peer> {
         .next()
         .ok_or_else(|| anyhow!("--peer {addr}: the name resolves to no address"))?;
     let t0 = Instant::now();
-    let s = Session::open(None, sock, token, Test::Hello)
-        .map_err(|e| anyhow!("--peer {addr}: {e}"))?;
+    let s =
+        Session::open(None, sock, token, Test::Hello).map_err(|e| anyhow!("--peer {addr}: {e}"))?;
     let rtt = t0.elapsed();
     let peer = Peer {
         addr: sock,
@@ -145,15 +145,15 @@ impl Target {
 
     /// Opens a session for `test`.
     pub fn session(&self, test: Test) -> Result<Session, PrepareError> {
-        Session::open(self.client_ns(), self.addr, &self.token, test)
-            .map_err(PrepareError::Fail)
+        Session::open(self.client_ns(), self.addr, &self.token, test).map_err(PrepareError::Fail)
     }
 
     /// A TCP connection to the session's data port, the key already sent.
     pub fn connect(&self, s: &Session) -> anyhow::Result<TcpStream> {
         let _in = Enter::new(self.client_ns())?;
-        let mut c = TcpStream::connect((self.addr.ip(), s.port()?))
-            .with_context(|| format!("connecting to {}:{}", self.addr.ip(), s.port().unwrap_or(0)))?;
+        let mut c = TcpStream::connect((self.addr.ip(), s.port()?)).with_context(|| {
+            format!("connecting to {}:{}", self.addr.ip(), s.port().unwrap_or(0))
+        })?;
         c.write_all(s.key()?.as_bytes())?;
         Ok(c)
     }
