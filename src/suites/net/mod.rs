@@ -27,10 +27,10 @@ pub mod proto;
 pub mod server;
 pub mod target;
 
-use super::{FnBench, Suite, fmt_ratio, get, ratio_finding, size_label};
+use super::{FnBench, Suite, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement, PrepareError, Profile, Unit, affinity};
 use crate::host::Host;
-use crate::report::units::human;
+use crate::units::{fmt_ratio, human, size_label};
 use bench::{CHUNK, TcpCrr, TcpRr, TcpStreamBench, UdpRate};
 pub use target::{Path, Peer, set_peer};
 
