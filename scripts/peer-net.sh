@@ -17,6 +17,7 @@
 # Usage: scripts/peer-net.sh [ROUNDS]   (default 5)
 #   OPCOST=path   the binary (default target/release/opcost, built if missing)
 #   PROFILE=p     opcost's profile (default: default)
+#   RAW=file      keep every figure (round, what, tool, value)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +47,8 @@ if [ "$HAVE_SOCKPERF" = 1 ]; then
 fi
 sleep 0.5
 
-rows="$work/rows.tsv" # round <TAB> what <TAB> tool <TAB> value
+rows=${RAW:-$work/rows.tsv} # round <TAB> what <TAB> tool <TAB> value
+: >"$rows"
 add() { printf '%s\t%s\t%s\t%s\n' "$round" "$1" "$2" "$3" >>"$rows"; }
 
 opcost_json() { # ids...
@@ -81,15 +83,16 @@ paired() { # what peer: median over rounds of opcost / peer
         END { for (k in r) if (v[k "," p] > 0) print v[k ",opcost"] / v[k "," p] }' "$rows" | median
 }
 
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f\n", a / b }'; }
 echo "net peers on loopback, $ROUNDS rounds, opcost profile $PROFILE, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-34s %16s %16s %10s  %s\n' case peer opcost ratio target
 t=$(val tcp_stream iperf3); o=$(val tcp_stream opcost); r=$(paired tcp_stream iperf3)
-printf '%-34s %13.3f GB/s %13.3f GB/s %9.2fx  %s\n' "TCP one stream (iperf3)" "$(echo "$t / 1e9" | bc -l)" "$(echo "$o / 1e9" | bc -l)" "$r" \
+printf '%-34s %13.3f GB/s %13.3f GB/s %9.2fx  %s\n' "TCP one stream (iperf3)" "$(div "$t" 1e9)" "$(div "$o" 1e9)" "$r" \
     "$(awk -v r="$r" 'BEGIN { print (r >= 0.85 && r <= 1.15) ? "within 15%: met" : "outside 15%: NOT met" }')"
 t=$(val udp64 iperf3); o=$(val udp64 opcost); r=$(paired udp64 iperf3)
-printf '%-34s %11.1f kpkt/s %11.1f kpkt/s %9.2fx  %s\n' "UDP 64 B received (iperf3)" "$(echo "$t / 1e3" | bc -l)" "$(echo "$o / 1e3" | bc -l)" "$r" \
+printf '%-34s %11.1f kpkt/s %11.1f kpkt/s %9.2fx  %s\n' "UDP 64 B received (iperf3)" "$(div "$t" 1e3)" "$(div "$o" 1e3)" "$r" \
     "$(awk -v r="$r" 'BEGIN { print (r >= 1.0) ? "at least the peer: met" : "below the peer: NOT met" }')"
 if [ "$HAVE_SOCKPERF" = 1 ]; then
     t=$(val rr64 sockperf); o=$(val rr64 opcost); r=$(paired rr64 sockperf)
-    printf '%-34s %14.1f us %14.1f us %9.2fx  %s\n' "TCP 64 B round trip p50 (sockperf)" "$(echo "$t / 1e3" | bc -l)" "$(echo "$o / 1e3" | bc -l)" "$r" "(lower is faster)"
+    printf '%-34s %14.1f us %14.1f us %9.2fx  %s\n' "TCP 64 B round trip p50 (sockperf)" "$(div "$t" 1e3)" "$(div "$o" 1e3)" "$r" "(lower is faster)"
 fi

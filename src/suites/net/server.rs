@@ -584,7 +584,10 @@ fn crr(listener: TcpListener, size: usize, run: &Run) {
 
 /// Arrival counts of one receiving socket.
 struct Counters {
+    /// Datagrams received since the session began (only the receiving thread writes it).
     count: AtomicU64,
+    /// `count` at the previous tally (only the tally writes it).
+    tallied: AtomicU64,
     /// Datagrams of the first batch after a tally (they arrived before its timestamp).
     first_batch: AtomicU64,
     first_ns: AtomicU64,
@@ -595,6 +598,7 @@ impl Default for Counters {
     fn default() -> Self {
         Counters {
             count: AtomicU64::new(0),
+            tallied: AtomicU64::new(0),
             first_batch: AtomicU64::new(0),
             first_ns: AtomicU64::new(u64::MAX),
             last_ns: AtomicU64::new(0),
@@ -618,10 +622,8 @@ fn udp_group(ip: IpAddr, n: usize) -> anyhow::Result<Vec<UdpSocket>> {
             None,
         )?;
         setsockopt(&fd, sockopt::ReusePort, &true)?;
-        // Room for bursts; as root the cap of net.core.rmem_max does not apply.
-        if setsockopt(&fd, sockopt::RcvBufForce, &(8 << 20)).is_err() {
-            let _ = setsockopt(&fd, sockopt::RcvBuf, &(8 << 20));
-        }
+        // The system's default receive buffer, as iperf3 and most servers
+        // use: a deeper queue only holds more datagrams out of cache.
         let addr = nix::sys::socket::SockaddrStorage::from(SocketAddr::new(ip, port));
         nix::sys::socket::bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr)
             .with_context(|| format!("binding UDP {ip}:{port}"))?;
@@ -640,11 +642,15 @@ fn udp_receive(s: UdpSocket, size: usize, batch: usize, c: &Counters, epoch: Ins
     while !run.over() && total.saturating_mul(size as u64) <= run.max_bytes {
         match rx.recv() {
             Ok(n) => {
+                // Plain stores, no locked read-modify-write: only this
+                // thread writes them, and tallies read them while the
+                // sender is quiet.
                 let now = epoch.elapsed().as_nanos() as u64;
                 total += n as u64;
-                c.count.fetch_add(n as u64, Ordering::Relaxed);
-                if c.first_ns.fetch_min(now, Ordering::Relaxed) == u64::MAX {
+                c.count.store(total, Ordering::Relaxed);
+                if c.first_ns.load(Ordering::Relaxed) == u64::MAX {
                     c.first_batch.store(n as u64, Ordering::Relaxed);
+                    c.first_ns.store(now, Ordering::Relaxed);
                 }
                 c.last_ns.store(now, Ordering::Relaxed);
             }
@@ -676,7 +682,8 @@ fn tally_udp(counters: &[Arc<Counters>], quiet: Duration, run: &Run) -> Tally {
     let mut t = Tally::default();
     let (mut first, mut last) = (u64::MAX, 0u64);
     for c in counters {
-        let n = c.count.swap(0, Ordering::Relaxed);
+        let now = c.count.load(Ordering::Relaxed);
+        let n = now - c.tallied.swap(now, Ordering::Relaxed);
         let fb = c.first_batch.swap(0, Ordering::Relaxed);
         let f = c.first_ns.swap(u64::MAX, Ordering::Relaxed);
         let l = c.last_ns.swap(0, Ordering::Relaxed);
