@@ -43,6 +43,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Add run documents (JSON, e.g. from other machines) to the history.
     Import(ImportArgs),
+    /// Be the far end of `opcost run net --peer` (the net tests' responder only).
+    Serve(ServeArgs),
 }
 
 /// How a run or a comparison is printed.
@@ -92,6 +94,12 @@ pub struct RunArgs {
     /// How the results are printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Run the net benchmarks against `opcost serve` at HOST:PORT (only `net.peer.*`).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer: Option<String>,
+    /// The token the peer printed when it started (with --peer).
+    #[arg(long, value_name = "TOKEN", requires = "peer")]
+    pub token: Option<String>,
 }
 
 impl RunArgs {
@@ -108,6 +116,8 @@ impl RunArgs {
             label: None,
             no_save: false,
             format: Format::Text,
+            peer: None,
+            token: None,
         }
     }
 }
@@ -203,6 +213,32 @@ pub struct ImportArgs {
     /// Run documents (JSON, as written by `run --json` or `export`).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+}
+
+/// Options of `opcost serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; loopback unless told otherwise.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:7207")]
+    pub listen: String,
+    /// The token clients must present (a random one is generated and printed when not given).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Clients served at once; more are refused.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_clients: u32,
+    /// Longest test, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub max_test_secs: u64,
+    /// Most bytes one test may move, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 262_144,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub max_test_mib: u64,
+    /// Exit after this many seconds without a connection (0: never).
+    #[arg(long, value_name = "S", default_value_t = 600)]
+    pub idle_secs: u64,
 }
 
 /// Parses a percentage between 0 and 1000 into a fraction.

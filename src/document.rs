@@ -67,6 +67,19 @@ pub struct RunDoc {
     /// How stable the machine was during the run (the canary between rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stability: Option<crate::harness::canary::Stability>,
+    /// The far end of `--peer` runs: its address and its own description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerInfo>,
+}
+
+/// The host at the other end of a `--peer` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeerInfo {
+    /// The address given with `--peer`, as resolved.
+    pub addr: String,
+    /// Its machine description as it sent it (kept as JSON, so a peer of
+    /// another opcost version still describes itself).
+    pub host: serde_json::Value,
 }
 
 /// A new random run id: 8 hex digits.

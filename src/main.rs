@@ -9,8 +9,12 @@ use opcost::commands;
 
 fn main() {
     let cli = Cli::parse();
-    if !matches!(cli.command, None | Some(Command::Run(_))) {
-        // A run restores it itself once its benchmarks (which use pipes) are done.
+    if !matches!(
+        cli.command,
+        None | Some(Command::Run(_)) | Some(Command::Serve(_))
+    ) {
+        // A run restores it itself once its benchmarks (which use pipes) are
+        // done; a server must outlive whoever reads its output.
         commands::quiet_broken_pipe();
     }
     let db = cli.db.as_deref();
@@ -26,6 +30,7 @@ fn main() {
         Some(Command::Report(a)) => commands::report::execute(&a, db),
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),
+        Some(Command::Serve(a)) => commands::serve::execute(&a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -10,6 +10,7 @@ pub mod list;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod serve;
 pub mod show;
 pub mod source;
 

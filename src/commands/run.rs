@@ -39,7 +39,35 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         Some(Store::open(&store::default_path(db)?)?)
     };
     let host = Arc::new(Host::detect());
-    let benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+    let mut benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+    // The net.peer.* benchmarks run against --peer and only then.
+    let selected = benches.len();
+    benches.retain(|b| suites::net::is_peer_bench(b.id()) == args.peer.is_some());
+    if benches.is_empty() && selected > 0 {
+        return Err(usage(if args.peer.is_some() {
+            "--peer runs only the net.peer.* benchmarks; select them with `net` or `net.peer`"
+        } else {
+            "the net.peer.* benchmarks need --peer HOST:PORT --token TOKEN (a host running opcost serve)"
+        }));
+    }
+    let peer = match &args.peer {
+        None => None,
+        Some(addr) => {
+            let token = args.token.as_deref().ok_or_else(|| {
+                usage("--peer needs --token TOKEN: the token opcost serve printed when it started")
+            })?;
+            let p = suites::net::set_peer(addr, token)?;
+            eprintln!(
+                "opcost: peer {} answered in {:.2} ms",
+                p.addr,
+                p.rtt.as_secs_f64() * 1e3
+            );
+            Some(crate::document::PeerInfo {
+                addr: p.addr.to_string(),
+                host: p.host.clone(),
+            })
+        }
+    };
     let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
 
     let tmp = tempfile::Builder::new()
@@ -99,6 +127,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
             .map(ToString::to_string)
             .collect(),
         stability: None,
+        peer,
     };
     // The run is in the history from its start, each result kept as it
     // completes, so that a crash or a kill loses nothing already measured.

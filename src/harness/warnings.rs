@@ -56,6 +56,18 @@ pub enum Warning {
     },
     /// The run is in a virtual machine.
     Virtualized(String),
+    /// Datagrams were sent that never arrived (the receiver fell behind).
+    DatagramLoss {
+        /// Lost share of the datagrams sent, in percent.
+        percent: f64,
+    },
+    /// The kernel's flow hash put the senders on fewer sockets than the reuseport group has.
+    ReuseportSpread {
+        /// Sockets that received datagrams.
+        used: u32,
+        /// Sockets in the group.
+        sockets: u32,
+    },
     /// The kernel's vDSO lacks a function, so its libc call makes a system call.
     VdsoMissing {
         /// The vDSO function (`clock_gettime`, `getcpu`...).
@@ -202,6 +214,8 @@ impl Warning {
             Warning::NoPrealloc { .. } => "no_prealloc",
             Warning::MetadataCached => "metadata_cached",
             Warning::NoCryptoInstructions(_) => "no_crypto_instructions",
+            Warning::DatagramLoss { .. } => "datagram_loss",
+            Warning::ReuseportSpread { .. } => "reuseport_spread",
         }
     }
 }
@@ -245,6 +259,14 @@ impl fmt::Display for Warning {
             Warning::Load { load, cpus } => write!(
                 f,
                 "load average {load:.2} on {cpus} CPUs when the run started: other work may disturb the numbers"
+            ),
+            Warning::DatagramLoss { percent } => write!(
+                f,
+                "{percent:.1}% of the datagrams sent never arrived: the sender outran the receiver; the figure is the rate received (details: sent and lost)"
+            ),
+            Warning::ReuseportSpread { used, sockets } => write!(
+                f,
+                "only {used} of {sockets} SO_REUSEPORT sockets received: the kernel spreads flows by a hash of their addresses, and these collided"
             ),
             Warning::Virtualized(what) => write!(
                 f,
@@ -539,6 +561,11 @@ mod tests {
             Warning::DirectRefused { fs: "tmpfs".into() },
             Warning::NoPrealloc { fs: "tmpfs".into() },
             Warning::MetadataCached,
+            Warning::DatagramLoss { percent: 12.5 },
+            Warning::ReuseportSpread {
+                used: 1,
+                sockets: 2,
+            },
         ];
         let mut codes = std::collections::HashSet::new();
         for w in &all {

@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod crypto;
 pub mod ipc;
 pub mod memory;
+pub mod net;
 pub mod process;
 pub mod storage;
 pub mod syscall;
@@ -41,6 +42,7 @@ pub fn suites() -> Vec<Suite> {
         crypto::suite(),
         process::suite(),
         storage::suite(),
+        net::suite(),
     ]
 }
 

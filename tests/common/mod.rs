@@ -73,6 +73,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
         skipped: Vec::new(),
         warnings: vec!["clocksource is not tsc".into()],
         stability: None,
+        peer: None,
     }
 }
 

@@ -1,0 +1,433 @@
+//! E14: what a network path costs per packet and per byte. UDP packets per
+//! second at four payload sizes (plain send/recv, sendmmsg/recvmmsg
+//! batches, SO_REUSEPORT over every CPU), TCP bulk throughput (one stream
+//! and one per CPU), request/response round trips (TCP_RR) and connection
+//! set-up (TCP_CRR), on three paths: loopback, two network namespaces
+//! joined by a veth pair (set up by opcost when it may, removed after), and
+//! a remote `opcost serve` given with `--peer`.
+//!
+//! Why this shape: bytes per second is not the only limit of a path; the
+//! packet rate is, and it is what small messages meet. A UDP benchmark that
+//! counts only sends measures the sender, so the responder counts arrivals
+//! and the rate reported is the rate received, with sent and lost beside
+//! it. Every path is measured by the same client against the same
+//! responder ([`server`]), so loopback, veth and a real link differ only
+//! in the path.
+//!
+//! Ids: `net.PATH.udp.MODE/SIZE` (datagrams/s; MODE `plain`, `mmsg`,
+//! `reuseport`), `net.PATH.tcp.stream.one` and `.per_cpu` (B/s),
+//! `net.PATH.tcp.rr/SIZE` (ns per round trip, p50/p99), `net.PATH.tcp.crr`
+//! (ns per connect+request+response+close); PATH is `loopback`, `veth` or
+//! `peer`.
+
+pub mod bench;
+pub mod dgram;
+pub mod netns;
+pub mod proto;
+pub mod server;
+pub mod target;
+
+use super::{FnBench, Suite, get, ratio_finding};
+use crate::harness::{Bench, Finding, Measurement, PrepareError, Profile, Unit, affinity};
+use crate::host::Host;
+use crate::units::{fmt_ratio, human, size_label};
+use bench::{CHUNK, TcpCrr, TcpRr, TcpStreamBench, UdpRate};
+pub use target::{Path, Peer, set_peer};
+
+/// The net suite.
+pub fn suite() -> Suite {
+    Suite {
+        name: "net",
+        summary: "UDP packets/s (plain, sendmmsg, SO_REUSEPORT), TCP throughput, TCP_RR and TCP_CRR, on loopback, a veth pair between namespaces, or a peer running opcost serve",
+        benches,
+        findings,
+    }
+}
+
+/// UDP payloads: 18 B fills a minimal 64 B Ethernet frame, 1472 B a
+/// 1500 B MTU.
+pub const UDP_SIZES: [usize; 4] = [18, 64, 512, 1472];
+/// Request/response sizes of the TCP_RR sweep.
+pub const RR_SIZES: [usize; 5] = [1, 64, 1 << 10, 16 << 10, 64 << 10];
+/// Datagrams per sendmmsg/recvmmsg call.
+pub const BATCH: usize = 32;
+
+/// How datagrams are sent and received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One send()/recv() per datagram.
+    Plain,
+    /// sendmmsg/recvmmsg, [`BATCH`] per call.
+    Mmsg,
+    /// One SO_REUSEPORT socket and thread per CPU, with batches.
+    Reuseport,
+}
+
+impl Mode {
+    /// The id segment.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Plain => "plain",
+            Mode::Mmsg => "mmsg",
+            Mode::Reuseport => "reuseport",
+        }
+    }
+}
+
+/// True for the ids of benchmarks that need `--peer`.
+pub fn is_peer_bench(id: &str) -> bool {
+    id.starts_with("net.peer.")
+}
+
+/// CPUs this process may use (so also the `--cpu` pin), at least one.
+fn cpus() -> usize {
+    affinity::allowed_cpus().len().max(1)
+}
+
+fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
+    let mut v = Vec::new();
+    for path in Path::ALL {
+        let p = path.label();
+        for mode in [Mode::Plain, Mode::Mmsg, Mode::Reuseport] {
+            for size in UDP_SIZES {
+                // Quick runs keep the two sizes the findings compare.
+                let quick = size == 64 || (size == 1472 && mode != Mode::Reuseport);
+                let b = FnBench::new(
+                    format!("net.{p}.udp.{}/{}", mode.label(), size_label(size as u64)),
+                    format!(
+                        "UDP {size} B datagrams received per second over {p}, {}",
+                        match mode {
+                            Mode::Plain => "one send/recv per datagram",
+                            Mode::Mmsg => "sendmmsg/recvmmsg batches of 32",
+                            Mode::Reuseport => "one SO_REUSEPORT socket and sender per CPU",
+                        }
+                    ),
+                    Unit::Rate,
+                    move |_ctx| {
+                        let (batch, sockets) = match mode {
+                            Mode::Plain => (1, 1),
+                            Mode::Mmsg => (BATCH, 1),
+                            Mode::Reuseport => (BATCH, cpus()),
+                        };
+                        if mode == Mode::Reuseport && sockets < 2 {
+                            return Err(PrepareError::Skip(
+                                "SO_REUSEPORT across CPUs needs two CPUs; one is allowed".into(),
+                            ));
+                        }
+                        Ok(UdpRate::prepare(path, size, batch, sockets)?.boxed())
+                    },
+                )
+                .param("path", p)
+                .param("payload", size as u64)
+                .param("mode", mode.label())
+                .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 });
+                v.push(
+                    if quick {
+                        b
+                    } else {
+                        b.min_profile(Profile::Default)
+                    }
+                    .boxed(),
+                );
+            }
+        }
+        for per_cpu in [false, true] {
+            let name = if per_cpu { "per_cpu" } else { "one" };
+            v.push(
+                FnBench::new(
+                    format!("net.{p}.tcp.stream.{name}"),
+                    format!(
+                        "TCP bulk throughput over {p}, {}",
+                        if per_cpu {
+                            "one stream per CPU"
+                        } else {
+                            "one stream"
+                        }
+                    ),
+                    Unit::Throughput {
+                        bytes_per_op: CHUNK as f64,
+                    },
+                    move |_ctx| {
+                        let streams = if per_cpu { cpus() } else { 1 };
+                        if per_cpu && streams < 2 {
+                            return Err(PrepareError::Skip(
+                                "one stream per CPU needs two CPUs; one is allowed".into(),
+                            ));
+                        }
+                        Ok(Box::new(TcpStreamBench::prepare(path, streams)?))
+                    },
+                )
+                .param("path", p)
+                .param("write", CHUNK as u64)
+                .boxed(),
+            );
+        }
+        for size in RR_SIZES {
+            let b = FnBench::new(
+                format!("net.{p}.tcp.rr/{}", size_label(size as u64)),
+                format!(
+                    "TCP request/response round trip of {size} B each way over {p} (TCP_NODELAY)"
+                ),
+                Unit::Latency,
+                move |_ctx| Ok(Box::new(TcpRr::prepare(path, size)?)),
+            )
+            .param("path", p)
+            .param("size", size as u64)
+            .param("nodelay", true);
+            let quick = size == 1 || size == 64 << 10;
+            v.push(
+                if quick {
+                    b
+                } else {
+                    b.min_profile(Profile::Default)
+                }
+                .boxed(),
+            );
+        }
+        v.push(
+            FnBench::new(
+                format!("net.{p}.tcp.crr"),
+                format!("TCP connect, 1 B request, 1 B response, close over {p} (TCP_CRR)"),
+                Unit::Latency,
+                move |_ctx| Ok(Box::new(TcpCrr::prepare(path, 1)?)),
+            )
+            .param("path", p)
+            .param("size", 1u64)
+            .boxed(),
+        );
+    }
+    v
+}
+
+trait BoxTimed {
+    fn boxed(self) -> Box<dyn crate::harness::Timed>;
+}
+
+impl<T: crate::harness::Timed + 'static> BoxTimed for T {
+    fn boxed(self) -> Box<dyn crate::harness::Timed> {
+        Box::new(self)
+    }
+}
+
+fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut f = Vec::new();
+    for path in Path::ALL {
+        let p = path.label();
+        let id = |rest: &str| format!("net.{p}.{rest}");
+        // Packets, not bytes, bound small datagrams: the 64 B rate stays
+        // near the 1472 B rate while moving 23 times fewer bytes.
+        if let (Some(small), Some(big)) =
+            (get(ms, &id("udp.mmsg/64B")), get(ms, &id("udp.mmsg/1472B")))
+            && big.median > 0.0
+        {
+            let r = small.median / big.median;
+            let verdict = if r >= 0.5 {
+                "small datagrams are bound by the per-packet cost, not by bandwidth"
+            } else {
+                "payload bytes, not the packet count, bound this path"
+            };
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload; {verdict}",
+                    human(small.median, "ops/s"),
+                    human(small.median * 64.0, "B/s"),
+                    human(big.median, "ops/s"),
+                    human(big.median * 1472.0, "B/s"),
+                    fmt_ratio(r)
+                ),
+                r,
+            ));
+        }
+        if let (Some(small), Some(tcp)) =
+            (get(ms, &id("udp.mmsg/64B")), get(ms, &id("tcp.stream.one")))
+            && small.median > 0.0
+        {
+            let r = tcp.median / (small.median * 64.0);
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: one TCP stream moves {}, {} the payload bytes of 64 B datagrams",
+                    human(tcp.median, "B/s"),
+                    fmt_ratio(r)
+                ),
+                r,
+            ));
+        }
+        if let (Some(plain), Some(mmsg)) =
+            (get(ms, &id("udp.plain/64B")), get(ms, &id("udp.mmsg/64B")))
+            && plain.median > 0.0
+        {
+            let r = mmsg.median / plain.median;
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {} the 64 B datagrams of one call per datagram ({} vs {})",
+                    fmt_ratio(r),
+                    human(mmsg.median, "ops/s"),
+                    human(plain.median, "ops/s")
+                ),
+                r,
+            ));
+        }
+        if let (Some(one), Some(all)) = (
+            get(ms, &id("udp.mmsg/64B")),
+            get(ms, &id("udp.reuseport/64B")),
+        ) && one.median > 0.0
+        {
+            let r = all.median / one.median;
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: SO_REUSEPORT over every CPU receives {} the 64 B datagrams of one socket",
+                    fmt_ratio(r)
+                ),
+                r,
+            ));
+        }
+    }
+    // The cost a veth hop adds per packet and per round trip.
+    for (what, rest) in [
+        ("a 64 B datagram", "udp.plain/64B"),
+        ("a 1 B round trip", "tcp.rr/1B"),
+    ] {
+        if let (Some(lo), Some(ve)) = (
+            get(ms, &format!("net.loopback.{rest}")),
+            get(ms, &format!("net.veth.{rest}")),
+        ) {
+            let (a, b) = (lo.ns_per_op(), ve.ns_per_op());
+            if a > 0.0 {
+                f.push(ratio_finding(
+                    "net",
+                    format!(
+                        "{what} costs {} over veth between namespaces, {} over loopback: {}",
+                        human(b, "ns/op"),
+                        human(a, "ns/op"),
+                        fmt_ratio(b / a)
+                    ),
+                    b / a,
+                ));
+            }
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Timed;
+
+    #[test]
+    fn ids_are_unique_and_every_path_has_every_test() {
+        let host = Host::default();
+        let bs = benches(&host);
+        let mut ids: Vec<&str> = bs.iter().map(|b| b.id()).collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+        for p in ["loopback", "veth", "peer"] {
+            assert!(ids.contains(&format!("net.{p}.udp.plain/18B").as_str()));
+            assert!(ids.contains(&format!("net.{p}.udp.reuseport/1472B").as_str()));
+            assert!(ids.contains(&format!("net.{p}.tcp.stream.per_cpu").as_str()));
+            assert!(ids.contains(&format!("net.{p}.tcp.rr/64KiB").as_str()));
+            assert!(ids.contains(&format!("net.{p}.tcp.crr").as_str()));
+        }
+        assert!(is_peer_bench("net.peer.tcp.crr"));
+        assert!(!is_peer_bench("net.veth.tcp.crr"));
+    }
+
+    #[test]
+    fn udp_on_loopback_counts_arrivals_apart_from_sends() {
+        let mut t = UdpRate::prepare(Path::Loopback, 64, BATCH, 1).unwrap();
+        let d = t.run(t.min_ops() * 4).unwrap();
+        assert!(d.as_nanos() > 0);
+        let det = t.details().unwrap();
+        let sent = det["sent"].as_u64().unwrap();
+        let received = det["received"].as_u64().unwrap();
+        assert!(sent >= t.min_ops() * 4);
+        assert!(received > 0 && received <= sent);
+        assert_eq!(det["lost"].as_u64().unwrap(), sent - received);
+        assert!(det["received_per_s"].as_f64().unwrap() > 0.0);
+    }
+
+    #[test]
+    fn tcp_shapes_run_on_loopback() {
+        let mut s = TcpStreamBench::prepare(Path::Loopback, 2).unwrap();
+        assert!(s.run(16).unwrap().as_nanos() > 0);
+        let mut rr = TcpRr::prepare(Path::Loopback, 1000).unwrap();
+        rr.run(20).unwrap();
+        let times = rr.take_op_times();
+        assert_eq!(times.len(), 20);
+        assert!(times.iter().all(|&t| t > 0.0));
+        let mut crr = TcpCrr::prepare(Path::Loopback, 1).unwrap();
+        crr.run(10).unwrap();
+        assert_eq!(crr.take_op_times().len(), 10);
+    }
+
+    #[test]
+    fn the_responder_serves_every_shape_between_two_namespaces() {
+        let mut rr = match TcpRr::prepare(Path::Veth, 64) {
+            Ok(r) => r,
+            Err(PrepareError::Skip(why)) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        rr.run(10).unwrap();
+        assert_eq!(rr.take_op_times().len(), 10);
+        let det = rr.details().unwrap();
+        assert!(
+            det["responder"]
+                .as_str()
+                .unwrap()
+                .starts_with("10.231.0.2:")
+        );
+        let mut udp = UdpRate::prepare(Path::Veth, 18, 1, 1).unwrap();
+        udp.run(udp.min_ops() * 2).unwrap();
+        assert!(udp.details().unwrap()["received"].as_u64().unwrap() > 0);
+        let mut s = TcpStreamBench::prepare(Path::Veth, 1).unwrap();
+        s.run(8).unwrap();
+        let mut crr = TcpCrr::prepare(Path::Veth, 1).unwrap();
+        crr.run(5).unwrap();
+        assert_eq!(crr.take_op_times().len(), 5);
+        // A session with the wrong token is refused from the client namespace too.
+        let target = target::Target::open(Path::Veth).unwrap();
+        let bad =
+            target::Session::open(target.client_ns(), target.addr, "wrong", proto::Test::Hello);
+        assert!(bad.err().unwrap().to_string().contains("wrong token"));
+    }
+
+    #[test]
+    fn peer_benches_skip_without_a_peer() {
+        match TcpRr::prepare(Path::Peer, 1) {
+            Err(PrepareError::Skip(why)) => assert!(why.contains("--peer")),
+            _ => panic!("expected a skip"),
+        }
+    }
+
+    #[test]
+    fn findings_compare_packet_and_byte_limits() {
+        let ms = vec![
+            Measurement::point("net.loopback.udp.mmsg/64B", "ops/s", 1e6),
+            Measurement::point("net.loopback.udp.mmsg/1472B", "ops/s", 8e5),
+            Measurement::point("net.loopback.udp.plain/64B", "ops/s", 4e5),
+            Measurement::point("net.veth.udp.plain/64B", "ops/s", 2e5),
+        ];
+        let f = findings(&ms);
+        assert!(
+            f.iter()
+                .any(|x| x.text.contains("per-packet cost") && (x.value - 1.25).abs() < 1e-9)
+        );
+        assert!(
+            f.iter()
+                .any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9)
+        );
+        assert!(
+            f.iter()
+                .any(|x| x.text.contains("veth") && (x.value - 2.0).abs() < 1e-9)
+        );
+    }
+}

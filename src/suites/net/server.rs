@@ -1,0 +1,700 @@
+//! The responder of the net benchmarks: `opcost serve` on another host,
+//! and the same code inside opcost for the loopback and veth paths.
+//!
+//! Why it is careful: it listens on a network. Every connection must show
+//! the token (control) or the session key (data) before anything else; a
+//! request is one bounded line read under a timeout; only the net tests'
+//! responders exist (nothing runs a command or touches a file); each
+//! session is capped in time and bytes; at most `max_clients` sessions run
+//! at once and the rest are turned away at once, so memory stays bounded
+//! however many connections arrive. Refusals are logged with the reason.
+
+use std::io::{BufReader, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::socket::{setsockopt, sockopt};
+
+use super::dgram::Receiver;
+use super::proto::{
+    KEY_LEN, LineError, Reply, Request, Tally, Test, random_key, read_key, read_line,
+};
+
+/// What the server allows.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Sessions served at once; more are refused.
+    pub max_clients: usize,
+    /// Longest session.
+    pub max_secs: u64,
+    /// Most bytes moved in one session.
+    pub max_bytes: u64,
+    /// Exit after this long without any connection (None: never).
+    pub idle: Option<Duration>,
+    /// Longest wait for a request line or a data connection's key.
+    pub handshake: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_clients: 8,
+            max_secs: 300,
+            max_bytes: 256 << 30,
+            idle: Some(Duration::from_secs(600)),
+            handshake: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The token every session must present.
+    pub token: String,
+    /// Caps and timeouts.
+    pub limits: Limits,
+    /// This machine's description, sent in answer to `hello`.
+    pub host: Option<serde_json::Value>,
+    /// Log refusals and sessions to standard error (`opcost serve`).
+    pub log: bool,
+}
+
+/// A listening server; [`Server::run`] serves until stopped or idle.
+pub struct Server {
+    listener: TcpListener,
+    cfg: Arc<Config>,
+    stop: Arc<AtomicBool>,
+}
+
+/// Sessions being served, decremented when a session ends.
+struct Active(Arc<AtomicUsize>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Server {
+    /// A server on `listener` (already bound) with `cfg`.
+    pub fn new(listener: TcpListener, cfg: Config) -> Server {
+        Server {
+            listener,
+            cfg: Arc::new(cfg),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The flag that stops [`Server::run`] (checked a few times a second).
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts and serves sessions until the stop flag is set or no
+    /// connection came for the idle limit; waits for running sessions.
+    pub fn run(self) -> anyhow::Result<()> {
+        let active = Arc::new(AtomicUsize::new(0));
+        let mut last = Instant::now();
+        let mut sessions: Vec<JoinHandle<()>> = Vec::new();
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Some(idle) = self.cfg.limits.idle
+                && active.load(Ordering::SeqCst) == 0
+                && last.elapsed() >= idle
+            {
+                self.log(format_args!(
+                    "no connection for {} s: exiting",
+                    idle.as_secs()
+                ));
+                break;
+            }
+            let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(20u16)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e).context("waiting for connections"),
+            }
+            let (conn, from) = match self.listener.accept() {
+                Ok(c) => c,
+                Err(e) => {
+                    self.log(format_args!("accept failed: {e}"));
+                    continue;
+                }
+            };
+            last = Instant::now();
+            sessions.retain(|h| !h.is_finished());
+            if active.load(Ordering::SeqCst) >= self.cfg.limits.max_clients {
+                self.log(format_args!(
+                    "refused {from}: busy ({} sessions already)",
+                    self.cfg.limits.max_clients
+                ));
+                let _ = conn.set_nonblocking(true);
+                let _ = (&conn).write_all(&reply_line(&refusal("busy: too many clients")));
+                continue;
+            }
+            active.fetch_add(1, Ordering::SeqCst);
+            let guard = Active(active.clone());
+            let cfg = self.cfg.clone();
+            let stop = self.stop.clone();
+            let spawned = std::thread::Builder::new()
+                .name("opcost-session".into())
+                .stack_size(256 << 10)
+                .spawn(move || {
+                    let _guard = guard;
+                    session(conn, from, &cfg, &stop);
+                });
+            match spawned {
+                Ok(h) => sessions.push(h),
+                Err(e) => self.log(format_args!("refused {from}: no thread ({e})")),
+            }
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        for h in sessions {
+            let _ = h.join();
+        }
+        Ok(())
+    }
+
+    fn log(&self, msg: std::fmt::Arguments) {
+        if self.cfg.log {
+            // A closed standard error must not stop the server.
+            let _ = writeln!(std::io::stderr(), "opcost serve: {msg}");
+        }
+    }
+
+    /// Runs the server in a thread (inside network namespace `ns` when
+    /// given); dropping the handle stops it and waits for it.
+    pub fn spawn(self, ns: Option<&OwnedFd>) -> anyhow::Result<Handle> {
+        let stop = self.stop.clone();
+        let ns = ns.map(|n| n.try_clone()).transpose()?;
+        let thread = std::thread::Builder::new()
+            .name("opcost-responder".into())
+            .spawn(move || -> anyhow::Result<()> {
+                if let Some(ns) = ns {
+                    nix::sched::setns(ns.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+                        .context("entering the server's network namespace")?;
+                }
+                self.run()
+            })?;
+        Ok(Handle {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// A server running in a thread of this process.
+pub struct Handle {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn refusal(why: &str) -> Reply {
+    Reply {
+        ok: false,
+        error: Some(why.to_string()),
+        ..Reply::default()
+    }
+}
+
+fn reply_line(r: &Reply) -> Vec<u8> {
+    let mut v = serde_json::to_vec(r).unwrap_or_else(|_| b"{\"ok\":false}".to_vec());
+    v.push(b'\n');
+    v
+}
+
+/// What one session shares with the threads serving its data connections.
+struct Run {
+    deadline: Instant,
+    max_bytes: u64,
+    stop: Arc<AtomicBool>,
+    server_stop: Arc<AtomicBool>,
+    key: String,
+    handshake: Duration,
+}
+
+impl Run {
+    fn over(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+            || self.server_stop.load(Ordering::Relaxed)
+            || Instant::now() >= self.deadline
+    }
+}
+
+/// Serves one control connection: the request, then its test.
+fn session(conn: TcpStream, from: SocketAddr, cfg: &Config, server_stop: &Arc<AtomicBool>) {
+    let log = |msg: std::fmt::Arguments| {
+        if cfg.log {
+            let _ = writeln!(std::io::stderr(), "opcost serve: {from}: {msg}");
+        }
+    };
+    let _ = conn.set_read_timeout(Some(cfg.limits.handshake));
+    let _ = conn.set_write_timeout(Some(cfg.limits.handshake));
+    let _ = conn.set_nodelay(true);
+    let mut reader = BufReader::with_capacity(super::proto::MAX_LINE, &conn);
+    let refuse = |why: String| {
+        log(format_args!("refused: {why}"));
+        let _ = (&conn).write_all(&reply_line(&refusal(&why)));
+    };
+    let line = match read_line(&mut reader) {
+        Ok(l) => l,
+        Err(LineError::Closed) => return log(format_args!("closed before a request")),
+        Err(e) => return refuse(format!("bad request: {e}")),
+    };
+    let req: Request = match serde_json::from_str(&line) {
+        Ok(r) => r,
+        Err(e) => return refuse(format!("malformed request: {e}")),
+    };
+    if req.token != cfg.token {
+        return refuse("wrong token".to_string());
+    }
+    if let Some(why) = req.test.over_limit() {
+        return refuse(format!("over limit: {why}"));
+    }
+    let local_ip = match conn.local_addr() {
+        Ok(a) => a.ip(),
+        Err(e) => return log(format_args!("no local address: {e}")),
+    };
+    let run = Arc::new(Run {
+        deadline: Instant::now() + Duration::from_secs(cfg.limits.max_secs),
+        max_bytes: cfg.limits.max_bytes,
+        stop: Arc::new(AtomicBool::new(false)),
+        server_stop: server_stop.clone(),
+        key: random_key(),
+        handshake: cfg.limits.handshake,
+    });
+    let ok = |port: Option<u16>, host: Option<serde_json::Value>| Reply {
+        ok: true,
+        error: None,
+        port,
+        key: port.map(|_| run.key.clone()),
+        host,
+        max_secs: cfg.limits.max_secs,
+        max_bytes: cfg.limits.max_bytes,
+    };
+    let name = test_name(&req.test);
+    let result = match req.test {
+        Test::Hello => (&conn)
+            .write_all(&reply_line(&ok(None, cfg.host.clone())))
+            .map_err(anyhow::Error::from),
+        test => serve_test(test, local_ip, &conn, reader, &run, &ok),
+    };
+    run.stop.store(true, Ordering::SeqCst);
+    match result {
+        Ok(()) => log(format_args!("{name} done")),
+        Err(e) => log(format_args!("{name} ended: {e:#}")),
+    }
+}
+
+fn test_name(t: &Test) -> &'static str {
+    match t {
+        Test::Hello => "hello",
+        Test::TcpSink { .. } => "tcp_sink",
+        Test::TcpEcho { .. } => "tcp_echo",
+        Test::TcpCrr { .. } => "tcp_crr",
+        Test::UdpSink { .. } => "udp_sink",
+    }
+}
+
+/// Sets up the data side of `test`, answers with its port, and serves it
+/// until the client closes the control connection or a cap is reached.
+fn serve_test(
+    test: Test,
+    ip: IpAddr,
+    conn: &TcpStream,
+    mut reader: BufReader<&TcpStream>,
+    run: &Arc<Run>,
+    ok: &dyn Fn(Option<u16>, Option<serde_json::Value>) -> Reply,
+) -> anyhow::Result<()> {
+    // Control lines may come seconds apart during a test.
+    conn.set_read_timeout(Some(Duration::from_millis(50)))?;
+    match test {
+        Test::UdpSink {
+            size,
+            sockets,
+            batch,
+        } => {
+            let socks = udp_group(ip, sockets as usize)?;
+            let port = socks[0].local_addr()?.port();
+            let counters: Vec<Arc<Counters>> = (0..socks.len()).map(|_| Arc::default()).collect();
+            let epoch = Instant::now();
+            let mut threads = Vec::new();
+            for (s, c) in socks.into_iter().zip(&counters) {
+                let (run, c) = (run.clone(), c.clone());
+                threads.push(std::thread::spawn(move || {
+                    udp_receive(s, size as usize, batch as usize, &c, epoch, &run)
+                }));
+            }
+            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+            let res = control_loop(&mut reader, conn, run, |line| {
+                let quiet_us: u64 = line
+                    .strip_prefix("count")
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(|_| anyhow::anyhow!("malformed count line"))?
+                    .ok_or_else(|| anyhow::anyhow!("unknown control line"))?;
+                Ok(tally_udp(
+                    &counters,
+                    Duration::from_micros(quiet_us.clamp(200, 1_000_000)),
+                    run,
+                ))
+            });
+            run.stop.store(true, Ordering::SeqCst);
+            for t in threads {
+                let _ = t.join();
+            }
+            res
+        }
+        Test::TcpSink { streams } => {
+            let listener = TcpListener::bind((ip, 0))?;
+            let port = listener.local_addr()?.port();
+            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+            let total = Arc::new(AtomicU64::new(0));
+            let mut data = Vec::new();
+            let mut threads = Vec::new();
+            for _ in 0..streams {
+                let Some(s) = accept_keyed(&listener, run)? else {
+                    break;
+                };
+                data.push(s.try_clone()?);
+                let (run, total) = (run.clone(), total.clone());
+                threads.push(std::thread::spawn(move || sink(s, &total, &run)));
+            }
+            let res = control_loop(&mut reader, conn, run, |line| {
+                let want: u64 = line
+                    .strip_prefix("sync ")
+                    .ok_or_else(|| anyhow::anyhow!("unknown control line"))?
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("malformed sync line"))?;
+                let t0 = Instant::now();
+                while total.load(Ordering::Acquire) < want && !run.over() {
+                    if t0.elapsed() > Duration::from_secs(10) {
+                        anyhow::bail!("sync: {want} bytes never arrived");
+                    }
+                    std::thread::yield_now();
+                }
+                Ok(Tally {
+                    received: total.load(Ordering::Acquire),
+                    timed: 0,
+                    span_ns: 0,
+                    sockets_used: data.len() as u32,
+                })
+            });
+            run.stop.store(true, Ordering::SeqCst);
+            for s in &data {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            for t in threads {
+                let _ = t.join();
+            }
+            res
+        }
+        Test::TcpEcho { size } => {
+            let listener = TcpListener::bind((ip, 0))?;
+            let port = listener.local_addr()?.port();
+            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+            let Some(s) = accept_keyed(&listener, run)? else {
+                return Ok(());
+            };
+            s.set_nodelay(true)?;
+            let handle = s.try_clone()?;
+            let r = run.clone();
+            let t = std::thread::spawn(move || echo(s, size as usize, &r));
+            let res = control_loop(&mut reader, conn, run, |_| {
+                anyhow::bail!("unknown control line")
+            });
+            run.stop.store(true, Ordering::SeqCst);
+            let _ = handle.shutdown(Shutdown::Both);
+            let _ = t.join();
+            res
+        }
+        Test::TcpCrr { size } => {
+            let listener = TcpListener::bind((ip, 0))?;
+            let port = listener.local_addr()?.port();
+            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+            let r = run.clone();
+            let t = std::thread::spawn(move || crr(listener, size as usize, &r));
+            let res = control_loop(&mut reader, conn, run, |_| {
+                anyhow::bail!("unknown control line")
+            });
+            run.stop.store(true, Ordering::SeqCst);
+            let _ = t.join();
+            res
+        }
+        Test::Hello => Ok(()),
+    }
+}
+
+/// Reads control lines until the client closes the connection (the normal
+/// end) or a cap is reached, answering each with `answer`'s tally.
+fn control_loop(
+    reader: &mut BufReader<&TcpStream>,
+    conn: &TcpStream,
+    run: &Run,
+    mut answer: impl FnMut(&str) -> anyhow::Result<Tally>,
+) -> anyhow::Result<()> {
+    loop {
+        if run.over() {
+            let why = if Instant::now() >= run.deadline {
+                "the session's time limit was reached"
+            } else {
+                "stopped"
+            };
+            let _ = (&*conn).write_all(&reply_line(&refusal(why)));
+            anyhow::bail!("{why}");
+        }
+        let line = match read_line(reader) {
+            Ok(l) => l,
+            Err(LineError::Closed) => return Ok(()),
+            Err(LineError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => anyhow::bail!("control connection: {e}"),
+        };
+        let tally = answer(&line)?;
+        let mut text = serde_json::to_vec(&tally)?;
+        text.push(b'\n');
+        (&*conn).write_all(&text)?;
+    }
+}
+
+/// Accepts one data connection that starts with the session key; refuses
+/// (and keeps waiting) for ones that do not. None when the session ends first.
+fn accept_keyed(listener: &TcpListener, run: &Run) -> anyhow::Result<Option<TcpStream>> {
+    let until = Instant::now() + run.handshake;
+    while Instant::now() < until && !run.over() {
+        let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+        if poll(&mut fds, PollTimeout::from(20u16))? == 0 {
+            continue;
+        }
+        let (mut s, _) = listener.accept()?;
+        s.set_read_timeout(Some(run.handshake))?;
+        match read_key(&mut s) {
+            Ok(k) if k == run.key => {
+                s.set_read_timeout(Some(Duration::from_millis(200)))?;
+                return Ok(Some(s));
+            }
+            _ => continue,
+        }
+    }
+    anyhow::bail!("no data connection with the session key arrived")
+}
+
+/// True for the errors a read with a timeout returns when nothing came.
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// Discards what arrives on `s`, counting bytes into `total`, within the caps.
+fn sink(mut s: TcpStream, total: &AtomicU64, run: &Run) {
+    let mut buf = vec![0u8; 256 << 10];
+    while !run.over() {
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if total.fetch_add(n as u64, Ordering::Release) + n as u64 > run.max_bytes {
+                    return;
+                }
+            }
+            Err(e) if timed_out(&e) => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Echoes every `size`-byte message on `s`, within the caps.
+fn echo(mut s: TcpStream, size: usize, run: &Run) {
+    let mut buf = vec![0u8; size];
+    let mut moved = 0u64;
+    while !run.over() && moved <= run.max_bytes {
+        let mut have = 0;
+        while have < size {
+            match s.read(&mut buf[have..]) {
+                Ok(0) => return,
+                Ok(n) => have += n,
+                Err(e) if timed_out(&e) && !run.over() => continue,
+                Err(_) => return,
+            }
+        }
+        if s.write_all(&buf).is_err() {
+            return;
+        }
+        moved += 2 * size as u64;
+    }
+}
+
+/// Serves connect-request-response-close cycles, one connection at a time.
+fn crr(listener: TcpListener, size: usize, run: &Run) {
+    let mut buf = vec![0u8; KEY_LEN + size];
+    let mut moved = 0u64;
+    while !run.over() && moved <= run.max_bytes {
+        let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::from(20u16)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        let Ok((mut s, _)) = listener.accept() else {
+            continue;
+        };
+        let _ = s.set_nodelay(true);
+        let _ = s.set_read_timeout(Some(run.handshake));
+        if s.read_exact(&mut buf).is_err() || buf[..KEY_LEN] != *run.key.as_bytes() {
+            continue;
+        }
+        let _ = s.write_all(&buf[KEY_LEN..]);
+        moved += 2 * size as u64;
+    }
+}
+
+/// Arrival counts of one receiving socket.
+struct Counters {
+    /// Datagrams received since the session began (only the receiving thread writes it).
+    count: AtomicU64,
+    /// `count` at the previous tally (only the tally writes it).
+    tallied: AtomicU64,
+    /// Datagrams of the first batch after a tally (they arrived before its timestamp).
+    first_batch: AtomicU64,
+    first_ns: AtomicU64,
+    last_ns: AtomicU64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            count: AtomicU64::new(0),
+            tallied: AtomicU64::new(0),
+            first_batch: AtomicU64::new(0),
+            first_ns: AtomicU64::new(u64::MAX),
+            last_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+/// `n` UDP sockets bound to one port of `ip` with SO_REUSEPORT.
+fn udp_group(ip: IpAddr, n: usize) -> anyhow::Result<Vec<UdpSocket>> {
+    let mut socks: Vec<UdpSocket> = Vec::new();
+    let mut port = 0;
+    for _ in 0..n {
+        let domain = match ip {
+            IpAddr::V4(_) => nix::sys::socket::AddressFamily::Inet,
+            IpAddr::V6(_) => nix::sys::socket::AddressFamily::Inet6,
+        };
+        let fd = nix::sys::socket::socket(
+            domain,
+            nix::sys::socket::SockType::Datagram,
+            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            None,
+        )?;
+        setsockopt(&fd, sockopt::ReusePort, &true)?;
+        // The system's default receive buffer, as iperf3 and most servers
+        // use: a deeper queue only holds more datagrams out of cache.
+        let addr = nix::sys::socket::SockaddrStorage::from(SocketAddr::new(ip, port));
+        nix::sys::socket::bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr)
+            .with_context(|| format!("binding UDP {ip}:{port}"))?;
+        let s = UdpSocket::from(fd);
+        s.set_read_timeout(Some(Duration::from_millis(20)))?;
+        port = s.local_addr()?.port();
+        socks.push(s);
+    }
+    Ok(socks)
+}
+
+/// Counts datagrams arriving on `s` until the session ends.
+fn udp_receive(s: UdpSocket, size: usize, batch: usize, c: &Counters, epoch: Instant, run: &Run) {
+    let mut rx = Receiver::new(s, size, batch);
+    let mut total = 0u64;
+    while !run.over() && total.saturating_mul(size as u64) <= run.max_bytes {
+        match rx.recv() {
+            Ok(n) => {
+                // Plain stores, no locked read-modify-write: only this
+                // thread writes them, and tallies read them while the
+                // sender is quiet.
+                let now = epoch.elapsed().as_nanos() as u64;
+                total += n as u64;
+                c.count.store(total, Ordering::Relaxed);
+                if c.first_ns.load(Ordering::Relaxed) == u64::MAX {
+                    c.first_batch.store(n as u64, Ordering::Relaxed);
+                    c.first_ns.store(now, Ordering::Relaxed);
+                }
+                c.last_ns.store(now, Ordering::Relaxed);
+            }
+            Err(e) if timed_out(&e) => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Waits until no datagram arrived for `quiet`, then returns and resets
+/// the counts since the previous tally.
+fn tally_udp(counters: &[Arc<Counters>], quiet: Duration, run: &Run) -> Tally {
+    let sum = || -> u64 {
+        counters
+            .iter()
+            .map(|c| c.count.load(Ordering::Relaxed))
+            .sum()
+    };
+    let mut seen = sum();
+    let mut still = Instant::now();
+    while still.elapsed() < quiet && !run.over() {
+        std::thread::sleep(Duration::from_micros(100));
+        let now = sum();
+        if now != seen {
+            seen = now;
+            still = Instant::now();
+        }
+    }
+    let mut t = Tally::default();
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    for c in counters {
+        let now = c.count.load(Ordering::Relaxed);
+        let n = now - c.tallied.swap(now, Ordering::Relaxed);
+        let fb = c.first_batch.swap(0, Ordering::Relaxed);
+        let f = c.first_ns.swap(u64::MAX, Ordering::Relaxed);
+        let l = c.last_ns.swap(0, Ordering::Relaxed);
+        if n > 0 {
+            t.received += n;
+            t.timed += n - fb.min(n);
+            t.sockets_used += 1;
+            first = first.min(f);
+            last = last.max(l);
+        }
+    }
+    t.span_ns = last.saturating_sub(first);
+    t
+}

@@ -1,0 +1,246 @@
+//! The far end of a net benchmark, as the client sees it: a responder
+//! started inside opcost (loopback, or in the server namespace of the veth
+//! pair), or a remote `opcost serve` given with `--peer`.
+
+use std::io::{BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+
+use super::netns::{self, Enter, Veth};
+use super::proto::{Reply, Request, Tally, Test, random_key, read_line};
+use super::server::{self, Config, Limits, Server};
+use crate::harness::PrepareError;
+
+/// The network path a benchmark measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// 127.0.0.1 within this network namespace.
+    Loopback,
+    /// Two private network namespaces joined by a veth pair.
+    Veth,
+    /// The host given with `--peer`.
+    Peer,
+}
+
+impl Path {
+    /// Every path, in report order.
+    pub const ALL: [Path; 3] = [Path::Loopback, Path::Veth, Path::Peer];
+
+    /// The id segment: `loopback`, `veth`, `peer`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Path::Loopback => "loopback",
+            Path::Veth => "veth",
+            Path::Peer => "peer",
+        }
+    }
+}
+
+/// A remote `opcost serve`, checked once when the run starts.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    /// Its control address.
+    pub addr: SocketAddr,
+    /// Its token.
+    pub token: String,
+    /// Its machine description, as it sent it.
+    pub host: serde_json::Value,
+    /// One control round trip (connect, request, answer).
+    pub rtt: Duration,
+}
+
+/// The peer of this run (`opcost run --peer`), set once before any
+/// benchmark is prepared.
+static PEER: OnceLock<Peer> = OnceLock::new();
+
+/// Connects to `addr`, checks the token with a `hello`, and makes the
+/// server the peer of the `net.peer.*` benchmarks of this process.
+pub fn set_peer(addr: &str, token: &str) -> anyhow::Result<&'static Peer> {
+    let sock = addr
+        .to_socket_addrs()
+        .with_context(|| format!("--peer {addr}: not a HOST:PORT address"))?
+        .next()
+        .ok_or_else(|| anyhow!("--peer {addr}: the name resolves to no address"))?;
+    let t0 = Instant::now();
+    let s =
+        Session::open(None, sock, token, Test::Hello).map_err(|e| anyhow!("--peer {addr}: {e}"))?;
+    let rtt = t0.elapsed();
+    let peer = Peer {
+        addr: sock,
+        token: token.to_string(),
+        host: s.reply.host.clone().unwrap_or(serde_json::Value::Null),
+        rtt,
+    };
+    PEER.set(peer)
+        .map_err(|_| anyhow!("the peer was already set"))?;
+    PEER.get().ok_or_else(|| anyhow!("the peer was not kept"))
+}
+
+/// The far end of one benchmark. Dropping it stops an in-process responder
+/// and lets go of the veth pair.
+pub struct Target {
+    /// The control address of the responder.
+    pub addr: SocketAddr,
+    token: String,
+    /// How long the responder waits for datagrams still in flight.
+    pub quiet: Duration,
+    _responder: Option<server::Handle>,
+    veth: Option<Arc<Veth>>,
+}
+
+impl Target {
+    /// Starts (or, for the peer, finds) the responder of `path`.
+    pub fn open(path: Path) -> Result<Target, PrepareError> {
+        let local = |listener: TcpListener, veth: Option<Arc<Veth>>| {
+            let addr = listener.local_addr()?;
+            let token = random_key();
+            let cfg = Config {
+                token: token.clone(),
+                limits: Limits {
+                    idle: None,
+                    ..Limits::default()
+                },
+                host: None,
+                log: false,
+            };
+            let responder = Server::new(listener, cfg).spawn(veth.as_ref().map(|v| &v.server))?;
+            Ok::<Target, PrepareError>(Target {
+                addr,
+                token,
+                quiet: Duration::from_millis(2),
+                _responder: Some(responder),
+                veth,
+            })
+        };
+        match path {
+            Path::Loopback => local(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?, None),
+            Path::Veth => {
+                let v = netns::shared()?;
+                let listener =
+                    netns::in_netns(&v.server, || TcpListener::bind((netns::SERVER_ADDR, 0)))??;
+                local(listener, Some(v))
+            }
+            Path::Peer => {
+                let p = PEER.get().ok_or_else(|| {
+                    PrepareError::Skip("no peer: give one with --peer HOST:PORT".into())
+                })?;
+                Ok(Target {
+                    addr: p.addr,
+                    token: p.token.clone(),
+                    quiet: (p.rtt * 4).clamp(Duration::from_millis(2), Duration::from_secs(1)),
+                    _responder: None,
+                    veth: None,
+                })
+            }
+        }
+    }
+
+    /// The namespace client sockets must be created in (veth only).
+    pub fn client_ns(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.veth.as_ref().map(|v| &v.client)
+    }
+
+    /// Opens a session for `test`.
+    pub fn session(&self, test: Test) -> Result<Session, PrepareError> {
+        Session::open(self.client_ns(), self.addr, &self.token, test).map_err(PrepareError::Fail)
+    }
+
+    /// A TCP connection to the session's data port, the key already sent.
+    pub fn connect(&self, s: &Session) -> anyhow::Result<TcpStream> {
+        let _in = Enter::new(self.client_ns())?;
+        let mut c = TcpStream::connect((self.addr.ip(), s.port()?)).with_context(|| {
+            format!("connecting to {}:{}", self.addr.ip(), s.port().unwrap_or(0))
+        })?;
+        c.write_all(s.key()?.as_bytes())?;
+        Ok(c)
+    }
+
+    /// A UDP socket connected to the session's data port.
+    pub fn udp(&self, s: &Session) -> anyhow::Result<UdpSocket> {
+        let _in = Enter::new(self.client_ns())?;
+        let any: IpAddr = match self.addr.ip() {
+            IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+            IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let u = UdpSocket::bind((any, 0))?;
+        u.connect((self.addr.ip(), s.port()?))?;
+        Ok(u)
+    }
+}
+
+/// One control connection and the server's answer to its request.
+pub struct Session {
+    conn: TcpStream,
+    reader: BufReader<TcpStream>,
+    /// The server's answer.
+    pub reply: Reply,
+}
+
+impl Session {
+    /// Connects (inside namespace `ns`), sends the request, reads the answer.
+    pub fn open(
+        ns: Option<&std::os::fd::OwnedFd>,
+        addr: SocketAddr,
+        token: &str,
+        test: Test,
+    ) -> anyhow::Result<Session> {
+        let conn = {
+            let _in = Enter::new(ns)?;
+            TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+                .with_context(|| format!("connecting to {addr}"))?
+        };
+        conn.set_nodelay(true)?;
+        conn.set_read_timeout(Some(Duration::from_secs(15)))?;
+        let mut line = serde_json::to_vec(&Request {
+            token: token.to_string(),
+            test,
+        })?;
+        line.push(b'\n');
+        (&conn).write_all(&line)?;
+        let mut reader = BufReader::new(conn.try_clone()?);
+        let text = read_line(&mut reader).map_err(|e| anyhow!("no answer from {addr}: {e}"))?;
+        let reply: Reply = serde_json::from_str(&text)
+            .map_err(|e| anyhow!("{addr} answered something that is not opcost serve: {e}"))?;
+        if !reply.ok {
+            bail!(
+                "{addr} refused: {}",
+                reply.error.as_deref().unwrap_or("no reason given")
+            );
+        }
+        Ok(Session {
+            conn,
+            reader,
+            reply,
+        })
+    }
+
+    /// The data port of the session.
+    pub fn port(&self) -> anyhow::Result<u16> {
+        self.reply
+            .port
+            .ok_or_else(|| anyhow!("the server gave no data port"))
+    }
+
+    fn key(&self) -> anyhow::Result<&str> {
+        self.reply
+            .key
+            .as_deref()
+            .ok_or_else(|| anyhow!("the server gave no session key"))
+    }
+
+    /// Sends a control line and reads the server's tally.
+    pub fn tally(&mut self, line: &str) -> anyhow::Result<Tally> {
+        (&self.conn).write_all(format!("{line}\n").as_bytes())?;
+        let text = read_line(&mut self.reader).map_err(|e| anyhow!("the responder: {e}"))?;
+        serde_json::from_str(&text).map_err(|_| {
+            let why = serde_json::from_str::<Reply>(&text)
+                .ok()
+                .and_then(|r| r.error)
+                .unwrap_or(text);
+            anyhow!("the responder stopped the test: {why}")
+        })
+    }
+}

@@ -1,0 +1,221 @@
+//! `opcost serve` and `opcost run net --peer`: the responder end to end,
+//! and how it treats wrong tokens, garbage and oversized requests.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+const TOKEN: &str = "test-token-123";
+
+/// A running `opcost serve` on a free loopback port; killed on drop.
+struct Serve {
+    child: Child,
+    port: u16,
+    _out: BufReader<std::process::ChildStdout>,
+}
+
+impl Serve {
+    fn start(extra: &[&str]) -> Serve {
+        let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .args(["--idle-secs", "60"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("opcost serve starts");
+        let out = child.stdout.take().expect("stdout is piped");
+        let mut first = String::new();
+        let mut out = BufReader::new(out);
+        out.read_line(&mut first).expect("serve prints its address");
+        let port = first
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {first:?}"));
+        Serve {
+            child,
+            port,
+            _out: out,
+        }
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Sends `bytes` on a fresh connection and returns the server's answer line.
+    fn ask(&self, bytes: &[u8]) -> String {
+        let mut c = TcpStream::connect(self.addr()).expect("connects");
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(bytes).expect("sends");
+        let mut line = String::new();
+        BufReader::new(c).read_line(&mut line).expect("answer");
+        line
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .expect("VmRSS")
+    }
+
+    /// Stops the server and returns what it logged.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut log = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut log);
+        }
+        log
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn hello(token: &str) -> Vec<u8> {
+    format!("{{\"token\":\"{token}\",\"test\":\"hello\"}}\n").into_bytes()
+}
+
+#[test]
+fn peer_run_measures_against_serve_and_records_both_hosts() {
+    let serve = Serve::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["run", "net.peer.tcp.rr/1B", "net.peer.udp.mmsg/64B"])
+        .args(["net.peer.tcp.stream.one", "net.peer.tcp.crr"])
+        .args(["--peer", &serve.addr(), "--token", TOKEN])
+        .args(["--profile", "quick", "--no-save", "--format", "json"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "{:#}", doc["skipped"]);
+    for r in results {
+        assert!(r["id"].as_str().unwrap().starts_with("net.peer."));
+        assert!(r["median"].as_f64().unwrap() > 0.0);
+    }
+    assert!(doc["host"]["hostname"].is_string());
+    assert!(doc["peer"]["host"]["hostname"].is_string());
+    assert_eq!(doc["peer"]["addr"], serve.addr());
+    let log = serve.stop();
+    assert!(log.contains("tcp_echo done"), "{log}");
+}
+
+#[test]
+fn refusals_have_reasons_and_the_server_survives_them() {
+    let serve = Serve::start(&[]);
+    let wrong = serve.ask(&hello("nope"));
+    assert!(
+        wrong.contains("\"ok\":false") && wrong.contains("wrong token"),
+        "{wrong}"
+    );
+    let garbage = serve.ask(b"\x00\xff\xfe garbage \x01\n");
+    assert!(garbage.contains("\"ok\":false"), "{garbage}");
+    let long = serve.ask(&vec![b'{'; 10_000]);
+    assert!(long.contains("longer than 4096"), "{long}");
+    let over = serve.ask(
+        format!("{{\"token\":\"{TOKEN}\",\"test\":\"udp_sink\",\"size\":100000,\"sockets\":1,\"batch\":1}}\n")
+            .as_bytes(),
+    );
+    assert!(over.contains("over limit"), "{over}");
+    let ok = serve.ask(&hello(TOKEN));
+    assert!(ok.contains("\"ok\":true"), "{ok}");
+    // The client reports a wrong token as a failure, not as results.
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["run", "net", "--peer", &serve.addr(), "--token", "bad"])
+        .args(["--profile", "quick", "--no-save"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("wrong token"));
+    let log = serve.stop();
+    for why in [
+        "wrong token",
+        "bad request",
+        "longer than 4096",
+        "over limit",
+    ] {
+        assert!(log.contains(why), "no '{why}' in the log:\n{log}");
+    }
+}
+
+#[test]
+fn memory_stays_bounded_under_100_garbage_connections() {
+    let serve = Serve::start(&["--max-clients", "8"]);
+    let before = serve.rss_kib();
+    let mut conns = Vec::new();
+    for i in 0..100 {
+        let mut c = TcpStream::connect(serve.addr()).expect("connects");
+        // Half send garbage without a newline and wait; half send a flood.
+        let junk = if i % 2 == 0 {
+            vec![b'x'; 2000]
+        } else {
+            vec![0xffu8; 64 << 10]
+        };
+        let _ = c.write_all(&junk);
+        conns.push(c);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let during = serve.rss_kib();
+    drop(conns);
+    assert!(
+        during < before + 64 * 1024,
+        "RSS grew from {before} KiB to {during} KiB"
+    );
+    // Still serving once the garbage is gone (sessions time out within 5 s).
+    let t0 = Instant::now();
+    loop {
+        let a = serve.ask(&hello(TOKEN));
+        if a.contains("\"ok\":true") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "still refusing: {a}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log = serve.stop();
+    assert!(log.contains("busy"), "{log}");
+}
+
+#[test]
+fn peer_benchmarks_need_peer_and_token() {
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["run", "net.peer", "--no-save"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--peer"));
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["run", "net", "--peer", "127.0.0.1:1", "--no-save"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--token"));
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["serve", "--listen", "nonsense"])
+        .assert()
+        .code(2);
+}
