@@ -2,6 +2,7 @@
 //! it runs on, measured with honest statistics and kept for comparison.
 
 pub mod cli;
+pub mod cmdtime;
 pub mod commands;
 pub mod compare;
 pub mod document;

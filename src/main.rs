@@ -23,6 +23,7 @@ fn main() {
         Some(Command::Report(a)) => commands::report::execute(&a, db),
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),
+        Some(Command::Cmd(a)) => commands::cmd::execute(&a, db),
     };
     match result {
         Ok(code) => std::process::exit(code),

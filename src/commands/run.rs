@@ -83,35 +83,80 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     bar.finish_and_clear();
     drop(tmp);
 
-    let mut doc = RunDoc {
+    let mut doc = new_doc(
+        &host,
+        started_at,
+        started,
+        args.profile,
+        args.label.clone(),
+        args.cpu,
+        outcome.interrupted,
+    );
+    doc.findings = suites::findings(&outcome.measurements);
+    doc.results = outcome.measurements;
+    doc.skipped = outcome.skipped;
+    let code = save_and_print(
+        &mut doc,
+        store.as_mut(),
+        |d| super::show::render(d, args.format),
+        args.json.as_deref(),
+        args.format,
+    )?;
+    Ok(if code == 0 && outcome.interrupted {
+        130
+    } else {
+        code
+    })
+}
+
+/// A run document with its header filled in and no results yet.
+pub(super) fn new_doc(
+    host: &Host,
+    started_at: chrono::DateTime<chrono::Utc>,
+    started: Instant,
+    profile: crate::harness::Profile,
+    label: Option<String>,
+    cpu: Option<usize>,
+    interrupted: bool,
+) -> RunDoc {
+    RunDoc {
         schema: SCHEMA,
         opcost_version: env!("CARGO_PKG_VERSION").to_string(),
         run: RunInfo {
             id: new_run_id(),
             started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             duration_s: started.elapsed().as_secs_f64(),
-            profile: args.profile,
-            label: args.label.clone(),
-            cpu: args.cpu,
-            interrupted: outcome.interrupted,
+            profile,
+            label,
+            cpu,
+            interrupted,
         },
-        host: (*host).clone(),
-        findings: suites::findings(&outcome.measurements),
-        results: outcome.measurements,
-        skipped: outcome.skipped,
-        warnings: warnings::host_warnings(&host)
+        host: host.clone(),
+        findings: Vec::new(),
+        results: Vec::new(),
+        skipped: Vec::new(),
+        warnings: warnings::host_warnings(host)
             .iter()
             .map(ToString::to_string)
             .collect(),
-    };
+    }
+}
+
+/// Saves the run in the history (when there is one), prints it (`render`),
+/// writes `--json`; returns 0, or 1 when saving failed.
+pub(super) fn save_and_print(
+    doc: &mut RunDoc,
+    store: Option<&mut Store>,
+    render: impl FnOnce(&RunDoc) -> anyhow::Result<String>,
+    json: Option<&Path>,
+    format: Format,
+) -> anyhow::Result<i32> {
     doc.findings.retain(|f| f.value.is_finite());
     // Saved before printing: a taken id is replaced, and the table shows the final one.
-    let saved = store
-        .as_mut()
-        .map(|s| s.save_new(&mut doc).map(|()| s.path()));
+    let saved = store.map(|s| s.save_new(doc).map(|()| s.path()));
     super::quiet_broken_pipe(); // every benchmark and its peers are done
-    print!("{}", super::show::render(&doc, args.format)?);
-    if let Some(path) = &args.json {
+    print!("{}", render(doc)?);
+    if let Some(path) = json {
         doc.write_json(path)?;
         eprintln!("wrote {}", path.display());
     }
@@ -119,14 +164,14 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         Some(Ok(path)) => eprintln!("saved as run {} in {}", doc.run.id, path.display()),
         Some(Err(e)) => {
             eprintln!("error: the run was not saved: {e:#}");
-            if args.json.is_none() && args.format != Format::Json {
+            if json.is_none() && format != Format::Json {
                 eprintln!("hint: --json FILE keeps a run without the history");
             }
             return Ok(1);
         }
         None => {}
     }
-    Ok(if outcome.interrupted { 130 } else { 0 })
+    Ok(0)
 }
 
 /// Refuses a `--dir` that is missing, not a directory or not writable.

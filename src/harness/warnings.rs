@@ -52,6 +52,20 @@ pub enum Warning {
     },
     /// The run is in a virtual machine.
     Virtualized(String),
+    /// Some runs of a command exited non-zero or died, and `-i` let them count.
+    FailedRuns {
+        /// Runs that failed.
+        failed: usize,
+        /// Runs in all (command and baseline).
+        runs: usize,
+    },
+    /// The CI of a command's net time (minus its baseline) reaches zero or below.
+    NetUnresolved {
+        /// Lower bound of the CI, ns.
+        ci_low: f64,
+        /// Upper bound of the CI, ns.
+        ci_high: f64,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -89,6 +103,16 @@ impl fmt::Display for Warning {
             Warning::Load { load, cpus } => write!(
                 f,
                 "load average {load:.2} on {cpus} CPUs when the run started: other work may disturb the numbers"
+            ),
+            Warning::FailedRuns { failed, runs } => write!(
+                f,
+                "{failed} of {runs} runs failed (non-zero exit or signal) and were counted because of -i"
+            ),
+            Warning::NetUnresolved { ci_low, ci_high } => write!(
+                f,
+                "the 95% CI of the net time ({:.3} … {:.3} ms) reaches zero: the command costs no measurable time beyond its baseline; give it more work or more --runs",
+                ci_low / 1e6,
+                ci_high / 1e6
             ),
             Warning::Virtualized(what) => write!(
                 f,
