@@ -113,7 +113,7 @@ opcost cmd --baseline '{} /dev/null' 'python3 m.py' 'lua m.lua'\n  \
 opcost cmd -P n 1000 5000 --step 1000 './loop {n}' ::: './loop 1'")]
 pub struct CmdArgs {
     /// Commands to time; `CMD ::: BASELINE` gives a command its own baseline.
-    #[arg(required = true, value_name = "CMD", allow_hyphen_values = true)]
+    #[arg(required = true, value_name = "CMD")]
     pub commands: Vec<String>,
     /// Baseline of every command without its own; `{}` stands for the command's program.
     #[arg(long, value_name = "CMD")]
@@ -143,7 +143,12 @@ pub struct CmdArgs {
     #[arg(short = 'P', long = "parameter-scan", num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
     pub scan: Option<Vec<String>>,
     /// Step of the parameter scan.
-    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub step: i64,
     /// Let the commands' stdout and stderr through instead of discarding them.
     #[arg(long)]
@@ -178,7 +183,7 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a duration (e.g. 500ms, 2s, 1.5m)"))?;
-    if !(v > 0.0) || !v.is_finite() {
+    if v.is_nan() || v <= 0.0 || !v.is_finite() {
         return Err(format!("'{s}': the duration must be positive"));
     }
     std::time::Duration::try_from_secs_f64(v * scale).map_err(|e| format!("'{s}': {e}"))

@@ -235,7 +235,8 @@ fn exits_within(pid: i32, limit: Duration) -> anyhow::Result<bool> {
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = left.as_millis().min(i32::MAX as u128) as i32 + i32::from(left.subsec_micros() % 1000 != 0);
+        let ms = left.as_millis().min(i32::MAX as u128) as i32
+            + i32::from(!left.subsec_micros().is_multiple_of(1000));
         // SAFETY: one valid pollfd.
         let r = unsafe { libc::poll(&mut p, 1, ms) };
         if r > 0 {

@@ -172,7 +172,7 @@ pub fn measure(
         }
         // Alternate the order so that neither side always runs second.
         let (c, b) = if let Some((l, line)) = base {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 let b = once(l, line, "the baseline")?;
                 let c = once(&spec.run, &spec.command, "the command")?;
                 (c, b)
@@ -213,7 +213,11 @@ impl Outcome {
         if self.base.is_empty() {
             self.runs.iter().map(f).collect()
         } else {
-            self.runs.iter().zip(&self.base).map(|(c, b)| f(c) - f(b)).collect()
+            self.runs
+                .iter()
+                .zip(&self.base)
+                .map(|(c, b)| f(c) - f(b))
+                .collect()
         }
     }
 
@@ -404,7 +408,11 @@ pub fn fit(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
         return None;
     }
     let slope = sxy / sxx;
-    let r2 = if syy == 0.0 { 1.0 } else { sxy * sxy / (sxx * syy) };
+    let r2 = if syy == 0.0 {
+        1.0
+    } else {
+        sxy * sxy / (sxx * syy)
+    };
     Some((slope, r2))
 }
 
@@ -473,6 +481,11 @@ mod tests {
         opts.ignore_failure = true;
         let o = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap();
         assert_eq!(o.failures(), 3);
-        assert!(o.measurements()[0].warnings.iter().any(|w| w.contains("3 of 3")));
+        assert!(
+            o.measurements()[0]
+                .warnings
+                .iter()
+                .any(|w| w.contains("3 of 3"))
+        );
     }
 }

@@ -67,7 +67,7 @@ impl Scan {
     }
 
     /// How many values.
-    pub fn len(&self) -> u64 {
+    pub fn count(&self) -> u64 {
         ((self.max - self.min) / self.step) as u64 + 1
     }
 }
@@ -141,7 +141,7 @@ pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
             return Err(format!("--input {}: is a directory", p.display()));
         }
     }
-    let count = pairs.len() as u64 * r.scan.as_ref().map_or(1, Scan::len);
+    let count = pairs.len() as u64 * r.scan.as_ref().map_or(1, Scan::count);
     if count > MAX_COMMANDS as u64 {
         return Err(format!(
             "{count} commands to measure (more than {MAX_COMMANDS}); use a larger --step"
@@ -152,8 +152,7 @@ pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
         let shared = r.baseline.as_deref().filter(|_| own_base.is_none());
         if let Some(s) = &r.scan {
             let tag = format!("{{{}}}", s.name);
-            if !cmd.contains(&tag) && !own_base.as_deref().or(shared).unwrap_or("").contains(&tag)
-            {
+            if !cmd.contains(&tag) && !own_base.as_deref().or(shared).unwrap_or("").contains(&tag) {
                 return Err(format!(
                     "-P {}: the command '{cmd}' does not contain {tag}",
                     s.name
@@ -294,15 +293,19 @@ fn default_name(cmd: &str, scan: Option<&Scan>) -> String {
     if let Some(s) = scan {
         line = line.replace(&format!("{{{}}}", s.name), "");
     }
-    let mut words: Vec<String> =
-        shell_words::split(&line).unwrap_or_else(|_| line.split_whitespace().map(String::from).collect());
+    let mut words: Vec<String> = shell_words::split(&line)
+        .unwrap_or_else(|_| line.split_whitespace().map(String::from).collect());
     if let Some(first) = words.first_mut()
         && let Some(base) = std::path::Path::new(first.as_str()).file_name()
     {
         *first = base.to_string_lossy().into_owned();
     }
     let name = sanitize(&words.join(" "));
-    if name.is_empty() { "command".into() } else { name }
+    if name.is_empty() {
+        "command".into()
+    } else {
+        name
+    }
 }
 
 /// Longest name kept in an id.
@@ -320,7 +323,11 @@ pub fn sanitize(s: &str) -> String {
         }
     }
     let out = out.trim_matches(|c| c == '_' || c == '.');
-    out.chars().take(MAX_NAME).collect::<String>().trim_end_matches('_').to_string()
+    out.chars()
+        .take(MAX_NAME)
+        .collect::<String>()
+        .trim_end_matches('_')
+        .to_string()
 }
 
 #[cfg(test)]
@@ -370,19 +377,29 @@ mod tests {
     #[test]
     fn bad_requests_are_refused_before_running() {
         let e = expand(&req(&["opcost-no-such-program 1"])).unwrap_err();
-        assert!(e.contains("command not found: opcost-no-such-program"), "{e}");
+        assert!(
+            e.contains("command not found: opcost-no-such-program"),
+            "{e}"
+        );
         assert!(expand(&req(&["echo 'open"])).is_err());
         let mut r = req(&["true"]);
         r.input = Some("/nonexistent/input".into());
         assert!(expand(&r).unwrap_err().contains("--input"));
-        assert!(expand(&req(&["true", "true"])).unwrap_err().contains("--name"));
+        assert!(
+            expand(&req(&["true", "true"]))
+                .unwrap_err()
+                .contains("--name")
+        );
         assert!(Scan::parse(&["n".into(), "5".into(), "1".into()], 1).is_err());
     }
 
     #[test]
     fn names_are_id_safe() {
         assert_eq!(sanitize("./a b/c.py --x=1"), "a_b_c.py_--x_1");
-        assert_eq!(default_name("/usr/bin/python3 m.py {n}", None), "python3_m.py_n");
+        assert_eq!(
+            default_name("/usr/bin/python3 m.py {n}", None),
+            "python3_m.py_n"
+        );
         let s = Scan::parse(&["n".into(), "1".into(), "2".into()], 1).unwrap();
         assert_eq!(default_name("./loop {n}", Some(&s)), "loop");
     }
