@@ -1,6 +1,8 @@
 //! opcost: what the primitive operations of a computer cost on the machine
 //! it runs on, measured with honest statistics and kept for comparison.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod cmdtime;
 pub mod commands;
@@ -8,6 +10,8 @@ pub mod compare;
 pub mod document;
 pub mod harness;
 pub mod host;
+pub mod os;
 pub mod report;
 pub mod store;
 pub mod suites;
+pub mod units;

@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::harness::runner::NOISE_THRESHOLD;
 use crate::harness::stats::{Summary, median};
 use crate::harness::warnings::Warning;
-use crate::harness::{Finding, Measurement, Params, area_of};
+use crate::harness::{Finding, Measurement, Params, Unit, area_of};
 
 use child::{Exit, Launch, SpawnError, Usage};
 use plan::Spec;
@@ -305,26 +305,17 @@ fn measurement(
     Some(Measurement {
         id: id.to_string(),
         area: area_of(id).to_string(),
-        unit: crate::harness::Unit::Latency.label().to_string(),
+        unit: Unit::Latency.base(),
         bytes_per_op: None,
         params,
-        median: s.median,
-        min: s.min,
-        max: s.max,
-        mean: s.mean,
-        p5: s.p5,
-        p95: s.p95,
-        mad: s.mad,
-        ci_low: s.ci_low,
-        ci_high: s.ci_high,
-        cv: s.cv,
-        outliers: s.outliers,
+        summary: s,
         ops_per_sample: 1,
         overhead: None,
         noisy,
         warnings: warnings.iter().map(ToString::to_string).collect(),
         per_op: None,
         details,
+        rounds: Vec::new(),
         samples,
     })
 }
@@ -363,7 +354,7 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
             area: "cmd".into(),
             text: format!(
                 "'{t}': the net time grows {} per unit of {name} (least squares over {name} = {lo}…{hi}, {} points, R² {r2:.4})",
-                crate::report::units::human_ns(slope),
+                crate::units::human_ns(slope),
                 pts.len()
             ),
             value: slope,
@@ -382,7 +373,7 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
                     o.spec.command,
                     o.spec.baseline.as_deref().unwrap_or(""),
                     b / g * 100.0,
-                    crate::report::units::human_ns(g - b)
+                    crate::units::human_ns(g - b)
                 ),
                 value: b / g,
                 unit: "x".into(),

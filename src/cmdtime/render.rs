@@ -9,7 +9,7 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use crate::document::RunDoc;
 use crate::report::table::NOISY_MARK;
-use crate::report::units::{human_bytes, human_ns};
+use crate::units::{human_bytes, human_ns};
 
 use super::Outcome;
 

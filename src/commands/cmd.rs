@@ -11,8 +11,8 @@ use crate::cli::{CmdArgs, Format};
 use crate::cmdtime::child::{self, Launch};
 use crate::cmdtime::plan::{self, Request, Scan};
 use crate::cmdtime::{self, Options, Startup, render};
-use crate::document::check_writable;
-use crate::harness::Profile;
+use crate::document::{RunDoc, RunInfo, SCHEMA, check_writable, new_run_id};
+use crate::harness::{Profile, warnings};
 use crate::host::Host;
 use crate::store::{self, Store};
 
@@ -81,26 +81,50 @@ pub fn execute(args: &CmdArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     bar.finish_and_clear();
 
     let interrupted = child::stopped();
-    let mut doc = super::run::new_doc(
-        &host,
-        started_at,
-        started,
-        Profile::Default,
-        args.label.clone(),
-        None,
-        interrupted,
-    );
-    doc.results = outcomes.iter().flat_map(|o| o.measurements()).collect();
-    doc.findings = cmdtime::findings(&outcomes);
-    let code = super::run::save_and_print(
-        &mut doc,
-        store.as_mut(),
-        |d| match args.format {
-            Format::Text => Ok(render::render(d, &outcomes)),
-            f => super::show::render(d, f),
+    let mut doc = RunDoc {
+        schema: SCHEMA,
+        opcost_version: env!("CARGO_PKG_VERSION").to_string(),
+        run: RunInfo {
+            id: new_run_id(),
+            started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            duration_s: started.elapsed().as_secs_f64(),
+            profile: Profile::Default,
+            label: args.label.clone(),
+            cpu: None,
+            interrupted,
+            incomplete: false,
         },
-        args.json.as_deref(),
-        args.format,
-    )?;
-    Ok(if code == 0 && interrupted { 130 } else { code })
+        results: outcomes.iter().flat_map(|o| o.measurements()).collect(),
+        skipped: Vec::new(),
+        findings: cmdtime::findings(&outcomes),
+        warnings: warnings::host_warnings(&host)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        stability: None,
+        host,
+    };
+    doc.findings.retain(|f| f.value.is_finite());
+    // Saved before printing, so the table shows the id the history holds.
+    let saved = store
+        .as_mut()
+        .map(|s| s.save_new(&mut doc).map(|()| s.path().to_path_buf()));
+    super::quiet_broken_pipe();
+    match args.format {
+        Format::Text => print!("{}", render::render(&doc, &outcomes)),
+        f => print!("{}", super::show::render(&doc, f)?),
+    }
+    if let Some(path) = &args.json {
+        doc.write_json(path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    match saved {
+        Some(Ok(path)) => eprintln!("saved as run {} in {}", doc.run.id, path.display()),
+        Some(Err(e)) => {
+            eprintln!("error: the run was not saved: {e:#}");
+            return Ok(1);
+        }
+        None => {}
+    }
+    Ok(if interrupted { 130 } else { 0 })
 }

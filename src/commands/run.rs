@@ -53,6 +53,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let opts = RunOptions {
         profile: args.profile,
         samples: args.samples.map(|n| n as usize),
+        rounds: args.rounds.map(|n| n as usize),
     };
     let ctx = Ctx {
         profile: args.profile,
@@ -76,87 +77,68 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let bar = progress_bar(total);
     let started_at = chrono::Utc::now();
     let started = Instant::now();
-    let outcome = runner::run(benches, &ctx, &opts, &mut |ev| match ev {
-        Event::Started(ids) => bar.set_message(ids.join(" ")),
-        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
-    });
-    bar.finish_and_clear();
-    drop(tmp);
-
-    let mut doc = new_doc(
-        &host,
-        started_at,
-        started,
-        args.profile,
-        args.label.clone(),
-        args.cpu,
-        outcome.interrupted,
-    );
-    doc.findings = suites::findings(&outcome.measurements);
-    doc.results = outcome.measurements;
-    doc.skipped = outcome.skipped;
-    let code = save_and_print(
-        &mut doc,
-        store.as_mut(),
-        |d| super::show::render(d, args.format),
-        args.json.as_deref(),
-        args.format,
-    )?;
-    Ok(if code == 0 && outcome.interrupted {
-        130
-    } else {
-        code
-    })
-}
-
-/// A run document with its header filled in and no results yet.
-pub(super) fn new_doc(
-    host: &Host,
-    started_at: chrono::DateTime<chrono::Utc>,
-    started: Instant,
-    profile: crate::harness::Profile,
-    label: Option<String>,
-    cpu: Option<usize>,
-    interrupted: bool,
-) -> RunDoc {
-    RunDoc {
+    let mut doc = RunDoc {
         schema: SCHEMA,
         opcost_version: env!("CARGO_PKG_VERSION").to_string(),
         run: RunInfo {
             id: new_run_id(),
             started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            duration_s: started.elapsed().as_secs_f64(),
-            profile,
-            label,
-            cpu,
-            interrupted,
+            duration_s: 0.0,
+            profile: args.profile,
+            label: args.label.clone(),
+            cpu: args.cpu,
+            interrupted: false,
+            incomplete: false,
         },
-        host: host.clone(),
-        findings: Vec::new(),
+        host: (*host).clone(),
         results: Vec::new(),
         skipped: Vec::new(),
-        warnings: warnings::host_warnings(host)
+        findings: Vec::new(),
+        warnings: warnings::host_warnings(&host)
             .iter()
             .map(ToString::to_string)
             .collect(),
+        stability: None,
+    };
+    // The run is in the history from its start, each result kept as it
+    // completes, so that a crash or a kill loses nothing already measured.
+    let mut save_error: Option<anyhow::Error> = None;
+    if let Some(s) = store.as_mut()
+        && let Err(e) = s.begin(&mut doc)
+    {
+        save_error = Some(e);
     }
-}
+    let outcome = runner::run(benches, &ctx, &opts, &mut |ev| match ev {
+        Event::Started(ids) => bar.set_message(ids.join(" ")),
+        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
+        Event::Result(seq, m) => {
+            if save_error.is_none()
+                && let Some(s) = store.as_mut()
+                && let Err(e) = s.put_partial(&doc.run.id, seq, m)
+            {
+                save_error = Some(e);
+            }
+        }
+    });
+    bar.finish_and_clear();
+    drop(tmp);
 
-/// Saves the run in the history (when there is one), prints it (`render`),
-/// writes `--json`; returns 0, or 1 when saving failed.
-pub(super) fn save_and_print(
-    doc: &mut RunDoc,
-    store: Option<&mut Store>,
-    render: impl FnOnce(&RunDoc) -> anyhow::Result<String>,
-    json: Option<&Path>,
-    format: Format,
-) -> anyhow::Result<i32> {
+    doc.run.duration_s = started.elapsed().as_secs_f64();
+    doc.run.interrupted = outcome.interrupted;
+    doc.findings = suites::findings(&outcome.measurements);
     doc.findings.retain(|f| f.value.is_finite());
-    // Saved before printing: a taken id is replaced, and the table shows the final one.
-    let saved = store.map(|s| s.save_new(doc).map(|()| s.path()));
+    doc.results = outcome.measurements;
+    doc.skipped = outcome.skipped;
+    doc.stability = outcome.stability;
+    // Saved before printing, so the table shows what the history holds.
+    let saved = match (store.as_mut(), save_error) {
+        (None, _) => None,
+        (Some(_), Some(e)) => Some(Err(e)),
+        (Some(s), None) => Some(s.finish(&doc).map(|()| s.path())),
+    };
     super::quiet_broken_pipe(); // every benchmark and its peers are done
-    print!("{}", render(doc)?);
-    if let Some(path) = json {
+    print!("{}", super::show::render(&doc, args.format)?);
+    if let Some(path) = &args.json {
         doc.write_json(path)?;
         eprintln!("wrote {}", path.display());
     }
@@ -164,14 +146,14 @@ pub(super) fn save_and_print(
         Some(Ok(path)) => eprintln!("saved as run {} in {}", doc.run.id, path.display()),
         Some(Err(e)) => {
             eprintln!("error: the run was not saved: {e:#}");
-            if json.is_none() && format != Format::Json {
+            if args.json.is_none() && args.format != Format::Json {
                 eprintln!("hint: --json FILE keeps a run without the history");
             }
             return Ok(1);
         }
         None => {}
     }
-    Ok(0)
+    Ok(if outcome.interrupted { 130 } else { 0 })
 }
 
 /// Refuses a `--dir` that is missing, not a directory or not writable.
