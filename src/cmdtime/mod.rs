@@ -362,18 +362,22 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
         });
     }
     for o in outcomes.iter().filter(|o| o.spec.point.is_none()) {
-        let (Some(b), Some(g)) = (o.baseline(|u| u.wall), o.gross(|u| u.wall)) else {
+        let (Some(b), Some(g), Some(net)) = (
+            o.baseline(|u| u.wall),
+            o.gross(|u| u.wall),
+            median(&o.net(|u| u.wall)),
+        ) else {
             continue;
         };
         if g > 0.0 {
             out.push(Finding {
                 area: "cmd".into(),
                 text: format!(
-                    "'{}': its baseline '{}' is {:.0}% of its run time; the work itself is {}",
+                    "'{}': its baseline '{}' is {:.0}% of its run time; the work itself is {} (median of the paired differences)",
                     o.spec.command,
                     o.spec.baseline.as_deref().unwrap_or(""),
                     b / g * 100.0,
-                    crate::units::human_ns(g - b)
+                    crate::units::human_ns(net)
                 ),
                 value: b / g,
                 unit: "x".into(),
