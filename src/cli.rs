@@ -45,6 +45,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Be the far end of `opcost run net --peer` (the net tests' responder only).
     Serve(ServeArgs),
+    /// Time whole programs as processes, each net of its baseline (start-up).
+    Cmd(CmdArgs),
 }
 
 /// How a run or a comparison is printed.
@@ -120,6 +122,90 @@ impl RunArgs {
             token: None,
         }
     }
+}
+
+/// Options of `opcost cmd`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+opcost cmd 'python3 m.py 2000' ::: 'python3 m.py 1'\n  \
+opcost cmd --baseline '{} /dev/null' 'python3 m.py' 'lua m.lua'\n  \
+opcost cmd -P n 1000 5000 --step 1000 './loop {n}' ::: './loop 1'")]
+pub struct CmdArgs {
+    /// Commands to time; `CMD ::: BASELINE` gives a command its own baseline.
+    #[arg(required = true, value_name = "CMD")]
+    pub commands: Vec<String>,
+    /// Baseline of every command without its own; `{}` stands for the command's program.
+    #[arg(long, value_name = "CMD")]
+    pub baseline: Option<String>,
+    /// Unmeasured runs of each command (and its baseline) first.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: u32,
+    /// Measured runs (pairs with the baseline); default: at least 10, about 3 s per command.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub runs: Option<u32>,
+    /// Run through /bin/sh -c, its own start-up measured and subtracted.
+    #[arg(long)]
+    pub shell: bool,
+    /// Standard input of every run (default: /dev/null).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Names for the results (`cmd.NAME`), one per command, in order.
+    #[arg(long, value_name = "NAME")]
+    pub name: Vec<String>,
+    /// Accept non-zero exits (and deaths by signal) instead of failing.
+    #[arg(short = 'i', long = "ignore-failure")]
+    pub ignore_failure: bool,
+    /// Kill a run (its whole process group) after DUR: 500ms, 2s, 1.5m, or seconds.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Scan a parameter: `{VAR}` in the commands takes every value MIN..=MAX.
+    #[arg(short = 'P', long = "parameter-scan", num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
+    pub scan: Option<Vec<String>>,
+    /// Step of the parameter scan.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
+    pub step: i64,
+    /// Let the commands' stdout and stderr through instead of discarding them.
+    #[arg(long)]
+    pub show_output: bool,
+    /// Also write the run as a JSON document to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// A label saved with the run.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Do not save the run in the history.
+    #[arg(long)]
+    pub no_save: bool,
+    /// How the results are printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Parses a duration: a number with `ms`, `s` or `m`, or plain seconds.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 500ms, 2s, 1.5m)"))?;
+    if v.is_nan() || v <= 0.0 || !v.is_finite() {
+        return Err(format!("'{s}': the duration must be positive"));
+    }
+    std::time::Duration::try_from_secs_f64(v * scale).map_err(|e| format!("'{s}': {e}"))
 }
 
 /// Options of `opcost list`.

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod cmdtime;
 pub mod commands;
 pub mod compare;
 pub mod document;

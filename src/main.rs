@@ -31,6 +31,7 @@ fn main() {
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),
         Some(Command::Serve(a)) => commands::serve::execute(&a),
+        Some(Command::Cmd(a)) => commands::cmd::execute(&a, db),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -2,6 +2,7 @@
 //! an exit code or an error; `main` maps errors to exit codes.
 
 pub mod ab;
+pub mod cmd;
 pub mod compare;
 pub mod env;
 pub mod export;

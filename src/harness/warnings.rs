@@ -176,6 +176,20 @@ pub enum Warning {
     /// The CPU lacks the instructions a crypto crate would use (named), so
     /// its portable implementation was measured.
     NoCryptoInstructions(&'static str),
+    /// Some runs of a command exited non-zero or died, and `-i` let them count.
+    FailedRuns {
+        /// Runs that failed.
+        failed: usize,
+        /// Runs in all (command and baseline).
+        runs: usize,
+    },
+    /// The CI of a command's net time (minus its baseline) reaches zero or below.
+    NetUnresolved {
+        /// Lower bound of the CI, ns.
+        ci_low: f64,
+        /// Upper bound of the CI, ns.
+        ci_high: f64,
+    },
 }
 
 impl Warning {
@@ -216,6 +230,8 @@ impl Warning {
             Warning::NoCryptoInstructions(_) => "no_crypto_instructions",
             Warning::DatagramLoss { .. } => "datagram_loss",
             Warning::ReuseportSpread { .. } => "reuseport_spread",
+            Warning::FailedRuns { .. } => "failed_runs",
+            Warning::NetUnresolved { .. } => "net_unresolved",
         }
     }
 }
@@ -385,6 +401,16 @@ impl fmt::Display for Warning {
             Warning::MetadataCached => write!(
                 f,
                 "file data dropped from the page cache before each pass; directory entries and inodes stay cached"
+            ),
+            Warning::FailedRuns { failed, runs } => write!(
+                f,
+                "{failed} of {runs} runs failed (non-zero exit or signal) and were counted because of -i"
+            ),
+            Warning::NetUnresolved { ci_low, ci_high } => write!(
+                f,
+                "the 95% CI of the net time ({:.3} … {:.3} ms) reaches zero: the command costs no measurable time beyond its baseline; give it more work or more --runs",
+                ci_low / 1e6,
+                ci_high / 1e6
             ),
         }
     }
@@ -565,6 +591,11 @@ mod tests {
             Warning::ReuseportSpread {
                 used: 1,
                 sockets: 2,
+            },
+            Warning::FailedRuns { failed: 1, runs: 2 },
+            Warning::NetUnresolved {
+                ci_low: -1.0,
+                ci_high: 1.0,
             },
         ];
         let mut codes = std::collections::HashSet::new();

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Compares `opcost cmd` with `hyperfine -N` (no shell) on this machine, in
+# alternating runs (hyperfine, opcost, hyperfine, opcost...) so that load
+# from other work hits both alike; the medians are printed side by side
+# with their ratio opcost/hyperfine. Both tools run the same commands with
+# the same warm-up and run counts, stdin and stdout on /dev/null:
+#
+#  - /bin/true: nearly pure process start-up (fork/exec, dynamic loading, exit).
+#  - the E13 Mandelbrot program in C (tests/fixtures/cmd/mandelbrot.c,
+#    compiled with cc -O2) at N = MANDEL_N: a real program.
+#
+# Then the check only opcost can make: the net figure of a C loop of N
+# iterations (tests/fixtures/cmd/loop.c) minus the same program at N = 1,
+# scanned over N; it should be a straight line through the origin: the
+# least-squares slope, R², and net/N per point are printed.
+#
+# Needs: hyperfine, jq, cc.
+# Usage: scripts/peer-cmd.sh [ROUNDS [RUNS [MANDEL_N]]]   (default 5 rounds, 50 runs, N 200)
+# Run it under the machine's timing lock when others measure too:
+#   flock /tmp/opcost-timing.lock scripts/peer-cmd.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+RUNS=${2:-50}
+MANDEL_N=${3:-200}
+for tool in hyperfine jq cc; do
+  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
+done
+cargo build --release --quiet
+OPCOST=target/release/opcost
+TRUE=$(command -v true | grep / || echo /bin/true)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cc -O2 -o "$TMP/mandelbrot" tests/fixtures/cmd/mandelbrot.c
+cc -O2 -o "$TMP/loop" tests/fixtures/cmd/loop.c
+MANDEL="$TMP/mandelbrot $MANDEL_N"
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+
+: >"$TMP/hf_true"; : >"$TMP/hf_mandel"; : >"$TMP/op_true"; : >"$TMP/op_mandel"
+for i in $(seq 1 "$ROUNDS"); do
+  hyperfine -N --style none --warmup 3 --runs "$RUNS" --export-json "$TMP/hf.json" "$TRUE" "$MANDEL" >/dev/null 2>&1
+  jq -r '.results[0].median * 1e9' "$TMP/hf.json" >>"$TMP/hf_true"
+  jq -r '.results[1].median * 1e9' "$TMP/hf.json" >>"$TMP/hf_mandel"
+  "$OPCOST" cmd --no-save --warmup 3 --runs "$RUNS" --name true --name mandelbrot \
+    --json "$TMP/op.json" "$TRUE" "$MANDEL" >/dev/null 2>&1
+  jq -r '.results[] | select(.id == "cmd.true") | .median' "$TMP/op.json" >>"$TMP/op_true"
+  jq -r '.results[] | select(.id == "cmd.mandelbrot") | .median' "$TMP/op.json" >>"$TMP/op_mandel"
+  echo "round $i/$ROUNDS done" >&2
+done
+
+row() { # label peer-file opcost-file
+  local p o
+  p=$(median <"$2"); o=$(median <"$3")
+  printf '%-28s %12.0f ns %12.0f ns %8.3f\n' "$1" "$p" "$o" "$(awk -v a="$o" -v b="$p" 'BEGIN {print a/b}')"
+  printf '%-28s %s\n' "  hyperfine rounds (ns)" "$(awk '{printf "%.0f ", $1}' "$2")"
+  printf '%-28s %s\n' "  opcost rounds (ns)" "$(awk '{printf "%.0f ", $1}' "$3")"
+}
+echo
+echo "medians of $ROUNDS alternating rounds of $RUNS runs each (hyperfine -N vs opcost cmd); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-28s %15s %15s %8s\n' "" "hyperfine" "opcost" "ratio"
+row "$TRUE" "$TMP/hf_true" "$TMP/op_true"
+row "mandelbrot $MANDEL_N (C)" "$TMP/hf_mandel" "$TMP/op_mandel"
+
+echo
+echo "net of a C loop of N iterations minus the loop at N = 1 (opcost cmd -P n, $RUNS pairs per point)"
+"$OPCOST" cmd --no-save --warmup 3 --runs "$RUNS" -P n 0 40000000 --step 10000000 \
+  --json "$TMP/lin.json" "$TMP/loop {n}" ::: "$TMP/loop 1" >/dev/null 2>&1
+printf '%12s %14s %14s %12s\n' "N" "net" "95% CI ±" "net/N"
+jq -r '.results[] | select(.id | test("^cmd\\.loop/")) | [.params.n, .median, (.ci_high - .ci_low) / 2] | @tsv' "$TMP/lin.json" |
+  awk -F'\t' '{printf "%12d %11.3f ms %11.3f ms %9s\n", $1, $2/1e6, $3/1e6, ($1 > 0 ? sprintf("%.3f ns", $2/$1) : "—")}'
+jq -r '.findings[] | select(.text | test("per unit of n")) | .text' "$TMP/lin.json"

@@ -1,0 +1,486 @@
+//! `opcost cmd`: whole programs timed as processes, net of a baseline.
+//!
+//! Each command runs alternately with its baseline (B C, C B, B C...), so
+//! drift and a neighbour's burst fall on both alike; the net figure of a
+//! run pair is its difference, and the result is the median of those
+//! differences with the distribution-free CI of that median (the pairs are
+//! the samples). In `--shell` mode the start-up of `/bin/sh -c ''` is
+//! measured first and subtracted from every run, as hyperfine does.
+
+pub mod child;
+pub mod plan;
+pub mod render;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::harness::runner::NOISE_THRESHOLD;
+use crate::harness::stats::{Summary, median};
+use crate::harness::warnings::Warning;
+use crate::harness::{Finding, Measurement, Params, Unit, area_of};
+
+use child::{Exit, Launch, SpawnError, Usage};
+use plan::Spec;
+
+/// How long each command is measured when `--runs` is not given.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(3);
+/// Fewest run pairs when `--runs` is not given.
+pub const MIN_RUNS: u32 = 10;
+/// Most run pairs when `--runs` is not given.
+pub const MAX_AUTO_RUNS: u32 = 10_000;
+/// Runs of the empty shell command measured in `--shell` mode.
+pub const SHELL_RUNS: u32 = 50;
+
+/// How every command is measured.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Unmeasured runs of the command (and of its baseline) first.
+    pub warmup: u32,
+    /// Exactly this many run pairs; otherwise at least [`MIN_RUNS`] and
+    /// as many as fit in [`DEFAULT_BUDGET`].
+    pub runs: Option<u32>,
+    /// Accept non-zero exits and deaths by signal.
+    pub ignore_failure: bool,
+    /// Measure and subtract the start-up of `/bin/sh -c ''`.
+    pub shell: Option<Launch>,
+}
+
+/// Why measuring stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum CmdError {
+    /// The command or baseline could not be started (exit 2).
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// A run failed (exit 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The runs of one command and its baseline.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// What was run.
+    pub spec: Spec,
+    /// The command's runs, shell start-up subtracted.
+    pub runs: Vec<Usage>,
+    /// The baseline's runs, paired with `runs` by index.
+    pub base: Vec<Usage>,
+    /// Shell start-up subtracted from every run (zeros outside `--shell`).
+    pub shell: Startup,
+}
+
+/// The median cost of starting the shell, subtracted in `--shell` mode.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Startup {
+    /// Wall-clock, ns.
+    pub wall: f64,
+    /// User CPU, ns.
+    pub user: f64,
+    /// System CPU, ns.
+    pub sys: f64,
+}
+
+/// Measures the empty shell command: the start-up every `--shell` run pays.
+pub fn shell_startup(sh: &Launch) -> Result<Startup, CmdError> {
+    let mut runs = Vec::new();
+    for i in 0..SHELL_RUNS + 3 {
+        let u = child::run_once(sh)?;
+        if !u.exit.success() {
+            return Err(CmdError::Failed(format!(
+                "the empty shell command '/bin/sh -c \"\"' {}",
+                u.exit.describe()
+            )));
+        }
+        if i >= 3 {
+            runs.push(u);
+        }
+        if child::stopped() {
+            break;
+        }
+    }
+    let med = |f: fn(&Usage) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0);
+    Ok(Startup {
+        wall: med(|u| u.wall),
+        user: med(|u| u.user),
+        sys: med(|u| u.sys),
+    })
+}
+
+/// Runs one command and its baseline, interleaved; stops early (keeping
+/// what is done) when the user presses Ctrl-C.
+pub fn measure(
+    spec: &Spec,
+    opts: &Options,
+    shell: Startup,
+    progress: &mut dyn FnMut(u32),
+) -> Result<Outcome, CmdError> {
+    let once = |l: &Launch, line: &str, what: &str| -> Result<Option<Usage>, CmdError> {
+        let mut u = child::run_once(l)?;
+        match u.exit {
+            Exit::Interrupted => return Ok(None),
+            Exit::TimedOut => {
+                return Err(CmdError::Failed(format!(
+                    "{what} '{line}' ran past the --timeout of {:.3} s; its process group was killed",
+                    l.timeout.unwrap_or_default().as_secs_f64()
+                )));
+            }
+            Exit::Code(127) if opts.shell.is_some() => {
+                return Err(CmdError::Failed(format!(
+                    "{what} '{line}' exited with status 127: the shell could not find or run it"
+                )));
+            }
+            e if !e.success() && !opts.ignore_failure => {
+                return Err(CmdError::Failed(format!(
+                    "{what} '{line}' {}; use -i to ignore failures",
+                    e.describe()
+                )));
+            }
+            _ => {}
+        }
+        u.wall = (u.wall - shell.wall).max(0.0);
+        u.user = (u.user - shell.user).max(0.0);
+        u.sys = (u.sys - shell.sys).max(0.0);
+        Ok(Some(u))
+    };
+    let base = spec.base.as_ref().zip(spec.baseline.as_deref());
+    let mut out = Outcome {
+        spec: spec.clone(),
+        runs: Vec::new(),
+        base: Vec::new(),
+        shell,
+    };
+    for _ in 0..opts.warmup {
+        if let Some((l, line)) = base
+            && once(l, line, "the baseline")?.is_none()
+        {
+            return Ok(out);
+        }
+        if once(&spec.run, &spec.command, "the command")?.is_none() {
+            return Ok(out);
+        }
+    }
+    let start = Instant::now();
+    let mut i: u32 = 0;
+    loop {
+        let enough = match opts.runs {
+            Some(n) => i >= n,
+            None => i >= MAX_AUTO_RUNS || (i >= MIN_RUNS && start.elapsed() >= DEFAULT_BUDGET),
+        };
+        if enough || child::stopped() {
+            break;
+        }
+        // Alternate the order so that neither side always runs second.
+        let (c, b) = if let Some((l, line)) = base {
+            if i.is_multiple_of(2) {
+                let b = once(l, line, "the baseline")?;
+                let c = once(&spec.run, &spec.command, "the command")?;
+                (c, b)
+            } else {
+                let c = once(&spec.run, &spec.command, "the command")?;
+                let b = once(l, line, "the baseline")?;
+                (c, b)
+            }
+        } else {
+            (once(&spec.run, &spec.command, "the command")?, None)
+        };
+        match (c, b, base.is_some()) {
+            (Some(c), Some(b), true) => {
+                out.runs.push(c);
+                out.base.push(b);
+            }
+            (Some(c), None, false) => out.runs.push(c),
+            _ => break, // interrupted: the unfinished pair is dropped
+        }
+        i += 1;
+        progress(i);
+    }
+    Ok(out)
+}
+
+impl Outcome {
+    /// Runs that exited non-zero or died (counted when `-i` let them pass).
+    fn failures(&self) -> usize {
+        self.runs
+            .iter()
+            .chain(&self.base)
+            .filter(|u| !u.exit.success())
+            .count()
+    }
+
+    /// Per-pair values of one figure: command minus baseline, or the command alone.
+    pub fn net(&self, f: fn(&Usage) -> f64) -> Vec<f64> {
+        if self.base.is_empty() {
+            self.runs.iter().map(f).collect()
+        } else {
+            self.runs
+                .iter()
+                .zip(&self.base)
+                .map(|(c, b)| f(c) - f(b))
+                .collect()
+        }
+    }
+
+    /// Median of one figure over the command's runs.
+    pub fn gross(&self, f: fn(&Usage) -> f64) -> Option<f64> {
+        median(&self.runs.iter().map(f).collect::<Vec<_>>())
+    }
+
+    /// Median of one figure over the baseline's runs.
+    pub fn baseline(&self, f: fn(&Usage) -> f64) -> Option<f64> {
+        median(&self.base.iter().map(f).collect::<Vec<_>>())
+    }
+
+    /// The results: net wall-clock (`ID`), net user and system CPU
+    /// (`ID.user`, `ID.sys`, same parameters); none when no run finished.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let s = &self.spec;
+        let details = json!({
+            "command": s.command,
+            "baseline": s.baseline,
+            "runs": self.runs.len(),
+            "shell_startup_ns": (self.shell.wall > 0.0).then_some(self.shell.wall),
+            "gross_wall_ns": self.gross(|u| u.wall),
+            "baseline_wall_ns": self.baseline(|u| u.wall),
+            "max_rss_bytes": self.gross(|u| u.max_rss),
+            "baseline_max_rss_bytes": self.baseline(|u| u.max_rss),
+            "failed_runs": self.failures(),
+        });
+        let with_suffix = |suffix: &str| match s.id.split_once('/') {
+            Some((head, tail)) => format!("{head}{suffix}/{tail}"),
+            None => format!("{}{suffix}", s.id),
+        };
+        let mut out = Vec::new();
+        for (i, (id, f)) in [
+            (s.id.clone(), (|u: &Usage| u.wall) as fn(&Usage) -> f64),
+            (with_suffix(".user"), |u: &Usage| u.user),
+            (with_suffix(".sys"), |u: &Usage| u.sys),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let samples = self.net(f);
+            let mut warns = Vec::new();
+            if self.failures() > 0 {
+                warns.push(Warning::FailedRuns {
+                    failed: self.failures(),
+                    runs: self.runs.len() + self.base.len(),
+                });
+            }
+            if let Some(sum) = Summary::of(&samples)
+                && !self.base.is_empty()
+                && sum.ci_low <= 0.0
+                && i == 0
+            {
+                warns.push(Warning::NetUnresolved {
+                    ci_low: sum.ci_low,
+                    ci_high: sum.ci_high,
+                });
+            }
+            if let Some(m) = measurement(&id, s.params(), samples, warns, Some(details.clone())) {
+                out.push(m);
+            }
+        }
+        out
+    }
+}
+
+/// Builds a result from per-run samples (ns per run, one run per sample):
+/// the one place a `cmd` result is made.
+fn measurement(
+    id: &str,
+    params: Params,
+    samples: Vec<f64>,
+    mut warnings: Vec<Warning>,
+    details: Option<serde_json::Value>,
+) -> Option<Measurement> {
+    let s = Summary::of(&samples)?;
+    let noisy = s.ci_rel() > NOISE_THRESHOLD;
+    if noisy {
+        warnings.push(Warning::Noisy {
+            ci_rel: s.ci_rel(),
+            threshold: NOISE_THRESHOLD,
+        });
+    }
+    Some(Measurement {
+        id: id.to_string(),
+        area: area_of(id).to_string(),
+        unit: Unit::Latency.base(),
+        bytes_per_op: None,
+        params,
+        summary: s,
+        ops_per_sample: 1,
+        overhead: None,
+        noisy,
+        warnings: warnings.iter().map(ToString::to_string).collect(),
+        per_op: None,
+        details,
+        rounds: Vec::new(),
+        samples,
+    })
+}
+
+/// Findings: for each scanned command, the slope of its net time against
+/// the parameter (least squares) and how straight the line is (R²); for
+/// each command with a baseline, the share of its time the baseline takes.
+pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut templates: Vec<&str> = Vec::new();
+    for o in outcomes {
+        if o.spec.point.is_some() && !templates.contains(&o.spec.template.as_str()) {
+            templates.push(&o.spec.template);
+        }
+    }
+    for t in templates {
+        let pts: Vec<(f64, f64)> = outcomes
+            .iter()
+            .filter(|o| o.spec.template == t)
+            .filter_map(|o| {
+                let (_, v) = o.spec.point.as_ref()?;
+                Some((*v as f64, median(&o.net(|u| u.wall))?))
+            })
+            .collect();
+        let Some((slope, r2)) = fit(&pts) else {
+            continue;
+        };
+        let name = &outcomes
+            .iter()
+            .find(|o| o.spec.template == t)
+            .and_then(|o| o.spec.point.clone())
+            .map(|p| p.0)
+            .unwrap_or_default();
+        let (lo, hi) = (pts[0].0, pts[pts.len() - 1].0);
+        out.push(Finding {
+            area: "cmd".into(),
+            text: format!(
+                "'{t}': the net time grows {} per unit of {name} (least squares over {name} = {lo}…{hi}, {} points, R² {r2:.4})",
+                crate::units::human_ns(slope),
+                pts.len()
+            ),
+            value: slope,
+            unit: "ns".into(),
+        });
+    }
+    for o in outcomes.iter().filter(|o| o.spec.point.is_none()) {
+        let (Some(b), Some(g), Some(net)) = (
+            o.baseline(|u| u.wall),
+            o.gross(|u| u.wall),
+            median(&o.net(|u| u.wall)),
+        ) else {
+            continue;
+        };
+        if g > 0.0 {
+            out.push(Finding {
+                area: "cmd".into(),
+                text: format!(
+                    "'{}': its baseline '{}' is {:.0}% of its run time; the work itself is {} (median of the paired differences)",
+                    o.spec.command,
+                    o.spec.baseline.as_deref().unwrap_or(""),
+                    b / g * 100.0,
+                    crate::units::human_ns(net)
+                ),
+                value: b / g,
+                unit: "x".into(),
+            });
+        }
+    }
+    out
+}
+
+/// Slope and R² of the least-squares line through the points; `None` for
+/// fewer than 2 distinct x values.
+pub fn fit(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return None;
+    }
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let syy: f64 = pts.iter().map(|p| (p.1 - my).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let r2 = if syy == 0.0 {
+        1.0
+    } else {
+        sxy * sxy / (sxx * syy)
+    };
+    Some((slope, r2))
+}
+
+/// Fails with the first error of a measurement, mapped to the exit codes:
+/// a command that cannot start is the user's mistake.
+pub fn into_anyhow(e: CmdError) -> anyhow::Error {
+    match e {
+        CmdError::Spawn(SpawnError::Other(e)) => e,
+        CmdError::Spawn(e) => crate::commands::usage(e.to_string()),
+        CmdError::Failed(m) => anyhow::anyhow!(m),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_fits_exactly() {
+        let (slope, r2) = fit(&[(1.0, 12.0), (2.0, 14.0), (4.0, 18.0)]).unwrap();
+        assert!((slope - 2.0).abs() < 1e-12);
+        assert!((r2 - 1.0).abs() < 1e-12);
+        assert!(fit(&[(1.0, 1.0)]).is_none());
+        assert!(fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
+    }
+
+    #[test]
+    fn paired_runs_give_net_samples() {
+        let spec = plan::expand(&plan::Request {
+            words: vec!["true ::: true".into()],
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+        let opts = Options {
+            warmup: 1,
+            runs: Some(6),
+            ignore_failure: false,
+            shell: None,
+        };
+        let o = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap();
+        assert_eq!((o.runs.len(), o.base.len()), (6, 6));
+        let ms = o.measurements();
+        let ids: Vec<&str> = ms.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["cmd.true", "cmd.true.user", "cmd.true.sys"]);
+        assert_eq!(ms[0].samples.len(), 6);
+        assert!(ms[0].samples.iter().all(|x| x.is_finite()));
+    }
+
+    #[test]
+    fn a_failing_command_is_an_error_unless_ignored() {
+        let spec = plan::expand(&plan::Request {
+            words: vec!["false".into()],
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+        let mut opts = Options {
+            warmup: 0,
+            runs: Some(3),
+            ignore_failure: false,
+            shell: None,
+        };
+        let e = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("status 1"), "{e}");
+        opts.ignore_failure = true;
+        let o = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap();
+        assert_eq!(o.failures(), 3);
+        assert!(
+            o.measurements()[0]
+                .warnings
+                .iter()
+                .any(|w| w.contains("3 of 3"))
+        );
+    }
+}

@@ -1,0 +1,131 @@
+//! `opcost cmd`: time whole programs, each net of its baseline, and save
+//! them as a run (area `cmd`) like any other.
+
+use std::path::Path;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget};
+
+use super::usage;
+use crate::cli::{CmdArgs, Format};
+use crate::cmdtime::child::{self, Launch};
+use crate::cmdtime::plan::{self, Request, Scan};
+use crate::cmdtime::{self, Options, Startup, render};
+use crate::document::{RunDoc, RunInfo, SCHEMA, check_writable, new_run_id};
+use crate::harness::{Profile, warnings};
+use crate::host::Host;
+use crate::store::{self, Store};
+
+/// Measures the commands, prints and saves them; 0, 1 when a run failed or
+/// saving did, 130 when interrupted.
+pub fn execute(args: &CmdArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+    // Everything the user could have got wrong is checked before running.
+    let scan = args
+        .scan
+        .as_ref()
+        .map(|w| Scan::parse(w, args.step))
+        .transpose()
+        .map_err(usage)?;
+    let request = Request {
+        words: args.commands.clone(),
+        baseline: args.baseline.clone(),
+        names: args.name.clone(),
+        scan,
+        shell: args.shell,
+        input: args.input.clone(),
+        show_output: args.show_output,
+        timeout: args.timeout,
+    };
+    let specs = plan::expand(&request).map_err(usage)?;
+    if let Some(path) = &args.json {
+        check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
+    }
+    let mut store = if args.no_save {
+        None
+    } else {
+        Some(Store::open(&store::default_path(db)?)?)
+    };
+
+    child::install_ctrlc();
+    let host = Host::detect();
+    let started_at = chrono::Utc::now();
+    let started = Instant::now();
+    let shell = args.shell.then(|| Launch {
+        argv: ["/bin/sh", "-c", ""].map(String::from).to_vec(),
+        input: None,
+        show_output: false,
+        timeout: args.timeout,
+    });
+    let opts = Options {
+        warmup: args.warmup,
+        runs: args.runs,
+        ignore_failure: args.ignore_failure,
+        shell: shell.clone(),
+    };
+    let startup = match &shell {
+        Some(sh) => cmdtime::shell_startup(sh).map_err(cmdtime::into_anyhow)?,
+        None => Startup::default(),
+    };
+    let bar = ProgressBar::with_draw_target(Some(specs.len() as u64), ProgressDrawTarget::stderr());
+    let mut outcomes = Vec::new();
+    for spec in &specs {
+        bar.set_message(spec.command.clone());
+        let o = cmdtime::measure(spec, &opts, startup, &mut |_| bar.tick())
+            .map_err(cmdtime::into_anyhow)?;
+        outcomes.push(o);
+        bar.inc(1);
+        if child::stopped() {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+
+    let interrupted = child::stopped();
+    let mut doc = RunDoc {
+        schema: SCHEMA,
+        opcost_version: env!("CARGO_PKG_VERSION").to_string(),
+        run: RunInfo {
+            id: new_run_id(),
+            started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            duration_s: started.elapsed().as_secs_f64(),
+            profile: Profile::Default,
+            label: args.label.clone(),
+            cpu: None,
+            interrupted,
+            incomplete: false,
+        },
+        results: outcomes.iter().flat_map(|o| o.measurements()).collect(),
+        skipped: Vec::new(),
+        findings: cmdtime::findings(&outcomes),
+        warnings: warnings::host_warnings(&host)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        stability: None,
+        peer: None,
+        host,
+    };
+    doc.findings.retain(|f| f.value.is_finite());
+    // Saved before printing, so the table shows the id the history holds.
+    let saved = store
+        .as_mut()
+        .map(|s| s.save_new(&mut doc).map(|()| s.path().to_path_buf()));
+    super::quiet_broken_pipe();
+    match args.format {
+        Format::Text => print!("{}", render::render(&doc, &outcomes)),
+        f => print!("{}", super::show::render(&doc, f)?),
+    }
+    if let Some(path) = &args.json {
+        doc.write_json(path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    match saved {
+        Some(Ok(path)) => eprintln!("saved as run {} in {}", doc.run.id, path.display()),
+        Some(Err(e)) => {
+            eprintln!("error: the run was not saved: {e:#}");
+            return Ok(1);
+        }
+        None => {}
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
