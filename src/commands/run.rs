@@ -30,6 +30,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     if let Some(dir) = &args.dir {
         check_dir(dir)?;
     }
+    let inputs = suites::codec::check_inputs(&args.input).map_err(usage)?;
     if let Some(cpu) = args.cpu {
         affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
     }
@@ -39,7 +40,9 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         Some(Store::open(&store::default_path(db)?)?)
     };
     let host = Arc::new(Host::detect());
-    let benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+    let mut all = suites::all_benches(&host);
+    all.extend(suites::codec::input_benches(&inputs));
+    let benches = suites::select(all, &args.patterns)?;
     let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
 
     let tmp = tempfile::Builder::new()

@@ -5,6 +5,7 @@
 //! findings from whatever of its measurements a run produced. Suites never
 //! print; they only describe work and read results.
 
+pub mod codec;
 pub mod cpu;
 pub mod ipc;
 pub mod memory;
@@ -40,6 +41,7 @@ pub fn suites() -> Vec<Suite> {
         cpu::suite(),
         process::suite(),
         storage::suite(),
+        codec::suite(),
     ]
 }
 
