@@ -137,7 +137,7 @@ pub fn input_benches(inputs: &[UserInput]) -> Vec<Box<dyn Bench>> {
             len,
             data: OnceLock::new(),
         });
-        v.extend(source_benches(&source, tier_of(len)));
+        v.extend(source_benches(&source, tier_of(len), Quick::File));
     }
     v
 }
@@ -156,7 +156,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 len,
                 data: OnceLock::new(),
             });
-            v.extend(source_benches(&source, tier));
+            v.extend(source_benches(&source, tier, quick_role(kind)));
         }
     }
     v
@@ -195,35 +195,74 @@ fn tier_of(len: usize) -> Tier {
     }
 }
 
-/// How slow a codec level is to compress (a few MB/s or less for `Slow`).
+/// How slow a codec level is to compress, which decides where it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Speed {
+    /// Hundreds of MB/s: lz4, snappy, zstd-1.
+    VeryFast,
+    /// Tens to a hundred MB/s: zstd-3, gzip-1, brotli-1.
     Fast,
+    /// About 10-30 MB/s: zstd-9, gzip-6/9, brotli-5, xz-0, bzip2.
     Mid,
+    /// A few MB/s or less, or a costly set-up per call: zstd-19, brotli-11, xz-6/9.
     Slow,
 }
 
 fn speed(codec: Codec, level: u32) -> Speed {
     match (codec, level) {
-        (Codec::Zstd, 19) | (Codec::Brotli, 11) | (Codec::Xz, 9) => Speed::Slow,
-        (Codec::Zstd, 9) | (Codec::Gzip, 9) | (Codec::Brotli, 5) | (Codec::Xz, 6) => Speed::Mid,
-        (Codec::Bzip2, _) | (Codec::Xz, _) => Speed::Mid,
-        _ => Speed::Fast,
+        (Codec::Lz4 | Codec::Snappy, _) | (Codec::Zstd, 1) => Speed::VeryFast,
+        (Codec::Zstd, 3) | (Codec::Gzip, 1) | (Codec::Brotli, 1) => Speed::Fast,
+        (Codec::Zstd, 19) | (Codec::Brotli, 11) | (Codec::Xz, 6 | 9) => Speed::Slow,
+        _ => Speed::Mid,
     }
 }
 
-/// The lowest profile that runs `codec` at `level` on an input of `tier`:
-/// quick keeps to fast levels (and every codec on small inputs), default
-/// adds the rest except the slowest levels on large inputs, which a
-/// single operation of tens of seconds would make last minutes.
-fn min_profile(tier: Tier, s: Speed) -> Profile {
-    match (tier, s) {
-        (Tier::Small, Speed::Slow) => Profile::Default,
-        (Tier::Small, _) => Profile::Quick,
-        (Tier::Medium, Speed::Fast) => Profile::Quick,
-        (Tier::Medium, _) => Profile::Default,
-        (Tier::Large, Speed::Slow) => Profile::Thorough,
-        (Tier::Large, _) => Profile::Default,
+/// How much of an input's grid the quick profile runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Quick {
+    /// Fast levels, and the cheapest level of the codecs that have no fast one
+    /// on small inputs: every codec is measured (JSON).
+    Full,
+    /// As `Full`, and the fastest levels also on a large file: the user's files.
+    File,
+    /// Fast levels only (text, binary, random).
+    Lean,
+    /// Nothing: kinds that add little at quick (log, compressed).
+    Skip,
+}
+
+/// The lowest profile that runs `codec` at `level` on an input of `tier`.
+/// Quick keeps to a few seconds for the whole suite; default runs every
+/// level except the slowest ones on large inputs, where one operation of
+/// tens of seconds would make each benchmark last minutes (thorough).
+fn min_profile(tier: Tier, quick: Quick, codec: Codec, level: u32) -> Profile {
+    let s = speed(codec, level);
+    let cheapest = LEVELS
+        .iter()
+        .any(|&(c, levels)| c == codec && levels.first() == Some(&level));
+    let at_quick = match (quick, tier, s) {
+        (Quick::Skip, _, _) => false,
+        (_, Tier::Small, Speed::VeryFast | Speed::Fast) => true,
+        (Quick::Full | Quick::File, Tier::Small, Speed::Mid) => cheapest,
+        (_, Tier::Medium, Speed::VeryFast) => true,
+        (Quick::File, Tier::Large, Speed::VeryFast) => true,
+        _ => false,
+    };
+    if at_quick {
+        Profile::Quick
+    } else if tier == Tier::Large && s == Speed::Slow {
+        Profile::Thorough
+    } else {
+        Profile::Default
+    }
+}
+
+/// The part of the grid the quick profile runs on a generated input.
+fn quick_role(kind: Kind) -> Quick {
+    match kind {
+        Kind::Json => Quick::Full,
+        Kind::Text | Kind::Binary | Kind::Random => Quick::Lean,
+        Kind::Log | Kind::Compressed => Quick::Skip,
     }
 }
 
@@ -299,22 +338,50 @@ struct Packed {
 }
 
 impl Packed {
-    fn get(&self) -> Result<(Arc<Vec<u8>>, Arc<Vec<u8>>), PrepareError> {
+    /// The input and its compressed form. The first caller compresses with
+    /// `coder` (the one it will time) and round-trips the output through a
+    /// fresh decoder; a later caller's `coder` must give the same bytes,
+    /// else its own output is round-tripped too.
+    fn get(&self, coder: &mut Coder) -> Result<(Arc<Vec<u8>>, Arc<Vec<u8>>), PrepareError> {
         let input = self.source.bytes()?;
+        let mut made_here = false;
         let packed = self
             .packed
             .get_or_init(|| {
-                let mut coder = Coder::new(self.codec, self.level).map_err(|e| e.to_string())?;
-                let mut out = Vec::new();
-                let n = coder
-                    .compress(&input, &mut out)
-                    .map_err(|e| format!("compressing: {e}"))?;
-                out.truncate(n);
+                made_here = true;
+                let out = self.compress_checked(coder, &input)?;
                 Ok(Arc::new(out))
             })
             .clone()
             .map_err(|e| PrepareError::Fail(anyhow::anyhow!(e)))?;
+        if !made_here {
+            let mut out = Vec::new();
+            let n = coder.compress(&input, &mut out)?;
+            if out[..n] != packed[..] {
+                self.compress_checked(coder, &input)
+                    .map_err(|e| PrepareError::Fail(anyhow::anyhow!(e)))?;
+            }
+        }
         Ok((input, packed))
+    }
+
+    /// Compresses `input` with `coder`, decompresses the result with a fresh
+    /// coder and checks the bytes; the compressed form, or why it failed.
+    fn compress_checked(&self, coder: &mut Coder, input: &[u8]) -> Result<Vec<u8>, String> {
+        let label = codec_label(self.codec, self.level);
+        let mut out = Vec::new();
+        let n = coder
+            .compress(input, &mut out)
+            .map_err(|e| format!("{label} compress: {e}"))?;
+        out.truncate(n);
+        let mut back = Vec::new();
+        let m = Coder::new(self.codec, self.level)
+            .and_then(|mut d| d.decompress(&out, input.len(), &mut back))
+            .map_err(|e| format!("{label} round trip failed: decompress: {e}"))?;
+        if back[..m] != input[..] {
+            return Err(round_trip_error(&label, input, &back[..m]));
+        }
+        Ok(out)
     }
 }
 
@@ -335,7 +402,7 @@ impl Op {
 }
 
 /// The compress and decompress benchmarks of every codec level on one input.
-fn source_benches(source: &Arc<Source>, tier: Tier) -> Vec<Box<dyn Bench>> {
+fn source_benches(source: &Arc<Source>, tier: Tier, quick: Quick) -> Vec<Box<dyn Bench>> {
     let mut v = Vec::new();
     for &(codec, levels) in LEVELS {
         for &level in levels {
@@ -376,7 +443,7 @@ fn source_benches(source: &Arc<Source>, tier: Tier) -> Vec<Box<dyn Bench>> {
                     .param("level", level)
                     .param("op", op.name())
                     .budget_scale(BUDGET_SCALE)
-                    .min_profile(min_profile(tier, speed(codec, level)))
+                    .min_profile(min_profile(tier, quick, codec, level))
                     .boxed(),
                 );
             }
@@ -391,25 +458,23 @@ fn prepare(p: &Packed, op: Op, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError
     if ctx.stopping() {
         return Err(PrepareError::Skip("the run was stopped".into()));
     }
-    let (input, packed) = p.get()?;
-    let fail = |what: String| PrepareError::Fail(anyhow::anyhow!(what));
     let mut coder = Coder::new(p.codec, p.level)?;
     let mut out = Vec::new();
-    let label = codec_label(p.codec, p.level);
-    match op {
-        Op::Compress => {
-            let n = coder.compress(&input, &mut out)?;
-            let mut back = Vec::new();
-            let m = Coder::new(p.codec, p.level)?.decompress(&out[..n], input.len(), &mut back)?;
-            if back[..m] != input[..] {
-                return Err(fail(round_trip_error(&label, &input, &back[..m])));
-            }
-        }
-        Op::Decompress => {
-            let m = coder.decompress(&packed, input.len(), &mut out)?;
-            if out[..m] != input[..] {
-                return Err(fail(round_trip_error(&label, &input, &out[..m])));
-            }
+    // The compress benchmark makes (or matches) the shared compressed form
+    // with the coder it times; the decompress one times its own decoder.
+    let (input, packed) = match op {
+        Op::Compress => p.get(&mut coder)?,
+        Op::Decompress => p.get(&mut Coder::new(p.codec, p.level)?)?,
+    };
+    if op == Op::Decompress {
+        let m = coder.decompress(&packed, input.len(), &mut out)?;
+        if out[..m] != input[..] {
+            let label = codec_label(p.codec, p.level);
+            return Err(PrepareError::Fail(anyhow::anyhow!(round_trip_error(
+                &label,
+                &input,
+                &out[..m]
+            ))));
         }
     }
     let mut details = p.source.describe();
