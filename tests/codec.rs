@@ -102,12 +102,18 @@ fn ratios_are_recorded_and_ordered_by_redundancy() {
             d["compressed_bytes"].as_f64().unwrap_or(0.0),
         );
         assert!(c > 0.0, "{}", r["id"]);
-        assert!((d["ratio"].as_f64().unwrap_or(0.0) - i / c).abs() < 1e-9, "{}", r["id"]);
+        assert!(
+            (d["ratio"].as_f64().unwrap_or(0.0) - i / c).abs() < 1e-9,
+            "{}",
+            r["id"]
+        );
     }
     // JSON shrinks, random bytes do not (wide margins: physics, not tuning).
     assert!(ratio("codec.json.zstd-1.compress/40KiB") > 2.0);
     assert!(ratio("codec.random.zstd-1.compress/40KiB") < 1.01);
-    assert!(ratio("codec.json.zstd-3.compress/40KiB") > ratio("codec.random.zstd-3.compress/40KiB"));
+    assert!(
+        ratio("codec.json.zstd-3.compress/40KiB") > ratio("codec.random.zstd-3.compress/40KiB")
+    );
 }
 
 #[test]
@@ -118,10 +124,17 @@ fn the_users_file_is_measured_by_name_and_size_only() {
         .collect();
     assert!(!mine.is_empty(), "no result for --input");
     let text = serde_json::to_string(doc()).expect("serialises");
-    assert!(!text.contains("quick brown fox"), "the file's content leaked");
+    assert!(
+        !text.contains("quick brown fox"),
+        "the file's content leaked"
+    );
     for r in mine {
         assert_eq!(r["details"]["file"], "notes.txt");
-        assert!(r["details"]["ratio"].as_f64().unwrap_or(0.0) > 5.0, "{}", r["id"]);
+        assert!(
+            r["details"]["ratio"].as_f64().unwrap_or(0.0) > 5.0,
+            "{}",
+            r["id"]
+        );
     }
 }
 
@@ -183,7 +196,14 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
 #[test]
 fn a_missing_input_exits_2_naming_it_and_leaves_no_files() {
     refused(
-        &["run", "codec", "--input", "no-such-file.json", "--json", "out.json"],
+        &[
+            "run",
+            "codec",
+            "--input",
+            "no-such-file.json",
+            "--json",
+            "out.json",
+        ],
         "--input no-such-file.json",
     );
 }

@@ -164,7 +164,10 @@ impl Coder {
                 lz4::block::decompress_to_buffer(packed, Some(n), &mut out[..])
             }
             Codec::Snappy => {
-                fit(out, snap::raw::decompress_len(packed).map_err(io::Error::other)?);
+                fit(
+                    out,
+                    snap::raw::decompress_len(packed).map_err(io::Error::other)?,
+                );
                 self.snap_d
                     .decompress(packed, &mut out[..])
                     .map_err(io::Error::other)

@@ -19,6 +19,8 @@ const RATIO_CLASSES: [f64; 7] = [1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0];
 const INCOMPRESSIBLE: f64 = 1.01;
 /// Link speeds (bytes per second) at which the best codec is named: 100 Mbit/s and 1 Gbit/s.
 const LINKS: [f64; 2] = [100e6 / 8.0, 1e9 / 8.0];
+/// Smallest speed-up over sending raw that is worth naming at a link speed.
+const MIN_GAIN: f64 = 1.05;
 
 /// One codec level on one input: its ratio and speeds.
 #[derive(Clone, Debug, PartialEq)]
@@ -204,7 +206,10 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
             })
             .collect();
         out.push(finding(
-            format!("{name}: fastest compressor per ratio class: {}", text.join("; ")),
+            format!(
+                "{name}: fastest compressor per ratio class: {}",
+                text.join("; ")
+            ),
             top.c,
             "B/s",
         ));
@@ -240,7 +245,7 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             if let Some((b, t)) = best {
                 let gain = 1.0 / link / t;
-                if gain > 1.0 {
+                if gain >= MIN_GAIN {
                     at.push(format!(
                         "at {} {} is best, {} faster than sending raw",
                         bits(link),
@@ -292,7 +297,11 @@ fn small_vs_large(
     let fast = |r: &Row| r.c;
     let mut diffs = Vec::new();
     let (br_s, br_l) = (best(&ratio, true)?, best(&ratio, false)?);
-    if br_s != br_l {
+    // Which codec "wins" on incompressible data is noise, not a ranking.
+    let compressible = both
+        .iter()
+        .any(|(s, l)| s.ratio >= INCOMPRESSIBLE && l.ratio >= INCOMPRESSIBLE);
+    if br_s != br_l && compressible {
         diffs.push(format!(
             "the best ratio is {br_s}'s at {s_size} but {br_l}'s at {l_size}"
         ));
@@ -364,7 +373,11 @@ fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
     let (ra, rb) = (ranks(a), ranks(b));
     let n = a.len() as f64;
     let mean = (n - 1.0) / 2.0;
-    let cov: f64 = ra.iter().zip(&rb).map(|(x, y)| (x - mean) * (y - mean)).sum();
+    let cov: f64 = ra
+        .iter()
+        .zip(&rb)
+        .map(|(x, y)| (x - mean) * (y - mean))
+        .sum();
     let va: f64 = ra.iter().map(|x| (x - mean).powi(2)).sum();
     let vb: f64 = rb.iter().map(|y| (y - mean).powi(2)).sum();
     let r = cov / (va * vb).sqrt();
@@ -376,11 +389,24 @@ mod tests {
     use super::*;
 
     /// A compress result with its ratio, and the decompress result beside it.
-    fn pair(input: &str, codec: &str, size: &str, bytes: u64, ratio: f64, c: f64, d: f64) -> Vec<Measurement> {
-        let mut cm = Measurement::point(&format!("codec.{input}.{codec}.compress/{size}"), "B/s", c);
+    fn pair(
+        input: &str,
+        codec: &str,
+        size: &str,
+        bytes: u64,
+        ratio: f64,
+        c: f64,
+        d: f64,
+    ) -> Vec<Measurement> {
+        let mut cm =
+            Measurement::point(&format!("codec.{input}.{codec}.compress/{size}"), "B/s", c);
         cm.params.insert("input_bytes".into(), bytes.into());
         cm.details = Some(serde_json::json!({ "ratio": ratio }));
-        let mut dm = Measurement::point(&format!("codec.{input}.{codec}.decompress/{size}"), "B/s", d);
+        let mut dm = Measurement::point(
+            &format!("codec.{input}.{codec}.decompress/{size}"),
+            "B/s",
+            d,
+        );
         dm.params.insert("input_bytes".into(), bytes.into());
         vec![cm, dm]
     }
@@ -392,7 +418,15 @@ mod tests {
             ms.extend(pair("json", "zstd-1", size, bytes, 4.0, 400e6 * k, 1.2e9));
             ms.extend(pair("json", "zstd-19", size, bytes, 8.0, 4e6 * k, 1.2e9));
             // xz-9 pays a large set-up per call: far slower on small inputs.
-            ms.extend(pair("json", "xz-9", size, bytes, if bytes > 1 << 20 { 9.0 } else { 7.0 }, 3e6 * k * k * k * k, 100e6));
+            ms.extend(pair(
+                "json",
+                "xz-9",
+                size,
+                bytes,
+                if bytes > 1 << 20 { 9.0 } else { 7.0 },
+                3e6 * k * k * k * k,
+                100e6,
+            ));
             ms.extend(pair("random", "lz4-1", size, bytes, 0.996, 3e9, 8e9));
             ms.extend(pair("random", "zstd-1", size, bytes, 0.9999, 2e9, 8e9));
         }
@@ -408,14 +442,24 @@ mod tests {
         let f = findings(&run());
         let class = f
             .iter()
-            .find(|f| f.text.starts_with("json 16MiB: fastest compressor per ratio class"))
+            .find(|f| {
+                f.text
+                    .starts_with("json 16MiB: fastest compressor per ratio class")
+            })
             .expect("a class finding");
         assert!(class.text.contains("≥2.00×: lz4-1"), "{}", class.text);
         assert!(class.text.contains("≥4.00×: zstd-1"), "{}", class.text);
-        assert!(class.text.contains("≥8.00×: xz-9") || class.text.contains("≥8.00×: zstd-19"), "{}", class.text);
+        assert!(
+            class.text.contains("≥8.00×: xz-9") || class.text.contains("≥8.00×: zstd-19"),
+            "{}",
+            class.text
+        );
         assert_eq!(class.text.matches("lz4-1").count(), 1);
         assert_eq!(class.unit, "B/s");
-        let ratio = f.iter().find(|f| f.text.starts_with("json 16MiB: compressed size ratio")).unwrap();
+        let ratio = f
+            .iter()
+            .find(|f| f.text.starts_with("json 16MiB: compressed size ratio"))
+            .unwrap();
         assert_eq!(ratio.value, 9.0);
         assert!(ratio.text.find("xz-9").unwrap() < ratio.text.find("lz4-1").unwrap());
     }
@@ -429,7 +473,11 @@ mod tests {
             .expect("a link finding");
         // lz4-1: (1 - 1/2.5) / (1/600e6 + 1/3e9) = 300 MB/s, the best of the four.
         assert!((link.value - 300e6).abs() < 1e3, "{}", link.value);
-        assert!(link.text.contains("lz4-1") && link.text.contains("2.40 Gbit/s"), "{}", link.text);
+        assert!(
+            link.text.contains("lz4-1") && link.text.contains("2.40 Gbit/s"),
+            "{}",
+            link.text
+        );
         assert!(link.text.contains("at 100 Mbit/s"), "{}", link.text);
     }
 
@@ -437,8 +485,15 @@ mod tests {
     fn incompressible_input_is_said_so_and_gets_no_link_finding() {
         let f = findings(&run());
         let t = texts(&f);
-        assert!(t.iter().any(|t| t.starts_with("random 16MiB: incompressible")), "{t:?}");
-        assert!(!t.iter().any(|t| t.starts_with("random 16MiB: compressing before")));
+        assert!(
+            t.iter()
+                .any(|t| t.starts_with("random 16MiB: incompressible")),
+            "{t:?}"
+        );
+        assert!(
+            !t.iter()
+                .any(|t| t.starts_with("random 16MiB: compressing before"))
+        );
     }
 
     #[test]
@@ -449,7 +504,12 @@ mod tests {
             .find(|f| f.text.starts_with("json: 40KiB and 16MiB inputs rank"))
             .expect("a small-vs-large finding");
         assert!(sl.text.contains("differently"), "{}", sl.text);
-        assert!(sl.text.contains("the best ratio is zstd-19's at 40KiB but xz-9's at 16MiB"), "{}", sl.text);
+        assert!(
+            sl.text
+                .contains("the best ratio is zstd-19's at 40KiB but xz-9's at 16MiB"),
+            "{}",
+            sl.text
+        );
         assert!(sl.value <= 1.0 && sl.value >= -1.0);
         assert_eq!(sl.unit, "ρ");
     }

@@ -328,6 +328,9 @@ impl Source {
     }
 }
 
+/// Bytes shared by the benchmarks of one input.
+type Bytes = Arc<Vec<u8>>;
+
 /// An input compressed by one codec level, made (and round-tripped) once
 /// for both of its benchmarks.
 struct Packed {
@@ -342,7 +345,7 @@ impl Packed {
     /// `coder` (the one it will time) and round-trips the output through a
     /// fresh decoder; a later caller's `coder` must give the same bytes,
     /// else its own output is round-tripped too.
-    fn get(&self, coder: &mut Coder) -> Result<(Arc<Vec<u8>>, Arc<Vec<u8>>), PrepareError> {
+    fn get(&self, coder: &mut Coder) -> Result<(Bytes, Bytes), PrepareError> {
         let input = self.source.bytes()?;
         let mut made_here = false;
         let packed = self
@@ -562,7 +565,9 @@ mod tests {
             all.iter().filter(|b| b.runs_at(Profile::Quick)).collect();
         for &(codec, _) in LEVELS {
             assert!(
-                quick.iter().any(|b| b.id().contains(&format!(".{}", codec.name()))),
+                quick
+                    .iter()
+                    .any(|b| b.id().contains(&format!(".{}", codec.name()))),
                 "{} not at quick",
                 codec.name()
             );
