@@ -235,6 +235,20 @@ fn an_empty_input_exits_2() {
     refused(&["run", "codec", "--input", &f.to_string_lossy()], "empty");
 }
 
+#[test]
+fn an_input_with_no_codec_benchmark_selected_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let f = input_file(dir.path());
+    let out = Command::cargo_bin("opcost")
+        .expect("binary built")
+        .args(["run", "syscall.getpid", "--no-save", "--input"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("codec.file"));
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }

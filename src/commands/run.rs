@@ -43,6 +43,12 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let mut all = suites::all_benches(&host);
     all.extend(suites::codec::input_benches(&inputs));
     let benches = suites::select(all, &args.patterns)?;
+    if !inputs.is_empty() && !benches.iter().any(|b| b.id().starts_with("codec.file-")) {
+        return Err(usage(
+            "--input files are measured by the codec suite, which the patterns leave out; \
+             select it (`opcost run codec.file --input FILE`)",
+        ));
+    }
     let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
 
     let tmp = tempfile::Builder::new()
