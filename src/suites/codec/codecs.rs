@@ -2,12 +2,13 @@
 //! decompress call on whole buffers.
 //!
 //! Every call handles the whole input in one go, as a program that
-//! compresses a file or a message would: the libraries' one-shot paths
-//! where they have one (zstd, lz4, snappy), their streaming readers over an
-//! in-memory slice otherwise (gzip, brotli, xz, bzip2), which is what their
-//! command-line tools do per file. zstd keeps its context between calls, as
-//! `zstd -b` does; the others set up their state per call (for xz at level
-//! 9 that is a 674 MiB match finder, a real cost on small inputs).
+//! compresses a file or a message would: one-shot block calls for lz4 and
+//! snappy (as `lz4 -b`), their streaming readers over an in-memory slice for
+//! gzip, brotli, xz and bzip2 (what their tools do per file). zstd
+//! compresses with `ZSTD_compress2` and decompresses with
+//! `ZSTD_decompressStream`, keeping both contexts between calls, exactly as
+//! `zstd -b` does; the others set up their state per call (for xz at level 9
+//! that is a 674 MiB match finder, a real cost on small inputs).
 //! Output buffers are kept and stay initialised between calls, so neither
 //! allocation nor zeroing of the output is timed.
 
@@ -82,7 +83,7 @@ pub struct Coder {
     codec: Codec,
     level: u32,
     zstd_c: Option<zstd::bulk::Compressor<'static>>,
-    zstd_d: Option<zstd::bulk::Decompressor<'static>>,
+    zstd_d: Option<zstd::zstd_safe::DCtx<'static>>,
     snap_c: snap::raw::Encoder,
     snap_d: snap::raw::Decoder,
 }
@@ -93,7 +94,7 @@ impl Coder {
         let (zstd_c, zstd_d) = if codec == Codec::Zstd {
             (
                 Some(zstd::bulk::Compressor::new(level as i32)?),
-                Some(zstd::bulk::Decompressor::new()?),
+                Some(zstd::zstd_safe::DCtx::create()),
             )
         } else {
             (None, None)
@@ -154,9 +155,28 @@ impl Coder {
     ) -> io::Result<usize> {
         match self.codec {
             Codec::Zstd => {
+                // The streaming call `zstd -b` times, into a buffer of the
+                // original size: as a file decompressor works.
                 fit(out, original);
                 let d = self.zstd_d.as_mut().ok_or_else(no_state)?;
-                d.decompress_to_buffer(packed, &mut out[..])
+                d.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                    .map_err(zstd_error)?;
+                let mut input = zstd::zstd_safe::InBuffer::around(packed);
+                let mut output = zstd::zstd_safe::OutBuffer::around(&mut out[..original]);
+                loop {
+                    let more = d
+                        .decompress_stream(&mut output, &mut input)
+                        .map_err(zstd_error)?;
+                    if more == 0 {
+                        break;
+                    }
+                    if output.pos() == original {
+                        return Err(io::Error::other(
+                            "zstd: the data decompresses to more than the input's size",
+                        ));
+                    }
+                }
+                Ok(output.pos())
             }
             Codec::Lz4 => {
                 fit(out, original);
@@ -178,6 +198,10 @@ impl Coder {
             Codec::Bzip2 => read_into(bzip2::bufread::BzDecoder::new(packed), out),
         }
     }
+}
+
+fn zstd_error(code: zstd::zstd_safe::ErrorCode) -> io::Error {
+    io::Error::other(format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))
 }
 
 fn no_state() -> io::Error {
