@@ -10,8 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::harness::{Finding, Measurement};
-use crate::report::units::{human, sig3};
-use crate::suites::fmt_ratio;
+use crate::units::{fmt_ratio, human, sig3};
 
 /// Lower bounds of the ratio classes (compressed size at most 1/x of the input).
 const RATIO_CLASSES: [f64; 7] = [1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0];

@@ -27,9 +27,10 @@ use std::time::{Duration, Instant};
 use codecs::{Codec, Coder, LEVELS};
 use corpus::Kind;
 
-use super::{FnBench, Suite, size_label};
+use super::{FnBench, Suite};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::host::Host;
+use crate::units::size_label;
 
 /// Size of the small generated inputs (a web response, a config file).
 pub const SMALL: usize = 40 * 1024;
