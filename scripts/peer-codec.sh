@@ -4,7 +4,7 @@
 # opcost...) so that load from other work hits both sides alike, and the
 # medians are printed side by side.
 #
-#   zstd -b<level> (1, 3, 9, 19)  vs codec.file-<name>.zstd-<level>.{compress,decompress}
+#   zstd --single-thread -b<level> (1, 3, 9, 19) vs codec.file-<name>.zstd-<level>.{compress,decompress}
 #   lz4 -b1                       vs codec.file-<name>.lz4-1.{compress,decompress}
 #   gzip -k -6, xz -k -6 (timed)  vs codec.file-<name>.gzip-6 / xz-6 .compress
 #
@@ -69,7 +69,7 @@ zstd_levels=(1 3 9 19)
 peers() {
     # -q prints one line: "-L  compressed (ratio) cMB/s dMB/s name".
     for l in "${zstd_levels[@]}"; do
-        zstd -q -b"$l" -i2 "$file" 2>&1 | awk -v l="$l" '/MB\/s/ {gsub(/[()]/, "", $3); print "zstd-" l, $3, $4, $6}'
+        zstd -q --single-thread -b"$l" -i2 "$file" 2>&1 | awk -v l="$l" '/MB\/s/ {gsub(/[()]/, "", $3); print "zstd-" l, $3, $4, $6}'
     done
     lz4 -q -b1 -i2 "$file" 2>&1 | awk '/MB\/s/ {gsub(/[()]/, "", $3); print "lz4-1", $3, $4, $6}'
     for tool in gzip xz; do
