@@ -87,6 +87,10 @@ pub struct RunArgs {
     /// Directory for file benchmarks (default: a private temp dir).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// A file of your own for the codec suite to measure (repeatable);
+    /// its name and size are recorded, never its content.
+    #[arg(long, value_name = "FILE")]
+    pub input: Vec<PathBuf>,
     /// A label saved with the run (e.g. "mitigations=off").
     #[arg(long)]
     pub label: Option<String>,
@@ -115,6 +119,7 @@ impl RunArgs {
             samples: None,
             rounds: None,
             dir: None,
+            input: Vec::new(),
             label: None,
             no_save: false,
             format: Format::Text,

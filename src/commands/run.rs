@@ -30,6 +30,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     if let Some(dir) = &args.dir {
         check_dir(dir)?;
     }
+    let inputs = suites::codec::check_inputs(&args.input).map_err(usage)?;
     if let Some(cpu) = args.cpu {
         affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
     }
@@ -39,7 +40,15 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         Some(Store::open(&store::default_path(db)?)?)
     };
     let host = Arc::new(Host::detect());
-    let mut benches = suites::select(suites::all_benches(&host), &args.patterns)?;
+    let mut all = suites::all_benches(&host);
+    all.extend(suites::codec::input_benches(&inputs));
+    let mut benches = suites::select(all, &args.patterns)?;
+    if !inputs.is_empty() && !benches.iter().any(|b| b.id().starts_with("codec.file-")) {
+        return Err(usage(
+            "--input files are measured by the codec suite, which the patterns leave out; \
+             select it (`opcost run codec.file --input FILE`)",
+        ));
+    }
     // The net.peer.* benchmarks run against --peer and only then.
     let selected = benches.len();
     benches.retain(|b| suites::net::is_peer_bench(b.id()) == args.peer.is_some());

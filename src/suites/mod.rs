@@ -6,6 +6,7 @@
 //! print; they only describe work and read results.
 
 pub mod bench;
+pub mod codec;
 pub mod cpu;
 pub mod crypto;
 pub mod ipc;
@@ -43,6 +44,7 @@ pub fn suites() -> Vec<Suite> {
         process::suite(),
         storage::suite(),
         net::suite(),
+        codec::suite(),
     ]
 }
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Compares opcost's codec figures with the codecs' own command-line tools on
+# the same file, in one sitting: the runs alternate (peers, opcost, peers,
+# opcost...) so that load from other work hits both sides alike, and the
+# medians are printed side by side.
+#
+#   zstd --single-thread -b<level> (1, 3, 9, 19) vs codec.file-<name>.zstd-<level>.{compress,decompress}
+#   lz4 -b1                       vs codec.file-<name>.lz4-1.{compress,decompress}
+#   gzip -k -6, xz -k -6 (timed)  vs codec.file-<name>.gzip-6 / xz-6 .compress
+#
+# Speeds are uncompressed MB/s (10^6 bytes), ratios input/compressed. The
+# -b modes report their fastest pass; opcost's headline is the median sample,
+# so both opcost's median and its best sample are shown. Target: zstd and
+# lz4 speeds within 15% of the -b modes, ratios within 1%. gzip and xz are
+# whole command runs (reading and writing a file), shown for orientation.
+#
+# Usage: scripts/peer-codec.sh [ROUNDS] [FILE]
+#   (env: OPCOST=path; default FILE: 4 MB of JSON records made here)
+# Needs: zstd, lz4, gzip, xz, jq, python3 (for the default file).
+set -euo pipefail
+
+ROUNDS=${1:-3}
+cd "$(dirname "$0")/.."
+if [[ -z "${OPCOST:-}" ]]; then
+    cargo build --release --quiet
+    OPCOST=target/release/opcost
+fi
+for t in jq zstd lz4 gzip xz; do
+    command -v "$t" >/dev/null || { echo "$t is needed (scripts/install-test-deps.sh installs it)" >&2; exit 1; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if [[ -n "${2:-}" ]]; then
+    file=$2
+else
+    # A deterministic file of JSON records (the issue's question: compress my JSON?).
+    file="$work/records.json"
+    python3 - "$file" <<'EOF'
+import json, random, sys
+r = random.Random(1)
+names = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Ken"]
+with open(sys.argv[1], "w") as f:
+    i = 0
+    while f.tell() < 4_000_000:
+        f.write(json.dumps({"id": i, "name": r.choice(names), "age": r.randint(18, 90),
+                            "active": r.random() < 0.5, "score": round(r.random() * 1000, 2),
+                            "city": r.choice(["Paris", "Oslo", "Rome"]),
+                            "tags": r.sample(["a", "b", "c", "d"], 2)}) + "\n")
+        i += 1
+EOF
+fi
+[[ -r "$file" ]] || { echo "cannot read $file" >&2; exit 2; }
+bytes=$(stat -c %s "$file")
+name=$(basename "$file" | tr -c 'A-Za-z0-9_\n-' '_' | cut -c1-40)
+prefix="codec.file-$name"
+echo "file: $file ($bytes bytes), $ROUNDS alternating rounds; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+key() { echo "$work/m_${1//[^A-Za-z0-9=.-]/_}"; }
+record() { echo "$2" >>"$(key "$1")"; }
+median() {
+    local f
+    f=$(key "$1")
+    [[ -s "$f" ]] || { echo nan; return; }
+    sort -g "$f" | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+}
+
+zstd_levels=(1 3 9 19)
+peers() {
+    # -q prints one line: "-L  compressed (ratio) cMB/s dMB/s name".
+    for l in "${zstd_levels[@]}"; do
+        zstd -q --single-thread -b"$l" -i2 "$file" 2>&1 | awk -v l="$l" '/MB\/s/ {gsub(/[()]/, "", $3); print "zstd-" l, $3, $4, $6}'
+    done
+    lz4 -q -b1 -i2 "$file" 2>&1 | awk '/MB\/s/ {gsub(/[()]/, "", $3); print "lz4-1", $3, $4, $6}'
+    for tool in gzip xz; do
+        cp "$file" "$work/in"
+        local s e
+        s=$(date +%s.%N)
+        "$tool" -k -6 -f "$work/in"
+        e=$(date +%s.%N)
+        local packed
+        packed=$(stat -c %s "$work/in".$([[ $tool == gzip ]] && echo gz || echo xz))
+        rm -f "$work/in" "$work/in".gz "$work/in".xz
+        awk -v t="$tool" -v b="$bytes" -v p="$packed" -v s="$s" -v e="$e" \
+            'BEGIN {printf "%s-6 %.4f %.2f nan\n", t, b / p, b / (e - s) / 1e6}'
+    done
+}
+
+patterns=()
+for l in "${zstd_levels[@]}"; do patterns+=("$prefix.zstd-$l."); done
+patterns+=("$prefix.lz4-1." "$prefix.gzip-6.compress" "$prefix.xz-6.compress")
+
+for ((r = 1; r <= ROUNDS; r++)); do
+    echo "round $r/$ROUNDS"
+    while read -r what ratio c d; do
+        record "peer c $what" "$c"
+        record "peer d $what" "$d"
+        record "peer r $what" "$ratio"
+    done < <(peers)
+    "$OPCOST" run "${patterns[@]}" --input "$file" --profile default --no-save \
+        --json "$work/o.json" >/dev/null 2>&1
+    jq -r '.results[] | "\(.id) \(.median) \(.samples | max) \(.details.ratio)"' "$work/o.json" |
+        while read -r id med best ratio; do
+            what=${id#"$prefix".}
+            op=${what#*.}
+            op=${op%%/*}
+            what=${what%%.*}
+            record "opcost $op $what" "$(awk -v v="$med" 'BEGIN {print v / 1e6}')"
+            record "best $op $what" "$(awk -v v="$best" 'BEGIN {print v / 1e6}')"
+            record "opcost r $what" "$ratio"
+        done
+done
+
+printf '\n%-8s %-10s %10s %10s %10s %8s   %9s %9s %7s\n' codec op "opcost" "best" "peer" "med/peer" "ratio" "peer" "diff"
+for what in zstd-1 zstd-3 zstd-9 zstd-19 lz4-1 gzip-6 xz-6; do
+    for op in compress decompress; do
+        peer_key="peer c $what"
+        [[ $op == decompress ]] && peer_key="peer d $what"
+        o=$(median "opcost $op $what")
+        [[ $o == nan ]] && continue
+        p=$(median "$peer_key")
+        b=$(median "best $op $what")
+        ro=$(median "opcost r $what")
+        rp=$(median "peer r $what")
+        awk -v w="$what" -v op="$op" -v o="$o" -v b="$b" -v p="$p" -v ro="$ro" -v rp="$rp" 'BEGIN {
+            rel = (p == "nan" || p == 0) ? "-" : sprintf("%.2f", o / p);
+            diff = (rp == "nan" || rp == 0) ? "-" : sprintf("%+.2f%%", (ro / rp - 1) * 100);
+            printf "%-8s %-10s %10.1f %10.1f %10s %8s   %9.3f %9s %7s\n", w, op, o, b, p, rel, ro, rp, diff
+        }'
+    done
+done
+echo
+echo "MB/s of uncompressed bytes; opcost = median sample, best = its fastest sample,"
+echo "peer = the tool's -b figure (its fastest pass) or, for gzip and xz, one whole -k run."
