@@ -11,6 +11,7 @@ pub mod memory;
 pub mod process;
 pub mod storage;
 pub mod syscall;
+pub mod text;
 
 use std::time::Duration;
 
@@ -40,6 +41,7 @@ pub fn suites() -> Vec<Suite> {
         cpu::suite(),
         process::suite(),
         storage::suite(),
+        text::suite(),
     ]
 }
 

@@ -10,7 +10,7 @@
 //! The growth curve writes every page of an N-byte region in the parent
 //! before forking; N stops short of what the machine has free.
 
-mod child;
+pub mod child;
 mod fault;
 mod sched;
 mod spawn;
