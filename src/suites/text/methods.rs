@@ -14,6 +14,7 @@ use icu_casemap::{CaseMapper, CaseMapperBorrowed};
 use icu_collator::options::{CollatorOptions, Strength as IcuStrength};
 use icu_collator::{CollatorBorrowed, CollatorPreferences};
 use icu_locale_core::Locale;
+use writeable::Writeable;
 
 use super::clocale::CLocale;
 use super::words::{Corpus, Lang, Word};
@@ -176,7 +177,7 @@ pub fn build<V: Visit>(method: Method, lang: Lang, v: V) -> Result<V::Out, Strin
     Ok(match method {
         Method::Bytes => v.direct(Bytes),
         Method::AsciiCi => v.direct(AsciiCi),
-        Method::AsciiFast => v.direct(AsciiFast(CaseMapper::new())),
+        Method::AsciiFast => v.direct(AsciiFast::default()),
         Method::LowerAlloc => v.direct(LowerAlloc),
         Method::LowerBuf => v.direct(LowerBuf::default()),
         Method::SimpleFold => v.direct(SimpleFold(CaseMapper::new())),
@@ -237,7 +238,22 @@ fn ascii_ci(a: &[u8], b: &[u8]) -> Ordering {
         .cmp(b.iter().map(u8::to_ascii_lowercase))
 }
 
-struct AsciiFast(CaseMapperBorrowed<'static>);
+struct AsciiFast {
+    cm: CaseMapperBorrowed<'static>,
+    a: String,
+    b: String,
+}
+
+impl Default for AsciiFast {
+    fn default() -> Self {
+        AsciiFast {
+            cm: CaseMapper::new(),
+            a: String::new(),
+            b: String::new(),
+        }
+    }
+}
+
 impl Compare for AsciiFast {
     #[inline]
     fn cmp(&mut self, a: Word<'_>, b: Word<'_>) -> Ordering {
@@ -246,10 +262,14 @@ impl Compare for AsciiFast {
         for (i, (&p, &q)) in x.iter().zip(y).enumerate() {
             if p >= 0x80 || q >= 0x80 {
                 // Everything before i is ASCII in both, so i is a character
-                // boundary in both: fold the rest fully and compare that.
-                let fa = self.0.fold_string(&sa[i..]);
-                let fb = self.0.fold_string(&sb[i..]);
-                return fa.as_bytes().cmp(fb.as_bytes());
+                // boundary in both: fold the rest fully (into reused
+                // buffers) and compare that.
+                self.a.clear();
+                self.b.clear();
+                // Writing into a String cannot fail.
+                let _ = self.cm.fold(&sa[i..]).write_to(&mut self.a);
+                let _ = self.cm.fold(&sb[i..]).write_to(&mut self.b);
+                return self.a.as_bytes().cmp(self.b.as_bytes());
             }
             let (lp, lq) = (p.to_ascii_lowercase(), q.to_ascii_lowercase());
             if lp != lq {
@@ -277,11 +297,21 @@ impl Compare for LowerBuf {
     fn cmp(&mut self, a: Word<'_>, b: Word<'_>) -> Ordering {
         self.0.clear();
         self.1.clear();
-        self.0
-            .extend(a.as_str().chars().flat_map(char::to_lowercase));
-        self.1
-            .extend(b.as_str().chars().flat_map(char::to_lowercase));
+        lower_into(a.as_str(), &mut self.0);
+        lower_into(b.as_str(), &mut self.1);
         self.0.cmp(&self.1)
+    }
+}
+
+/// Appends the lowercase of `s` to `out`, ASCII a byte at a time.
+#[inline]
+fn lower_into(s: &str, out: &mut String) {
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
     }
 }
 
@@ -474,7 +504,7 @@ mod tests {
         let corpus =
             Corpus::from_strs(&["Straße", "STRASSE", "strasse", "Öl", "öl", "oz", "Ol"]).unwrap();
         let w = corpus.words();
-        let mut c = AsciiFast(cm);
+        let mut c = AsciiFast::default();
         for a in &w {
             for b in &w {
                 let want = cm

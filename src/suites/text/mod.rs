@@ -274,7 +274,7 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
                 m.details
                     .as_ref()
                     .and_then(|d| d.get("lines_per_s")?.as_f64())
-                    .map(|l| format!(", {}", human(l, "lines/s")))
+                    .map(|l| format!(", {} lines/s", human_count(l)))
                     .unwrap_or_default()
             };
             let r = best.median / worst.median;
@@ -347,6 +347,14 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// A count per second as `16.8 M`, `912 k`.
+fn human_count(v: f64) -> String {
+    human(v, "ops/s")
+        .trim_end_matches("op/s")
+        .trim()
+        .to_string()
 }
 
 #[cfg(test)]
