@@ -52,6 +52,15 @@ pub enum Warning {
     },
     /// The run is in a virtual machine.
     Virtualized(String),
+    /// A cold-cache benchmark ran on a file system in memory, so nothing was dropped.
+    ColdInMemory {
+        /// The run's directory.
+        dir: String,
+        /// Its file system type.
+        fs_type: String,
+    },
+    /// Each operation starts a program, whose start-up is part of the time.
+    ProgramStartIncluded(String),
 }
 
 impl fmt::Display for Warning {
@@ -93,6 +102,14 @@ impl fmt::Display for Warning {
             Warning::Virtualized(what) => write!(
                 f,
                 "virtual machine ({what}), as most cloud machines are: wake-ups across vCPUs and exits to the hypervisor cost more than on bare metal, so compare with machines of the same kind"
+            ),
+            Warning::ColdInMemory { dir, fs_type } => write!(
+                f,
+                "{dir} is on {fs_type}: there is no page cache to drop, so the cold pass reads memory; use --dir on a disk"
+            ),
+            Warning::ProgramStartIncluded(program) => write!(
+                f,
+                "each pass starts {program}: its start-up (about a millisecond) is part of the time, so the rate is a lower bound for large files"
             ),
         }
     }

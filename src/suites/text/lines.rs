@@ -24,6 +24,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::harness::scratch::ScratchDir;
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::report::units::human_bytes;
 use crate::suites::storage::common::{MIB, drop_from_cache, fit_size, fs_space, reserve_bytes};
@@ -624,14 +625,16 @@ impl LinesRun {
         let location = locate(file.scratch.path());
         let mut warnings = Vec::new();
         if cold && location.in_memory() {
-            warnings.push(format!(
-                "{} is on {}: a dropped page cache does not apply, the cold pass reads memory",
-                ctx.dir.display(),
-                location.fs_type
-            ));
+            warnings.push(
+                Warning::ColdInMemory {
+                    dir: ctx.dir.display().to_string(),
+                    fs_type: location.fs_type.clone(),
+                }
+                .to_string(),
+            );
         }
         if m == Method::WcL {
-            warnings.push("each pass starts the wc program: its start-up (about a millisecond) is part of the time".to_string());
+            warnings.push(Warning::ProgramStartIncluded("wc -l".into()).to_string());
         }
         let details = json!({
             "file_bytes": file.size,
