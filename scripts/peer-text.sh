@@ -45,16 +45,20 @@ file=$work/lines-crlf-40B.txt
 out=$work/out.json
 hf=$work/hyperfine.json
 
-# Lines of lowercase letters and spaces, 20 to 60 bytes with the CRLF.
-awk -v size=$((SIZE_MIB << 20)) 'BEGIN {
+# One MiB of whole lines of lowercase letters and spaces, 20 to 60 bytes
+# with the CRLF, repeated to the size (as opcost lays out its file).
+awk -v size=$((1 << 20)) 'BEGIN {
     srand(4453); n = 0
-    while (n < size) {
-        len = 18 + int(rand() * 41); line = ""
-        for (i = 0; i < len; i++) line = line (rand() < 1/6 && i > 0 ? " " : sprintf("%c", 97 + int(rand() * 26)))
+    for (c = 0; c < 26; c++) ch[c] = sprintf("%c", 97 + c)
+    while (1) {
+        len = 18 + int(rand() * 41); line = ch[int(rand() * 26)]
+        for (i = 1; i < len; i++) line = line (rand() < 1/6 ? " " : ch[int(rand() * 26)])
         if (n + len + 2 > size) break
         printf "%s\r\n", line; n += len + 2
     }
-}' >"$file"
+}' >"$work/block"
+for ((i = 0; i < SIZE_MIB; i++)); do cat "$work/block"; done >"$file"
+rm -f "$work/block"
 bytes=$(stat -c %s "$file")
 lines=$(wc -l <"$file")
 
