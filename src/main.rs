@@ -20,6 +20,7 @@ fn main() {
         Some(Command::Runs(a)) => commands::runs::execute(&a, db),
         Some(Command::Show(a)) => commands::show::execute(&a, db),
         Some(Command::Compare(a)) => commands::compare::execute(&a, db),
+        Some(Command::Ab(a)) => commands::ab::execute(&a, db),
         Some(Command::Report(a)) => commands::report::execute(&a, db),
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),

@@ -405,14 +405,14 @@ fn area_charts(
     // Bars: per unit, the benchmarks that are not sweep points.
     let mut units: Vec<&str> = Vec::new();
     for (id, m) in &ids {
-        if !is_sweep(id) && !units.contains(&m.unit.as_str()) {
-            units.push(&m.unit);
+        if !is_sweep(id) && !units.contains(&m.unit.label()) {
+            units.push(m.unit.label());
         }
     }
     for unit in units {
         let groups: Vec<BarGroup> = ids
             .iter()
-            .filter(|(id, m)| m.unit == unit && !is_sweep(id))
+            .filter(|(id, m)| m.unit.label() == unit && !is_sweep(id))
             .map(|(id, _)| BarGroup {
                 label: id.to_string(),
                 bars: docs
@@ -459,7 +459,7 @@ fn area_charts(
         let Some(p) = points.get(id) else { continue };
         match families
             .iter_mut()
-            .find(|f| f.0 == m.unit && f.1 == p.x_name)
+            .find(|f| f.0 == m.unit.label() && f.1 == p.x_name)
         {
             Some(f) => {
                 if !f.3.contains(&p.base) {
@@ -467,7 +467,7 @@ fn area_charts(
                 }
             }
             None => families.push((
-                m.unit.clone(),
+                m.unit.label().to_string(),
                 p.x_name.clone(),
                 p.bytes,
                 vec![p.base.clone()],
@@ -486,7 +486,7 @@ fn area_charts(
                 for (ri, d) in docs.iter().enumerate() {
                     let mut pts: Vec<Point> = d
                         .area(area)
-                        .filter(|m| m.unit == unit)
+                        .filter(|m| m.unit.label() == unit)
                         .filter_map(|m| {
                             let p = sweep_point(m)?;
                             (p.base == *base && p.x_name == x_name).then_some(Point {
@@ -570,7 +570,7 @@ fn area_table(h: &mut String, docs: &[RunDoc], area: &str) {
                         h,
                         "<td class=\"num{}\">{} ±{:.1}%{}</td>",
                         if m.noisy { " noisy" } else { "" },
-                        esc(&human(m.median, &m.unit)),
+                        esc(&human(m.median, m.unit.label())),
                         m.ci_rel() * 100.0,
                         if m.noisy { NOISY_MARK } else { "" }
                     );

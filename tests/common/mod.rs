@@ -60,6 +60,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
             label: Some(format!("label of {id}")),
             cpu: None,
             interrupted: false,
+            incomplete: false,
         },
         host: host(hostname),
         findings: vec![Finding {
@@ -71,6 +72,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
         results,
         skipped: Vec::new(),
         warnings: vec!["clocksource is not tsc".into()],
+        stability: None,
     }
 }
 

@@ -243,10 +243,10 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
 /// time, so for properties of the hardware (cycles per instruction, cache
 /// latency) the fast end of the samples is the estimate, not the median.
 pub fn fast_ns_per_op(m: &Measurement) -> f64 {
-    match m.unit.as_str() {
-        "ops/s" => 1e9 / m.p95,
-        "B/s" => m.bytes_per_op.unwrap_or(1.0) * 1e9 / m.p95,
-        _ => m.p5,
+    if m.higher_is_better() {
+        m.to_ns_per_op(m.p95)
+    } else {
+        m.p5
     }
 }
 
