@@ -18,6 +18,7 @@ use std::ffi::CString;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -181,41 +182,39 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 /// short and long lines. Quick keeps the seed's case (CRLF, short lines)
 /// and one cold row.
 pub fn benches() -> Vec<Box<dyn Bench>> {
+    let shared: Vec<Arc<SharedFile>> = Shape::ALL.iter().map(|_| Arc::default()).collect();
     let mut v = Vec::new();
-    for shape in Shape::ALL {
+    for (i, &shape) in Shape::ALL.iter().enumerate() {
         for m in Method::ALL {
-            let quick = shape == Shape::ALL[0];
-            v.push(bench(
-                m,
-                shape,
-                false,
-                if quick {
-                    Profile::Quick
-                } else {
-                    Profile::Default
-                },
-            ));
+            let from = if i == 0 {
+                Profile::Quick
+            } else {
+                Profile::Default
+            };
+            v.push(bench(m, shape, false, from, shared[i].clone()));
         }
     }
-    for shape in [Shape::ALL[0], Shape::ALL[3]] {
+    for i in [0, 3] {
         for m in Method::ALL {
-            let quick = shape == Shape::ALL[0] && m == Method::MemchrBlock;
-            v.push(bench(
-                m,
-                shape,
-                true,
-                if quick {
-                    Profile::Quick
-                } else {
-                    Profile::Default
-                },
-            ));
+            let quick = i == 0 && m == Method::MemchrBlock;
+            let from = if quick {
+                Profile::Quick
+            } else {
+                Profile::Default
+            };
+            v.push(bench(m, Shape::ALL[i], true, from, shared[i].clone()));
         }
     }
     v
 }
 
-fn bench(m: Method, shape: Shape, cold: bool, from: Profile) -> Box<dyn Bench> {
+fn bench(
+    m: Method,
+    shape: Shape,
+    cold: bool,
+    from: Profile,
+    file: Arc<SharedFile>,
+) -> Box<dyn Bench> {
     let id = format!(
         "text.lines.{}/{}{}",
         m.name(),
@@ -233,13 +232,18 @@ fn bench(m: Method, shape: Shape, cold: bool, from: Profile) -> Box<dyn Bench> {
         },
         m.describe()
     );
+    // Measured in the first round, kept for the others.
+    let peak: Arc<Mutex<Option<Result<u64, String>>>> = Arc::default();
     FnBench::new(
         id,
         summary,
         Unit::Throughput {
             bytes_per_op: MIB as f64,
         },
-        move |ctx| LinesRun::prepare(ctx, m, shape, cold),
+        move |ctx| {
+            let file = file.get(ctx, shape)?;
+            LinesRun::prepare(ctx, m, file, cold, &peak)
+        },
     )
     .param("method", m.name())
     .param("eol", if shape.crlf { "crlf" } else { "lf" })
@@ -250,8 +254,35 @@ fn bench(m: Method, shape: Shape, cold: bool, from: Profile) -> Box<dyn Bench> {
     .boxed()
 }
 
-/// A generated file in its private directory.
-struct TextFile {
+/// The file of one shape, laid out by the first of its benchmarks to run
+/// and shared by all of them (and by their rounds) until the run drops its
+/// benchmarks: one file per shape on disk at a time, written once.
+#[derive(Default)]
+pub struct SharedFile {
+    slot: Mutex<Option<(PathBuf, u64, Arc<TextFile>)>>,
+}
+
+impl SharedFile {
+    /// The file for this run's directory and profile, created if needed.
+    fn get(&self, ctx: &Ctx, shape: Shape) -> Result<Arc<TextFile>, PrepareError> {
+        let wanted = file_size(ctx.profile);
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((dir, size, f)) = slot.as_ref()
+            && *dir == ctx.dir
+            && *size == wanted
+            && f.path.exists()
+        {
+            return Ok(f.clone());
+        }
+        *slot = None; // another run's file goes first
+        let f = Arc::new(TextFile::create(ctx, shape, wanted)?);
+        *slot = Some((ctx.dir.clone(), wanted, f.clone()));
+        Ok(f)
+    }
+}
+
+/// A generated file in its private directory (removed with it).
+pub struct TextFile {
     scratch: ScratchDir,
     path: PathBuf,
     size: u64,
@@ -590,7 +621,7 @@ fn status_kib(field: &str) -> anyhow::Result<u64> {
 
 /// A prepared line-iteration benchmark.
 struct LinesRun {
-    file: TextFile,
+    file: Arc<TextFile>,
     method: Method,
     cold: bool,
     /// The file as read for dropping it from the cache.
@@ -605,23 +636,29 @@ impl LinesRun {
     fn prepare(
         ctx: &Ctx,
         m: Method,
-        shape: Shape,
+        file: Arc<TextFile>,
         cold: bool,
+        peak_memo: &Mutex<Option<Result<u64, String>>>,
     ) -> Result<Box<dyn Timed>, PrepareError> {
         if m == Method::WcL && which_wc().is_none() {
             return Err(PrepareError::Skip("wc is not installed (coreutils)".into()));
         }
-        let file = TextFile::create(ctx, shape, file_size(ctx.profile))?;
         let handle = File::open(&file.path).context("opening the text file")?;
         // The first pass warms the page cache and is discarded; it also
         // checks the method's count before anything is timed.
         let first = pass(m, &file.path)?;
         check_count(m, first, file.count)?;
-        let peak = if m == Method::WcL {
-            Err(anyhow::anyhow!("wc -l runs in a process of its own"))
-        } else {
-            peak_extra(m, &file.path)
-        };
+        let peak = peak_memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| {
+                if m == Method::WcL {
+                    Err("wc -l runs in a process of its own".to_string())
+                } else {
+                    peak_extra(m, &file.path).map_err(|e| format!("{e:#}"))
+                }
+            })
+            .clone();
         let location = locate(file.scratch.path());
         let mut warnings = Vec::new();
         if cold && location.in_memory() {
@@ -642,7 +679,7 @@ impl LinesRun {
             "content_bytes": file.count.bytes,
             "peak_extra_bytes": peak.as_ref().ok(),
             "peak_extra_per_file_byte": peak.as_ref().ok().map(|&b| b as f64 / file.size as f64),
-            "peak_note": peak.as_ref().err().map(|e| format!("{e:#}")),
+            "peak_note": peak.as_ref().err(),
             "fs_type": location.fs_type,
         });
         Ok(Box::new(LinesRun {
