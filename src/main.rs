@@ -1,6 +1,8 @@
 //! The opcost binary: parse the command line, run a command, map errors to
 //! exit codes (0 ok, 1 runtime failure, 2 bad usage, 130 interrupted).
 
+#![warn(missing_docs)]
+
 use clap::Parser;
 use opcost::cli::{Cli, Command, RunArgs};
 use opcost::commands;

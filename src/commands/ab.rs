@@ -19,11 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, bail};
 
 use super::usage;
-use crate::cli::{AbArgs, Format};
+use crate::cli::AbArgs;
 use crate::compare::compare_sides;
 use crate::document::RunDoc;
 use crate::harness::Measurement;
-use crate::report::{comparison, csv, markdown};
 use crate::store::{self, Store};
 use crate::suites;
 
@@ -145,13 +144,7 @@ pub fn execute(args: &AbArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         &[],
     );
     super::quiet_broken_pipe();
-    let text = match args.format {
-        Format::Text => comparison::render(&c),
-        Format::Md => markdown::render_compare(&c),
-        Format::Csv => csv::render_compare(&c)?,
-        Format::Json => serde_json::to_string_pretty(&c)? + "\n",
-    };
-    print!("{text}");
+    print!("{}", super::compare::render(&c, args.format)?);
     Ok(if interrupted { 130 } else { 0 })
 }
 

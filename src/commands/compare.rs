@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::cli::{CompareArgs, Format};
-use crate::compare::compare_sides;
+use crate::compare::{Comparison, compare_sides};
 
 /// Earlier runs of a host read for its noise floor, newest first.
 const HISTORY_RUNS: usize = 20;
@@ -29,13 +29,7 @@ pub fn execute(args: &CompareArgs, db: Option<&Path>) -> anyhow::Result<i32> {
             .unwrap_or_default()
     };
     let c = compare_sides(&a, &b, &args.patterns, args.threshold, &history);
-    let text = match args.format {
-        Format::Text => comparison::render(&c),
-        Format::Md => markdown::render_compare(&c),
-        Format::Csv => csv::render_compare(&c)?,
-        Format::Json => serde_json::to_string_pretty(&c)? + "\n",
-    };
-    print!("{text}");
+    print!("{}", render(&c, args.format)?);
     if !args.patterns.is_empty() && c.rows.is_empty() && c.only_a.is_empty() && c.only_b.is_empty()
     {
         eprintln!(
@@ -44,4 +38,14 @@ pub fn execute(args: &CompareArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// A comparison in the chosen format.
+pub fn render(c: &Comparison, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => comparison::render(c),
+        Format::Md => markdown::render_compare(c),
+        Format::Csv => csv::render_compare(c)?,
+        Format::Json => serde_json::to_string_pretty(c)? + "\n",
+    })
 }

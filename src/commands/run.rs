@@ -110,7 +110,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     }
     let outcome = runner::run(benches, &ctx, &opts, &mut |ev| match ev {
         Event::Started(ids) => bar.set_message(ids.join(" ")),
-        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64 / opts.rounds() as u64),
+        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
         Event::Result(seq, m) => {
             if save_error.is_none()
                 && let Some(s) = store.as_mut()

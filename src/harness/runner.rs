@@ -25,8 +25,13 @@ use super::{
     Bench, Ctx, Measurement, OpStats, Overhead, PrepareError, Profile, Round, Timed, area_of,
 };
 
-/// Fewest samples a measurement is made of, even when the budget runs out.
+/// Fewest samples a measurement is made of, even when the budget runs out,
+/// shared out over its rounds; with [`MIN_ROUNDS_ONE_SAMPLE`] rounds or
+/// more a round may hold a single sample (the interval comes from the
+/// rounds, so a round's median may be one sample).
 pub const MIN_SAMPLES: usize = 5;
+/// Rounds from which a budget-limited round may stop at one sample.
+pub const MIN_ROUNDS_ONE_SAMPLE: usize = 3;
 /// Fewest samples kept from a benchmark interrupted by Ctrl-C.
 pub const MIN_SAMPLES_INTERRUPTED: usize = 3;
 /// CI half-width (relative to the median) above which a result is noisy.
@@ -117,7 +122,8 @@ pub struct RunOutcome {
 pub enum Event<'a> {
     /// A round of a benchmark (or interleaved group) starts; the ids it covers.
     Started(&'a [String]),
-    /// A round of a benchmark finished (measured, skipped or failed); its share of the budget.
+    /// A round of a benchmark finished (measured, skipped or failed): the
+    /// share of its budget now spent (all that is left when it drops out).
     Finished(&'a str, Duration),
     /// The result of the benchmark at position `.0` of the run, from the rounds done so far.
     Result(usize, &'a Measurement),
@@ -417,7 +423,11 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
     let profile = opts.profile;
     let rounds = opts.rounds();
     let wanted = opts.round_samples(pass.min(rounds - 1));
-    let min_round = MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1);
+    let min_round = if rounds >= MIN_ROUNDS_ONE_SAMPLE {
+        1
+    } else {
+        MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
+    };
     let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
     let ids: Vec<String> = group
         .iter()
@@ -428,6 +438,9 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
     let before = Snapshot::now();
     let load = canary::load1();
     let mut live: Vec<Live> = Vec::new();
+    // The budget of this round and the ones after it, for the progress of
+    // a benchmark that drops out.
+    let left = |t: &Track| (t.budget / rounds as u32) * rounds.saturating_sub(pass) as u32;
 
     for &i in group {
         let t = &mut tracks[i];
@@ -446,18 +459,26 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
                     PrepareError::Fail(err) => format!("{err:#}"),
                 };
                 drop_out(t, rc.out, reason, failed);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
                 continue;
             }
             Err(p) => {
                 drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
                 continue;
             }
         };
         let cal = catch_unwind(AssertUnwindSafe(|| {
-            calibrate(timed.as_mut(), profile.sample_target(), budget / 3)
-                .and_then(|(ops, _)| warm_up(timed.as_mut(), ops, warmup).map(|_| ops))
+            calibrate(timed.as_mut(), profile.sample_target(), budget / 3).and_then(
+                |(ops, took)| {
+                    // A calibration batch as long as the warm-up was the warm-up
+                    // (a whole file tree, a 1 GiB pass): no need for another.
+                    if took < warmup {
+                        warm_up(timed.as_mut(), ops, warmup)?;
+                    }
+                    Ok(ops)
+                },
+            )
         }));
         match cal {
             Ok(Ok(ops)) => {
@@ -476,11 +497,11 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
             }
             Ok(Err(e)) => {
                 drop_out(t, rc.out, format!("{e:#}"), true);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
             }
             Err(p) => {
                 drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, t.budget));
+                (rc.progress)(Event::Finished(&t.id, left(t)));
             }
         }
     }
@@ -526,7 +547,8 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
             if let Some(reason) = err {
                 drop_out(t, rc.out, reason, true);
                 l.done = true;
-                (rc.progress)(Event::Finished(&t.id, l.budget));
+                // This round is counted below; the rounds it will not run, here.
+                (rc.progress)(Event::Finished(&t.id, left(t).saturating_sub(l.budget)));
                 continue;
             }
             let n = l.samples_ns.len();
@@ -855,7 +877,8 @@ mod tests {
         let fast = out.measurements.iter().find(|m| m.id == "fast").unwrap();
         assert_eq!(fast.samples.len(), Profile::Quick.samples());
         let slow = out.measurements.iter().find(|m| m.id == "slow").unwrap();
-        assert!(slow.samples.len() >= MIN_SAMPLES);
+        // Out of budget in every round: at least one sample in each.
+        assert!(slow.samples.len() >= opts.rounds());
     }
 
     #[test]

@@ -8,9 +8,9 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::table::NOISY_MARK;
-use super::units::human;
 use crate::compare::Comparison;
-use crate::suites::fmt_ratio;
+use crate::units::fmt_ratio;
+use crate::units::human;
 
 /// Renders a comparison as text for the terminal.
 pub fn render(c: &Comparison) -> String {

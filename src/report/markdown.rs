@@ -4,10 +4,10 @@
 use std::fmt::Write;
 
 use super::table::NOISY_MARK;
-use super::units::human;
 use crate::compare::Comparison;
 use crate::document::RunDoc;
-use crate::suites::fmt_ratio;
+use crate::units::fmt_ratio;
+use crate::units::human;
 
 /// Escapes text for a Markdown table cell.
 pub fn cell(s: &str) -> String {

@@ -7,8 +7,8 @@ use std::fmt::Write;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
-use super::units::human;
 use crate::document::RunDoc;
+use crate::units::human;
 
 /// The mark shown beside a noisy result.
 pub const NOISY_MARK: &str = "~";

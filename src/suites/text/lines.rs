@@ -27,10 +27,10 @@ use serde_json::{Value, json};
 use crate::harness::scratch::ScratchDir;
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
-use crate::report::units::human_bytes;
+use crate::suites::FnBench;
 use crate::suites::storage::common::{MIB, drop_from_cache, fit_size, fs_space, reserve_bytes};
 use crate::suites::storage::location::locate;
-use crate::suites::{FnBench, size_label};
+use crate::units::{human_bytes, size_label};
 
 /// Smallest file a benchmark accepts after scaling down to the free space.
 const MIN_FILE: u64 = MIB;
@@ -552,7 +552,7 @@ fn c_pass(m: Method, path: &Path) -> anyhow::Result<Count> {
 /// Peak memory a pass of `m` adds, measured in a forked child (see the
 /// module doc): bytes, or why it could not be measured.
 pub fn peak_extra(m: Method, path: &Path) -> anyhow::Result<u64> {
-    use crate::suites::process::child::{Child, SignalsBlocked, Slot};
+    use crate::os::child::{Child, SignalsBlocked, Slot};
     let slot = Slot::take()?;
     let (rd, wr) = nix::unistd::pipe().context("pipe")?;
     let blocked = SignalsBlocked::all();

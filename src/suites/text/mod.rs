@@ -17,10 +17,10 @@ pub mod words;
 
 use std::collections::BTreeMap;
 
-use super::{Suite, fmt_ratio, get, ratio_finding};
+use super::{Suite, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement};
 use crate::host::Host;
-use crate::report::units::{human, human_bytes};
+use crate::units::{fmt_ratio, human, human_bytes};
 
 /// The text suite.
 pub fn suite() -> Suite {
