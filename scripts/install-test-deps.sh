@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Rust toolchain: a C
-# compiler and python3 (the opcost cmd fixtures), and Chromium, which opens
-# the HTML report headless to check that its charts render.
+# compiler and python3 (the opcost cmd fixtures), Chromium (which opens the
+# HTML report headless to check that its charts render), and the glibc
+# locales the text suite collates under (sv_SE.UTF-8, de_DE.UTF-8,
+# en_US.UTF-8). Only what is missing is installed.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-# A C compiler and python3: the `opcost cmd` tests build and run the
-# Mandelbrot and loop fixtures (node and lua are used when present).
 missing=()
+# The `opcost cmd` tests build and run the Mandelbrot and loop fixtures
+# (node and lua are used when present).
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
-if [ ${#missing[@]} -gt 0 ]; then
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  missing+=(chromium)
 fi
-if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+# `locale -a` spells UTF-8 as utf8.
+for loc in sv_SE de_DE en_US; do
+  if ! locale -a 2>/dev/null | grep -qx "$loc.utf8"; then
+    missing+=(locales-all)
+    break
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq chromium >/dev/null
-command -v chromium >/dev/null
+$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+command -v cc >/dev/null
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null
+for loc in sv_SE de_DE en_US; do
+  locale -a | grep -qx "$loc.utf8" || { echo "error: locale $loc.UTF-8 still missing" >&2; exit 1; }
+done

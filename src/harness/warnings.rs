@@ -68,6 +68,15 @@ pub enum Warning {
         /// Sockets in the group.
         sockets: u32,
     },
+    /// A cold-cache benchmark ran on a file system in memory, so nothing was dropped.
+    ColdInMemory {
+        /// The run's directory.
+        dir: String,
+        /// Its file system type.
+        fs_type: String,
+    },
+    /// Each operation starts a program, whose start-up is part of the time.
+    ProgramStartIncluded(String),
     /// The kernel's vDSO lacks a function, so its libc call makes a system call.
     VdsoMissing {
         /// The vDSO function (`clock_gettime`, `getcpu`...).
@@ -232,6 +241,8 @@ impl Warning {
             Warning::ReuseportSpread { .. } => "reuseport_spread",
             Warning::FailedRuns { .. } => "failed_runs",
             Warning::NetUnresolved { .. } => "net_unresolved",
+            Warning::ColdInMemory { .. } => "cold_in_memory",
+            Warning::ProgramStartIncluded(_) => "program_start_included",
         }
     }
 }
@@ -287,6 +298,14 @@ impl fmt::Display for Warning {
             Warning::Virtualized(what) => write!(
                 f,
                 "virtual machine ({what}), as most cloud machines are: wake-ups across vCPUs and exits to the hypervisor cost more than on bare metal, so compare with machines of the same kind"
+            ),
+            Warning::ColdInMemory { dir, fs_type } => write!(
+                f,
+                "{dir} is on {fs_type}: there is no page cache to drop, so the cold pass reads memory; use --dir on a disk"
+            ),
+            Warning::ProgramStartIncluded(program) => write!(
+                f,
+                "each pass starts {program}: its start-up (about a millisecond) is part of the time, so the rate is a lower bound for large files"
             ),
             Warning::VdsoMissing { func } => write!(
                 f,
@@ -597,6 +616,11 @@ mod tests {
                 ci_low: -1.0,
                 ci_high: 1.0,
             },
+            Warning::ColdInMemory {
+                dir: "/tmp".into(),
+                fs_type: "tmpfs".into(),
+            },
+            Warning::ProgramStartIncluded("wc".into()),
         ];
         let mut codes = std::collections::HashSet::new();
         for w in &all {

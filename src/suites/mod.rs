@@ -15,6 +15,7 @@ pub mod net;
 pub mod process;
 pub mod storage;
 pub mod syscall;
+pub mod text;
 
 pub use bench::{Budget, FnBench, Looped, PrepareFn, get, median_of, ratio_finding};
 
@@ -45,6 +46,7 @@ pub fn suites() -> Vec<Suite> {
         storage::suite(),
         net::suite(),
         codec::suite(),
+        text::suite(),
     ]
 }
 
