@@ -15,6 +15,7 @@
 pub mod bandwidth;
 pub mod detect;
 pub mod latency;
+pub mod methods;
 pub mod region;
 
 use serde_json::json;
@@ -241,6 +242,7 @@ pub fn array_bytes(
 fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     let mut out = latency_benches(host);
     out.extend(bandwidth_benches(host));
+    out.extend(methods::benches());
     out
 }
 
@@ -508,6 +510,7 @@ fn finding(text: String, value: f64, unit: &str) -> Finding {
 fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = latency_findings(ms);
     out.extend(bandwidth_findings(ms));
+    out.extend(methods::findings(ms));
     out
 }
 
