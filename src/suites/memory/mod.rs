@@ -14,6 +14,7 @@
 
 pub mod bandwidth;
 pub mod detect;
+pub mod dynamic;
 pub mod latency;
 pub mod methods;
 pub mod region;
@@ -243,7 +244,57 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     let mut out = latency_benches(host);
     out.extend(bandwidth_benches(host));
     out.extend(methods::benches());
+    out.extend(dynamic_benches());
     out
+}
+
+/// All-CPU read, write and copy with blocks handed out dynamically.
+fn dynamic_benches() -> Vec<Box<dyn Bench>> {
+    let cpus = crate::harness::affinity::allowed_cpus();
+    [Kernel::Read, Kernel::Write, Kernel::Copy]
+        .into_iter()
+        .map(|kernel| {
+            let cpus = cpus.clone();
+            let pass = bandwidth::PASS;
+            FnBench::new(
+                format!("memory.bandwidth.{}/threads=all_dynamic", kernel.name()),
+                format!(
+                    "{}, one thread per CPU taking 1 MiB blocks as they come (as sysbench)",
+                    kernel.summary()
+                ),
+                Unit::Throughput {
+                    bytes_per_op: (pass * kernel.counted_arrays()) as f64,
+                },
+                move |ctx: &Ctx| {
+                    if ctx.cpu.is_some() || cpus.len() < 2 {
+                        return Err(PrepareError::Skip(
+                            "needs two CPUs or more and a run without --cpu".into(),
+                        ));
+                    }
+                    let (array, note) = array_bytes(
+                        ctx.host.llc_bytes(),
+                        ctx.profile,
+                        crate::host::mem_available_now(),
+                        kernel.arrays(),
+                        pass,
+                    )
+                    .map_err(PrepareError::Skip)?;
+                    dynamic::Dynamic::new(
+                        kernel,
+                        array,
+                        pass,
+                        cpus.clone(),
+                        note.into_iter().collect(),
+                    )
+                    .map(|d| Box::new(d) as Box<dyn crate::harness::Timed>)
+                },
+            )
+            .param("threads", "all_dynamic")
+            .param("accounting", kernel.accounting())
+            .budget_scale(bandwidth_budget(Profile::Default))
+            .boxed()
+        })
+        .collect()
 }
 
 fn latency_benches(host: &Host) -> Vec<Box<dyn Bench>> {
@@ -669,9 +720,15 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
             .as_ref()
             .and_then(|d| d.get("threads")?.as_u64())
             .unwrap_or(0);
+        let dynamic = super::median_of(
+            ms,
+            &format!("memory.bandwidth.{}/threads=all_dynamic", kernel.name()),
+        )
+        .map(|d| format!(", {} with blocks handed out dynamically", human(d, "B/s")))
+        .unwrap_or_default();
         out.push(finding(
             format!(
-                "{} bandwidth: {} on one thread, {} on {threads} threads ({}; {} accounting)",
+                "{} bandwidth: {} on one thread, {} on {threads} threads in fixed slices{dynamic} ({}; {} accounting)",
                 kernel.name(),
                 human(one.median, "B/s"),
                 human(all.median, "B/s"),
