@@ -590,6 +590,12 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                 let r = l.size.max(s) as f64 / l.size.min(s).max(1) as f64;
                 if r <= 2.0 {
                     format!("sysfs: {}", approx_size(s))
+                } else if n == h.levels.len() && l.size < s {
+                    format!(
+                        "sysfs: {}, of which about {} is usable here (shared with other tenants or partitioned)",
+                        approx_size(s),
+                        approx_size(l.size)
+                    )
                 } else {
                     format!(
                         "sysfs: {}, which the curve contradicts ({} apart)",
@@ -663,7 +669,26 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         .iter()
         .rev()
         .find_map(|s| huge.iter().find(|p| p.size == s.size).map(|p| (s, p)));
+    if let Some(reach) = tlb_reach(&small, &huge) {
+        out.push(finding(
+            format!(
+                "TLB reach with 4 KiB pages: ~{} (the largest working set where 4 KiB pages are as fast as huge pages); past it a load pays a page walk",
+                approx_size(reach)
+            ),
+            reach as f64,
+            "B",
+        ));
+    }
     if let Some((s, p)) = both {
+        out.push(finding(
+            format!(
+                "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
+                approx_size(s.size),
+                crate::report::units::human_ns((s.ns - p.ns).max(0.0))
+            ),
+            (s.ns - p.ns).max(0.0),
+            "ns/op",
+        ));
         out.push(finding(
             format!(
                 "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
@@ -696,6 +721,22 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// The largest working set measured on both curves before which 4 KiB
+/// pages are never [`detect::MIN_TLB_STEP`] slower than huge pages.
+pub fn tlb_reach(small: &[detect::Point], huge: &[detect::Point]) -> Option<u64> {
+    let mut reach = None;
+    for h in huge {
+        let Some(s) = small.iter().find(|p| p.size == h.size) else {
+            continue;
+        };
+        if s.ns / h.ns >= detect::MIN_TLB_STEP {
+            return reach;
+        }
+        reach = Some(h.size);
+    }
+    None
 }
 
 fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
@@ -875,6 +916,26 @@ mod tests {
         let (s, note) = array_bytes(None, Profile::Default, None, 6, pass).unwrap();
         assert!(note.unwrap().contains("unknown"));
         assert_eq!(s as u64, UNKNOWN_LLC_GUESS * LLC_FACTOR);
+    }
+
+    #[test]
+    fn tlb_reach_is_the_last_size_where_small_pages_keep_up() {
+        let p = |size: u64, ns: f64| detect::Point { size, ns };
+        let small = [
+            p(128 << 10, 3.8),
+            p(256 << 10, 3.9),
+            p(384 << 10, 9.4),
+            p(512 << 10, 10.0),
+        ];
+        let huge = [
+            p(128 << 10, 3.8),
+            p(256 << 10, 4.5),
+            p(384 << 10, 5.9),
+            p(512 << 10, 8.6),
+        ];
+        assert_eq!(tlb_reach(&small, &huge), Some(256 << 10));
+        // Never apart: no step inside the curve, so no reach to state.
+        assert_eq!(tlb_reach(&huge, &huge), None);
     }
 
     #[test]
