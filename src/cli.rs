@@ -34,6 +34,9 @@ pub enum Command {
     Show(ShowArgs),
     /// Compare two runs: ratio B/A with its 95% CI and a verdict per benchmark.
     Compare(CompareArgs),
+    /// Measure benchmarks under two settings (CPU, environment, wrapper),
+    /// alternating A and B round by round, and compare them.
+    Ab(AbArgs),
     /// Write an offline HTML report with charts of one or more runs.
     Report(ReportArgs),
     /// Print a saved run as JSON, CSV or Markdown.
@@ -72,6 +75,10 @@ pub struct RunArgs {
     /// Samples per benchmark (overrides the profile's count and its time budget).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
     pub samples: Option<u32>,
+    /// Independent rounds per benchmark (overrides the profile's count);
+    /// the result's interval comes from the spread of its rounds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: Option<u32>,
     /// Directory for file benchmarks (default: a private temp dir).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -95,6 +102,7 @@ impl RunArgs {
             json: None,
             cpu: None,
             samples: None,
+            rounds: None,
             dir: None,
             label: None,
             no_save: false,
@@ -143,9 +151,11 @@ pub struct ShowArgs {
 /// Options of `opcost compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Run A, the reference: an id (or unique prefix), `latest`, `host:NAME` or a JSON file.
+    /// Run A, the reference: an id (or unique prefix), `latest`, `host:NAME`
+    /// or a JSON file; several runs of one side joined by commas
+    /// (`3f2a,77c1,9e04`), or the latest N runs of a host (`host:NAME@N`).
     pub a: String,
-    /// Run B, compared with A.
+    /// Run B, compared with A (the same forms).
     pub b: String,
     /// Only benchmarks matching these id prefixes or globs.
     pub patterns: Vec<String>,
@@ -153,6 +163,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT", default_value_t = 5.0,
           value_parser = parse_percent)]
     pub threshold: f64,
+    /// Do not use earlier runs of the same host in the history as the noise floor.
+    #[arg(long)]
+    pub no_history: bool,
     /// How the comparison is printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -201,5 +214,59 @@ fn parse_percent(s: &str) -> Result<f64, String> {
         Ok(v / 100.0)
     } else {
         Err(format!("{v} is not between 0 and 1000"))
+    }
+}
+
+/// Options of `opcost ab`.
+#[derive(Debug, Clone, Args)]
+pub struct AbArgs {
+    /// Id prefixes or globs of the benchmarks to measure under both settings.
+    #[arg(required = true)]
+    pub patterns: Vec<String>,
+    /// Effort level: the number of rounds (A and B alternate once per round).
+    #[arg(long, value_enum, default_value = "default")]
+    pub profile: Profile,
+    /// Rounds per side (overrides the profile's count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100))]
+    pub rounds: Option<u32>,
+    /// Setting A: pin to CPU N.
+    #[arg(long, value_name = "N")]
+    pub a_cpu: Option<usize>,
+    /// Setting B: pin to CPU N.
+    #[arg(long, value_name = "N")]
+    pub b_cpu: Option<usize>,
+    /// Setting A: an environment variable NAME=VALUE (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub a_env: Vec<(String, String)>,
+    /// Setting B: an environment variable NAME=VALUE (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub b_env: Vec<(String, String)>,
+    /// Setting A: a wrapper command run by /bin/sh before opcost (e.g. `numactl -m 0`, `nice -n 10`).
+    #[arg(long, value_name = "CMD")]
+    pub a_wrap: Option<String>,
+    /// Setting B: a wrapper command.
+    #[arg(long, value_name = "CMD")]
+    pub b_wrap: Option<String>,
+    /// Directory for file benchmarks (default: a private temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Do not save the two runs in the history.
+    #[arg(long)]
+    pub no_save: bool,
+    /// Smallest relative difference called faster or slower, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
+    pub threshold: f64,
+    /// How the comparison is printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Parses `NAME=VALUE`.
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!("'{s}' is not NAME=VALUE")),
     }
 }

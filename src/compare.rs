@@ -1,38 +1,38 @@
-//! Comparing two runs, benchmark by benchmark, with an honest uncertainty.
+//! Comparing runs, benchmark by benchmark, with an interval that knows
+//! how much the machine varies.
 //!
-//! Method. For a benchmark present in both runs A and B with the same unit:
+//! Method. Each side is one run or several (`A1,A2,A3`). For a benchmark
+//! present on both sides with the same unit:
 //!
-//! - The point estimate is the ratio of medians, `median(B) / median(A)`, in
-//!   the documents' base units (so for ns/op a ratio of 2 is twice as slow,
-//!   for B/s and ops/s twice as fast).
-//! - Its 95% confidence interval is a percentile bootstrap: the samples of A
-//!   and of B are resampled independently with replacement
-//!   ([`BOOTSTRAP_RESAMPLES`] times), the ratio of the two resampled medians
-//!   is taken each time, and the 2.5th and 97.5th percentiles of those ratios
-//!   are the bounds. The median is what every report shows, timings are not
-//!   normally distributed, and the bootstrap assumes nothing about their
-//!   shape. The random generator is seeded from the benchmark id, so the same
-//!   two runs always give the same interval.
-//! - When either side has fewer than [`MIN_BOOTSTRAP_SAMPLES`] samples (a
-//!   document written without them), the interval is built from the stored
-//!   CIs of the two medians instead: `[B.ci_low / A.ci_high, B.ci_high /
-//!   A.ci_low]`, which is wider than a joint 95% interval (conservative).
-//! - The verdict is about B relative to A, in time: ratios of throughputs and
-//!   rates are inverted to time ratios first. B is *slower* when the whole
-//!   interval lies above 1 and the time ratio exceeds `1 + threshold`;
-//!   *faster* when the whole interval lies below 1 and the time ratio is below
-//!   `1 / (1 + threshold)`; otherwise the two are the *same within noise*.
-//!   The threshold (default [`DEFAULT_THRESHOLD`], the same 5% that marks a
-//!   result noisy) keeps run-to-run drift that the samples of one run cannot
-//!   see from being called a difference.
-//! - The summary of an area is the geometric mean of its time ratios
-//!   (B time / A time): the one mean of ratios that does not depend on which
-//!   run is called A.
+//! - The point estimate is the ratio of the sides' medians, `B / A` (a
+//!   side of several runs: the geometric mean of their medians), in base
+//!   units (for ns/op 2 is twice as slow, for B/s and ops/s twice as fast).
+//! - Its 95% interval comes from the rounds, the top level of variation a
+//!   run observes (each round has its own set-up, calibration and time
+//!   slot, interleaved with other benchmarks across the run): Welch's t on
+//!   the logarithms of the round medians of the two sides (several runs:
+//!   all their rounds, so differences between runs widen it). That is the
+//!   variation that decides whether two runs agree, which the samples of
+//!   one round cannot see.
+//! - Documents made before rounds fall back to a percentile bootstrap of
+//!   the samples ([`BOOTSTRAP_RESAMPLES`] resamples, seeded from the id), or
+//!   to the quotients of the stored CIs when the samples are missing.
+//! - The noise floor: where the history holds earlier runs of the same host
+//!   and profile with that benchmark (at least [`FLOOR_MIN_RUNS`]), the
+//!   spread of their medians is how much the benchmark moves between runs
+//!   on that machine; a change inside `1.96 · √2 · sd(log medians)` of it
+//!   is no change.
+//! - The verdict is about B relative to A, in time (throughputs and rates
+//!   inverted first): *slower* when the whole interval lies above 1 and the
+//!   time ratio exceeds `1 + max(threshold, floor)`, *faster* in mirror,
+//!   otherwise the *same*. The threshold defaults to [`DEFAULT_THRESHOLD`].
+//! - The summary of an area is the geometric mean of its time ratios: the
+//!   one mean of ratios that does not depend on which side is called A.
 
 use serde::Serialize;
 
 use crate::document::RunDoc;
-use crate::harness::Measurement;
+use crate::harness::{BaseUnit, Measurement, stats};
 use crate::suites;
 
 /// Resamples drawn for each bootstrap interval.
@@ -41,6 +41,8 @@ pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 pub const MIN_BOOTSTRAP_SAMPLES: usize = 3;
 /// Relative difference below which two results are the same (5%).
 pub const DEFAULT_THRESHOLD: f64 = 0.05;
+/// Earlier runs of a host needed before their spread is used as the noise floor.
+pub const FLOOR_MIN_RUNS: usize = 3;
 
 /// B relative to A.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -69,6 +71,8 @@ impl Verdict {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CiMethod {
+    /// Welch's t on the log medians of the rounds of each side.
+    Rounds,
     /// Percentile bootstrap on the samples.
     Bootstrap,
     /// Quotients of the stored CIs of the medians (samples missing).
@@ -83,7 +87,7 @@ pub struct Row {
     /// Its area.
     pub area: String,
     /// The base unit of `a` and `b`.
-    pub unit: String,
+    pub unit: BaseUnit,
     /// Median in run A.
     pub a: f64,
     /// Median in run B.
@@ -102,12 +106,18 @@ pub struct Row {
     pub noisy_a: bool,
     /// True when B's result was marked noisy.
     pub noisy_b: bool,
+    /// The run-to-run noise floor of this benchmark on A's host, relative
+    /// (0.08 = 8%), when the history had enough earlier runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<f64>,
+    /// Rounds behind A's and B's values (0 for documents made before rounds).
+    pub rounds: (usize, usize),
 }
 
 impl Row {
     /// The ratio of times, B over A (the ratio inverted for throughputs and rates).
     pub fn time_ratio(&self) -> f64 {
-        if self.unit == "ns/op" {
+        if !self.unit.higher_is_better() {
             self.ratio
         } else {
             1.0 / self.ratio
@@ -160,6 +170,12 @@ pub struct Comparison {
     pub only_b: Vec<String>,
     /// In both but not comparable (different units, a zero median...).
     pub incomparable: Vec<Incomparable>,
+    /// Every run of side A (the first is `a`).
+    pub a_runs: Vec<RunRef>,
+    /// Every run of side B (the first is `b`).
+    pub b_runs: Vec<RunRef>,
+    /// Earlier runs of A's host whose spread gave noise floors (0: none used).
+    pub floor_runs: usize,
 }
 
 /// Which run a side of a comparison is.
@@ -173,6 +189,9 @@ pub struct RunRef {
     pub label: Option<String>,
     /// Start time.
     pub started: String,
+    /// True for a run that did not end (its results are those it had).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
 }
 
 impl RunRef {
@@ -183,44 +202,91 @@ impl RunRef {
             host: doc.host.hostname.clone(),
             label: doc.run.label.clone(),
             started: doc.run.started.clone(),
+            incomplete: doc.run.incomplete,
         }
     }
 
-    /// `id on host (label)`.
+    /// `id on host (label)`, and `incomplete` for a run that did not end.
     pub fn describe(&self) -> String {
-        match &self.label {
+        let mut s = match &self.label {
             Some(l) => format!("{} on {} ({l})", self.id, self.host),
             None => format!("{} on {}", self.id, self.host),
+        };
+        if self.incomplete {
+            s.push_str(", incomplete");
         }
+        s
     }
 }
 
 /// Compares run B with run A over the benchmarks matching `patterns` (all
 /// when empty). `threshold` is the smallest relative difference called one.
 pub fn compare(a: &RunDoc, b: &RunDoc, patterns: &[String], threshold: f64) -> Comparison {
+    compare_sides(
+        std::slice::from_ref(a),
+        std::slice::from_ref(b),
+        patterns,
+        threshold,
+        &[],
+    )
+}
+
+/// Compares side B (one or more runs) with side A over the benchmarks
+/// matching `patterns`; `history` holds earlier runs of A's host whose
+/// spread is the noise floor (see the module doc). Both sides must hold at
+/// least one run.
+pub fn compare_sides(
+    a: &[RunDoc],
+    b: &[RunDoc],
+    patterns: &[String],
+    threshold: f64,
+    history: &[RunDoc],
+) -> Comparison {
     let selected =
         |id: &str| patterns.is_empty() || patterns.iter().any(|p| suites::matches(p, id));
+    let ids_of = |side: &[RunDoc]| {
+        let mut ids: Vec<String> = Vec::new();
+        for d in side {
+            for m in d.results.iter().filter(|m| selected(&m.id)) {
+                if !ids.contains(&m.id) {
+                    ids.push(m.id.clone());
+                }
+            }
+        }
+        ids
+    };
+    let side_of = |side: &'_ [RunDoc], id: &str| -> Vec<Measurement> {
+        side.iter()
+            .filter_map(|d| d.results.iter().find(|m| m.id == id).cloned())
+            .collect()
+    };
+    let (a_ids, b_ids) = (ids_of(a), ids_of(b));
     let mut rows = Vec::new();
     let mut only_a = Vec::new();
     let mut incomparable = Vec::new();
-    for ma in a.results.iter().filter(|m| selected(&m.id)) {
-        let Some(mb) = b.results.iter().find(|m| m.id == ma.id) else {
-            only_a.push(ma.id.clone());
+    let mut floor_runs = 0;
+    for id in &a_ids {
+        if !b_ids.contains(id) {
+            only_a.push(id.clone());
             continue;
-        };
-        match compare_one(ma, mb, threshold) {
+        }
+        let floor_ms = side_of(history, id);
+        let floor = noise_floor(&floor_ms);
+        if floor.is_some() {
+            floor_runs = floor_runs.max(floor_ms.len());
+        }
+        match compare_one_sides(&side_of(a, id), &side_of(b, id), threshold, floor) {
             Ok(row) => rows.push(row),
             Err(reason) => incomparable.push(Incomparable {
-                id: ma.id.clone(),
+                id: id.clone(),
                 reason,
             }),
         }
     }
-    let only_b = b
-        .results
+    let only_b = b_ids
         .iter()
-        .filter(|m| selected(&m.id) && !a.results.iter().any(|x| x.id == m.id))
-        .map(|m| m.id.clone())
+        .filter(|id| !a_ids.contains(id))
+        .cloned()
         .collect();
     let mut areas: Vec<String> = Vec::new();
     for r in &rows {
@@ -235,35 +301,110 @@ pub fn compare(a: &RunDoc, b: &RunDoc, patterns: &[String], threshold: f64) -> C
     if areas.len() > 1 {
         summaries.push(summarise("all", rows.iter()));
     }
+    let refs = |side: &[RunDoc]| side.iter().map(RunRef::of).collect::<Vec<_>>();
+    let (a_runs, b_runs) = (refs(a), refs(b));
     Comparison {
-        a: RunRef::of(a),
-        b: RunRef::of(b),
+        a: a_runs[0].clone(),
+        b: b_runs[0].clone(),
         threshold,
         rows,
         summaries,
         only_a,
         only_b,
         incomparable,
+        a_runs,
+        b_runs,
+        floor_runs,
     }
 }
 
-/// Compares one benchmark; the error says why it cannot be compared.
-pub fn compare_one(a: &Measurement, b: &Measurement, threshold: f64) -> Result<Row, String> {
-    if a.unit != b.unit {
-        return Err(format!("unit {} in A, {} in B", a.unit, b.unit));
+/// The run-to-run noise floor of one benchmark from its results in earlier
+/// runs of a host: `1.96 · √2 · sd(log median)`, the 95% range of the
+/// difference between two runs; `None` with fewer than [`FLOOR_MIN_RUNS`].
+pub fn noise_floor(earlier: &[Measurement]) -> Option<f64> {
+    if earlier.len() < FLOOR_MIN_RUNS {
+        return None;
     }
-    if !(a.median > 0.0 && b.median > 0.0 && a.median.is_finite() && b.median.is_finite()) {
+    let medians: Vec<f64> = earlier.iter().map(|m| m.median).collect();
+    let (_, var) = stats::log_mean_var(&medians)?;
+    Some((1.96 * (2.0 * var).sqrt()).exp() - 1.0)
+}
+
+/// Compares one benchmark of two single runs; the error says why it cannot be compared.
+pub fn compare_one(a: &Measurement, b: &Measurement, threshold: f64) -> Result<Row, String> {
+    compare_one_sides(
+        std::slice::from_ref(a),
+        std::slice::from_ref(b),
+        threshold,
+        None,
+    )
+}
+
+/// The log medians of the used rounds of every run of a side.
+fn round_logs(side: &[Measurement]) -> Vec<f64> {
+    side.iter()
+        .flat_map(|m| m.used_round_medians())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(f64::ln)
+        .collect()
+}
+
+/// The value of a side: its one median, or the geometric mean of several.
+fn side_value(side: &[Measurement]) -> f64 {
+    let logs: f64 = side.iter().map(|m| m.median.ln()).sum();
+    (logs / side.len() as f64).exp()
+}
+
+/// Welch's 95% interval of `exp(mean(B) - mean(A))` for log values, centred
+/// on `ratio`; `None` without at least two values per side.
+fn welch_ratio_ci(la: &[f64], lb: &[f64], ratio: f64) -> Option<(f64, f64)> {
+    let var = |x: &[f64]| {
+        let n = x.len() as f64;
+        let m = x.iter().sum::<f64>() / n;
+        x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0)
+    };
+    if la.len() < 2 || lb.len() < 2 {
+        return None;
+    }
+    let (va, vb) = (var(la) / la.len() as f64, var(lb) / lb.len() as f64);
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        return Some((ratio, ratio));
+    }
+    let df =
+        se2.powi(2) / (va.powi(2) / (la.len() as f64 - 1.0) + vb.powi(2) / (lb.len() as f64 - 1.0));
+    let hw = stats::t975(df) * se2.sqrt();
+    Some((ratio * (-hw).exp(), ratio * hw.exp()))
+}
+
+/// Compares one benchmark of two sides (each one or more runs).
+fn compare_one_sides(
+    a: &[Measurement],
+    b: &[Measurement],
+    threshold: f64,
+    floor: Option<f64>,
+) -> Result<Row, String> {
+    let (a0, b0) = (&a[0], &b[0]);
+    if let Some(m) = a.iter().chain(b).find(|m| m.unit != a0.unit) {
+        return Err(format!("unit {} in A, {} in B", a0.unit, m.unit));
+    }
+    let positive = |m: &Measurement| m.median > 0.0 && m.median.is_finite();
+    if !a.iter().chain(b).all(positive) {
         return Err("a median is zero, negative or not finite".to_string());
     }
-    let ratio = b.median / a.median;
+    let (va, vb) = (side_value(a), side_value(b));
+    let ratio = vb / va;
+    let (la, lb) = (round_logs(a), round_logs(b));
     let usable = |s: &[f64]| s.len() >= MIN_BOOTSTRAP_SAMPLES && s.iter().all(|x| x.is_finite());
-    let (ci_low, ci_high, method) = if usable(&a.samples) && usable(&b.samples) {
-        let (lo, hi) = bootstrap_ratio_ci(&a.samples, &b.samples, seed_of(&a.id));
+    let (ci_low, ci_high, method) = if let Some((lo, hi)) = welch_ratio_ci(&la, &lb, ratio) {
+        (lo, hi, CiMethod::Rounds)
+    } else if a.len() == 1 && b.len() == 1 && usable(&a0.samples) && usable(&b0.samples) {
+        let (lo, hi) = bootstrap_ratio_ci(&a0.samples, &b0.samples, seed_of(&a0.id));
         (lo, hi, CiMethod::Bootstrap)
-    } else if a.ci_low > 0.0 && a.ci_high > 0.0 {
+    } else if a0.ci_low > 0.0 && a0.ci_high > 0.0 {
         (
-            b.ci_low / a.ci_high,
-            b.ci_high / a.ci_low,
+            b0.ci_low / a0.ci_high,
+            b0.ci_high / a0.ci_low,
             CiMethod::MedianCis,
         )
     } else {
@@ -271,25 +412,26 @@ pub fn compare_one(a: &Measurement, b: &Measurement, threshold: f64) -> Result<R
     };
     // The interval always contains the point estimate.
     let (ci_low, ci_high) = (ci_low.min(ratio), ci_high.max(ratio));
-    let higher_is_better = a.unit != "ns/op";
-    let (t, t_lo, t_hi) = if higher_is_better {
+    let (t, t_lo, t_hi) = if a0.unit.higher_is_better() {
         (1.0 / ratio, 1.0 / ci_high, 1.0 / ci_low)
     } else {
         (ratio, ci_low, ci_high)
     };
     Ok(Row {
-        id: a.id.clone(),
-        area: a.area.clone(),
-        unit: a.unit.clone(),
-        a: a.median,
-        b: b.median,
+        id: a0.id.clone(),
+        area: a0.area.clone(),
+        unit: a0.unit,
+        a: va,
+        b: vb,
         ratio,
         ci_low,
         ci_high,
-        verdict: verdict(t, t_lo, t_hi, threshold),
+        verdict: verdict(t, t_lo, t_hi, threshold.max(floor.unwrap_or(0.0))),
         method,
-        noisy_a: a.noisy,
-        noisy_b: b.noisy,
+        noisy_a: a.iter().any(|m| m.noisy),
+        noisy_b: b.iter().any(|m| m.noisy),
+        noise_floor: floor,
+        rounds: (la.len(), lb.len()),
     })
 }
 

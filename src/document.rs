@@ -35,6 +35,10 @@ pub struct RunInfo {
     /// True when the user stopped the run before the end.
     #[serde(default)]
     pub interrupted: bool,
+    /// True for a run loaded from the history before it ended (still
+    /// running, or killed): its results are those completed by then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
 }
 
 /// One run, as written to `--json`, exported and imported.
@@ -59,6 +63,9 @@ pub struct RunDoc {
     /// Run-wide caveats (clocksource, governor, load...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// How stable the machine was during the run (the canary between rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<crate::harness::canary::Stability>,
 }
 
 /// A new random run id: 8 hex digits.

@@ -1,12 +1,16 @@
 //! opcost: what the primitive operations of a computer cost on the machine
 //! it runs on, measured with honest statistics and kept for comparison.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod document;
 pub mod harness;
 pub mod host;
+pub mod os;
 pub mod report;
 pub mod store;
 pub mod suites;
+pub mod units;

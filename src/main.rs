@@ -1,6 +1,8 @@
 //! The opcost binary: parse the command line, run a command, map errors to
 //! exit codes (0 ok, 1 runtime failure, 2 bad usage, 130 interrupted).
 
+#![warn(missing_docs)]
+
 use clap::Parser;
 use opcost::cli::{Cli, Command, RunArgs};
 use opcost::commands;
@@ -22,6 +24,7 @@ fn main() {
         Some(Command::Runs(a)) => commands::runs::execute(&a, db),
         Some(Command::Show(a)) => commands::show::execute(&a, db),
         Some(Command::Compare(a)) => commands::compare::execute(&a, db),
+        Some(Command::Ab(a)) => commands::ab::execute(&a, db),
         Some(Command::Report(a)) => commands::report::execute(&a, db),
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),

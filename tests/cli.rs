@@ -8,13 +8,13 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// The binary, with its history in a throw-away directory (never the real home).
+/// The binary, with its history in a throw-away directory of this test
+/// process (never the real home, never another checkout's tests).
 fn opcost() -> Command {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let home = HOME.get_or_init(|| tempfile::tempdir().expect("temp dir"));
     let mut c = Command::cargo_bin("opcost").expect("binary built");
-    c.env(
-        "XDG_DATA_HOME",
-        std::env::temp_dir().join("opcost-cli-tests"),
-    );
+    c.env("XDG_DATA_HOME", home.path());
     c
 }
 

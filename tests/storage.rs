@@ -12,8 +12,14 @@ use nix::unistd::Pid;
 use predicates::str::contains;
 use serde_json::Value;
 
+/// The binary, with its history in a throw-away directory of this test
+/// process (never the real home, never another checkout's tests).
 fn opcost() -> Command {
-    Command::cargo_bin("opcost").unwrap()
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let home = HOME.get_or_init(|| tempfile::tempdir().expect("temp dir"));
+    let mut c = Command::cargo_bin("opcost").unwrap();
+    c.env("XDG_DATA_HOME", home.path());
+    c
 }
 
 fn entries(dir: &Path) -> Vec<String> {

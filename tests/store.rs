@@ -111,6 +111,40 @@ fn no_save_leaves_no_history_and_xdg_data_home_is_the_default() {
 }
 
 #[test]
+fn a_history_of_schema_1_migrates_and_its_runs_still_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v1.db");
+    let doc = common::run_a();
+    {
+        // A history as the first opcost wrote it: schema 1, one run.
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "application_id", schema::APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute(
+            "INSERT INTO runs (id, started, duration_s, profile, label, hostname, cpu_model,
+                opcost_version, doc_schema, interrupted, n_results, n_skipped, saved, source,
+                host, doc)
+             VALUES (?1, ?2, 1.0, 'quick', NULL, ?3, NULL, '0.1.0', 1, 0, ?4, 0, ?2, NULL, '{}', ?5)",
+            rusqlite::params![
+                doc.run.id,
+                doc.run.started,
+                doc.host.hostname,
+                doc.results.len() as i64,
+                serde_json::to_string(&doc).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&db).unwrap();
+    assert_eq!(store.version().unwrap(), schema::latest());
+    assert_eq!(store.load(&doc.run.id).unwrap(), doc);
+    let rows = store.list(None, 0).unwrap();
+    assert!(rows[0].complete, "an old run is a complete one");
+}
+
+#[test]
 fn migrations_run_from_an_empty_file_and_a_missing_one() {
     let dir = tempfile::tempdir().unwrap();
     // Missing file, in a missing directory.

@@ -5,7 +5,10 @@
 use std::path::Path;
 
 use crate::cli::{CompareArgs, Format};
-use crate::compare::compare;
+use crate::compare::{Comparison, compare_sides};
+
+/// Earlier runs of a host read for its noise floor, newest first.
+const HISTORY_RUNS: usize = 20;
 use crate::report::{comparison, csv, markdown};
 
 use super::source::Loader;
@@ -13,16 +16,20 @@ use super::source::Loader;
 /// Prints the comparison.
 pub fn execute(args: &CompareArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let mut loader = Loader::new(db);
-    let a = loader.load(&args.a)?;
-    let b = loader.load(&args.b)?;
-    let c = compare(&a, &b, &args.patterns, args.threshold);
-    let text = match args.format {
-        Format::Text => comparison::render(&c),
-        Format::Md => markdown::render_compare(&c),
-        Format::Csv => csv::render_compare(&c)?,
-        Format::Json => serde_json::to_string_pretty(&c)? + "\n",
+    let a = loader.load_side(&args.a)?;
+    let b = loader.load_side(&args.b)?;
+    // Earlier runs of A's host give each benchmark's run-to-run noise
+    // floor; a history that cannot be opened only means there is none.
+    let history = if args.no_history {
+        Vec::new()
+    } else {
+        let except: Vec<String> = a.iter().chain(&b).map(|d| d.run.id.clone()).collect();
+        loader
+            .history(&a[0], &except, HISTORY_RUNS)
+            .unwrap_or_default()
     };
-    print!("{text}");
+    let c = compare_sides(&a, &b, &args.patterns, args.threshold, &history);
+    print!("{}", render(&c, args.format)?);
     if !args.patterns.is_empty() && c.rows.is_empty() && c.only_a.is_empty() && c.only_b.is_empty()
     {
         eprintln!(
@@ -31,4 +38,14 @@ pub fn execute(args: &CompareArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// A comparison in the chosen format.
+pub fn render(c: &Comparison, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => comparison::render(c),
+        Format::Md => markdown::render_compare(c),
+        Format::Csv => csv::render_compare(c)?,
+        Format::Json => serde_json::to_string_pretty(c)? + "\n",
+    })
 }

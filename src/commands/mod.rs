@@ -1,6 +1,7 @@
 //! One module per subcommand. Each takes its parsed arguments and returns
 //! an exit code or an error; `main` maps errors to exit codes.
 
+pub mod ab;
 pub mod compare;
 pub mod env;
 pub mod export;

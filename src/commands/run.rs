@@ -53,6 +53,7 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let opts = RunOptions {
         profile: args.profile,
         samples: args.samples.map(|n| n as usize),
+        rounds: args.rounds.map(|n| n as usize),
     };
     let ctx = Ctx {
         profile: args.profile,
@@ -76,39 +77,65 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let bar = progress_bar(total);
     let started_at = chrono::Utc::now();
     let started = Instant::now();
-    let outcome = runner::run(benches, &ctx, &opts, &mut |ev| match ev {
-        Event::Started(ids) => bar.set_message(ids.join(" ")),
-        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
-    });
-    bar.finish_and_clear();
-    drop(tmp);
-
     let mut doc = RunDoc {
         schema: SCHEMA,
         opcost_version: env!("CARGO_PKG_VERSION").to_string(),
         run: RunInfo {
             id: new_run_id(),
             started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            duration_s: started.elapsed().as_secs_f64(),
+            duration_s: 0.0,
             profile: args.profile,
             label: args.label.clone(),
             cpu: args.cpu,
-            interrupted: outcome.interrupted,
+            interrupted: false,
+            incomplete: false,
         },
         host: (*host).clone(),
-        findings: suites::findings(&outcome.measurements),
-        results: outcome.measurements,
-        skipped: outcome.skipped,
+        results: Vec::new(),
+        skipped: Vec::new(),
+        findings: Vec::new(),
         warnings: warnings::host_warnings(&host)
             .iter()
             .map(ToString::to_string)
             .collect(),
+        stability: None,
     };
+    // The run is in the history from its start, each result kept as it
+    // completes, so that a crash or a kill loses nothing already measured.
+    let mut save_error: Option<anyhow::Error> = None;
+    if let Some(s) = store.as_mut()
+        && let Err(e) = s.begin(&mut doc)
+    {
+        save_error = Some(e);
+    }
+    let outcome = runner::run(benches, &ctx, &opts, &mut |ev| match ev {
+        Event::Started(ids) => bar.set_message(ids.join(" ")),
+        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
+        Event::Result(seq, m) => {
+            if save_error.is_none()
+                && let Some(s) = store.as_mut()
+                && let Err(e) = s.put_partial(&doc.run.id, seq, m)
+            {
+                save_error = Some(e);
+            }
+        }
+    });
+    bar.finish_and_clear();
+    drop(tmp);
+
+    doc.run.duration_s = started.elapsed().as_secs_f64();
+    doc.run.interrupted = outcome.interrupted;
+    doc.findings = suites::findings(&outcome.measurements);
     doc.findings.retain(|f| f.value.is_finite());
-    // Saved before printing: a taken id is replaced, and the table shows the final one.
-    let saved = store
-        .as_mut()
-        .map(|s| s.save_new(&mut doc).map(|()| s.path()));
+    doc.results = outcome.measurements;
+    doc.skipped = outcome.skipped;
+    doc.stability = outcome.stability;
+    // Saved before printing, so the table shows what the history holds.
+    let saved = match (store.as_mut(), save_error) {
+        (None, _) => None,
+        (Some(_), Some(e)) => Some(Err(e)),
+        (Some(s), None) => Some(s.finish(&doc).map(|()| s.path())),
+    };
     super::quiet_broken_pipe(); // every benchmark and its peers are done
     print!("{}", super::show::render(&doc, args.format)?);
     if let Some(path) = &args.json {

@@ -36,6 +36,9 @@ pub fn execute(args: &RunsArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     ]);
     for r in &rows {
         let mut note: Vec<String> = Vec::new();
+        if !r.complete {
+            note.push("incomplete (running, or it died)".into());
+        }
         if r.interrupted {
             note.push("interrupted".into());
         }

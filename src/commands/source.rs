@@ -75,6 +75,72 @@ impl Loader {
         }
     }
 
+    /// Loads the runs of one side of a comparison: specs joined by commas,
+    /// each a single run or `host:NAME@N` (the latest N runs of a host,
+    /// `@all` for every one).
+    pub fn load_side(&mut self, specs: &str) -> anyhow::Result<Vec<RunDoc>> {
+        let mut out = Vec::new();
+        for spec in specs.split(',').map(str::trim) {
+            if let Some((name, count)) = spec.strip_prefix("host:").and_then(|s| s.split_once('@'))
+            {
+                let limit = match count {
+                    "all" => 0,
+                    n => n.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        usage(format!(
+                            "'{spec}': after @ give a number of runs or `all` (host:NAME@5)"
+                        ))
+                    })?,
+                };
+                let store = self.store()?;
+                let rows = store.list(Some(name), limit)?;
+                if rows.is_empty() {
+                    return Err(usage(format!(
+                        "no run of host '{name}' in {}; `opcost runs` lists the hosts",
+                        store.path().display()
+                    )));
+                }
+                for r in rows {
+                    out.push(store.load(&r.id)?);
+                }
+            } else {
+                out.push(self.load(spec)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Earlier complete runs like `like` (same host, profile and label) in
+    /// the history, newest first, at most `limit`, leaving out the ids in
+    /// `except`: the runs that tell how much a benchmark varies from run to
+    /// run on that host when nothing was meant to change.
+    pub fn history(
+        &mut self,
+        like: &RunDoc,
+        except: &[String],
+        limit: usize,
+    ) -> anyhow::Result<Vec<RunDoc>> {
+        let (host, profile) = (&like.host.hostname, like.run.profile.name());
+        // Only a history that exists is read: comparing files creates none.
+        if self.store.is_none() && !store::default_path(self.db.as_deref())?.exists() {
+            return Ok(Vec::new());
+        }
+        let store = self.store()?;
+        let mut out = Vec::new();
+        for r in store.list(Some(host), 0)? {
+            if out.len() >= limit {
+                break;
+            }
+            if r.complete
+                && r.profile == profile
+                && r.label == like.run.label
+                && !except.contains(&r.id)
+            {
+                out.push(store.load(&r.id)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// Loads the run named by `spec`.
     pub fn load(&mut self, spec: &str) -> anyhow::Result<RunDoc> {
         match parse(spec)? {

@@ -1,8 +1,11 @@
-//! CPU pinning and scheduling priority.
+//! CPU pinning: the CPUs this process may use, pinning the calling thread,
+//! and [`Pinned`], the guard benchmarks hold while they must stay on a CPU.
 //!
 //! Pinning removes migrations between CPUs from the samples, and lets
 //! benchmarks with two ends (IPC, context switches) choose whether they
 //! share a CPU, which on a VM can change a wake-up from ~1 µs to ~30 µs.
+
+use std::cell::RefCell;
 
 use anyhow::{Context, bail};
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
@@ -64,6 +67,64 @@ pub fn cpu_list(cpus: &[usize]) -> String {
     out.join(",")
 }
 
+/// The pinning of this thread held by [`Pinned`] guards: the CPU, how many
+/// guards hold it, and the affinity to restore when the last one goes.
+struct PinState {
+    cpu: usize,
+    refs: usize,
+    saved: Vec<usize>,
+}
+
+thread_local! {
+    /// Affinity is a property of a thread, and so is its pinning state.
+    static PIN: RefCell<Option<PinState>> = const { RefCell::new(None) };
+}
+
+/// The calling thread pinned to one CPU while any of these is alive; the
+/// last one to go restores the affinity the first one found. Benchmarks of
+/// one interleaved group that share a CPU each hold one (children and
+/// threads started meanwhile inherit the pinning).
+pub struct Pinned(());
+
+impl Pinned {
+    /// Pins the calling thread to `cpu`; an error when it is not allowed or
+    /// when another live guard of this thread holds a different CPU.
+    pub fn to(cpu: usize) -> anyhow::Result<Pinned> {
+        PIN.with(|st| {
+            let mut st = st.borrow_mut();
+            match st.as_mut() {
+                Some(s) if s.cpu == cpu => s.refs += 1,
+                Some(s) => bail!("already pinned to CPU {} for another benchmark", s.cpu),
+                None => {
+                    let saved = allowed_cpus();
+                    pin_to(cpu)?;
+                    *st = Some(PinState {
+                        cpu,
+                        refs: 1,
+                        saved,
+                    });
+                }
+            }
+            Ok(Pinned(()))
+        })
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        PIN.with(|st| {
+            let mut st = st.borrow_mut();
+            if let Some(s) = st.as_mut() {
+                s.refs -= 1;
+                if s.refs == 0 {
+                    let _ = pin_to_set(&s.saved);
+                    *st = None;
+                }
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +145,33 @@ mod tests {
     fn pinning_to_a_missing_cpu_is_an_error() {
         let err = pin_to(100_000).unwrap_err().to_string();
         assert!(err.contains("not available"), "{err}");
+    }
+
+    #[test]
+    fn pinning_is_shared_and_restored_by_the_last() {
+        let before = allowed_cpus();
+        let cpu = *before.last().unwrap();
+        let a = Pinned::to(cpu).unwrap();
+        let b = Pinned::to(cpu).unwrap();
+        assert_eq!(allowed_cpus(), vec![cpu]);
+        if let Some(&other) = before.iter().find(|&&c| c != cpu) {
+            let e = Pinned::to(other).err().expect("a second CPU is refused");
+            assert!(e.to_string().contains("already pinned"), "{e}");
+        }
+        drop(a);
+        assert_eq!(allowed_cpus(), vec![cpu]);
+        drop(b);
+        assert_eq!(allowed_cpus(), before);
+    }
+
+    #[test]
+    fn pinning_is_undone_on_drop() {
+        let before = sched_getaffinity(Pid::from_raw(0)).unwrap();
+        let cpu = allowed_cpus()[0];
+        {
+            let _p = Pinned::to(cpu).unwrap();
+            assert_eq!(allowed_cpus(), vec![cpu]);
+        }
+        assert_eq!(sched_getaffinity(Pid::from_raw(0)).unwrap(), before);
     }
 }

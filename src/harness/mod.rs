@@ -8,6 +8,7 @@
 //! ([`Timed::run`]); everything that makes the number trustworthy lives here.
 
 pub mod affinity;
+pub mod canary;
 pub mod runner;
 pub mod scratch;
 pub mod stats;
@@ -81,6 +82,16 @@ impl Profile {
         }
     }
 
+    /// Independent rounds each benchmark is measured in; its estimate and
+    /// interval come from them.
+    pub fn rounds(self) -> usize {
+        match self {
+            Profile::Quick => 3,
+            Profile::Default => 5,
+            Profile::Thorough => 8,
+        }
+    }
+
     /// Time budget of a benchmark that does not declare its own.
     pub fn default_budget(self) -> Duration {
         match self {
@@ -128,6 +139,15 @@ impl Unit {
     /// True when a larger value means a faster machine.
     pub fn higher_is_better(self) -> bool {
         !matches!(self, Unit::Latency)
+    }
+
+    /// The base unit results of this kind are kept in.
+    pub fn base(self) -> BaseUnit {
+        match self {
+            Unit::Latency => BaseUnit::NsPerOp,
+            Unit::Throughput { .. } => BaseUnit::BytesPerSec,
+            Unit::Rate => BaseUnit::OpsPerSec,
+        }
     }
 }
 
@@ -280,44 +300,125 @@ pub struct Outliers {
     pub high_severe: usize,
 }
 
-/// The result of one benchmark, in base units (see [`Unit::label`]).
+/// The base unit a result is kept in (serialised as its label: `ns/op`, `B/s`, `ops/s`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BaseUnit {
+    /// Nanoseconds per operation (lower is better).
+    #[serde(rename = "ns/op")]
+    NsPerOp,
+    /// Bytes per second (higher is better).
+    #[serde(rename = "B/s")]
+    BytesPerSec,
+    /// Operations per second (higher is better).
+    #[serde(rename = "ops/s")]
+    OpsPerSec,
+}
+
+impl BaseUnit {
+    /// The label written in documents and tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            BaseUnit::NsPerOp => "ns/op",
+            BaseUnit::BytesPerSec => "B/s",
+            BaseUnit::OpsPerSec => "ops/s",
+        }
+    }
+
+    /// The unit of a label, if it is one of the three.
+    pub fn from_label(label: &str) -> Option<BaseUnit> {
+        [
+            BaseUnit::NsPerOp,
+            BaseUnit::BytesPerSec,
+            BaseUnit::OpsPerSec,
+        ]
+        .into_iter()
+        .find(|u| u.label() == label)
+    }
+
+    /// True when a larger value means a faster machine.
+    pub fn higher_is_better(self) -> bool {
+        self != BaseUnit::NsPerOp
+    }
+}
+
+impl std::fmt::Display for BaseUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+impl PartialEq<&str> for BaseUnit {
+    fn eq(&self, other: &&str) -> bool {
+        self.label() == *other
+    }
+}
+
+/// One independent round of a benchmark: its own set-up, calibration,
+/// warm-up and samples, and what the machine was doing meanwhile.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// Median of the round's samples, in the base unit.
+    pub median: f64,
+    /// Samples in the round.
+    pub n: usize,
+    /// Operations per timed batch, as calibrated for this round.
+    pub ops: u64,
+    /// Seconds since the run started, when the round began.
+    pub at_s: f64,
+    /// The stability canary just before the round, relative to the run's
+    /// baseline (1.0 = as fast as the machine's fast phase; absent when not taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<f64>,
+    /// True when the round ran in a slow phase of the machine.
+    #[serde(default)]
+    pub slow: bool,
+    /// False when the round was left out of the estimate (a slow round that
+    /// was measured again).
+    #[serde(default = "yes")]
+    pub used: bool,
+    /// Time stolen by the hypervisor from all CPUs during the round, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ms: Option<f64>,
+    /// Involuntary context switches of the measuring thread during the round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nivcsw: Option<u64>,
+    /// CPU migrations of the measuring thread during the round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
+    /// 1-minute load average when the round began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The result of one benchmark, in base units (see [`BaseUnit`]).
+///
+/// The statistics are an embedded [`Summary`] of all samples of all rounds,
+/// except `median`'s interval (`ci_low`, `ci_high`): with two or more rounds
+/// it comes from the spread of the rounds, the top level of variation (see
+/// [`stats::round_interval`]). Fields of the summary read through `Deref`
+/// (`m.median`, `m.p95`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
     /// The benchmark id.
     pub id: String,
     /// The first segment of the id.
     pub area: String,
-    /// Base unit label: `ns/op`, `B/s` or `ops/s`.
-    pub unit: String,
+    /// The base unit of every value.
+    pub unit: BaseUnit,
     /// Bytes per operation for throughputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_op: Option<f64>,
     /// The sweep point or variant.
     #[serde(default)]
     pub params: Params,
-    /// Median of the samples.
-    pub median: f64,
-    /// Smallest sample.
-    pub min: f64,
-    /// Largest sample.
-    pub max: f64,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// 5th percentile.
-    pub p5: f64,
-    /// 95th percentile.
-    pub p95: f64,
-    /// Median absolute deviation (unscaled).
-    pub mad: f64,
-    /// Lower bound of the 95% confidence interval of the median.
-    pub ci_low: f64,
-    /// Upper bound of the 95% confidence interval of the median.
-    pub ci_high: f64,
-    /// Coefficient of variation (standard deviation / mean).
-    pub cv: f64,
-    /// Tukey outlier counts.
-    pub outliers: Outliers,
-    /// Operations in each timed batch.
+    /// Median, spread and 95% CI of the median.
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Operations in each timed batch (the first round's).
     pub ops_per_sample: u64,
     /// Loop overhead subtracted from each sample, ns/op (absent when none was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,8 +434,24 @@ pub struct Measurement {
     /// Where or how it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
+    /// The rounds, in the order they ran (empty in documents made before rounds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Round>,
     /// The samples, in the base unit.
     pub samples: Vec<f64>,
+}
+
+impl std::ops::Deref for Measurement {
+    type Target = Summary;
+    fn deref(&self) -> &Summary {
+        &self.summary
+    }
+}
+
+impl std::ops::DerefMut for Measurement {
+    fn deref_mut(&mut self) -> &mut Summary {
+        &mut self.summary
+    }
 }
 
 impl Measurement {
@@ -346,56 +463,102 @@ impl Measurement {
         })
     }
 
-    /// A measurement whose every sample is `median`, in base unit `unit`:
-    /// for tests of findings, reports and comparisons.
+    /// A measurement whose every sample is `median`, in the base unit
+    /// labelled `unit` (`ns/op`, `B/s`, `ops/s`): for tests of findings,
+    /// reports and comparisons. Panics on another label.
     pub fn point(id: &str, unit: &str, median: f64) -> Measurement {
+        let unit = BaseUnit::from_label(unit)
+            .unwrap_or_else(|| panic!("{unit} is not a base unit (ns/op, B/s, ops/s)"));
         Measurement {
             id: id.to_string(),
             area: area_of(id).to_string(),
-            unit: unit.to_string(),
+            unit,
             bytes_per_op: None,
             params: Params::new(),
-            median,
-            min: median,
-            max: median,
-            mean: median,
-            p5: median,
-            p95: median,
-            mad: 0.0,
-            ci_low: median,
-            ci_high: median,
-            cv: 0.0,
-            outliers: Outliers::default(),
+            summary: Summary::of(&[median]).unwrap_or_else(|| Summary::constant(median)),
             ops_per_sample: 1,
             overhead: None,
             noisy: false,
             warnings: Vec::new(),
             per_op: None,
             details: None,
+            rounds: Vec::new(),
             samples: vec![median],
         }
     }
 
     /// The median converted back to nanoseconds per operation, whatever the unit.
     pub fn ns_per_op(&self) -> f64 {
-        match self.unit.as_str() {
-            "B/s" => self.bytes_per_op.unwrap_or(1.0) * 1e9 / self.median,
-            "ops/s" => 1e9 / self.median,
-            _ => self.median,
+        self.to_ns_per_op(self.median)
+    }
+
+    /// A value of this result's unit converted to nanoseconds per operation.
+    pub fn to_ns_per_op(&self, v: f64) -> f64 {
+        match self.unit {
+            BaseUnit::BytesPerSec => self.bytes_per_op.unwrap_or(1.0) * 1e9 / v,
+            BaseUnit::OpsPerSec => 1e9 / v,
+            BaseUnit::NsPerOp => v,
         }
     }
 
     /// True when a larger value is better (throughputs, rates).
     pub fn higher_is_better(&self) -> bool {
-        self.unit != "ns/op"
+        self.unit.higher_is_better()
     }
 
     /// Half-width of the CI relative to the median, as a fraction.
     pub fn ci_rel(&self) -> f64 {
-        if self.median == 0.0 {
-            return 0.0;
+        self.summary.ci_rel()
+    }
+
+    /// One measurement from the rounds of several (runs of one benchmark
+    /// made one round each, e.g. the alternating children of `opcost ab`):
+    /// rounds and samples joined, statistics and interval computed again.
+    /// `None` when `parts` is empty or its units or ids differ.
+    pub fn merge_rounds(parts: &[Measurement]) -> Option<Measurement> {
+        let first = parts.first()?;
+        if parts
+            .iter()
+            .any(|m| m.id != first.id || m.unit != first.unit)
+        {
+            return None;
         }
-        ((self.ci_high - self.ci_low) / 2.0 / self.median).abs()
+        let mut m = first.clone();
+        m.rounds = parts.iter().flat_map(|p| p.rounds.clone()).collect();
+        m.samples = parts.iter().flat_map(|p| p.samples.clone()).collect();
+        let mut summary = stats::Summary::of(&m.samples)?;
+        if let Some((lo, hi)) = stats::round_interval(&m.used_round_medians(), summary.median) {
+            summary.ci_low = lo;
+            summary.ci_high = hi;
+        }
+        m.summary = summary;
+        m.noisy = m.summary.ci_rel() > runner::NOISE_THRESHOLD;
+        m.warnings = Vec::new();
+        for w in parts.iter().flat_map(|p| &p.warnings) {
+            // Noise is judged again on the joined rounds.
+            if !w.starts_with("noisy:") && !m.warnings.contains(w) {
+                m.warnings.push(w.clone());
+            }
+        }
+        if m.noisy {
+            m.warnings.push(
+                warnings::Warning::Noisy {
+                    ci_rel: m.summary.ci_rel(),
+                    threshold: runner::NOISE_THRESHOLD,
+                }
+                .to_string(),
+            );
+        }
+        Some(m)
+    }
+
+    /// The medians of the rounds that count toward the estimate.
+    pub fn used_round_medians(&self) -> Vec<f64> {
+        self.rounds
+            .iter()
+            .filter(|r| r.used)
+            .map(|r| r.median)
+            .collect()
     }
 }
 

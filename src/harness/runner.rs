@@ -1,17 +1,37 @@
-//! The run loop: prepare, calibrate, warm up, sample (interleaved where
-//! alternatives are compared), subtract overhead, summarise, warn.
+//! The run loop: rounds of every benchmark interleaved across the run,
+//! each round prepared, calibrated, warmed up and sampled on its own (the
+//! members of an interleaved group sampled A B A B), a stability canary
+//! between rounds, slow-phase rounds measured again, overhead subtracted,
+//! summarised and checked.
+//!
+//! Why rounds: on a shared machine the speed changes in phases of seconds,
+//! so the samples of one stretch of time say little about the next. Each
+//! benchmark is measured in several independent rounds, and the rounds of
+//! all benchmarks are shuffled across the run, so that a slow phase lands
+//! briefly on many benchmarks rather than wholly on one, and the spread of
+//! the rounds — the top level of variation a run can observe — gives the
+//! interval ([`super::stats::round_interval`]).
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::{Summary, is_bimodal, quantile};
+use super::canary::{self, Snapshot, Stability};
+use super::stats::{Summary, is_bimodal, quantile, round_interval};
 use super::timer::{EmptyLoop, calibrate};
 use super::warnings::Warning;
-use super::{Bench, Ctx, Measurement, OpStats, Overhead, PrepareError, Profile, Timed, area_of};
+use super::{
+    Bench, Ctx, Measurement, OpStats, Overhead, PrepareError, Profile, Round, Timed, area_of,
+};
 
-/// Fewest samples a measurement is made of, even when the budget runs out.
+/// Fewest samples a measurement is made of, even when the budget runs out,
+/// shared out over its rounds; with [`MIN_ROUNDS_ONE_SAMPLE`] rounds or
+/// more a round may hold a single sample (the interval comes from the
+/// rounds, so a round's median may be one sample).
 pub const MIN_SAMPLES: usize = 5;
+/// Rounds from which a budget-limited round may stop at one sample.
+pub const MIN_ROUNDS_ONE_SAMPLE: usize = 3;
 /// Fewest samples kept from a benchmark interrupted by Ctrl-C.
 pub const MIN_SAMPLES_INTERRUPTED: usize = 3;
 /// CI half-width (relative to the median) above which a result is noisy.
@@ -26,18 +46,42 @@ pub const MAX_PLAUSIBLE_GHZ: f64 = 6.0;
 pub struct RunOptions {
     /// The effort level.
     pub profile: Profile,
-    /// Overrides the profile's sample count (`--samples`).
+    /// Overrides the profile's sample count (`--samples`), over all rounds.
     pub samples: Option<usize>,
+    /// Overrides the profile's round count (`--rounds`).
+    pub rounds: Option<usize>,
 }
 
 impl RunOptions {
-    /// Samples wanted per benchmark.
+    /// Options with the profile's own counts.
+    pub fn new(profile: Profile) -> RunOptions {
+        RunOptions {
+            profile,
+            samples: None,
+            rounds: None,
+        }
+    }
+
+    /// Samples wanted per benchmark, over all its rounds.
     pub fn samples_wanted(&self) -> usize {
         self.samples.unwrap_or(self.profile.samples()).max(1)
     }
 
-    /// The time a benchmark may take: its budget, stretched when `--samples`
-    /// asks for more samples than the profile.
+    /// Rounds per benchmark (never more than the samples wanted).
+    pub fn rounds(&self) -> usize {
+        self.rounds
+            .unwrap_or(self.profile.rounds())
+            .clamp(1, self.samples_wanted())
+    }
+
+    /// Samples wanted in round `r` (0-based): the total shared out exactly.
+    pub fn round_samples(&self, r: usize) -> usize {
+        let (n, k) = (self.samples_wanted(), self.rounds());
+        n / k + usize::from(r < n % k)
+    }
+
+    /// The time a benchmark may take over all its rounds: its budget,
+    /// stretched when `--samples` asks for more samples than the profile.
     pub fn budget_of(&self, b: &dyn Bench) -> Duration {
         let base = b.budget(self.profile);
         let scale = self.samples_wanted() as f64 / self.profile.samples() as f64;
@@ -69,217 +113,491 @@ pub struct RunOutcome {
     pub skipped: Vec<Skipped>,
     /// True when the user stopped the run.
     pub interrupted: bool,
+    /// How stable the machine was (absent when no canary was taken).
+    pub stability: Option<Stability>,
 }
 
-/// Progress events, for a progress bar.
+/// Progress events, for a progress bar and for saving results as they come.
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// A benchmark (or interleaved group) starts; the ids it covers.
+    /// A round of a benchmark (or interleaved group) starts; the ids it covers.
     Started(&'a [String]),
-    /// A benchmark finished (measured, skipped or failed); its budget.
+    /// A round of a benchmark finished (measured, skipped or failed): the
+    /// share of its budget now spent (all that is left when it drops out).
     Finished(&'a str, Duration),
+    /// The result of the benchmark at position `.0` of the run, from the rounds done so far.
+    Result(usize, &'a Measurement),
 }
 
-/// One benchmark being measured.
-struct Live {
+/// One benchmark across its rounds.
+struct Track {
     id: String,
     bench: Box<dyn Bench>,
+    budget: Duration,
+    /// Per-op ns of every sample of every used round.
+    samples_ns: Vec<Vec<f64>>,
+    op_times: Vec<f64>,
+    rounds: Vec<Round>,
+    warnings: Vec<String>,
+    details: Option<serde_json::Value>,
+    /// Set when the benchmark was skipped or failed: no more rounds.
+    out: bool,
+    /// The last round was cut short by a stop.
+    cut: bool,
+}
+
+/// One benchmark being measured in one round.
+struct Live {
+    track: usize,
     timed: Box<dyn Timed>,
     ops: u64,
     budget: Duration,
-    /// Time spent on this benchmark alone: set-up, calibration, warm-up and
-    /// its own samples. Members of an interleaved group each get their own
-    /// budget, not a share of one.
+    wanted: usize,
+    /// Time spent on this benchmark alone in this round: set-up,
+    /// calibration, warm-up and its own samples. Members of an interleaved
+    /// group each get their own budget, not a share of one.
     spent: Duration,
     samples_ns: Vec<f64>,
     op_times: Vec<f64>,
     done: bool,
 }
 
-/// Runs `benches` in order (interleaving those with the same
-/// [`Bench::interleave`] key) and returns their measurements.
+/// Runs `benches` in rounds (interleaving those with the same
+/// [`Bench::interleave`] key) and returns their measurements in order.
 pub fn run(
     benches: Vec<Box<dyn Bench>>,
     ctx: &Ctx,
     opts: &RunOptions,
     progress: &mut dyn FnMut(Event<'_>),
 ) -> RunOutcome {
+    let started = Instant::now();
+    let rounds = opts.rounds();
+    let mut tracks: Vec<Track> = benches
+        .into_iter()
+        .map(|bench| Track {
+            id: bench.id().to_string(),
+            budget: opts.budget_of(bench.as_ref()),
+            bench,
+            samples_ns: Vec::new(),
+            op_times: Vec::new(),
+            rounds: Vec::new(),
+            warnings: Vec::new(),
+            details: None,
+            out: false,
+            cut: false,
+        })
+        .collect();
+    let groups = group_by_interleave(tracks.iter().map(|t| t.bench.interleave()));
+    let planned: Duration = tracks.iter().map(|t| t.budget).sum();
     let mut out = RunOutcome::default();
     let mut overhead: Option<f64> = None;
-    for group in group_by_interleave(benches) {
-        if ctx.stopping() {
-            out.interrupted = true;
-            break;
-        }
-        let ids: Vec<String> = group.iter().map(|b| b.id().to_string()).collect();
-        progress(Event::Started(&ids));
-        run_group(group, ctx, opts, &mut overhead, &mut out, progress);
-    }
-    out.interrupted |= ctx.stopping();
-    out
-}
+    let mut checks: Vec<f64> = Vec::new();
+    // (group, pass) of each unit run, with the canary taken just before it.
+    let mut units: Vec<(usize, usize, f64)> = Vec::new();
+    let run_start = Snapshot::now();
 
-/// Splits benches into groups: those sharing an interleave key go together
-/// (at the position of the first), the rest alone.
-fn group_by_interleave(benches: Vec<Box<dyn Bench>>) -> Vec<Vec<Box<dyn Bench>>> {
-    type Group = (Option<String>, Vec<Box<dyn Bench>>);
-    let mut groups: Vec<Group> = Vec::new();
-    for b in benches {
-        let key = b.interleave().map(str::to_string);
-        match key
-            .as_ref()
-            .and_then(|k| groups.iter_mut().find(|(gk, _)| gk.as_ref() == Some(k)))
-        {
-            Some((_, g)) => g.push(b),
-            None => groups.push((key, vec![b])),
-        }
-    }
-    groups.into_iter().map(|(_, g)| g).collect()
-}
-
-fn run_group(
-    group: Vec<Box<dyn Bench>>,
-    ctx: &Ctx,
-    opts: &RunOptions,
-    overhead: &mut Option<f64>,
-    out: &mut RunOutcome,
-    progress: &mut dyn FnMut(Event<'_>),
-) {
-    let profile = opts.profile;
-    let wanted = opts.samples_wanted();
-    let mut live: Vec<Live> = Vec::new();
-
-    // Prepare, calibrate and warm up each member.
-    for bench in group {
-        let id = bench.id().to_string();
-        let budget = opts.budget_of(bench.as_ref());
-        if ctx.stopping() {
-            break;
-        }
-        let started = Instant::now();
-        let mut timed = match bench.prepare(ctx) {
-            Ok(t) => t,
-            Err(e) => {
-                let failed = matches!(e, PrepareError::Fail(_));
-                let reason = match e {
-                    PrepareError::Skip(r) => r,
-                    PrepareError::Fail(err) => format!("{err:#}"),
-                };
-                out.skipped.push(Skipped {
-                    id: id.clone(),
-                    reason,
-                    failed,
-                });
-                progress(Event::Finished(&id, budget));
-                continue;
-            }
-        };
-        let cal = calibrate(timed.as_mut(), profile.sample_target(), budget / 3)
-            .and_then(|(ops, _)| warm_up(timed.as_mut(), ops, profile.warmup()).map(|_| ops));
-        match cal {
-            Ok(ops) => {
-                timed.take_op_times(); // discard calibration and warm-up timings
-                live.push(Live {
-                    id,
-                    bench,
-                    timed,
-                    ops,
-                    budget,
-                    spent: started.elapsed(),
-                    samples_ns: Vec::with_capacity(wanted),
-                    op_times: Vec::new(),
-                    done: false,
-                })
-            }
-            Err(e) => {
-                out.skipped.push(Skipped {
-                    id: id.clone(),
-                    reason: format!("{e:#}"),
-                    failed: true,
-                });
-                progress(Event::Finished(&id, budget));
-            }
-        }
-    }
-
-    if overhead.is_none()
-        && live
-            .iter()
-            .any(|l| l.bench.overhead() == Overhead::EmptyLoop)
-    {
-        *overhead = Some(measure_loop_overhead(profile));
-    }
-
-    // Sample, round-robin in a shuffled order per round.
-    let mut order: Vec<usize> = (0..live.len()).collect();
-    while live.iter().any(|l| !l.done) {
-        if ctx.stopping() {
-            break;
-        }
+    'passes: for pass in 0..rounds {
+        let mut order: Vec<usize> = (0..groups.len()).collect();
         fastrand::shuffle(&mut order);
-        for &i in &order {
-            let l = &mut live[i];
-            if l.done || ctx.stopping() {
+        for g in order {
+            if ctx.stopping() {
+                break 'passes;
+            }
+            if groups[g].iter().all(|&i| tracks[i].out) {
                 continue;
             }
-            let sample_start = Instant::now();
-            let result = l.timed.run(l.ops);
-            l.spent += sample_start.elapsed();
-            match result {
-                Ok(took) => {
-                    let mut per_op = took.as_nanos() as f64 / l.ops as f64;
-                    if l.bench.overhead() == Overhead::EmptyLoop {
-                        per_op -= overhead.unwrap_or(0.0);
-                    }
-                    l.samples_ns.push(per_op.max(1e-3));
-                    l.op_times.extend(l.timed.take_op_times());
+            let c = canary::check();
+            checks.push(c);
+            units.push((g, pass, c));
+            let at = started.elapsed().as_secs_f64();
+            let mut rctx = RoundCtx {
+                ctx,
+                opts,
+                overhead: &mut overhead,
+                out: &mut out,
+                progress,
+                at,
+            };
+            run_round(&mut tracks, &groups[g], pass, &mut rctx);
+            for &i in &groups[g] {
+                if let Some(m) = interim(&tracks[i], ctx, overhead) {
+                    progress(Event::Result(i, &m));
                 }
-                Err(e) => {
-                    out.skipped.push(Skipped {
-                        id: l.id.clone(),
-                        reason: format!("{e:#}"),
-                        failed: true,
-                    });
-                    l.samples_ns.clear();
-                    l.done = true;
-                    progress(Event::Finished(&l.id, l.budget));
-                    continue;
-                }
-            }
-            let n = l.samples_ns.len();
-            // An explicit --samples is honoured; the profile's count yields to the budget.
-            let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
-            if n >= wanted || (n >= MIN_SAMPLES && out_of_budget) {
-                l.done = true;
             }
         }
     }
+    checks.push(canary::check());
 
-    // Summarise in the group's original order.
-    let stopped = ctx.stopping();
-    for l in live {
-        let n = l.samples_ns.len();
-        if n == 0 {
-            continue; // failed above, or interrupted before any sample
+    // Judge every round by the canaries on either side of it, against the
+    // run's fast phase, then measure slow rounds again while the budget lasts.
+    let (slow, remeasured) = judge_and_remeasure(
+        &mut tracks,
+        &groups,
+        &units,
+        &mut checks,
+        planned,
+        &mut RoundCtx {
+            ctx,
+            opts,
+            overhead: &mut overhead,
+            out: &mut out,
+            progress,
+            at: 0.0,
+        },
+        started,
+    );
+
+    let interference = run_start.until(&Snapshot::now());
+    out.stability = Stability::of(
+        &checks,
+        tracks.iter().map(|t| t.rounds.len()).sum(),
+        slow,
+        remeasured,
+        interference.steal_share,
+        interference.nivcsw,
+    );
+    out.interrupted |= ctx.stopping();
+    // Skips in run order, whatever order the rounds ran in.
+    let position = |id: &str| tracks.iter().position(|t| t.id == id);
+    out.skipped.sort_by_key(|s| position(&s.id));
+    let stopped = out.interrupted;
+    for (i, t) in tracks.iter().enumerate() {
+        if t.out {
+            continue;
         }
-        if !l.done && n < MIN_SAMPLES_INTERRUPTED {
+        let n: usize = t.samples_ns.iter().map(Vec::len).sum();
+        if n == 0 {
+            continue; // interrupted before any sample
+        }
+        let complete = t.rounds.iter().filter(|r| r.used).count() >= rounds && !t.cut;
+        if stopped && !complete && n < MIN_SAMPLES_INTERRUPTED {
             out.skipped.push(Skipped {
-                id: l.id.clone(),
+                id: t.id.clone(),
                 reason: format!("interrupted after {n} samples"),
                 failed: false,
             });
             continue;
         }
         let mut extra = Vec::new();
-        if stopped && !l.done {
+        if stopped && !complete {
             extra.push(Warning::Interrupted { samples: n });
-        } else if n < wanted {
-            extra.push(Warning::FewSamples { got: n, wanted });
+        } else if n < opts.samples_wanted() {
+            extra.push(Warning::FewSamples {
+                got: n,
+                wanted: opts.samples_wanted(),
+            });
         }
-        let m = summarise(&l, ctx, *overhead, extra);
-        progress(Event::Finished(&l.id, l.budget));
-        if let Some(m) = m {
+        if let Some(m) = summarise(t, ctx, overhead, extra) {
+            progress(Event::Result(i, &m));
             out.measurements.push(m);
+        }
+    }
+    out
+}
+
+/// What a round needs besides the tracks.
+struct RoundCtx<'a> {
+    ctx: &'a Ctx,
+    opts: &'a RunOptions,
+    overhead: &'a mut Option<f64>,
+    out: &'a mut RunOutcome,
+    progress: &'a mut dyn FnMut(Event<'_>),
+    /// Seconds since the run started.
+    at: f64,
+}
+
+/// Marks the rounds whose neighbouring canaries show a slow phase, then
+/// measures such (group, pass) units again while the re-measuring budget
+/// lasts, replacing a slow round only by one whose canary is fast. Returns
+/// (slow rounds, rounds replaced).
+fn judge_and_remeasure(
+    tracks: &mut [Track],
+    groups: &[Vec<usize>],
+    units: &[(usize, usize, f64)],
+    checks: &mut Vec<f64>,
+    planned: Duration,
+    rc: &mut RoundCtx<'_>,
+    started: Instant,
+) -> (usize, usize) {
+    let Some(base) = canary::baseline(checks) else {
+        return (0, 0);
+    };
+    // The canary of a unit is the slower of the check before it and the one after.
+    let mut slow_units = Vec::new();
+    for (k, &(g, pass, before)) in units.iter().enumerate() {
+        let after = units.get(k + 1).map_or(checks[checks.len() - 1], |u| u.2);
+        let rel = before.max(after) / base;
+        let slow = rel > canary::SLOW_PHASE;
+        for &i in &groups[g] {
+            if let Some(r) = tracks[i].rounds.get_mut(pass) {
+                r.canary = Some(rel);
+                r.slow = slow;
+            }
+        }
+        if slow {
+            slow_units.push((g, pass));
+        }
+    }
+    let slow_rounds: usize = slow_units
+        .iter()
+        .map(|(g, p)| {
+            groups[*g]
+                .iter()
+                .filter(|&&i| tracks[i].rounds.get(*p).is_some_and(|r| r.slow))
+                .count()
+        })
+        .sum();
+    let allowance = planned.mul_f64(canary::REMEASURE_SHARE);
+    let re_start = Instant::now();
+    let mut replaced = 0;
+    for (g, pass) in slow_units {
+        if rc.ctx.stopping() || re_start.elapsed() >= allowance {
+            break;
+        }
+        let c = canary::check();
+        checks.push(c);
+        if c / base > canary::SLOW_PHASE {
+            continue; // still slow: keep the round, try the next one
+        }
+        let before: Vec<usize> = groups[g].iter().map(|&i| tracks[i].rounds.len()).collect();
+        rc.at = started.elapsed().as_secs_f64();
+        run_round(tracks, &groups[g], pass, rc);
+        let after = canary::check();
+        checks.push(after);
+        let fast = c.max(after) / base <= canary::SLOW_PHASE;
+        for (&i, &n_before) in groups[g].iter().zip(&before) {
+            let t = &mut tracks[i];
+            if t.out || t.rounds.len() <= n_before {
+                continue;
+            }
+            let new = t.rounds.len() - 1;
+            t.rounds[new].canary = Some(c.max(after) / base);
+            t.rounds[new].slow = !fast;
+            // Both rounds stay on record; the slower one leaves the estimate.
+            let left_out = if fast { pass } else { new };
+            t.rounds[left_out].used = false;
+            t.samples_ns[left_out].clear();
+            replaced += usize::from(fast);
+        }
+    }
+    (slow_rounds, replaced)
+}
+
+/// Splits benches into groups of indices: those sharing an interleave key
+/// go together (at the position of the first), the rest alone.
+fn group_by_interleave<'a>(keys: impl Iterator<Item = Option<&'a str>>) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Option<&str>, Vec<usize>)> = Vec::new();
+    for (i, key) in keys.enumerate() {
+        match key.and_then(|k| groups.iter_mut().find(|(gk, _)| *gk == Some(k))) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
+/// The text of a caught panic.
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_string());
+    format!("the benchmark panicked: {msg}")
+}
+
+/// Takes a benchmark out of the run, recording why.
+fn drop_out(t: &mut Track, out: &mut RunOutcome, reason: String, failed: bool) {
+    t.out = true;
+    out.skipped.push(Skipped {
+        id: t.id.clone(),
+        reason,
+        failed,
+    });
+}
+
+/// One round of one group: prepare, calibrate and warm up each member, then
+/// sample them round-robin in a shuffled order until each has its share.
+fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
+    let (ctx, opts) = (rc.ctx, rc.opts);
+    let profile = opts.profile;
+    let rounds = opts.rounds();
+    let wanted = opts.round_samples(pass.min(rounds - 1));
+    let min_round = if rounds >= MIN_ROUNDS_ONE_SAMPLE {
+        1
+    } else {
+        MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
+    };
+    let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
+    let ids: Vec<String> = group
+        .iter()
+        .filter(|&&i| !tracks[i].out)
+        .map(|&i| tracks[i].id.clone())
+        .collect();
+    (rc.progress)(Event::Started(&ids));
+    let before = Snapshot::now();
+    let load = canary::load1();
+    let mut live: Vec<Live> = Vec::new();
+    // The budget of this round and the ones after it, for the progress of
+    // a benchmark that drops out.
+    let left = |t: &Track| (t.budget / rounds as u32) * rounds.saturating_sub(pass) as u32;
+
+    for &i in group {
+        let t = &mut tracks[i];
+        if t.out || ctx.stopping() {
+            continue;
+        }
+        let budget = t.budget / rounds as u32;
+        let started = Instant::now();
+        let prepared = catch_unwind(AssertUnwindSafe(|| t.bench.prepare(ctx)));
+        let mut timed = match prepared {
+            Ok(Ok(timed)) => timed,
+            Ok(Err(e)) => {
+                let failed = matches!(e, PrepareError::Fail(_));
+                let reason = match e {
+                    PrepareError::Skip(r) => r,
+                    PrepareError::Fail(err) => format!("{err:#}"),
+                };
+                drop_out(t, rc.out, reason, failed);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+                continue;
+            }
+            Err(p) => {
+                drop_out(t, rc.out, panic_text(p), true);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+                continue;
+            }
+        };
+        let cal = catch_unwind(AssertUnwindSafe(|| {
+            calibrate(timed.as_mut(), profile.sample_target(), budget / 3).and_then(
+                |(ops, took)| {
+                    // A calibration batch as long as the warm-up was the warm-up
+                    // (a whole file tree, a 1 GiB pass): no need for another.
+                    if took < warmup {
+                        warm_up(timed.as_mut(), ops, warmup)?;
+                    }
+                    Ok(ops)
+                },
+            )
+        }));
+        match cal {
+            Ok(Ok(ops)) => {
+                timed.take_op_times(); // discard calibration and warm-up timings
+                live.push(Live {
+                    track: i,
+                    timed,
+                    ops,
+                    budget,
+                    wanted,
+                    spent: started.elapsed(),
+                    samples_ns: Vec::with_capacity(wanted),
+                    op_times: Vec::new(),
+                    done: false,
+                })
+            }
+            Ok(Err(e)) => {
+                drop_out(t, rc.out, format!("{e:#}"), true);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+            }
+            Err(p) => {
+                drop_out(t, rc.out, panic_text(p), true);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+            }
+        }
+    }
+
+    if rc.overhead.is_none()
+        && live
+            .iter()
+            .any(|l| tracks[l.track].bench.overhead() == Overhead::EmptyLoop)
+    {
+        *rc.overhead = Some(measure_loop_overhead(profile));
+    }
+    let overhead = *rc.overhead;
+
+    // Sample, round-robin in a shuffled order per turn.
+    let mut order: Vec<usize> = (0..live.len()).collect();
+    while live.iter().any(|l| !l.done) {
+        if ctx.stopping() {
+            break;
+        }
+        fastrand::shuffle(&mut order);
+        for &k in &order {
+            let l = &mut live[k];
+            if l.done || ctx.stopping() {
+                continue;
+            }
+            let t = &mut tracks[l.track];
+            let sample_start = Instant::now();
+            let result = catch_unwind(AssertUnwindSafe(|| l.timed.run(l.ops)));
+            l.spent += sample_start.elapsed();
+            let err = match result {
+                Ok(Ok(took)) => {
+                    let mut per_op = took.as_nanos() as f64 / l.ops as f64;
+                    if t.bench.overhead() == Overhead::EmptyLoop {
+                        per_op -= overhead.unwrap_or(0.0);
+                    }
+                    l.samples_ns.push(per_op.max(1e-3));
+                    l.op_times.extend(l.timed.take_op_times());
+                    None
+                }
+                Ok(Err(e)) => Some(format!("{e:#}")),
+                Err(p) => Some(panic_text(p)),
+            };
+            if let Some(reason) = err {
+                drop_out(t, rc.out, reason, true);
+                l.done = true;
+                // This round is counted below; the rounds it will not run, here.
+                (rc.progress)(Event::Finished(&t.id, left(t).saturating_sub(l.budget)));
+                continue;
+            }
+            let n = l.samples_ns.len();
+            // An explicit --samples is honoured; the profile's count yields to the budget.
+            let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
+            if n >= l.wanted || (n >= min_round && out_of_budget) {
+                l.done = true;
+            }
+        }
+    }
+
+    let interference = before.until(&Snapshot::now());
+    for l in live {
+        let t = &mut tracks[l.track];
+        (rc.progress)(Event::Finished(&t.id, l.budget));
+        if t.out || l.samples_ns.is_empty() {
+            continue;
+        }
+        let values: Vec<f64> = l
+            .samples_ns
+            .iter()
+            .map(|&ns| t.bench.unit().from_ns_per_op(ns))
+            .collect();
+        t.rounds.push(Round {
+            median: quantile(&values, 0.5).unwrap_or(f64::NAN),
+            n: values.len(),
+            ops: l.ops,
+            at_s: rc.at,
+            canary: None,
+            slow: false,
+            used: true,
+            steal_ms: interference.steal_ms,
+            nivcsw: interference.nivcsw,
+            migrations: interference.migrations,
+            load,
+        });
+        t.cut = !l.done;
+        t.samples_ns.push(l.samples_ns);
+        t.op_times.extend(l.op_times);
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            (l.timed.warnings(), l.timed.details(), drop(l.timed))
+        }));
+        if let Ok((w, d, ())) = dropped {
+            for w in w {
+                if !t.warnings.contains(&w) {
+                    t.warnings.push(w);
+                }
+            }
+            t.details = d.or(t.details.take());
         }
     }
 }
@@ -307,21 +625,41 @@ pub fn measure_loop_overhead(profile: Profile) -> f64 {
     quantile(&samples, 0.5).unwrap_or(0.0)
 }
 
-/// Builds the measurement of a finished benchmark, with its sanity warnings.
+/// The result so far of a benchmark still being measured (no warnings about
+/// its sample count: it is not finished).
+fn interim(t: &Track, ctx: &Ctx, overhead: Option<f64>) -> Option<Measurement> {
+    if t.out {
+        return None;
+    }
+    summarise(t, ctx, overhead, Vec::new())
+}
+
+/// Builds the measurement of a benchmark from its used rounds, with its
+/// sanity warnings.
 fn summarise(
-    l: &Live,
+    t: &Track,
     ctx: &Ctx,
     overhead: Option<f64>,
     mut warns: Vec<Warning>,
 ) -> Option<Measurement> {
-    let unit = l.bench.unit();
-    let values: Vec<f64> = l
-        .samples_ns
+    let unit = t.bench.unit();
+    let samples_ns: Vec<f64> = t.samples_ns.iter().flatten().copied().collect();
+    let values: Vec<f64> = samples_ns
         .iter()
         .map(|&ns| unit.from_ns_per_op(ns))
         .collect();
-    let s = Summary::of(&values)?;
-    let median_ns = super::stats::median(&l.samples_ns)?;
+    let mut summary = Summary::of(&values)?;
+    let median_ns = super::stats::median(&samples_ns)?;
+    let used: Vec<f64> = t
+        .rounds
+        .iter()
+        .filter(|r| r.used)
+        .map(|r| r.median)
+        .collect();
+    if let Some((lo, hi)) = round_interval(&used, summary.median) {
+        summary.ci_low = lo;
+        summary.ci_high = hi;
+    }
 
     let ghz = ctx.host.cpu_ghz().unwrap_or(0.0).max(MAX_PLAUSIBLE_GHZ);
     // Only a latency cannot beat a cycle: rates and throughputs may count
@@ -329,49 +667,40 @@ fn summarise(
     if unit == super::Unit::Latency && median_ns < 1.0 / ghz {
         warns.push(Warning::BelowOneCycle { ns: median_ns, ghz });
     }
-    let noisy = s.ci_rel() > NOISE_THRESHOLD;
+    let noisy = summary.ci_rel() > NOISE_THRESHOLD;
     if noisy {
         warns.push(Warning::Noisy {
-            ci_rel: s.ci_rel(),
+            ci_rel: summary.ci_rel(),
             threshold: NOISE_THRESHOLD,
         });
     }
-    let per_op = op_stats(&l.op_times);
+    let per_op = op_stats(&t.op_times);
     if let Some(p) = per_op.as_ref().filter(|p| p.bimodal) {
         warns.push(Warning::Bimodal {
             p50: p.p50,
             p99: p.p99,
         });
     }
-    let mut warnings: Vec<String> = l.timed.warnings();
+    let mut warnings = t.warnings.clone();
     warnings.extend(warns.iter().map(ToString::to_string));
 
     Some(Measurement {
-        id: l.id.clone(),
-        area: area_of(&l.id).to_string(),
-        unit: unit.label().to_string(),
+        id: t.id.clone(),
+        area: area_of(&t.id).to_string(),
+        unit: unit.base(),
         bytes_per_op: match unit {
             super::Unit::Throughput { bytes_per_op } => Some(bytes_per_op),
             _ => None,
         },
-        params: l.bench.params(),
-        median: s.median,
-        min: s.min,
-        max: s.max,
-        mean: s.mean,
-        p5: s.p5,
-        p95: s.p95,
-        mad: s.mad,
-        ci_low: s.ci_low,
-        ci_high: s.ci_high,
-        cv: s.cv,
-        outliers: s.outliers,
-        ops_per_sample: l.ops,
-        overhead: (l.bench.overhead() == Overhead::EmptyLoop).then(|| overhead.unwrap_or(0.0)),
+        params: t.bench.params(),
+        summary,
+        ops_per_sample: t.rounds.first().map_or(1, |r| r.ops),
+        overhead: (t.bench.overhead() == Overhead::EmptyLoop).then(|| overhead.unwrap_or(0.0)),
         noisy,
         warnings,
         per_op,
-        details: l.timed.details(),
+        details: t.details.clone(),
+        rounds: t.rounds.clone(),
         samples: values,
     })
 }
@@ -472,15 +801,16 @@ mod tests {
 
     #[test]
     fn groups_keep_first_position_and_collect_members() {
-        let g = group_by_interleave(vec![
+        let benches = [
             fake("a", 1, Some("k")),
             fake("b", 1, None),
             fake("c", 1, Some("k")),
             fake("d", 1, Some("j")),
-        ]);
+        ];
+        let g = group_by_interleave(benches.iter().map(|b| b.interleave()));
         let ids: Vec<Vec<&str>> = g
             .iter()
-            .map(|g| g.iter().map(|b| b.id()).collect())
+            .map(|g| g.iter().map(|&i| benches[i].id()).collect())
             .collect();
         assert_eq!(ids, vec![vec!["a", "c"], vec!["b"], vec!["d"]]);
     }
@@ -490,6 +820,7 @@ mod tests {
         let opts = RunOptions {
             profile: Profile::Quick,
             samples: Some(8),
+            rounds: None,
         };
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
@@ -538,6 +869,7 @@ mod tests {
         let opts = RunOptions {
             profile: Profile::Quick,
             samples: None,
+            rounds: None,
         };
         let benches: Vec<Box<dyn Bench>> =
             vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
@@ -545,7 +877,8 @@ mod tests {
         let fast = out.measurements.iter().find(|m| m.id == "fast").unwrap();
         assert_eq!(fast.samples.len(), Profile::Quick.samples());
         let slow = out.measurements.iter().find(|m| m.id == "slow").unwrap();
-        assert!(slow.samples.len() >= MIN_SAMPLES);
+        // Out of budget in every round: at least one sample in each.
+        assert!(slow.samples.len() >= opts.rounds());
     }
 
     #[test]
@@ -553,6 +886,7 @@ mod tests {
         let opts = RunOptions {
             profile: Profile::Quick,
             samples: Some(5),
+            rounds: None,
         };
         let benches: Vec<Box<dyn Bench>> = vec![
             Box::new(FakeBench {
@@ -585,6 +919,7 @@ mod tests {
         let opts = RunOptions {
             profile: Profile::Quick,
             samples: None,
+            rounds: None,
         };
         let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
         assert!(out.interrupted);
@@ -596,6 +931,7 @@ mod tests {
         let opts = RunOptions {
             profile: Profile::Quick,
             samples: Some(5),
+            rounds: None,
         };
         // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
         struct Tiny;
@@ -620,6 +956,77 @@ mod tests {
         assert!(!warned(Unit::Throughput {
             bytes_per_op: 100.0
         }));
+    }
+
+    #[test]
+    fn a_panicking_benchmark_is_recorded_as_failed_and_the_rest_goes_on() {
+        struct Boom;
+        impl Timed for Boom {
+            fn run(&mut self, _ops: u64) -> anyhow::Result<Duration> {
+                panic!("index out of bounds in the test");
+            }
+        }
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(6),
+            rounds: Some(2),
+        };
+        let boom = crate::suites::FnBench::new("t.boom", "x", Unit::Latency, |_| {
+            Ok(Box::new(Boom) as Box<dyn Timed>)
+        })
+        .boxed();
+        let out = run(
+            vec![boom, fake("t.ok", 100, None)],
+            &ctx(),
+            &opts,
+            &mut |_| {},
+        );
+        assert_eq!(out.measurements.len(), 1);
+        assert_eq!(out.measurements[0].id, "t.ok");
+        let s = &out.skipped[0];
+        assert!(s.failed && s.reason.contains("panicked") && s.reason.contains("out of bounds"));
+    }
+
+    #[test]
+    fn rounds_share_out_the_samples_and_each_is_recorded() {
+        let opts = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(10),
+            rounds: Some(3),
+        };
+        assert_eq!(
+            (0..3).map(|r| opts.round_samples(r)).collect::<Vec<_>>(),
+            vec![4, 3, 3]
+        );
+        let mut interim = 0;
+        let out = run(
+            vec![fake("t.a", 1000, Some("k")), fake("t.b", 3000, Some("k"))],
+            &ctx(),
+            &opts,
+            &mut |e| {
+                if let Event::Result(..) = e {
+                    interim += 1;
+                }
+            },
+        );
+        // A result after each round of each benchmark, and the final ones.
+        assert!(interim >= 3 * 2 + 2, "{interim}");
+        let a = &out.measurements[0];
+        // Three rounds count; a slow one measured again stays on record, unused.
+        assert_eq!(a.rounds.iter().filter(|r| r.used).count(), 3);
+        assert_eq!(a.samples.len(), 10);
+        assert!(a.rounds.iter().all(|r| r.canary.is_some()));
+        // Exact fake times: every round agrees, so the interval is a point.
+        assert!((a.ci_high / a.ci_low - 1.0).abs() < 1e-9);
+        let st = out.stability.expect("the canary ran");
+        assert!(st.checks >= 4 && st.canary_ns > 0.0); // one per group round, one at the end
+        // More rounds than samples: one sample per round.
+        let few = RunOptions {
+            profile: Profile::Quick,
+            samples: Some(3),
+            rounds: Some(10),
+        };
+        assert_eq!(few.rounds(), 3);
     }
 
     #[test]

@@ -6,12 +6,15 @@
 //! confidence interval of the median (order statistics of the binomial),
 //! which assumes nothing about the shape of the distribution.
 
+use serde::{Deserialize, Serialize};
+
 use super::Outliers;
 
 /// Descriptive statistics of one set of samples.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Number of samples.
+    #[serde(default)]
     pub n: usize,
     /// Median.
     pub median: f64,
@@ -22,6 +25,7 @@ pub struct Summary {
     /// Arithmetic mean.
     pub mean: f64,
     /// Sample standard deviation (n - 1).
+    #[serde(default)]
     pub stddev: f64,
     /// 5th percentile.
     pub p5: f64,
@@ -77,6 +81,25 @@ impl Summary {
             },
             outliers: tukey_sorted(&s),
         })
+    }
+
+    /// The summary of samples that all equal `v` (also a non-finite `v`).
+    pub fn constant(v: f64) -> Summary {
+        Summary {
+            n: 1,
+            median: v,
+            min: v,
+            max: v,
+            mean: v,
+            stddev: 0.0,
+            p5: v,
+            p95: v,
+            mad: 0.0,
+            ci_low: v,
+            ci_high: v,
+            cv: 0.0,
+            outliers: Outliers::default(),
+        }
     }
 
     /// Half-width of the CI relative to the median (0.05 = ±5%).
@@ -147,6 +170,59 @@ pub fn median_ci_sorted(s: &[f64]) -> (f64, f64) {
     };
     let k = n + 1 - j;
     (s[j - 1], s[k - 1])
+}
+
+/// Two-sided 95% quantiles of Student's t for 1..=30 degrees of freedom.
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// The 97.5th percentile of Student's t with `df` degrees of freedom (a
+/// fractional `df`, as Welch's test gives, interpolates in 1/df; beyond 30
+/// the Cornish-Fisher expansion around the normal quantile).
+pub fn t975(df: f64) -> f64 {
+    let df = df.max(1.0);
+    if df <= 30.0 {
+        let lo = df.floor() as usize;
+        let hi = df.ceil() as usize;
+        if lo == hi {
+            return T975[lo - 1];
+        }
+        let w = (1.0 / lo as f64 - 1.0 / df) / (1.0 / lo as f64 - 1.0 / hi as f64);
+        return T975[lo - 1] + w * (T975[hi - 1] - T975[lo - 1]);
+    }
+    let z: f64 = 1.959_964;
+    z + (z.powi(3) + z) / (4.0 * df)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
+}
+
+/// Mean and sample variance of the logarithms of positive values; `None`
+/// with fewer than two or any value that is not positive and finite.
+pub fn log_mean_var(values: &[f64]) -> Option<(f64, f64)> {
+    if values.len() < 2 || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((mean, var))
+}
+
+/// The 95% interval of a run's estimate `point` from the medians of its
+/// independent rounds: `point · exp(±t · s / √R)`, `s` the standard
+/// deviation of the rounds' log medians and `t` Student's with `R - 1`
+/// degrees of freedom. Rounds are the top level of variation a run can see
+/// (each has its own set-up, calibration and time slot), so this is the
+/// interval that has to hold from one run to the next (Kalibera & Jones).
+/// `None` with fewer than two rounds.
+pub fn round_interval(round_medians: &[f64], point: f64) -> Option<(f64, f64)> {
+    let (_, var) = log_mean_var(round_medians)?;
+    let r = round_medians.len() as f64;
+    let hw = t975(r - 1.0) * (var / r).sqrt();
+    Some((point * (-hw).exp(), point * hw.exp()))
 }
 
 /// Tukey's fences on sorted data: mild beyond 1.5 IQR, severe beyond 3 IQR.
@@ -285,6 +361,72 @@ mod tests {
         assert_eq!((s.ci_low, s.median, s.ci_high), (7.0, 7.0, 7.0));
         assert_eq!(s.ci_rel(), 0.0);
         assert_eq!(s.outliers, Outliers::default());
+    }
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        assert!(close(t975(1.0), 12.706));
+        assert!(close(t975(4.0), 2.776));
+        assert!((t975(60.0) - 2.000).abs() < 0.002, "{}", t975(60.0));
+        assert!((t975(120.0) - 1.980).abs() < 0.002);
+        // Fractional df lies between its neighbours.
+        let t = t975(4.5);
+        assert!(t < 2.776 && t > 2.571, "{t}");
+    }
+
+    #[test]
+    fn round_interval_widens_with_round_spread_and_needs_two_rounds() {
+        assert!(round_interval(&[100.0], 100.0).is_none());
+        let (lo, hi) = round_interval(&[100.0, 100.0, 100.0], 100.0).unwrap();
+        assert!(close(lo, 100.0) && close(hi, 100.0));
+        let tight = round_interval(&[99.0, 100.0, 101.0], 100.0).unwrap();
+        let wide = round_interval(&[90.0, 100.0, 110.0], 100.0).unwrap();
+        assert!(tight.0 < 100.0 && tight.1 > 100.0);
+        assert!(wide.1 - wide.0 > 5.0 * (tight.1 - tight.0));
+    }
+
+    /// A two-level model: each run has its rounds, and a slow phase of the
+    /// machine makes some rounds 25% slower. The interval from rounds must
+    /// hold another run's estimate about as often as it says; the interval
+    /// from the samples of one run (the old method) must not.
+    #[test]
+    fn round_interval_covers_other_runs_in_a_two_level_model_with_slow_phases() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        let rounds = 5;
+        let per_round = 8;
+        let run = |rng: &mut fastrand::Rng| {
+            let mut medians = Vec::new();
+            let mut all = Vec::new();
+            for _ in 0..rounds {
+                // Round level: a slow phase 20% of the time, ±3% otherwise.
+                let slow = if rng.f64() < 0.2 { 1.25 } else { 1.0 };
+                let level = 100.0 * slow * (1.0 + 0.03 * (rng.f64() * 2.0 - 1.0));
+                let s: Vec<f64> = (0..per_round)
+                    .map(|_| level * (1.0 + 0.01 * (rng.f64() * 2.0 - 1.0)))
+                    .collect();
+                medians.push(median(&s).unwrap());
+                all.extend(s);
+            }
+            let point = median(&all).unwrap();
+            let by_rounds = round_interval(&medians, point).unwrap();
+            let by_samples = Summary::of(&all).unwrap();
+            (point, by_rounds, (by_samples.ci_low, by_samples.ci_high))
+        };
+        let runs: Vec<_> = (0..200).map(|_| run(&mut rng)).collect();
+        let (mut hit_rounds, mut hit_samples, mut total) = (0, 0, 0);
+        for (i, a) in runs.iter().enumerate() {
+            let b = &runs[(i + 1) % runs.len()];
+            total += 1;
+            hit_rounds += usize::from(a.1.0 <= b.0 && b.0 <= a.1.1);
+            hit_samples += usize::from(a.2.0 <= b.0 && b.0 <= a.2.1);
+        }
+        let rounds_rate = hit_rounds as f64 / total as f64;
+        let samples_rate = hit_samples as f64 / total as f64;
+        assert!(rounds_rate >= 0.8, "round intervals hold {rounds_rate}");
+        assert!(
+            samples_rate < rounds_rate,
+            "{samples_rate} vs {rounds_rate}"
+        );
     }
 
     #[test]

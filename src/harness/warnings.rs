@@ -1,5 +1,9 @@
-//! Every warning the harness can attach, with its text and its hint in one
-//! place, so that the same situation is always explained the same way.
+//! Every warning a result or a run can carry, the harness's and the
+//! suites' alike, with its text, its hint and its code in one place, so
+//! that the same situation is always explained the same way.
+//!
+//! Results keep warnings as text (schema 1); [`Warning::code`] names each
+//! kind for programs that group or filter them.
 
 use std::fmt;
 
@@ -52,6 +56,150 @@ pub enum Warning {
     },
     /// The run is in a virtual machine.
     Virtualized(String),
+    /// The kernel's vDSO lacks a function, so its libc call makes a system call.
+    VdsoMissing {
+        /// The vDSO function (`clock_gettime`, `getcpu`...).
+        func: String,
+    },
+    /// No inline system-call instruction on this architecture.
+    RawViaLibc,
+    /// A part of the timed runs was preempted on every retry.
+    Preempted {
+        /// Runs preempted on every try.
+        kept: u64,
+        /// Runs timed.
+        done: u64,
+        /// Tries per run.
+        tries: u32,
+    },
+    /// A share of the timed wall time went to waiting for a CPU.
+    WaitedForCpu {
+        /// The share, 0..1.
+        share: f64,
+    },
+    /// `std::process::Command` forks and execs here instead of posix_spawn.
+    CommandForks {
+        /// Why the standard library took that path.
+        why: String,
+    },
+    /// The system's `true` is static, so no loader cost is measured.
+    TrueIsStatic,
+    /// Huge-page faults fell back to base pages.
+    HugeFaultFallback {
+        /// Most faults seen for one huge page.
+        faults: f64,
+    },
+    /// Hardware counters cannot be read.
+    NoCounters {
+        /// Why.
+        why: String,
+    },
+    /// The compiler may turn the measured branch into a conditional move.
+    BranchMayBeCmov,
+    /// Each operation of a chain also goes through memory (black_box).
+    ChainThroughMemory,
+    /// Spinning ends share one CPU, so spins become yields and switches.
+    SpinSharedCpu,
+    /// The directory of the shm-file benchmark is not a tmpfs.
+    NotTmpfs {
+        /// The directory.
+        dir: String,
+    },
+    /// Only part of a working set is backed by huge pages.
+    FewHugePages {
+        /// The share on huge pages, 0..1.
+        share: f64,
+    },
+    /// The largest point of the latency curve at this profile stays in the caches.
+    CurveTopInCache {
+        /// The profile.
+        profile: &'static str,
+        /// The working set (a size label).
+        size: String,
+        /// 4x the last-level cache (a size label), if that size is known.
+        llc4: Option<String>,
+        /// What goes further: a longer profile, or nothing (memory caps it).
+        further: &'static str,
+    },
+    /// Bandwidth arrays smaller than 4x the last-level cache (or that cache unknown).
+    ArraysInCache {
+        /// The array size (a size label).
+        size: String,
+        /// 4x the last-level cache (a size label), if that size is known.
+        llc4: Option<String>,
+        /// What capped the arrays (the profile, the memory available).
+        why: String,
+    },
+    /// All-CPU bandwidth threads finished far apart.
+    UnevenThreads {
+        /// Typical slowest/fastest time ratio.
+        spread: f64,
+    },
+    /// A storage benchmark's directory is on a file system in memory.
+    FsInMemory {
+        /// The run's directory.
+        dir: String,
+        /// The file system type.
+        fs: String,
+    },
+    /// zfs caches data in its ARC, which posix_fadvise cannot drop.
+    ZfsArc,
+    /// ext4 without a journal avoids recently freed inodes.
+    NoJournal {
+        /// The file system type.
+        fs: String,
+    },
+    /// O_DIRECT was refused, so random reads are buffered after a cache drop.
+    DirectRefused {
+        /// The file system type.
+        fs: String,
+    },
+    /// The log file cannot be preallocated.
+    NoPrealloc {
+        /// The file system type.
+        fs: String,
+    },
+    /// File data is dropped from the cache before each pass, metadata is not.
+    MetadataCached,
+}
+
+impl Warning {
+    /// A stable name of the kind of warning, for programs: `noisy`, `vdso_missing`...
+    pub fn code(&self) -> &'static str {
+        match self {
+            Warning::BelowOneCycle { .. } => "below_one_cycle",
+            Warning::Noisy { .. } => "noisy",
+            Warning::Bimodal { .. } => "bimodal",
+            Warning::Interrupted { .. } => "interrupted",
+            Warning::FewSamples { .. } => "few_samples",
+            Warning::Clocksource(_) => "clocksource",
+            Warning::Governor(_) => "governor",
+            Warning::Load { .. } => "load",
+            Warning::Virtualized(_) => "virtualized",
+            Warning::VdsoMissing { .. } => "vdso_missing",
+            Warning::RawViaLibc => "raw_via_libc",
+            Warning::Preempted { .. } => "preempted",
+            Warning::WaitedForCpu { .. } => "waited_for_cpu",
+            Warning::CommandForks { .. } => "command_forks",
+            Warning::TrueIsStatic => "true_is_static",
+            Warning::HugeFaultFallback { .. } => "huge_fault_fallback",
+            Warning::NoCounters { .. } => "no_counters",
+            Warning::BranchMayBeCmov => "branch_may_be_cmov",
+            Warning::ChainThroughMemory => "chain_through_memory",
+            Warning::SpinSharedCpu => "spin_shared_cpu",
+            Warning::NotTmpfs { .. } => "not_tmpfs",
+            Warning::FewHugePages { .. } => "few_huge_pages",
+            Warning::CurveTopInCache { .. } => "curve_top_in_cache",
+            Warning::ArraysInCache { .. } => "arrays_in_cache",
+            Warning::UnevenThreads { .. } => "uneven_threads",
+            Warning::FsInMemory { .. } => "fs_in_memory",
+            Warning::ZfsArc => "zfs_arc",
+            Warning::NoJournal { .. } => "no_journal",
+            Warning::DirectRefused { .. } => "direct_refused",
+            Warning::NoPrealloc { .. } => "no_prealloc",
+            Warning::MetadataCached => "metadata_cached",
+        }
+    }
 }
 
 impl fmt::Display for Warning {
@@ -93,6 +241,120 @@ impl fmt::Display for Warning {
             Warning::Virtualized(what) => write!(
                 f,
                 "virtual machine ({what}), as most cloud machines are: wake-ups across vCPUs and exits to the hypervisor cost more than on bare metal, so compare with machines of the same kind"
+            ),
+            Warning::VdsoMissing { func } => write!(
+                f,
+                "this kernel's vDSO has no {func}: the libc call makes a system call"
+            ),
+            Warning::RawViaLibc => write!(
+                f,
+                "no inline system-call instruction on this architecture: measured through libc::syscall, which adds a function call and errno handling"
+            ),
+            Warning::Preempted { kept, done, tries } => write!(
+                f,
+                "{kept} of {done} timed runs were preempted on every one of {tries} tries: another task kept taking this CPU; quieten the machine or pin with --cpu"
+            ),
+            Warning::WaitedForCpu { share } => write!(
+                f,
+                "{:.0}% of the timed wall time was spent waiting for a CPU (other processes were running): the figure includes that scheduling delay; rerun on a quieter machine",
+                share * 100.0
+            ),
+            Warning::CommandForks { why } => write!(
+                f,
+                "std::process::Command falls back to fork+exec here ({why}), so it grows with the parent's memory like fork"
+            ),
+            Warning::TrueIsStatic => write!(
+                f,
+                "`true` is statically linked here: no loader cost is included"
+            ),
+            Warning::HugeFaultFallback { faults } => write!(
+                f,
+                "some huge-page faults fell back to base pages (up to {faults:.0} faults per huge page): memory may be fragmented"
+            ),
+            Warning::NoCounters { why } => write!(
+                f,
+                "hardware counters unavailable: {why}; cycle figures of this run are estimated from this clock"
+            ),
+            Warning::BranchMayBeCmov => write!(
+                f,
+                "on this architecture the compiler may turn the branch into a conditional move"
+            ),
+            Warning::ChainThroughMemory => write!(
+                f,
+                "on this architecture every operation also passes through memory (black_box)"
+            ),
+            Warning::SpinSharedCpu => write!(
+                f,
+                "both ends spin on one CPU: each poll yields the CPU to the other end, so this measures yields and context switches, not spinning"
+            ),
+            Warning::NotTmpfs { dir } => write!(
+                f,
+                "{dir} is not a tmpfs here, so this measures a file system's page cache"
+            ),
+            Warning::FewHugePages { share } => write!(
+                f,
+                "only {:.0}% of the working set is on huge pages (memory fragmented?)",
+                share * 100.0
+            ),
+            Warning::CurveTopInCache {
+                profile,
+                size,
+                llc4: None,
+                ..
+            } => write!(
+                f,
+                "largest working set at the {profile} profile ({size}); the last-level cache size is unknown, so whether it reaches memory is not known"
+            ),
+            Warning::CurveTopInCache {
+                profile,
+                size,
+                llc4: Some(llc4),
+                further,
+            } => write!(
+                f,
+                "largest working set at the {profile} profile: {size} is below 4x the last-level cache ({llc4}); {further}"
+            ),
+            Warning::ArraysInCache {
+                size, llc4: None, ..
+            } => write!(
+                f,
+                "last-level cache size unknown: arrays of {size} may not exceed it"
+            ),
+            Warning::ArraysInCache {
+                size,
+                llc4: Some(llc4),
+                why,
+            } => write!(
+                f,
+                "arrays of {size} are below 4x the last-level cache ({llc4}), capped by {why}: part of the traffic may be served by the cache"
+            ),
+            Warning::UnevenThreads { spread } => write!(
+                f,
+                "threads finished far apart (typically the slowest took {spread:.1}x the fastest): other work shares these CPUs, and all-CPU bandwidth waits for the last thread"
+            ),
+            Warning::FsInMemory { dir, fs } => write!(
+                f,
+                "{dir} is on {fs}: no disk is involved, these are memory figures"
+            ),
+            Warning::ZfsArc => write!(
+                f,
+                "zfs keeps data in its own cache (the ARC), which posix_fadvise cannot drop: cold and O_DIRECT reads may come from memory"
+            ),
+            Warning::NoJournal { fs } => write!(
+                f,
+                "{fs} without a journal: a new file skips the inodes freed in the last minute, so creating files soon after deleting many (as a previous run or benchmark may have) costs extra CPU"
+            ),
+            Warning::DirectRefused { fs } => write!(
+                f,
+                "O_DIRECT refused by {fs}: buffered reads of a file dropped from the page cache before each batch (a block read twice in a batch comes from memory)"
+            ),
+            Warning::NoPrealloc { fs } => write!(
+                f,
+                "{fs} cannot preallocate (fallocate): the log grows by appends, which also update its size"
+            ),
+            Warning::MetadataCached => write!(
+                f,
+                "file data dropped from the page cache before each pass; directory entries and inodes stay cached"
             ),
         }
     }
@@ -222,5 +484,71 @@ mod tests {
         assert_eq!(host_warnings(&h), []);
         h.logical_cpus = 4;
         assert_eq!(host_warnings(&h).len(), 1);
+    }
+
+    #[test]
+    fn suite_caveats_keep_their_wording_and_have_distinct_codes() {
+        let all = [
+            Warning::VdsoMissing {
+                func: "getcpu".into(),
+            },
+            Warning::RawViaLibc,
+            Warning::Preempted {
+                kept: 3,
+                done: 10,
+                tries: 4,
+            },
+            Warning::WaitedForCpu { share: 0.25 },
+            Warning::CommandForks { why: "x".into() },
+            Warning::TrueIsStatic,
+            Warning::HugeFaultFallback { faults: 512.0 },
+            Warning::NoCounters { why: "x".into() },
+            Warning::BranchMayBeCmov,
+            Warning::ChainThroughMemory,
+            Warning::SpinSharedCpu,
+            Warning::NotTmpfs {
+                dir: "/dev/shm".into(),
+            },
+            Warning::FewHugePages { share: 0.5 },
+            Warning::CurveTopInCache {
+                profile: "quick",
+                size: "64MiB".into(),
+                llc4: Some("128MiB".into()),
+                further: "--profile default goes further",
+            },
+            Warning::ArraysInCache {
+                size: "64MiB".into(),
+                llc4: None,
+                why: String::new(),
+            },
+            Warning::UnevenThreads { spread: 2.0 },
+            Warning::FsInMemory {
+                dir: "/dev/shm".into(),
+                fs: "tmpfs".into(),
+            },
+            Warning::ZfsArc,
+            Warning::NoJournal { fs: "ext4".into() },
+            Warning::DirectRefused { fs: "tmpfs".into() },
+            Warning::NoPrealloc { fs: "tmpfs".into() },
+            Warning::MetadataCached,
+        ];
+        let mut codes = std::collections::HashSet::new();
+        for w in &all {
+            assert!(codes.insert(w.code()), "duplicate code {}", w.code());
+            assert!(!w.to_string().is_empty());
+        }
+        assert_eq!(
+            all[0].to_string(),
+            "this kernel's vDSO has no getcpu: the libc call makes a system call"
+        );
+        assert_eq!(
+            all[13].to_string(),
+            "largest working set at the quick profile: 64MiB is below 4x the last-level cache (128MiB); --profile default goes further"
+        );
+        assert!(
+            all[14]
+                .to_string()
+                .starts_with("last-level cache size unknown")
+        );
     }
 }

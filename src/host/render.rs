@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{CacheInfo, Host};
-use crate::report::units::human_bytes;
+use crate::units::human_bytes;
 
 /// The indentation of the rows under a section title.
 const INDENT: &str = "  ";

@@ -12,7 +12,7 @@ use anyhow::anyhow;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::units::{human, human_bytes};
+use crate::units::{human, human_bytes};
 
 /// Width of every chart, in SVG pixels.
 pub const WIDTH: u32 = 960;
@@ -459,11 +459,11 @@ pub fn sweep_svg(
         let x_fmt = |p: &f64| {
             let v = xs.value(*p);
             if x_is_bytes && v >= 1.0 && v.fract() == 0.0 {
-                crate::suites::size_label(v as u64)
+                crate::units::size_label(v as u64)
             } else if x_is_bytes {
                 human_bytes(v)
             } else {
-                super::units::sig3(v)
+                crate::units::sig3(v)
             }
         };
         let y_fmt = |p: &f64| tick_label(ys.value(*p), unit);

@@ -8,15 +8,26 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::table::NOISY_MARK;
-use super::units::human;
 use crate::compare::Comparison;
-use crate::suites::fmt_ratio;
+use crate::units::fmt_ratio;
+use crate::units::human;
 
 /// Renders a comparison as text for the terminal.
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "A: {} ({})", c.a.describe(), c.a.started);
-    let _ = writeln!(out, "B: {} ({})", c.b.describe(), c.b.started);
+    for (side, runs) in [("A", &c.a_runs), ("B", &c.b_runs)] {
+        match runs.as_slice() {
+            [one] => {
+                let _ = writeln!(out, "{side}: {} ({})", one.describe(), one.started);
+            }
+            many => {
+                let _ = writeln!(out, "{side}: {} runs", many.len());
+                for r in many {
+                    let _ = writeln!(out, "   {} ({})", r.describe(), r.started);
+                }
+            }
+        }
+    }
     let mut areas: Vec<&str> = Vec::new();
     for r in &c.rows {
         if !areas.contains(&r.area.as_str()) {
@@ -37,8 +48,16 @@ pub fn render(c: &Comparison) -> String {
         for r in c.rows.iter().filter(|r| r.area == area) {
             t.add_row(vec![
                 Cell::new(&r.id),
-                Cell::new(format!("{}{}", human(r.a, &r.unit), noisy(r.noisy_a))),
-                Cell::new(format!("{}{}", human(r.b, &r.unit), noisy(r.noisy_b))),
+                Cell::new(format!(
+                    "{}{}",
+                    human(r.a, r.unit.label()),
+                    noisy(r.noisy_a)
+                )),
+                Cell::new(format!(
+                    "{}{}",
+                    human(r.b, r.unit.label()),
+                    noisy(r.noisy_b)
+                )),
                 Cell::new(fmt_ratio(r.ratio)),
                 Cell::new(format!(
                     "{} – {}",
@@ -94,10 +113,52 @@ pub fn render(c: &Comparison) -> String {
     for i in &c.incomparable {
         let _ = writeln!(out, "\nnot comparable: {}: {}", i.id, i.reason);
     }
-    let _ = writeln!(
-        out,
-        "\nB/A = median of B / median of A; 95% CI by bootstrap on the samples; faster/slower when the CI excludes 1 and the difference exceeds {:.0}%; {NOISY_MARK} = noisy",
-        c.threshold * 100.0
-    );
+    let _ = writeln!(out, "\n{}", method_note(c));
     out
+}
+
+/// How the comparison was made, in words: the footer of every format.
+pub fn method_note(c: &Comparison) -> String {
+    use crate::compare::CiMethod;
+    let count = |m: CiMethod| c.rows.iter().filter(|r| r.method == m).count();
+    let mut parts = vec![
+        "B/A = median of B / median of A (a side of several runs: the geometric mean of their medians)".to_string(),
+    ];
+    let mut how = Vec::new();
+    if count(CiMethod::Rounds) > 0 {
+        how.push(format!(
+            "{} from the spread of the rounds (Welch's t on log round medians: the run-to-run variation a run can see)",
+            count(CiMethod::Rounds)
+        ));
+    }
+    if count(CiMethod::Bootstrap) > 0 {
+        how.push(format!(
+            "{} by bootstrap on the samples (documents without rounds)",
+            count(CiMethod::Bootstrap)
+        ));
+    }
+    if count(CiMethod::MedianCis) > 0 {
+        how.push(format!(
+            "{} from the stored CIs of the medians",
+            count(CiMethod::MedianCis)
+        ));
+    }
+    if !how.is_empty() {
+        parts.push(format!("95% CIs: {}", how.join("; ")));
+    }
+    let floors = c.rows.iter().filter(|r| r.noise_floor.is_some()).count();
+    parts.push(format!(
+        "faster/slower when the CI excludes 1 and the difference exceeds {:.0}%{}",
+        c.threshold * 100.0,
+        if floors > 0 {
+            format!(
+                " or, for {floors} benchmarks, the noise floor from {} earlier runs of {} in the history (the 95% range of their run-to-run spread), when larger",
+                c.floor_runs, c.a.host
+            )
+        } else {
+            String::new()
+        }
+    ));
+    parts.push(format!("{NOISY_MARK} = noisy"));
+    parts.join("; ")
 }

@@ -46,7 +46,7 @@ pub fn render_run(doc: &RunDoc) -> anyhow::Result<String> {
             doc.host.hostname.clone(),
             m.id.clone(),
             m.area.clone(),
-            m.unit.clone(),
+            m.unit.label().to_string(),
             n(m.median),
             n(m.ci_low),
             n(m.ci_high),
@@ -77,7 +77,7 @@ pub fn render_compare(c: &Comparison) -> anyhow::Result<String> {
         w.write_record([
             r.id.clone(),
             r.area.clone(),
-            r.unit.clone(),
+            r.unit.label().to_string(),
             n(r.a),
             n(r.b),
             n(r.ratio),

@@ -3,19 +3,19 @@
 //!
 //! Contents: the runs with their colours; the host blocks side by side
 //! (differences highlighted); per area, bar charts of the benchmarks with
-//! CI whiskers (one bar per run), sweep benchmarks (`id/param` with a size
-//! or count) as curves on log axes, a table of every result and the
-//! derived findings; noisy results are pale bars, hollow points and `~`.
+//! CI whiskers (one bar per run), sweep benchmarks (`id/point` with a
+//! numeric sweep parameter, see [`SWEEP_AXES`]) as curves on log axes, a
+//! table of every result and the derived findings; noisy results are pale
+//! bars, hollow points and `~`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::charts::{self, Bar, BarGroup, Point, Series};
 use super::table::NOISY_MARK;
-use super::units::{human, human_bytes};
 use crate::document::RunDoc;
 use crate::harness::Measurement;
-use crate::suites::fmt_ratio;
+use crate::units::{SWEEP_AXES, fmt_ratio, human, human_bytes};
 
 /// Most curves drawn in one sweep chart before it is split by benchmark.
 pub const MAX_SERIES: usize = 8;
@@ -58,81 +58,20 @@ pub struct SweepPoint {
     pub bytes: bool,
 }
 
-/// The sweep point of a measurement: from the id's `/param` label (`32KiB`,
-/// `rss=256MiB`, `64B`, `8`), else from a numeric parameter. `None` for a
-/// benchmark that is not a sweep point.
+/// The sweep point of a measurement: a benchmark whose id has a `/point`
+/// part and that records one of the [`SWEEP_AXES`] parameters as a
+/// number. `None` for a benchmark that is not a sweep point.
 pub fn sweep_point(m: &Measurement) -> Option<SweepPoint> {
-    let (base, label) = m.id.split_once('/')?;
-    let (key, value) = match label.split_once('=') {
-        Some((k, v)) => (Some(k), v),
-        None => (None, label),
-    };
-    if let Some((x, bytes)) = parse_quantity(value) {
-        let x_name = key
-            .map(str::to_string)
-            .or_else(|| param_named_for(m, x, bytes))
-            .unwrap_or_else(|| if bytes { "size" } else { "n" }.to_string());
-        return Some(SweepPoint {
+    let (base, _) = m.id.split_once('/')?;
+    SWEEP_AXES.iter().find_map(|&(name, bytes)| {
+        let x = m.params.get(name)?.as_f64()?;
+        (x > 0.0).then(|| SweepPoint {
             base: base.to_string(),
-            x_name,
+            x_name: name.to_string(),
             x,
             bytes,
         })
-        .filter(|p| p.x > 0.0);
-    }
-    // The label is a name ("fast", "64KiB-aligned"...): use a numeric parameter.
-    let preferred = ["size", "bytes", "rss", "working_set", "len", "block"];
-    let mut numeric: Vec<(&String, f64)> = m
-        .params
-        .iter()
-        .filter_map(|(k, v)| v.as_f64().map(|x| (k, x)))
-        .filter(|(_, x)| *x > 0.0)
-        .collect();
-    numeric.sort_by_key(|(k, _)| !preferred.iter().any(|p| k.contains(p)));
-    let (k, x) = numeric.first()?;
-    Some(SweepPoint {
-        base: base.to_string(),
-        x_name: (*k).clone(),
-        x: *x,
-        bytes: preferred[..5].iter().any(|p| k.contains(p)),
     })
-}
-
-/// The name of a parameter holding `x` (as a number or as the same label).
-fn param_named_for(m: &Measurement, x: f64, bytes: bool) -> Option<String> {
-    m.params
-        .iter()
-        .find(|(_, v)| match v {
-            serde_json::Value::Number(n) => n.as_f64() == Some(x),
-            serde_json::Value::String(s) => parse_quantity(s) == Some((x, bytes)),
-            _ => false,
-        })
-        .map(|(k, _)| k.clone())
-}
-
-/// Parses `32KiB`, `4MiB`, `64B`, `1.5GiB`, `16K`, `100MB`, `8` into a value
-/// and whether it is a byte count.
-pub fn parse_quantity(s: &str) -> Option<(f64, bool)> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, suffix) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let k = 1024f64;
-    let (mult, bytes) = match suffix {
-        "" => (1.0, false),
-        "B" | "b" => (1.0, true),
-        "KiB" | "K" | "k" => (k, true),
-        "MiB" | "M" => (k * k, true),
-        "GiB" | "G" => (k * k * k, true),
-        "TiB" | "T" => (k * k * k * k, true),
-        "kB" | "KB" => (1e3, true),
-        "MB" => (1e6, true),
-        "GB" => (1e9, true),
-        _ => return None,
-    };
-    Some((v * mult, bytes))
 }
 
 /// Renders the report of `docs` (one or more runs, side by side).
@@ -405,14 +344,14 @@ fn area_charts(
     // Bars: per unit, the benchmarks that are not sweep points.
     let mut units: Vec<&str> = Vec::new();
     for (id, m) in &ids {
-        if !is_sweep(id) && !units.contains(&m.unit.as_str()) {
-            units.push(&m.unit);
+        if !is_sweep(id) && !units.contains(&m.unit.label()) {
+            units.push(m.unit.label());
         }
     }
     for unit in units {
         let groups: Vec<BarGroup> = ids
             .iter()
-            .filter(|(id, m)| m.unit == unit && !is_sweep(id))
+            .filter(|(id, m)| m.unit.label() == unit && !is_sweep(id))
             .map(|(id, _)| BarGroup {
                 label: id.to_string(),
                 bars: docs
@@ -459,7 +398,7 @@ fn area_charts(
         let Some(p) = points.get(id) else { continue };
         match families
             .iter_mut()
-            .find(|f| f.0 == m.unit && f.1 == p.x_name)
+            .find(|f| f.0 == m.unit.label() && f.1 == p.x_name)
         {
             Some(f) => {
                 if !f.3.contains(&p.base) {
@@ -467,7 +406,7 @@ fn area_charts(
                 }
             }
             None => families.push((
-                m.unit.clone(),
+                m.unit.label().to_string(),
                 p.x_name.clone(),
                 p.bytes,
                 vec![p.base.clone()],
@@ -486,7 +425,7 @@ fn area_charts(
                 for (ri, d) in docs.iter().enumerate() {
                     let mut pts: Vec<Point> = d
                         .area(area)
-                        .filter(|m| m.unit == unit)
+                        .filter(|m| m.unit.label() == unit)
                         .filter_map(|m| {
                             let p = sweep_point(m)?;
                             (p.base == *base && p.x_name == x_name).then_some(Point {
@@ -570,7 +509,7 @@ fn area_table(h: &mut String, docs: &[RunDoc], area: &str) {
                         h,
                         "<td class=\"num{}\">{} ±{:.1}%{}</td>",
                         if m.noisy { " noisy" } else { "" },
-                        esc(&human(m.median, &m.unit)),
+                        esc(&human(m.median, m.unit.label())),
                         m.ci_rel() * 100.0,
                         if m.noisy { NOISY_MARK } else { "" }
                     );
@@ -649,14 +588,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantities_parse_with_binary_and_decimal_units() {
-        assert_eq!(parse_quantity("32KiB"), Some((32768.0, true)));
-        assert_eq!(parse_quantity("64B"), Some((64.0, true)));
-        assert_eq!(parse_quantity("1.5MiB"), Some((1.5 * 1048576.0, true)));
-        assert_eq!(parse_quantity("100MB"), Some((1e8, true)));
-        assert_eq!(parse_quantity("8"), Some((8.0, false)));
-        assert_eq!(parse_quantity("fast"), None);
-        assert_eq!(parse_quantity("4x"), None);
+    fn sweep_points_come_from_typed_params_not_from_ids() {
+        let mut m = Measurement::point("memory.latency.random/48KiB", "ns/op", 2.0);
+        assert_eq!(sweep_point(&m), None, "the id alone says nothing");
+        m.params.insert("size".into(), (48u64 << 10).into());
+        let p = sweep_point(&m).unwrap();
+        assert_eq!(p.base, "memory.latency.random");
+        assert_eq!((p.x_name.as_str(), p.x, p.bytes), ("size", 49152.0, true));
+        let mut plain = Measurement::point("syscall.getpid.raw", "ns/op", 50.0);
+        plain.params.insert("size".into(), 8.into());
+        assert_eq!(sweep_point(&plain), None, "no /point, no sweep");
     }
 
     #[test]

@@ -4,10 +4,10 @@
 use std::fmt::Write;
 
 use super::table::NOISY_MARK;
-use super::units::human;
 use crate::compare::Comparison;
 use crate::document::RunDoc;
-use crate::suites::fmt_ratio;
+use crate::units::fmt_ratio;
+use crate::units::human;
 
 /// Escapes text for a Markdown table cell.
 pub fn cell(s: &str) -> String {
@@ -40,10 +40,15 @@ pub fn render_run(doc: &RunDoc) -> String {
         cell(&doc.opcost_version),
         if doc.run.interrupted {
             " — interrupted"
+        } else if doc.run.incomplete {
+            " — incomplete"
         } else {
             ""
         }
     );
+    if let Some(s) = &doc.stability {
+        let _ = writeln!(out, "> {}\n", cell(&s.line()));
+    }
     for w in &doc.warnings {
         let _ = writeln!(out, "> warning: {}\n", cell(w));
     }
@@ -68,10 +73,10 @@ pub fn render_run(doc: &RunDoc) -> String {
                     out,
                     "| `{}` | {} | ±{:.1}% | {} … {} | {} | {} |",
                     cell(&m.id),
-                    human(m.median, &m.unit),
+                    human(m.median, m.unit.label()),
                     m.ci_rel() * 100.0,
-                    human(lo, &m.unit),
-                    human(hi, &m.unit),
+                    human(lo, m.unit.label()),
+                    human(hi, m.unit.label()),
                     m.samples.len(),
                     cell(&note.join("; "))
                 );
@@ -118,9 +123,9 @@ pub fn render_compare(c: &Comparison) -> String {
             out,
             "| `{}` | {}{} | {}{} | {} | {} – {} | {} |",
             cell(&r.id),
-            human(r.a, &r.unit),
+            human(r.a, r.unit.label()),
             noisy(r.noisy_a),
-            human(r.b, &r.unit),
+            human(r.b, r.unit.label()),
             noisy(r.noisy_b),
             fmt_ratio(r.ratio),
             fmt_ratio(r.ci_low),

@@ -1,4 +1,5 @@
-//! Presenting results: human units and the terminal table. Reports never
+//! Presenting results: the terminal table, comparisons, Markdown, CSV and
+//! the HTML report with its charts. Reports never
 //! re-measure; they only read run documents.
 
 pub mod charts;
@@ -7,4 +8,3 @@ pub mod csv;
 pub mod html;
 pub mod markdown;
 pub mod table;
-pub mod units;

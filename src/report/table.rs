@@ -7,8 +7,8 @@ use std::fmt::Write;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
-use super::units::human;
 use crate::document::RunDoc;
+use crate::units::human;
 
 /// The mark shown beside a noisy result.
 pub const NOISY_MARK: &str = "~";
@@ -31,10 +31,15 @@ pub fn render(doc: &RunDoc) -> String {
         doc.run.profile.name(),
         if doc.run.interrupted {
             " — interrupted"
+        } else if doc.run.incomplete {
+            " — incomplete (it did not end; these are the results it had)"
         } else {
             ""
         }
     );
+    if let Some(s) = &doc.stability {
+        let _ = writeln!(out, "{}", s.line());
+    }
     for w in &doc.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
@@ -59,9 +64,13 @@ pub fn render(doc: &RunDoc) -> String {
     let noisy = doc.results.iter().filter(|m| m.noisy).count();
     let _ = writeln!(
         out,
-        "\n{} results in {:.1} s; median ± half-width of its 95% CI; {NOISY_MARK} = noisy (CI wider than ±5%): {noisy}",
+        "\n{} results in {:.1} s; median ± half-width of its 95% CI{}; {NOISY_MARK} = noisy (CI wider than ±5%): {noisy}",
         doc.results.len(),
-        doc.run.duration_s
+        doc.run.duration_s,
+        match doc.results.iter().map(|m| m.rounds.len()).max() {
+            Some(r) if r > 1 => format!(" (from the spread of its {r} rounds)"),
+            _ => String::new(),
+        }
     );
     out
 }
@@ -104,12 +113,12 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
         };
         table.add_row(vec![
             Cell::new(&m.id),
-            Cell::new(human(m.median, &m.unit)),
+            Cell::new(human(m.median, m.unit.label())),
             Cell::new(format!("±{:.1}%", m.ci_rel() * 100.0)),
             Cell::new(format!(
                 "{} … {}",
-                human(lo.min(hi), &m.unit),
-                human(lo.max(hi), &m.unit)
+                human(lo.min(hi), m.unit.label()),
+                human(lo.max(hi), m.unit.label())
             )),
             Cell::new(note),
         ]);

@@ -5,7 +5,13 @@
 //! - The run document is stored whole (`runs.doc`) and is what [`Store::load`]
 //!   returns, so run → save → load gives back an equal document; the other
 //!   tables only index it (see [`schema`]).
-//! - A run is written in one transaction: an interrupted save leaves nothing.
+//! - A run is written while it happens, as hyperfine exports after every
+//!   benchmark: [`Store::begin`] records it as incomplete, each result is
+//!   kept as it completes ([`Store::put_partial`]), and [`Store::finish`]
+//!   replaces all that with the whole document in one transaction. A run
+//!   killed midway (a panic, the OOM killer, SIGKILL) keeps what it had
+//!   measured, marked incomplete in `runs`, `show` and `compare`.
+//! - A finished run is written in one transaction: an interrupted save leaves nothing.
 //! - Several opcost processes may share a history: WAL journal and a busy
 //!   timeout, and migrations run inside an immediate transaction that
 //!   re-reads the version, so two first uses cannot both migrate.
@@ -23,6 +29,7 @@ use anyhow::{Context, anyhow, bail};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::document::RunDoc;
+use crate::harness::Measurement;
 
 /// How long a write waits for another opcost process holding the lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -68,6 +75,8 @@ pub struct RunRow {
     pub n_skipped: i64,
     /// True when the run was stopped before the end.
     pub interrupted: bool,
+    /// False while a run is being written, and for a run that died before its end.
+    pub complete: bool,
     /// The file it was imported from, for imported runs.
     pub source: Option<String>,
 }
@@ -150,6 +159,14 @@ impl Store {
         store
             .conn
             .pragma_update(None, "foreign_keys", true)
+            .map_err(|e| explain(e, path))?;
+        // Results are written as they come, between rounds: with WAL,
+        // NORMAL makes a commit an append to the log (no fsync each time)
+        // and still survives a crash of opcost; only a power cut can lose
+        // the last commits.
+        store
+            .conn
+            .pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| explain(e, path))?;
         store.migrate()?;
         Ok(store)
@@ -234,38 +251,119 @@ impl Store {
     /// left alone ([`Saved::AlreadyPresent`]); a different run with the same
     /// id is an [`IdConflict`]. `source` names the file of an imported run.
     pub fn save(&mut self, doc: &RunDoc, source: Option<&str>) -> anyhow::Result<Saved> {
-        let text = serde_json::to_string(doc).context("serialising the run")?;
         // Only what loads back equal is stored (JSON has no NaN or infinity).
-        match RunDoc::from_json(&text) {
-            Ok(back) if back == *doc => {}
-            _ => bail!(
-                "run {} holds a value JSON cannot keep exactly (NaN or infinity); it was not saved",
-                doc.run.id
-            ),
-        }
+        let text = checked_json(doc)?;
         let p = self.path.clone();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| explain(e, &p))?;
-        let old: Option<String> = tx
-            .query_row("SELECT doc FROM runs WHERE id = ?1", [&doc.run.id], |r| {
-                r.get(0)
-            })
+        let old: Option<(String, bool)> = tx
+            .query_row(
+                "SELECT doc, complete FROM runs WHERE id = ?1",
+                [&doc.run.id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .optional()
             .map_err(|e| explain(e, &p))?;
-        if let Some(old) = old {
+        if let Some((old, complete)) = old {
             return match RunDoc::from_json(&old) {
-                Ok(o) if o == *doc => Ok(Saved::AlreadyPresent),
+                Ok(o) if o == *doc && complete => Ok(Saved::AlreadyPresent),
                 _ => Err(IdConflict(doc.run.id.clone()).into()),
             };
         }
+        insert_run(&tx, doc, &text, source, true, &p)?;
+        tx.commit().map_err(|e| explain(e, &p))?;
+        Ok(Saved::New)
+    }
+
+    /// Records a run that is starting, marked incomplete, with no results
+    /// yet; draws a new id when its random one is taken (changing `doc.run.id`).
+    pub fn begin(&mut self, doc: &mut RunDoc) -> anyhow::Result<()> {
+        let p = self.path.clone();
+        for _ in 0..16 {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| explain(e, &p))?;
+            let taken: bool = tx
+                .query_row(
+                    "SELECT count(*) > 0 FROM runs WHERE id = ?1",
+                    [&doc.run.id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| explain(e, &p))?;
+            if taken {
+                doc.run.id = crate::document::new_run_id();
+                continue;
+            }
+            let text = serde_json::to_string(doc).context("serialising the run")?;
+            insert_run(&tx, doc, &text, None, false, &p)?;
+            tx.commit().map_err(|e| explain(e, &p))?;
+            return Ok(());
+        }
+        bail!("could not find a free run id in {}", p.display())
+    }
+
+    /// Keeps the result so far of the benchmark at position `seq` of a run
+    /// begun with [`Store::begin`], replacing the one kept before.
+    pub fn put_partial(&mut self, run_id: &str, seq: usize, m: &Measurement) -> anyhow::Result<()> {
+        let text = serde_json::to_string(m).context("serialising a result")?;
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO partial_results (run_id, seq, doc) VALUES (?1, ?2, ?3)",
+                params![run_id, seq as i64, text],
+            )
+            .map_err(|e| explain(e, &self.path))?;
+        Ok(())
+    }
+
+    /// Replaces a run begun with [`Store::begin`] by its whole document, in
+    /// one transaction, and marks it complete.
+    pub fn finish(&mut self, doc: &RunDoc) -> anyhow::Result<()> {
+        let text = checked_json(doc)?;
+        let p = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| explain(e, &p))?;
+        tx.execute("DELETE FROM runs WHERE id = ?1", [&doc.run.id])
+            .map_err(|e| explain(e, &p))?;
+        insert_run(&tx, doc, &text, None, true, &p)?;
+        tx.commit().map_err(|e| explain(e, &p))?;
+        Ok(())
+    }
+}
+
+/// The document as JSON, refused when it does not load back equal (JSON
+/// has no NaN or infinity).
+fn checked_json(doc: &RunDoc) -> anyhow::Result<String> {
+    let text = serde_json::to_string(doc).context("serialising the run")?;
+    match RunDoc::from_json(&text) {
+        Ok(back) if back == *doc => Ok(text),
+        _ => bail!(
+            "run {} holds a value JSON cannot keep exactly (NaN or infinity); it was not saved",
+            doc.run.id
+        ),
+    }
+}
+
+/// Inserts the run row and its index rows (results, rounds, findings).
+fn insert_run(
+    tx: &rusqlite::Transaction<'_>,
+    doc: &RunDoc,
+    text: &str,
+    source: Option<&str>,
+    complete: bool,
+    p: &Path,
+) -> anyhow::Result<()> {
+    {
         let host = serde_json::to_value(&doc.host).context("serialising the host")?;
         tx.execute(
             "INSERT INTO runs (id, started, duration_s, profile, label, hostname, cpu_model,
                 opcost_version, doc_schema, interrupted, n_results, n_skipped, saved, source,
-                host, doc)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                host, doc, complete)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 doc.run.id,
                 doc.run.started,
@@ -283,17 +381,25 @@ impl Store {
                 source,
                 host.to_string(),
                 text,
+                complete,
             ],
         )
-        .map_err(|e| explain(e, &p))?;
+        .map_err(|e| explain(e, p))?;
         {
             let mut ins = tx
                 .prepare(
                     "INSERT INTO results (run_id, seq, bench_id, area, unit, params, median,
-                        ci_low, ci_high, p5, p95, min, max, cv, n_samples, noisy)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                        ci_low, ci_high, p5, p95, min, max, cv, n_samples, noisy, n_rounds)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
                 )
-                .map_err(|e| explain(e, &p))?;
+                .map_err(|e| explain(e, p))?;
+            let mut ins_round = tx
+                .prepare(
+                    "INSERT INTO rounds (run_id, seq, round, bench_id, median, n_samples, at_s,
+                        canary, slow, used, steal_ms, nivcsw, migrations, load)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )
+                .map_err(|e| explain(e, p))?;
             for (i, m) in doc.results.iter().enumerate() {
                 let params_json = serde_json::to_string(&m.params).context("serialising params")?;
                 ins.execute(params![
@@ -301,7 +407,7 @@ impl Store {
                     i as i64,
                     m.id,
                     m.area,
-                    m.unit,
+                    m.unit.label(),
                     params_json,
                     finite(m.median),
                     finite(m.ci_low),
@@ -313,15 +419,36 @@ impl Store {
                     finite(m.cv),
                     m.samples.len() as i64,
                     m.noisy,
+                    m.rounds.len() as i64,
                 ])
-                .map_err(|e| explain(e, &p))?;
+                .map_err(|e| explain(e, p))?;
+                for (k, r) in m.rounds.iter().enumerate() {
+                    ins_round
+                        .execute(params![
+                            doc.run.id,
+                            i as i64,
+                            k as i64,
+                            m.id,
+                            finite(r.median),
+                            r.n as i64,
+                            finite(r.at_s),
+                            r.canary.and_then(finite),
+                            r.slow,
+                            r.used,
+                            r.steal_ms.and_then(finite),
+                            r.nivcsw.map(|v| v as i64),
+                            r.migrations.map(|v| v as i64),
+                            r.load.and_then(finite),
+                        ])
+                        .map_err(|e| explain(e, p))?;
+                }
             }
             let mut ins = tx
                 .prepare(
                     "INSERT INTO findings (run_id, seq, area, text, value, unit)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )
-                .map_err(|e| explain(e, &p))?;
+                .map_err(|e| explain(e, p))?;
             for (i, f) in doc.findings.iter().enumerate() {
                 ins.execute(params![
                     doc.run.id,
@@ -331,13 +458,14 @@ impl Store {
                     finite(f.value),
                     f.unit
                 ])
-                .map_err(|e| explain(e, &p))?;
+                .map_err(|e| explain(e, p))?;
             }
         }
-        tx.commit().map_err(|e| explain(e, &p))?;
-        Ok(Saved::New)
     }
+    Ok(())
+}
 
+impl Store {
     /// Saves a fresh run; when its random id is taken, draws new ids until
     /// one is free (changing `doc.run.id`).
     pub fn save_new(&mut self, doc: &mut RunDoc) -> anyhow::Result<()> {
@@ -355,18 +483,40 @@ impl Store {
 
     /// Loads the run with exactly this id.
     pub fn load(&self, id: &str) -> anyhow::Result<RunDoc> {
-        let text: Option<String> = self
+        let row: Option<(String, bool)> = self
             .conn
-            .query_row("SELECT doc FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT doc, complete FROM runs WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(|e| explain(e, &self.path))?;
-        let text = text.ok_or_else(|| anyhow!("no run {id} in {}", self.path.display()))?;
-        RunDoc::from_json(&text).with_context(|| {
+        let (text, complete) =
+            row.ok_or_else(|| anyhow!("no run {id} in {}", self.path.display()))?;
+        let unreadable = || {
             format!(
                 "run {id} in {} cannot be read by this opcost",
                 self.path.display()
             )
-        })
+        };
+        let mut doc = RunDoc::from_json(&text).with_context(unreadable)?;
+        if !complete {
+            // A run still being written, or one that died: what it had measured.
+            let mut st = self
+                .conn
+                .prepare("SELECT doc FROM partial_results WHERE run_id = ?1 ORDER BY seq")
+                .map_err(|e| explain(e, &self.path))?;
+            let parts = st
+                .query_map([id], |r| r.get::<_, String>(0))
+                .map_err(|e| explain(e, &self.path))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| explain(e, &self.path))?;
+            for p in parts {
+                let m: Measurement = serde_json::from_str(&p).with_context(unreadable)?;
+                doc.results.push(m);
+            }
+            doc.run.incomplete = true;
+        }
+        Ok(doc)
     }
 
     /// Saved runs, newest first (by start time), optionally of one host;
@@ -376,8 +526,11 @@ impl Store {
         let mut st = self
             .conn
             .prepare(
-                "SELECT id, started, hostname, cpu_model, profile, label, n_results, n_skipped,
-                        interrupted, source
+                "SELECT id, started, hostname, cpu_model, profile, label,
+                        CASE WHEN complete THEN n_results
+                             ELSE (SELECT count(*) FROM partial_results p WHERE p.run_id = runs.id)
+                        END,
+                        n_skipped, interrupted, source, complete
                  FROM runs WHERE ?1 IS NULL OR hostname = ?1
                  ORDER BY started DESC, rowid DESC LIMIT ?2",
             )
@@ -395,6 +548,7 @@ impl Store {
                     n_skipped: r.get(7)?,
                     interrupted: r.get(8)?,
                     source: r.get(9)?,
+                    complete: r.get(10)?,
                 })
             })
             .map_err(|e| explain(e, &self.path))?;

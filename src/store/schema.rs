@@ -69,6 +69,37 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, seq)
     );
     "#,
+    // 2: runs written while they happen (a run is incomplete until it
+    // ends; its results so far wait in partial_results), and the rounds
+    // each result's estimate and interval come from.
+    r#"
+    ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE results ADD COLUMN n_rounds INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE partial_results (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq    INTEGER NOT NULL,           -- position in the run
+        doc    TEXT NOT NULL,              -- the result so far, JSON
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE rounds (
+        run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,       -- the result's position in the run
+        round      INTEGER NOT NULL,       -- in the order the rounds ran
+        bench_id   TEXT NOT NULL,
+        median     REAL,
+        n_samples  INTEGER NOT NULL,
+        at_s       REAL,                   -- seconds into the run
+        canary     REAL,                   -- relative to the run's fast phase
+        slow       INTEGER NOT NULL,
+        used       INTEGER NOT NULL,       -- 0: replaced by a round measured again
+        steal_ms   REAL,
+        nivcsw     INTEGER,
+        migrations INTEGER,
+        load       REAL,
+        PRIMARY KEY (run_id, seq, round)
+    );
+    CREATE INDEX rounds_by_bench ON rounds (bench_id);
+    "#,
 ];
 
 /// The schema version this binary writes and understands.

@@ -5,6 +5,7 @@
 //! findings from whatever of its measurements a run produced. Suites never
 //! print; they only describe work and read results.
 
+pub mod bench;
 pub mod cpu;
 pub mod ipc;
 pub mod memory;
@@ -12,11 +13,9 @@ pub mod process;
 pub mod storage;
 pub mod syscall;
 
-use std::time::Duration;
+pub use bench::{Budget, FnBench, Looped, PrepareFn, get, median_of, ratio_finding};
 
-use crate::harness::{
-    Bench, Ctx, Finding, Measurement, Overhead, Params, PrepareError, Profile, Timed, Unit,
-};
+use crate::harness::{Bench, Finding, Measurement, Profile};
 use crate::host::Host;
 
 /// A group of benchmarks of one area, with the findings derived from them.
@@ -186,194 +185,10 @@ pub fn nearest<'a>(pattern: &str, ids: impl Iterator<Item = &'a str>) -> Vec<Str
         .collect()
 }
 
-/// The prepare step of a [`FnBench`].
-pub type PrepareFn = Box<dyn Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync>;
-
-/// A benchmark made of plain data and a prepare closure: the common case.
-pub struct FnBench {
-    id: String,
-    summary: String,
-    unit: Unit,
-    params: Params,
-    overhead: Overhead,
-    interleave: Option<String>,
-    budget_scale: f64,
-    min_profile: Profile,
-    prepare: PrepareFn,
-}
-
-impl FnBench {
-    /// A benchmark with the given id, summary, unit and set-up.
-    pub fn new(
-        id: impl Into<String>,
-        summary: impl Into<String>,
-        unit: Unit,
-        prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
-    ) -> FnBench {
-        FnBench {
-            id: id.into(),
-            summary: summary.into(),
-            unit,
-            params: Params::new(),
-            overhead: Overhead::None,
-            interleave: None,
-            budget_scale: 1.0,
-            min_profile: Profile::Quick,
-            prepare: Box::new(prepare),
-        }
-    }
-
-    /// Adds a named parameter.
-    pub fn param(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.params.insert(name.to_string(), value.into());
-        self
-    }
-
-    /// Subtracts the empty-loop overhead.
-    pub fn subtract_loop(mut self) -> Self {
-        self.overhead = Overhead::EmptyLoop;
-        self
-    }
-
-    /// Interleaves samples with the other benchmarks of the same key.
-    pub fn interleave(mut self, key: impl Into<String>) -> Self {
-        self.interleave = Some(key.into());
-        self
-    }
-
-    /// Multiplies the profile's default budget (2.0 = twice as long).
-    pub fn budget_scale(mut self, f: f64) -> Self {
-        self.budget_scale = f;
-        self
-    }
-
-    /// Leaves the benchmark out of runs at profiles below `p`.
-    pub fn min_profile(mut self, p: Profile) -> Self {
-        self.min_profile = p;
-        self
-    }
-
-    /// Boxes it for a suite's list.
-    pub fn boxed(self) -> Box<dyn Bench> {
-        Box::new(self)
-    }
-}
-
-impl Bench for FnBench {
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn summary(&self) -> &str {
-        &self.summary
-    }
-    fn unit(&self) -> Unit {
-        self.unit
-    }
-    fn params(&self) -> Params {
-        self.params.clone()
-    }
-    fn overhead(&self) -> Overhead {
-        self.overhead
-    }
-    fn budget(&self, profile: Profile) -> Duration {
-        profile.default_budget().mul_f64(self.budget_scale)
-    }
-    fn interleave(&self) -> Option<&str> {
-        self.interleave.as_deref()
-    }
-    fn runs_at(&self, profile: Profile) -> bool {
-        profile >= self.min_profile
-    }
-    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
-        (self.prepare)(ctx)
-    }
-}
-
-/// A [`Timed`] that calls a closure once per operation, with owned state
-/// and optional warnings: the shape of most cheap benchmarks.
-pub struct Looped<F: FnMut()> {
-    f: F,
-    warnings: Vec<String>,
-}
-
-impl<F: FnMut()> Looped<F> {
-    /// Times `f` once per operation.
-    pub fn new(f: F) -> Self {
-        Looped {
-            f,
-            warnings: Vec::new(),
-        }
-    }
-
-    /// Attaches a caveat to the result.
-    pub fn warn(mut self, w: impl Into<String>) -> Self {
-        self.warnings.push(w.into());
-        self
-    }
-
-    /// Boxes it for [`Bench::prepare`].
-    pub fn boxed(self) -> Box<dyn Timed>
-    where
-        F: 'static,
-    {
-        Box::new(self)
-    }
-}
-
-impl<F: FnMut()> Timed for Looped<F> {
-    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        Ok(crate::harness::timer::time_loop(ops, &mut self.f))
-    }
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-}
-
-/// The median of the measurement with id `id`, if the run has it.
-pub fn median_of(ms: &[Measurement], id: &str) -> Option<f64> {
-    ms.iter().find(|m| m.id == id).map(|m| m.median)
-}
-
-/// The measurement with id `id`, if the run has it.
-pub fn get<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
-    ms.iter().find(|m| m.id == id)
-}
-
-/// A ratio as shown in findings: `14.2×`, `1.05×`, `312×`.
-pub fn fmt_ratio(r: f64) -> String {
-    if r >= 100.0 {
-        format!("{r:.0}×")
-    } else if r >= 10.0 {
-        format!("{r:.1}×")
-    } else {
-        format!("{r:.2}×")
-    }
-}
-
-/// A finding that states `value` (a ratio, unit `x`).
-pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
-    Finding {
-        area: area.to_string(),
-        text,
-        value,
-        unit: "x".to_string(),
-    }
-}
-
-/// Formats a byte count as a sweep label: `64B`, `4KiB`, `1MiB`, `1GiB`.
-pub fn size_label(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (scale, name) in UNITS {
-        if bytes >= scale && bytes.is_multiple_of(scale) {
-            return format!("{}{name}", bytes / scale);
-        }
-    }
-    format!("{bytes}B")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{PrepareError, Unit};
 
     #[test]
     fn prefix_and_glob_patterns() {
@@ -439,13 +254,5 @@ mod tests {
             .unwrap();
         assert!(err.to_string().contains("--profile"), "{err}");
         assert!(for_profile(Vec::new(), Profile::Quick).unwrap().is_empty());
-    }
-
-    #[test]
-    fn size_labels() {
-        assert_eq!(size_label(64), "64B");
-        assert_eq!(size_label(4096), "4KiB");
-        assert_eq!(size_label(1 << 20), "1MiB");
-        assert_eq!(size_label(1536), "1536B");
     }
 }

@@ -60,6 +60,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
             label: Some(format!("label of {id}")),
             cpu: None,
             interrupted: false,
+            incomplete: false,
         },
         host: host(hostname),
         findings: vec![Finding {
@@ -71,6 +72,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
         results,
         skipped: Vec::new(),
         warnings: vec!["clocksource is not tsc".into()],
+        stability: None,
     }
 }
 
@@ -82,7 +84,7 @@ pub fn sweep(prefix: &str, scale: f64, seed: u64) -> Vec<Measurement> {
         .enumerate()
     {
         let ns = scale * (1.0 + (i as f64).powf(2.2));
-        let label = opcost::suites::size_label(kib * 1024);
+        let label = opcost::units::size_label(kib * 1024);
         let mut m = measurement(
             &format!("{prefix}/{label}"),
             "ns/op",

@@ -109,6 +109,10 @@ impl IntDiv for i64 {
     }
 }
 
+// Deliberately the same shape as the i64 impl above: the instructions
+// differ per width (cqo/idiv on 64-bit registers, cdq/idiv on 32-bit ones,
+// sdiv on x vs w registers), and asm! templates are literals, so a macro
+// would only hide which instruction each width times.
 impl IntDiv for i32 {
     #[inline(always)]
     fn hw_div(d: i32, x: i32) -> i32 {

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{FnBench, Suite, get};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::Host;
 use chains::{BRANCH_DATA, Op, Ty};
@@ -142,9 +143,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             |_ctx: &Ctx| {
                 let mut warnings = Vec::new();
                 if let Err(why) = counters::availability() {
-                    warnings.push(format!(
-                        "hardware counters unavailable: {why}; cycle figures of this run are estimated from this clock"
-                    ));
+                    warnings.push(Warning::NoCounters { why }.to_string());
                 }
                 Ok(Box::new(Chain::new(chains::add_chain, warnings)) as Box<dyn Timed>)
             },
@@ -158,10 +157,10 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             }
         }
     }
-    for (name, random) in [("predictable", false), ("unpredictable", true)] {
+    for (id, random) in [(BRANCH_PREDICTABLE, false), (BRANCH_UNPREDICTABLE, true)] {
         out.push(
             FnBench::new(
-                format!("cpu.branch.{name}"),
+                id,
                 if random {
                     "a conditional branch on random bits: half of them mispredicted"
                 } else {
@@ -176,10 +175,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     }
                     let mut warnings = Vec::new();
                     if !chains::BRANCH_IS_ASM {
-                        warnings.push(
-                            "on this architecture the compiler may turn the branch into a conditional move"
-                                .to_string(),
-                        );
+                        warnings.push(Warning::BranchMayBeCmov.to_string());
                     }
                     Ok(Box::new(Branches {
                         data,
@@ -195,6 +191,17 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
     }
     out
 }
+
+/// The id of a chain benchmark: `cpu.OP.TYPE.latency` or `.throughput`.
+fn chain_id(op: Op, ty: Ty, latency: bool) -> String {
+    let kind = if latency { "latency" } else { "throughput" };
+    format!("cpu.{}.{}.{kind}", op.name(), ty.name())
+}
+
+/// Id of the branch that always goes the same way.
+const BRANCH_PREDICTABLE: &str = "cpu.branch.predictable";
+/// Id of the branch on random bits.
+const BRANCH_UNPREDICTABLE: &str = "cpu.branch.unpredictable";
 
 fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
     let kind = if latency { "latency" } else { "throughput" };
@@ -213,7 +220,7 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
         )
     };
     FnBench::new(
-        format!("cpu.{}.{}.{kind}", op.name(), ty.name()),
+        chain_id(op, ty, latency),
         summary,
         if latency { Unit::Latency } else { Unit::Rate },
         move |_ctx: &Ctx| {
@@ -222,10 +229,7 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
             }
             let mut warnings = Vec::new();
             if !chains::OPAQUE_IS_FREE {
-                warnings.push(
-                    "on this architecture every operation also passes through memory (black_box)"
-                        .to_string(),
-                );
+                warnings.push(Warning::ChainThroughMemory.to_string());
             }
             Ok(Box::new(Chain::new(chains::kernel(op, ty, latency), warnings)) as Box<dyn Timed>)
         },
@@ -243,10 +247,10 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
 /// time, so for properties of the hardware (cycles per instruction, cache
 /// latency) the fast end of the samples is the estimate, not the median.
 pub fn fast_ns_per_op(m: &Measurement) -> f64 {
-    match m.unit.as_str() {
-        "ops/s" => 1e9 / m.p95,
-        "B/s" => m.bytes_per_op.unwrap_or(1.0) * 1e9 / m.p95,
-        _ => m.p5,
+    if m.higher_is_better() {
+        m.to_ns_per_op(m.p95)
+    } else {
+        m.p5
     }
 }
 
@@ -302,12 +306,9 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
         });
     }
     for ty in Ty::ALL {
-        let lat = |op: Op| {
-            get(ms, &format!("cpu.{}.{}.latency", op.name(), ty.name()))
-                .and_then(|m| cycles(m, ghz))
-        };
+        let lat = |op: Op| get(ms, &chain_id(op, ty, true)).and_then(|m| cycles(m, ghz));
         let thr = |op: Op| {
-            get(ms, &format!("cpu.{}.{}.throughput", op.name(), ty.name()))
+            get(ms, &chain_id(op, ty, false))
                 .and_then(|m| cycles(m, ghz))
                 .map(|c| 1.0 / c)
         };
@@ -341,10 +342,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             unit: "cycles".into(),
         });
     }
-    if let (Some(p), Some(u)) = (
-        get(ms, "cpu.branch.predictable"),
-        get(ms, "cpu.branch.unpredictable"),
-    ) {
+    if let (Some(p), Some(u)) = (get(ms, BRANCH_PREDICTABLE), get(ms, BRANCH_UNPREDICTABLE)) {
         // Half of the random branches mispredict: the difference per branch is half a penalty.
         let (u_ns, p_ns) = (fast_ns_per_op(u), fast_ns_per_op(p));
         let ns = (u_ns - p_ns) * 2.0;

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 
 use super::check::{Fnv, echo_mismatch, pattern, stream_mismatch, verify_len};
-use super::peer::{Before, Buf, Cpus, Ctl, EXIT_OK, Peer, Pinned, STALL_LIMIT, Shared, Step};
+use super::peer::{Before, Buf, Cpus, Ctl, EXIT_OK, Peer, STALL_LIMIT, Shared, Step};
+use crate::harness::affinity::Pinned;
 use crate::harness::{PrepareError, Timed};
 
 /// One end of a channel. The peer calls these methods after `fork`, so an
@@ -541,7 +542,7 @@ mod tests {
     #[test]
     fn intact_transport_passes_and_runs() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         let (tx, rx) = FdEnd::pipe().unwrap();
         let mut t = Throughput::start(tx, rx, 4096, same_cpu(), None).unwrap();
         assert!(t.run(10).unwrap() > Duration::ZERO);
@@ -575,7 +576,7 @@ mod tests {
     #[test]
     fn rings_carry_bursts_intact_across_wraparound() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         use crate::suites::ipc::shm::{Wake, ring_pair};
         const SIZE: usize = 1000; // odd size: copies wrap at unaligned offsets
         const BURST: usize = 200; // 200 KB in flight: the 256 KiB ring nearly fills
@@ -607,7 +608,7 @@ mod tests {
     #[test]
     fn throughput_check_fails_on_a_transport_that_drops_a_byte() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         let (tx, rx) = FdEnd::pipe().unwrap();
         let bad = Corrupt {
             inner: tx,
@@ -625,7 +626,7 @@ mod tests {
     #[test]
     fn throughput_check_fails_on_a_transport_that_flips_a_byte() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         let (tx, rx) = FdEnd::pipe().unwrap();
         let bad = Corrupt {
             inner: tx,
@@ -643,7 +644,7 @@ mod tests {
     #[test]
     fn round_trip_check_fails_on_a_corrupting_transport() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         let (a, b) = FdEnd::pipe_duplex().unwrap();
         let bad = Corrupt {
             inner: a,

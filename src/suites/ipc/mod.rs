@@ -30,13 +30,12 @@ pub mod socket;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{PrepareFn, Suite, fmt_ratio, get, ratio_finding, size_label};
-use crate::harness::{
-    Bench, Ctx, Finding, Measurement, Params, PrepareError, Profile, Timed, Unit,
-};
+use super::{Budget, FnBench, Suite, get, ratio_finding};
+use crate::harness::warnings::Warning;
+use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::Host;
-use crate::report::units::human;
-use link::{RoundTrip, Throughput};
+use crate::units::{fmt_ratio, human, size_label};
+use link::{End, RoundTrip, Throughput};
 use peer::{Cpus, Placement};
 use shm::Wake;
 
@@ -152,44 +151,13 @@ impl Mech {
     }
 }
 
-/// An IPC benchmark: plain data, a prepare closure, and budgets per
-/// profile (many cheap benchmarks must fit the quick profile).
-struct IpcBench {
-    id: String,
-    summary: String,
-    unit: Unit,
-    params: Params,
-    key: String,
-    prepare: PrepareFn,
-}
-
-impl Bench for IpcBench {
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn summary(&self) -> &str {
-        &self.summary
-    }
-    fn unit(&self) -> Unit {
-        self.unit
-    }
-    fn params(&self) -> Params {
-        self.params.clone()
-    }
-    fn budget(&self, profile: Profile) -> Duration {
-        match profile {
-            Profile::Quick => Duration::from_millis(60),
-            Profile::Default => Duration::from_millis(320),
-            Profile::Thorough => Duration::from_millis(2600),
-        }
-    }
-    fn interleave(&self) -> Option<&str> {
-        Some(&self.key)
-    }
-    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
-        (self.prepare)(ctx)
-    }
-}
+/// The budget of every IPC benchmark: there are many and each is cheap,
+/// so together they must fit the quick profile.
+pub const BUDGET: Budget = Budget::Fixed([
+    Duration::from_millis(60),
+    Duration::from_millis(320),
+    Duration::from_millis(2600),
+]);
 
 /// The id of a throughput benchmark.
 pub fn tput_id(m: Mech, size: usize, p: Placement) -> String {
@@ -211,53 +179,71 @@ pub fn rtt_id(m: Mech, size: usize, p: Placement) -> String {
     )
 }
 
-fn params(mech: &str, size: Option<usize>, p: Placement) -> Params {
-    let mut params = Params::new();
-    params.insert("mechanism".into(), mech.into());
-    if let Some(s) = size {
-        params.insert("size".into(), s.into());
+/// An IPC benchmark of `mech` (with a message `size`, if it has one) whose
+/// ends sit at placement `p`, interleaved with the others of group `key`.
+fn ipc_bench(
+    id: String,
+    summary: String,
+    unit: Unit,
+    (mech, size, p): (&str, Option<usize>, Placement),
+    key: String,
+    prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
+) -> Box<dyn Bench> {
+    let b = FnBench::new(id, summary, unit, prepare)
+        .param("mechanism", mech)
+        .param("placement", p.param())
+        .interleave(key)
+        .with_budget(BUDGET);
+    match size {
+        Some(s) => b.param("size", s),
+        None => b,
     }
-    params.insert("placement".into(), p.param().into());
-    params
+    .boxed()
 }
 
 fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
     let mut out: Vec<Box<dyn Bench>> = Vec::new();
     for p in Placement::ALL {
-        for size in TPUT_SIZES {
-            for m in Mech::TPUT {
-                out.push(Box::new(IpcBench {
-                    id: tput_id(m, size, p),
-                    summary: format!(
-                        "{}: throughput of {} messages, ends on {}",
-                        m.what(),
-                        size_label(size as u64),
-                        place_text(p)
-                    ),
-                    unit: Unit::Throughput {
-                        bytes_per_op: size as f64,
-                    },
-                    params: params(m.name(), Some(size), p),
-                    key: format!("ipc.tput/{}/{}", size_label(size as u64), p.label()),
-                    prepare: Box::new(move |ctx| prepare_tput(m, size, p, ctx)),
-                }));
-            }
-        }
-        for size in RTT_SIZES {
-            for m in Mech::RTT {
-                out.push(Box::new(IpcBench {
-                    id: rtt_id(m, size, p),
-                    summary: format!(
-                        "{}: round trip of a {} message and its echo, ends on {}",
-                        m.what(),
-                        size_label(size as u64),
-                        place_text(p)
-                    ),
-                    unit: Unit::Latency,
-                    params: params(m.name(), Some(size), p),
-                    key: format!("ipc.rtt/{}/{}", size_label(size as u64), p.label()),
-                    prepare: Box::new(move |ctx| prepare_rtt(m, size, p, ctx)),
-                }));
+        for (shape, sizes, mechs) in [
+            (Shape::Tput, &TPUT_SIZES[..], &Mech::TPUT[..]),
+            (Shape::Rtt, &RTT_SIZES[..], &Mech::RTT[..]),
+        ] {
+            for &size in sizes {
+                for &m in mechs {
+                    let label = size_label(size as u64);
+                    let (id, summary, unit, key) = match shape {
+                        Shape::Tput => (
+                            tput_id(m, size, p),
+                            format!(
+                                "{}: throughput of {label} messages, ends on {}",
+                                m.what(),
+                                place_text(p)
+                            ),
+                            Unit::Throughput {
+                                bytes_per_op: size as f64,
+                            },
+                            format!("ipc.tput/{label}/{}", p.label()),
+                        ),
+                        Shape::Rtt => (
+                            rtt_id(m, size, p),
+                            format!(
+                                "{}: round trip of a {label} message and its echo, ends on {}",
+                                m.what(),
+                                place_text(p)
+                            ),
+                            Unit::Latency,
+                            format!("ipc.rtt/{label}/{}", p.label()),
+                        ),
+                    };
+                    out.push(ipc_bench(
+                        id,
+                        summary,
+                        unit,
+                        (m.name(), Some(size), p),
+                        key,
+                        move |ctx| open(m, shape, size, &p.cpus(ctx)?, ctx),
+                    ));
+                }
             }
         }
         for (kind, name, what) in [
@@ -272,17 +258,17 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 "futex ping-pong in shared memory (a wake-up each way, no payload)",
             ),
         ] {
-            out.push(Box::new(IpcBench {
-                id: format!("ipc.{name}.rtt/{}", p.label()),
-                summary: format!("{what}, ends on {}", place_text(p)),
-                unit: Unit::Latency,
-                params: params(name, None, p),
-                key: format!("ipc.signal/{}", p.label()),
-                prepare: Box::new(move |ctx| {
+            out.push(ipc_bench(
+                format!("ipc.{name}.rtt/{}", p.label()),
+                format!("{what}, ends on {}", place_text(p)),
+                Unit::Latency,
+                (name, None, p),
+                format!("ipc.signal/{}", p.label()),
+                move |ctx| {
                     let cpus = p.cpus(ctx)?;
                     Ok(Box::new(signal::Signalling::start(kind, cpus)?) as Box<dyn Timed>)
-                }),
-            }));
+                },
+            ));
         }
     }
     out
@@ -309,135 +295,101 @@ fn private_dir(ctx: &Ctx) -> Result<tempfile::TempDir, PrepareError> {
         })
 }
 
-/// The caveat of spinning ends that share one CPU.
-const SPIN_SHARED: &str = "both ends spin on one CPU: each poll yields the CPU to the other end, so this measures yields and context switches, not spinning";
-
-fn boxed<T: Timed + 'static>(t: T) -> Result<Box<dyn Timed>, PrepareError> {
-    Ok(Box::new(t))
+/// Which of the two benchmark shapes a pair of ends is opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// One-way stream of messages into a sink ([`Throughput`]).
+    Tput,
+    /// A message and its echo ([`RoundTrip`]): the ends must be duplex.
+    Rtt,
 }
 
-fn prepare_tput(
-    m: Mech,
+/// Starts the benchmark of `shape` on the ends `a` and `b`, with the UDP
+/// sender `window` (throughput only) and a caveat `note`.
+fn start<A: End + 'static, B: End + 'static>(
+    shape: Shape,
+    (a, b): (A, B),
     size: usize,
-    p: Placement,
+    cpus: &Cpus,
+    window: Option<u64>,
+    note: Option<Warning>,
+) -> Result<Box<dyn Timed>, PrepareError> {
+    Ok(match shape {
+        Shape::Tput => {
+            let t = Throughput::start(a, b, size, *cpus, window)?;
+            Box::new(match note {
+                Some(n) => t.note(n.to_string()),
+                None => t,
+            })
+        }
+        Shape::Rtt => {
+            let r = RoundTrip::start(a, b, size, *cpus)?;
+            Box::new(match note {
+                Some(n) => r.note(n.to_string()),
+                None => r,
+            })
+        }
+    })
+}
+
+/// Opens the ends of `m` for `shape` and starts its benchmark: the one
+/// place that knows how each mechanism's pair of ends is made.
+fn open(
+    m: Mech,
+    shape: Shape,
+    size: usize,
+    cpus: &Cpus,
     ctx: &Ctx,
 ) -> Result<Box<dyn Timed>, PrepareError> {
-    let cpus = p.cpus(ctx)?;
-    let t = |tx, rx| Throughput::start(tx, rx, size, cpus, None);
-    match m {
-        Mech::Pipe => {
-            let (tx, rx) = pipe::FdEnd::pipe()?;
-            boxed(t(tx, rx)?)
-        }
-        Mech::Fifo => {
+    let duplex = shape == Shape::Rtt;
+    let go = |ends| start(shape, ends, size, cpus, None, None);
+    match (m, shape) {
+        (Mech::Pipe, Shape::Tput) => go(pipe::FdEnd::pipe()?),
+        (Mech::Pipe, Shape::Rtt) => go(pipe::FdEnd::pipe_duplex()?),
+        (Mech::Fifo, Shape::Tput) => {
             let dir = private_dir(ctx)?;
-            let (tx, rx) = pipe::fifo(dir.path())?;
-            boxed(t(tx, rx)?)
+            go(pipe::fifo(dir.path())?)
         }
-        Mech::Splice => {
-            let (tx, rx) = pipe::splice_pair()?;
-            boxed(Throughput::start(tx, rx, size, cpus, None)?)
+        (Mech::Splice, Shape::Tput) => start(shape, pipe::splice_pair()?, size, cpus, None, None),
+        (Mech::UnixStream, _) => go(socket::unix_stream(&ctx.tmp)?),
+        (Mech::UnixDgram, _) => go(socket::unix_dgram(&ctx.tmp, size)?),
+        (Mech::UnixSeqpacket, _) => go(socket::unix_seqpacket(&ctx.tmp, size)?),
+        (Mech::Tcp, _) => go(socket::tcp(duplex)?),
+        (Mech::Udp, _) => {
+            let (a, b, window) = socket::udp(size)?;
+            start(shape, (a, b), size, cpus, Some(window), None)
         }
-        Mech::UnixStream => {
-            let (tx, rx) = socket::unix_stream(&ctx.tmp)?;
-            boxed(t(tx, rx)?)
-        }
-        Mech::UnixDgram => {
-            let (tx, rx) = socket::unix_dgram(&ctx.tmp, size)?;
-            boxed(t(tx, rx)?)
-        }
-        Mech::UnixSeqpacket => {
-            let (tx, rx) = socket::unix_seqpacket(&ctx.tmp, size)?;
-            boxed(t(tx, rx)?)
-        }
-        Mech::Tcp => {
-            let (tx, rx) = socket::tcp(false)?;
-            boxed(t(tx, rx)?)
-        }
-        Mech::Udp => {
-            let (tx, rx, window) = socket::udp(size)?;
-            boxed(Throughput::start(tx, rx, size, cpus, Some(window))?)
-        }
-        Mech::ShmFile => boxed(shm::ShmFile::start(Path::new("/dev/shm"), size, cpus)?),
-        Mech::RingSpin | Mech::RingFutex => {
+        (Mech::ShmFile, Shape::Tput) => Ok(Box::new(shm::ShmFile::start(
+            Path::new("/dev/shm"),
+            size,
+            *cpus,
+        )?)),
+        (Mech::RingSpin | Mech::RingFutex, _) => {
             let wake = if m == Mech::RingSpin {
                 Wake::Spin
             } else {
                 Wake::Futex
             };
-            let (tx, rx) = shm::ring_pair(size, wake, &cpus, false)?;
-            let mut b = Throughput::start(tx, rx, size, cpus, None)?;
-            if wake == Wake::Spin && shares_cpu(&cpus) {
-                b = b.note(SPIN_SHARED);
-            }
-            boxed(b)
+            let note = (wake == Wake::Spin && shares_cpu(cpus)).then_some(Warning::SpinSharedCpu);
+            let ends = shm::ring_pair(size, wake, cpus, duplex)?;
+            start(shape, ends, size, cpus, None, note)
         }
-        Mech::Mqueue => {
-            let (tx, rx) = mqueue::mq_pair(size, false)?;
-            boxed(Throughput::start(tx, rx, size, cpus, None)?)
-        }
+        (Mech::Mqueue, _) => start(
+            shape,
+            mqueue::mq_pair(size, duplex)?,
+            size,
+            cpus,
+            None,
+            None,
+        ),
+        (Mech::Fifo | Mech::Splice | Mech::ShmFile, Shape::Rtt) => Err(PrepareError::Skip(
+            format!("{} has no round-trip benchmark", m.name()),
+        )),
     }
 }
 
 fn shares_cpu(c: &Cpus) -> bool {
     c.parent == c.peer
-}
-
-fn prepare_rtt(
-    m: Mech,
-    size: usize,
-    p: Placement,
-    ctx: &Ctx,
-) -> Result<Box<dyn Timed>, PrepareError> {
-    let cpus = p.cpus(ctx)?;
-    let t = |a, b| RoundTrip::start(a, b, size, cpus);
-    match m {
-        Mech::Pipe => {
-            let (a, b) = pipe::FdEnd::pipe_duplex()?;
-            boxed(t(a, b)?)
-        }
-        Mech::UnixStream => {
-            let (a, b) = socket::unix_stream(&ctx.tmp)?;
-            boxed(t(a, b)?)
-        }
-        Mech::UnixDgram => {
-            let (a, b) = socket::unix_dgram(&ctx.tmp, size)?;
-            boxed(t(a, b)?)
-        }
-        Mech::UnixSeqpacket => {
-            let (a, b) = socket::unix_seqpacket(&ctx.tmp, size)?;
-            boxed(t(a, b)?)
-        }
-        Mech::Tcp => {
-            let (a, b) = socket::tcp(true)?;
-            boxed(t(a, b)?)
-        }
-        Mech::Udp => {
-            let (a, b, _) = socket::udp(size)?;
-            boxed(t(a, b)?)
-        }
-        Mech::RingSpin | Mech::RingFutex => {
-            let wake = if m == Mech::RingSpin {
-                Wake::Spin
-            } else {
-                Wake::Futex
-            };
-            let (a, b) = shm::ring_pair(size, wake, &cpus, true)?;
-            let mut r = RoundTrip::start(a, b, size, cpus)?;
-            if wake == Wake::Spin && shares_cpu(&cpus) {
-                r = r.note(SPIN_SHARED);
-            }
-            boxed(r)
-        }
-        Mech::Mqueue => {
-            let (a, b) = mqueue::mq_pair(size, true)?;
-            boxed(RoundTrip::start(a, b, size, cpus)?)
-        }
-        Mech::Fifo | Mech::Splice | Mech::ShmFile => Err(PrepareError::Skip(format!(
-            "{} has no round-trip benchmark",
-            m.name()
-        ))),
-    }
 }
 
 /// Findings: the ranking at each size and placement, what small writes
@@ -604,6 +556,7 @@ fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Profile;
 
     fn m(id: &str, unit: &str, median: f64) -> Measurement {
         Measurement::point(id, unit, median)

@@ -18,13 +18,13 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::sys::mman::{MapFlags, ProtFlags, mmap, mmap_anonymous, munmap};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, fork, getpid};
+use nix::unistd::Pid;
 
 use crate::harness::{Ctx, PrepareError, affinity};
+use crate::os::child;
 
 /// How long a waiting parent tolerates a peer that makes no progress.
 pub const STALL_LIMIT: Duration = Duration::from_secs(5);
@@ -149,30 +149,6 @@ impl Cpus {
     }
 }
 
-/// Pins the calling thread to one CPU for as long as it lives, then restores
-/// the affinity it found: the runner thread is pinned only while it measures.
-pub struct Pinned {
-    saved: CpuSet,
-}
-
-impl Pinned {
-    /// Pins the calling thread to `cpu`.
-    pub fn to(cpu: usize) -> anyhow::Result<Pinned> {
-        let saved = sched_getaffinity(Pid::from_raw(0))?;
-        let mut set = CpuSet::new();
-        set.set(cpu)?;
-        sched_setaffinity(Pid::from_raw(0), &set)
-            .map_err(|e| anyhow::anyhow!("pinning to CPU {cpu}: {e}"))?;
-        Ok(Pinned { saved })
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        let _ = sched_setaffinity(Pid::from_raw(0), &self.saved);
-    }
-}
-
 /// The steps a peer reports when it fails (stored in [`Ctl::step`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -219,10 +195,6 @@ impl Step {
 pub const EXIT_OK: i32 = 0;
 /// Exit code of a peer that recorded a failure in [`Ctl`].
 pub const EXIT_FAILED: i32 = 1;
-/// Exit code of a peer whose parent was already gone.
-const EXIT_ORPHAN: i32 = 3;
-/// Exit code of a peer that could not pin itself.
-const EXIT_PIN: i32 = 4;
 
 /// A child process running the far end of a benchmark. Dropping it kills
 /// and reaps the child, so no peer outlives its benchmark.
@@ -239,40 +211,12 @@ impl Peer {
     /// through destructors; its captures are never dropped in the child.
     /// The child dies with its parent (PR_SET_PDEATHSIG) and ignores SIGINT,
     /// which the parent handles for both.
-    pub fn spawn<F: FnMut() -> i32>(cpu: usize, mut body: F) -> Result<Peer, PrepareError> {
-        let mut set = CpuSet::new();
-        set.set(cpu)
-            .map_err(|e| PrepareError::Fail(anyhow::anyhow!("CPU {cpu}: {e}")))?;
-        let parent = getpid();
-        // SAFETY: the child branch below only makes async-signal-safe calls
-        // (prctl, getppid, signal, sched_setaffinity, the body's system calls)
-        // and leaves through _exit without running destructors.
-        match unsafe { fork() }.map_err(|e| anyhow::anyhow!("fork: {e}"))? {
-            ForkResult::Child => {
-                // SAFETY: plain system calls on valid arguments.
-                unsafe {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    if libc::getppid() != parent.as_raw() {
-                        libc::_exit(EXIT_ORPHAN);
-                    }
-                    libc::signal(libc::SIGINT, libc::SIG_IGN);
-                }
-                if sched_setaffinity(Pid::from_raw(0), &set).is_err() {
-                    // SAFETY: _exit is async-signal-safe.
-                    unsafe { libc::_exit(EXIT_PIN) };
-                }
-                let code = body();
-                // SAFETY: _exit is async-signal-safe; nothing is dropped.
-                unsafe { libc::_exit(code) }
-            }
-            ForkResult::Parent { child } => {
-                drop(body); // the parent's copies of the child's end
-                Ok(Peer {
-                    pid: child,
-                    status: Cell::new(None),
-                })
-            }
-        }
+    pub fn spawn<F: FnMut() -> i32>(cpu: usize, body: F) -> Result<Peer, PrepareError> {
+        let pid = child::fork_peer(Some(cpu), body)?;
+        Ok(Peer {
+            pid: Pid::from_raw(pid),
+            status: Cell::new(None),
+        })
     }
 
     /// The child's process id.
@@ -297,7 +241,9 @@ impl Peer {
                 Some(f) => format!("the peer process failed {f}"),
                 None => "the peer process failed".to_string(),
             },
-            WaitStatus::Exited(_, EXIT_PIN) => "the peer process could not pin itself".into(),
+            WaitStatus::Exited(_, child::EXIT_PIN) => {
+                "the peer process could not pin itself".into()
+            }
             WaitStatus::Exited(_, code) => format!("the peer process exited early (status {code})"),
             WaitStatus::Signaled(_, sig, _) => format!("the peer process was killed by {sig}"),
             other => format!("the peer process stopped ({other:?})"),
@@ -723,7 +669,7 @@ mod tests {
     #[test]
     fn shared_memory_is_seen_by_the_peer_and_the_peer_is_reaped() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
         let c = ctl.clone();
         let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
@@ -749,7 +695,7 @@ mod tests {
     #[test]
     fn a_failed_peer_explains_itself() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
         let c = ctl.clone();
         let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
@@ -769,16 +715,5 @@ mod tests {
         let r = bell.wait(Before::Sleep, Some(Duration::from_millis(60)), || false);
         assert_eq!(r, Err(Errno::ETIMEDOUT));
         assert!(t.elapsed() >= Duration::from_millis(60));
-    }
-
-    #[test]
-    fn pinning_is_undone_on_drop() {
-        let before = sched_getaffinity(Pid::from_raw(0)).unwrap();
-        let cpu = affinity::allowed_cpus()[0];
-        {
-            let _p = Pinned::to(cpu).unwrap();
-            assert_eq!(affinity::allowed_cpus(), vec![cpu]);
-        }
-        assert_eq!(sched_getaffinity(Pid::from_raw(0)).unwrap(), before);
     }
 }

@@ -19,9 +19,10 @@ use nix::unistd::ftruncate;
 use super::check::{Fnv, pattern, stream_mismatch, verify_len};
 use super::link::End;
 use super::peer::{
-    Before, Bell, Buf, Cpus, Ctl, EXIT_OK, Mapping, Padded, Peer, Pinned, STALL_LIMIT, Shared,
-    Spin, Step,
+    Before, Bell, Buf, Cpus, Ctl, EXIT_OK, Mapping, Padded, Peer, STALL_LIMIT, Shared, Spin, Step,
 };
+use crate::harness::affinity::Pinned;
+use crate::harness::warnings::Warning;
 use crate::harness::{PrepareError, Timed};
 
 /// How the two ends of a ring wait for each other.
@@ -398,10 +399,12 @@ impl ShmFile {
         let mut notes = Vec::new();
         let fs = nix::sys::statfs::statfs(root)?;
         if fs.filesystem_type() != nix::sys::statfs::TMPFS_MAGIC {
-            notes.push(format!(
-                "{} is not a tmpfs here, so this measures a file system's page cache",
-                root.display()
-            ));
+            notes.push(
+                Warning::NotTmpfs {
+                    dir: root.display().to_string(),
+                }
+                .to_string(),
+            );
         }
         let file = tempfile::tempfile_in(root)
             .map_err(|e| anyhow::anyhow!("creating a file in {}: {e}", root.display()))?;

@@ -15,8 +15,9 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use super::link::op_time_stride;
 use super::peer::{
-    Cpus, Ctl, Padded, Peer, Pinned, STALL_LIMIT, Shared, Step, ZeroShared, futex_wait, futex_wake,
+    Cpus, Ctl, Padded, Peer, STALL_LIMIT, Shared, Step, ZeroShared, futex_wait, futex_wake,
 };
+use crate::harness::affinity::Pinned;
 use crate::harness::{PrepareError, Timed};
 
 /// Round trips made by the set-up check.
@@ -242,7 +243,7 @@ mod tests {
     #[test]
     fn both_ping_pongs_run_and_time_each_round() {
         // Other suites' tests count this process's children.
-        let _children = crate::suites::process::test_lock();
+        let _children = crate::os::child::test_lock();
         let c = crate::harness::affinity::allowed_cpus()[0];
         let cpus = Cpus {
             placement: Placement::Same,

@@ -29,6 +29,7 @@ use serde_json::json;
 
 use super::region::{Pages, Region};
 use crate::harness::affinity;
+use crate::harness::warnings::Warning;
 use crate::harness::{PrepareError, Timed};
 
 /// Bytes of each array one operation processes.
@@ -444,9 +445,7 @@ impl Timed for Bandwidth {
         if let Some(&typical) = spreads.get(spreads.len() / 2)
             && typical > UNEVEN_THREADS
         {
-            w.push(format!(
-                "threads finished far apart (typically the slowest took {typical:.1}x the fastest): other work shares these CPUs, and all-CPU bandwidth waits for the last thread"
-            ));
+            w.push(Warning::UnevenThreads { spread: typical }.to_string());
         }
         w
     }

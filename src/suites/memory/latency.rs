@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::region::{Pages, Region};
+use crate::harness::warnings::Warning;
 use crate::harness::{Ctx, PrepareError, Timed};
 
 /// Bytes between two chased pointers: one cache line on most CPUs.
@@ -80,10 +81,7 @@ pub fn prepare(
                 )));
             }
             Some(f) if f < 0.9 && size >= super::region::huge_page_size() => {
-                warnings.push(format!(
-                    "only {:.0}% of the working set is on huge pages (memory fragmented?)",
-                    f * 100.0
-                ))
+                warnings.push(Warning::FewHugePages { share: f }.to_string())
             }
             _ => {}
         }

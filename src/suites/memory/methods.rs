@@ -700,7 +700,7 @@ mod x86 {
 /// The best method of each operation, named as the machine's bandwidth,
 /// and how far glibc's default and the plain loop are from it.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    use crate::report::units::human;
+    use crate::units::human;
     let mut out = Vec::new();
     for op in [Op::Read, Op::Write, Op::Copy] {
         let plain_id = format!("memory.bandwidth.{}/threads=1", op.name());
@@ -734,7 +734,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             Op::Read => all
                 .iter()
                 .filter(|c| c.0 != best_name)
-                .map(|c| format!("{} {}", c.0, super::super::fmt_ratio(c.1 / best)))
+                .map(|c| format!("{} {}", c.0, crate::units::fmt_ratio(c.1 / best)))
                 .collect(),
             _ => [(Method::GlibcAbove, "above"), (Method::GlibcBelow, "below")]
                 .iter()
@@ -744,7 +744,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
                         "glibc {} {side} its non-temporal threshold gets {} ({})",
                         if op == Op::Copy { "memcpy" } else { "memset" },
                         human(v, "B/s"),
-                        super::super::fmt_ratio(v / best)
+                        crate::units::fmt_ratio(v / best)
                     ))
                 })
                 .collect(),

@@ -21,9 +21,11 @@ pub mod region;
 
 use serde_json::json;
 
-use super::{FnBench, Suite, size_label};
+use super::{Budget, FnBench, Suite};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Unit};
 use crate::host::Host;
+use crate::units::{fmt_ratio, human_ns, size_label};
 use bandwidth::{Kernel, Plan};
 use latency::Order;
 use region::Pages;
@@ -50,49 +52,29 @@ pub const LATENCY_BUDGET: f64 = 0.5;
 /// Budget of one bandwidth benchmark relative to the profile's default:
 /// at the default profile the interleaved pair maps and fills several
 /// 4x-LLC arrays before its first sample, which takes a good part of it.
-pub fn bandwidth_budget(profile: Profile) -> f64 {
-    match profile {
-        Profile::Quick => 1.0,
-        Profile::Default => 1.5,
-        Profile::Thorough => 1.0,
-    }
+pub const BANDWIDTH_BUDGET: Budget = Budget::Scaled([1.0, 1.5, 1.0]);
+
+/// The id of a point of a latency curve: `memory.latency.CURVE/SIZE`.
+fn latency_id(curve: &str, size: u64) -> String {
+    format!("{}{}", latency_prefix(curve), size_label(size))
 }
 
-/// A benchmark whose time budget scales differently per profile.
-struct WithBudget {
-    inner: Box<dyn Bench>,
-    scale: fn(Profile) -> f64,
+/// The ids of one latency curve start with this.
+fn latency_prefix(curve: &str) -> String {
+    format!("memory.latency.{curve}/")
 }
 
-impl Bench for WithBudget {
-    fn id(&self) -> &str {
-        self.inner.id()
-    }
-    fn summary(&self) -> &str {
-        self.inner.summary()
-    }
-    fn unit(&self) -> Unit {
-        self.inner.unit()
-    }
-    fn params(&self) -> crate::harness::Params {
-        self.inner.params()
-    }
-    fn overhead(&self) -> crate::harness::Overhead {
-        self.inner.overhead()
-    }
-    fn budget(&self, profile: Profile) -> std::time::Duration {
-        self.inner.budget(profile).mul_f64((self.scale)(profile))
-    }
-    fn interleave(&self) -> Option<&str> {
-        self.inner.interleave()
-    }
-    fn runs_at(&self, profile: Profile) -> bool {
-        self.inner.runs_at(profile)
-    }
-    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn crate::harness::Timed>, PrepareError> {
-        self.inner.prepare(ctx)
-    }
+/// The id of a streaming bandwidth benchmark, on one thread or on all.
+fn bandwidth_id(kernel: Kernel, all: bool) -> String {
+    let tag = if all { "all" } else { "1" };
+    format!("memory.bandwidth.{}/threads={tag}", kernel.name())
 }
+
+/// The id of a cache-resident copy of `size` bytes.
+fn cached_copy_id(size: u64) -> String {
+    format!("memory.bandwidth.copy_cached/{}", size_label(size))
+}
+
 /// Sizes of the cache-resident copies (each of source and destination).
 pub const CACHED_COPY_SIZES: [u64; 4] = [8 << 10, 64 << 10, 512 << 10, 4 << 20];
 
@@ -172,25 +154,25 @@ pub fn top_point_note(
     if !is_top {
         return None;
     }
-    match llc {
-        None => Some(format!(
-            "largest working set at the {} profile ({}); the last-level cache size is unknown, so whether it reaches memory is not known",
-            profile.name(),
-            size_label(size)
-        )),
-        Some(l) if size < l * LLC_FACTOR => Some(format!(
-            "largest working set at the {} profile: {} is below 4x the last-level cache ({}){}",
-            profile.name(),
-            size_label(size),
-            size_label(l * LLC_FACTOR),
-            match profile {
-                Profile::Quick => "; --profile default goes further",
-                Profile::Default => "; --profile thorough goes further",
-                Profile::Thorough => "; capped by the memory of this machine",
-            }
-        )),
-        _ => None,
-    }
+    let llc4 = match llc {
+        None => None,
+        Some(l) if size < l * LLC_FACTOR => Some(size_label(l * LLC_FACTOR)),
+        Some(_) => return None,
+    };
+    let further = match profile {
+        Profile::Quick => "--profile default goes further",
+        Profile::Default => "--profile thorough goes further",
+        Profile::Thorough => "capped by the memory of this machine",
+    };
+    Some(
+        Warning::CurveTopInCache {
+            profile: profile.name(),
+            size: size_label(size),
+            llc4,
+            further,
+        }
+        .to_string(),
+    )
 }
 
 /// Bytes per bandwidth array at `profile`: 4x the LLC (at least one pass),
@@ -226,17 +208,19 @@ pub fn array_bytes(
         ));
     }
     let note = match (llc, why) {
-        (Some(l), Some(why)) if size < l * LLC_FACTOR => Some(format!(
-            "arrays of {} are below 4x the last-level cache ({}), capped by {why}: part of the traffic may be served by the cache",
-            size_label(size),
-            size_label(l * LLC_FACTOR)
-        )),
-        (None, _) => Some(format!(
-            "last-level cache size unknown: arrays of {} may not exceed it",
-            size_label(size)
-        )),
+        (Some(l), Some(why)) if size < l * LLC_FACTOR => Some(Warning::ArraysInCache {
+            size: size_label(size),
+            llc4: Some(size_label(l * LLC_FACTOR)),
+            why,
+        }),
+        (None, _) => Some(Warning::ArraysInCache {
+            size: size_label(size),
+            llc4: None,
+            why: String::new(),
+        }),
         _ => None,
-    };
+    }
+    .map(|w| w.to_string());
     Ok((size as usize, note))
 }
 
@@ -291,7 +275,7 @@ fn dynamic_benches() -> Vec<Box<dyn Bench>> {
             )
             .param("threads", "all_dynamic")
             .param("accounting", kernel.accounting())
-            .budget_scale(bandwidth_budget(Profile::Default))
+            .with_budget(BANDWIDTH_BUDGET)
             .boxed()
         })
         .collect()
@@ -336,7 +320,7 @@ fn latency_benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 _ => "dependent loads in sequential 64-byte stride (the prefetcher helps)",
             };
             let b = FnBench::new(
-                format!("memory.latency.{name}/{}", size_label(size)),
+                latency_id(name, size),
                 summary,
                 Unit::Latency,
                 move |ctx: &Ctx| {
@@ -369,7 +353,7 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             let tag = if all { "all" } else { "1" };
             let cpus = cpus.clone();
             let b = FnBench::new(
-                format!("memory.bandwidth.{}/threads={tag}", kernel.name()),
+                bandwidth_id(kernel, all),
                 format!(
                     "{}, {}",
                     kernel.summary(),
@@ -413,18 +397,16 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             )
             .param("threads", tag)
             .param("accounting", kernel.accounting())
-            .interleave(format!("memory.bandwidth.{}", kernel.name()));
-            out.push(Box::new(WithBudget {
-                inner: b.boxed(),
-                scale: bandwidth_budget,
-            }));
+            .interleave(format!("memory.bandwidth.{}", kernel.name()))
+            .with_budget(BANDWIDTH_BUDGET);
+            out.push(b.boxed());
         }
     }
     for size in CACHED_COPY_SIZES {
         let fits = fits_in(host, size * 2);
         out.push(
             FnBench::new(
-                format!("memory.bandwidth.copy_cached/{}", size_label(size)),
+                cached_copy_id(size),
                 "memcpy between two arrays small enough to stay in a cache (bytes copied)",
                 Unit::Throughput {
                     bytes_per_op: size as f64,
@@ -466,7 +448,7 @@ fn fits_in(host: &Host, bytes: u64) -> Option<String> {
 /// each at its fast end ([`super::cpu::fast_ns_per_op`]): on a shared
 /// machine other tenants of the caches only ever add time.
 fn curve(ms: &[Measurement], name: &str) -> Vec<detect::Point> {
-    let prefix = format!("memory.latency.{name}/");
+    let prefix = latency_prefix(name);
     let mut pts: Vec<detect::Point> = ms
         .iter()
         .filter(|m| m.id.starts_with(&prefix))
@@ -535,7 +517,7 @@ fn level_name(level: usize) -> String {
 
 /// Latency with cycles when the clock is known: `4.1 ns (11 cycles)`.
 fn ns_cycles(ns: f64, ghz: Option<f64>) -> String {
-    let t = crate::report::units::human_ns(ns);
+    let t = human_ns(ns);
     match ghz {
         Some(g) => {
             let c = ns * g;
@@ -600,7 +582,7 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                     format!(
                         "sysfs: {}, which the curve contradicts ({} apart)",
                         approx_size(s),
-                        super::fmt_ratio(r)
+                        fmt_ratio(r)
                     )
                 }
             }
@@ -658,7 +640,7 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "TLB step at ~{} with 4 KiB pages: {} slower than on huge pages just past it (page walks, not a cache level)",
                 approx_size(t.size),
-                super::fmt_ratio(t.ratio)
+                fmt_ratio(t.ratio)
             ),
             t.ratio,
             "x",
@@ -684,7 +666,7 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
                 approx_size(s.size),
-                crate::report::units::human_ns((s.ns - p.ns).max(0.0))
+                crate::units::human_ns((s.ns - p.ns).max(0.0))
             ),
             (s.ns - p.ns).max(0.0),
             "ns/op",
@@ -693,9 +675,9 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
                 approx_size(s.size),
-                crate::report::units::human_ns(s.ns),
-                crate::report::units::human_ns(p.ns),
-                super::fmt_ratio(s.ns / p.ns)
+                human_ns(s.ns),
+                human_ns(p.ns),
+                fmt_ratio(s.ns / p.ns)
             ),
             s.ns / p.ns,
             "x",
@@ -712,9 +694,9 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "at {} a sequential 64-byte stride takes {} per load, random order {} ({} slower): the prefetcher hides the cliffs",
                 approx_size(r.size),
-                crate::report::units::human_ns(p.ns),
-                crate::report::units::human_ns(r.ns),
-                super::fmt_ratio(r.ns / p.ns)
+                human_ns(p.ns),
+                human_ns(r.ns),
+                fmt_ratio(r.ns / p.ns)
             ),
             r.ns / p.ns,
             "x",
@@ -740,7 +722,7 @@ pub fn tlb_reach(small: &[detect::Point], huge: &[detect::Point]) -> Option<u64>
 }
 
 fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
-    use crate::report::units::human;
+    use crate::units::human;
     let mut out = Vec::new();
     for kernel in [
         Kernel::Read,
@@ -748,11 +730,8 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
         Kernel::Copy,
         Kernel::StreamTriad,
     ] {
-        let one = super::get(ms, &format!("memory.bandwidth.{}/threads=1", kernel.name()));
-        let all = super::get(
-            ms,
-            &format!("memory.bandwidth.{}/threads=all", kernel.name()),
-        );
+        let one = super::get(ms, &bandwidth_id(kernel, false));
+        let all = super::get(ms, &bandwidth_id(kernel, true));
         let (Some(one), Some(all)) = (one, all) else {
             continue;
         };
@@ -773,21 +752,18 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
                 kernel.name(),
                 human(one.median, "B/s"),
                 human(all.median, "B/s"),
-                super::fmt_ratio(all.median / one.median),
+                fmt_ratio(all.median / one.median),
                 kernel.accounting()
             ),
             all.median / one.median,
             "x",
         ));
     }
-    let memory = super::median_of(ms, "memory.bandwidth.copy/threads=1");
+    let memory = super::median_of(ms, &bandwidth_id(Kernel::Copy, false));
     let cached: Vec<(String, f64)> = CACHED_COPY_SIZES
         .iter()
         .filter_map(|&s| {
-            let m = super::get(
-                ms,
-                &format!("memory.bandwidth.copy_cached/{}", size_label(s)),
-            )?;
+            let m = super::get(ms, &cached_copy_id(s))?;
             let fits = m.param("fits").filter(|f| f != "null");
             Some((
                 format!(
@@ -810,7 +786,7 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
                     .collect::<Vec<_>>()
                     .join(", "),
                 human(mem, "B/s"),
-                super::fmt_ratio(best / mem)
+                fmt_ratio(best / mem)
             ),
             best / mem,
             "x",

@@ -18,9 +18,10 @@ use anyhow::{Context, bail};
 
 use super::sched::{Waiting, run_delay_ns};
 use super::spawn::page_size;
+use crate::harness::warnings::Warning;
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
-use crate::report::units::human_bytes;
+use crate::units::human_bytes;
 
 /// Most memory one anonymous batch maps.
 const ANON_MAX_BYTES: usize = 64 << 20;
@@ -297,10 +298,12 @@ impl Timed for Faults {
     fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self.waiting.warning().into_iter().collect();
         if self.kind == Kind::AnonThp && self.faults_max > 1.5 {
-            w.push(format!(
-                "some huge-page faults fell back to base pages (up to {:.0} faults per huge page): memory may be fragmented",
-                self.faults_max
-            ));
+            w.push(
+                Warning::HugeFaultFallback {
+                    faults: self.faults_max,
+                }
+                .to_string(),
+            );
         }
         w
     }

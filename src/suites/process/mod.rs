@@ -10,7 +10,6 @@
 //! The growth curve writes every page of an N-byte region in the parent
 //! before forking; N stops short of what the machine has free.
 
-mod child;
 mod fault;
 mod sched;
 pub mod small_parent;
@@ -18,14 +17,11 @@ mod spawn;
 mod switch;
 mod target;
 
-/// Serialises the unit tests (of any suite) that start child processes.
-#[cfg(test)]
-pub(crate) use child::test_lock;
-
-use super::{FnBench, Suite, fmt_ratio, get, median_of, ratio_finding, size_label};
+use super::{FnBench, Suite, get, median_of, ratio_finding};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Finding, Measurement, PrepareError, Unit};
 use crate::host::Host;
-use crate::report::units::human_ns;
+use crate::units::{fmt_ratio, human_ns, size_label};
 use fault::{Faults, Kind};
 use spawn::{Method, Region, Spawner};
 use switch::{Peer, PingPong};
@@ -39,11 +35,18 @@ pub const RSS_POINTS: [u64; 5] = [0, 16 << 20, 64 << 20, 256 << 20, 1 << 30];
 /// Bytes in a GiB, the unit of the growth slopes.
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// The growth-curve name of fork+exec (ids `process.fork_exec/rss=SIZE`).
+const FORK_EXEC: &str = "fork_exec";
+/// The growth-curve name of vfork+exec.
+const VFORK_EXEC: &str = "vfork_exec";
+/// The growth-curve name of posix_spawn.
+const POSIX_SPAWN: &str = "posix_spawn";
+
 /// The methods measured along the growth curve, with their display names.
 const GROWTH: [(Method, &str, &str); 3] = [
-    (Method::ForkExec, "fork_exec", "fork+exec"),
-    (Method::VforkExec, "vfork_exec", "vfork+exec"),
-    (Method::PosixSpawn, "posix_spawn", "posix_spawn"),
+    (Method::ForkExec, FORK_EXEC, "fork+exec"),
+    (Method::VforkExec, VFORK_EXEC, "vfork+exec"),
+    (Method::PosixSpawn, POSIX_SPAWN, "posix_spawn"),
 ];
 
 /// A growth method's slope below this fraction of fork's counts as flat.
@@ -123,54 +126,135 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
                 .and_then(|b| target::is_dynamic(&b));
             s.detail("dynamic", dynamic.into());
             if dynamic == Some(false) {
-                s.warn("`true` is statically linked here: no loader cost is included");
+                s.warn(Warning::TrueIsStatic);
             }
         }
         Ok(Box::new(s) as Box<dyn crate::harness::Timed>)
     })
     .interleave(interleave_key(method, touched));
     match rss {
-        Some(r) => b.param("rss", size_label(r)),
+        Some(r) => b.param("rss", size_label(r)).param("rss_bytes", r),
         None => b,
     }
 }
 
+/// The id of the thread spawn.
+const THREAD: &str = "process.thread";
+/// The id of posix_spawn of `/bin/true`.
+const POSIX_SPAWN_DYNAMIC: &str = "process.posix_spawn_dynamic";
+/// The id of the ping-pong between two processes.
+const PINGPONG_PROCESS: &str = "process.switch.pingpong_process";
+/// The id of the ping-pong between two threads.
+const PINGPONG_THREAD: &str = "process.switch.pingpong_thread";
+/// The id of the pipe cost without a switch.
+const PIPE_ALONE: &str = "process.switch.pipe_alone";
+/// The id of the first touch of a base page.
+const FAULT_ANON: &str = "process.page_fault.anon";
+/// The id of the first touch of a huge page.
+const FAULT_ANON_THP: &str = "process.page_fault.anon_thp";
+
+/// A row of a table of benchmarks: id, summary, and what it runs.
+type Row<T> = (&'static str, &'static str, T);
+
+/// The spawns measured before the growth curve, without parent memory.
+const FIRST_SPAWNS: [Row<(Method, Exe)>; 4] = [
+    (
+        THREAD,
+        "std::thread::spawn of an empty closure + join",
+        (Method::Thread, Exe::None),
+    ),
+    (
+        "process.fork_exit",
+        "fork() from a small parent (opcost re-executed, nothing else), the child calls _exit(0), waitpid",
+        (Method::ForkExit, Exe::None),
+    ),
+    (
+        "process.fork_exit.from_opcost",
+        "fork() from opcost itself (its whole footprint), the child calls _exit(0), waitpid",
+        (Method::ForkExit, Exe::None),
+    ),
+    (
+        "process.vfork_exit",
+        "vfork(), the child calls _exit(0), waitpid",
+        (Method::VforkExit, Exe::None),
+    ),
+];
+
+/// The other ways to start a program, measured with the rss=0 point of the
+/// growth curve (and interleaved with it).
+const OTHER_SPAWNS: [Row<(Method, Exe)>; 5] = [
+    (
+        "process.clone_vfork_exec",
+        "clone(CLONE_VM|CLONE_VFORK) on its own stack + exec of the static program, waitpid",
+        (Method::CloneVforkExec, Exe::Static),
+    ),
+    (
+        "process.popen",
+        "popen() of the static program through /bin/sh, pclose",
+        (Method::Popen, Exe::Static),
+    ),
+    (
+        "process.system",
+        "system() of the static program through /bin/sh",
+        (Method::System, Exe::Static),
+    ),
+    (
+        "process.command",
+        "Rust std::process::Command::status() of the static program",
+        (Method::Command, Exe::Static),
+    ),
+    (
+        POSIX_SPAWN_DYNAMIC,
+        "posix_spawn of /bin/true (dynamic loader and libc start-up included), waitpid",
+        (Method::PosixSpawn, Exe::True),
+    ),
+];
+
+/// The context-switch benchmarks.
+const SWITCHES: [Row<Peer>; 3] = [
+    (
+        PINGPONG_PROCESS,
+        "round trip of a byte over two pipes between two processes on one CPU (2 switches)",
+        Peer::Process,
+    ),
+    (
+        PINGPONG_THREAD,
+        "round trip of a byte over two pipes between two threads on one CPU (2 switches)",
+        Peer::Thread,
+    ),
+    (
+        PIPE_ALONE,
+        "one thread writes a byte to a pipe and reads it back: the pipe cost without a switch",
+        Peer::Nobody,
+    ),
+];
+
+/// The page-fault benchmarks.
+const FAULTS: [Row<Kind>; 3] = [
+    (
+        FAULT_ANON,
+        "first write to a page of fresh anonymous memory (base pages, THP off)",
+        Kind::Anon,
+    ),
+    (
+        FAULT_ANON_THP,
+        "first write to a huge page of fresh anonymous memory (MADV_HUGEPAGE)",
+        Kind::AnonThp,
+    ),
+    (
+        "process.page_fault.file",
+        "first read of a page of a cached file through a fresh mmap (fault-around included)",
+        Kind::File,
+    ),
+];
+
 fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
-    let id = |s: &str| format!("{AREA}.{s}");
-    let mut v: Vec<Box<dyn Bench>> = vec![
-        spawn_bench(
-            id("thread"),
-            "std::thread::spawn of an empty closure + join",
-            Method::Thread,
-            Exe::None,
-            None,
-        )
-        .boxed(),
-        spawn_bench(
-            id("fork_exit"),
-            "fork() from a small parent (opcost re-executed, nothing else), the child calls _exit(0), waitpid",
-            Method::ForkExit,
-            Exe::None,
-            None,
-        )
-        .boxed(),
-        spawn_bench(
-            id("fork_exit.from_opcost"),
-            "fork() from opcost itself (its whole footprint), the child calls _exit(0), waitpid",
-            Method::ForkExit,
-            Exe::None,
-            None,
-        )
-        .boxed(),
-        spawn_bench(
-            id("vfork_exit"),
-            "vfork(), the child calls _exit(0), waitpid",
-            Method::VforkExit,
-            Exe::None,
-            None,
-        )
-        .boxed(),
-    ];
+    let mut v: Vec<Box<dyn Bench>> = FIRST_SPAWNS
+        .iter()
+        .map(|&(id, summary, (method, exe))| {
+            spawn_bench(id.to_string(), summary, method, exe, None).boxed()
+        })
+        .collect();
     for rss in RSS_POINTS {
         let touched = if rss == 0 {
             String::new()
@@ -190,62 +274,13 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             );
         }
         if rss == 0 {
-            let rows: [(&str, &str, Method, Exe); 5] = [
-                (
-                    "clone_vfork_exec",
-                    "clone(CLONE_VM|CLONE_VFORK) on its own stack + exec of the static program, waitpid",
-                    Method::CloneVforkExec,
-                    Exe::Static,
-                ),
-                (
-                    "popen",
-                    "popen() of the static program through /bin/sh, pclose",
-                    Method::Popen,
-                    Exe::Static,
-                ),
-                (
-                    "system",
-                    "system() of the static program through /bin/sh",
-                    Method::System,
-                    Exe::Static,
-                ),
-                (
-                    "command",
-                    "Rust std::process::Command::status() of the static program",
-                    Method::Command,
-                    Exe::Static,
-                ),
-                (
-                    "posix_spawn_dynamic",
-                    "posix_spawn of /bin/true (dynamic loader and libc start-up included), waitpid",
-                    Method::PosixSpawn,
-                    Exe::True,
-                ),
-            ];
-            for (name, summary, method, exe) in rows {
-                v.push(spawn_bench(id(name), summary, method, exe, None).boxed());
+            for (id, summary, (method, exe)) in OTHER_SPAWNS {
+                v.push(spawn_bench(id.to_string(), summary, method, exe, None).boxed());
             }
         }
     }
-    let switch: [(&str, &str, Peer); 3] = [
-        (
-            "switch.pingpong_process",
-            "round trip of a byte over two pipes between two processes on one CPU (2 switches)",
-            Peer::Process,
-        ),
-        (
-            "switch.pingpong_thread",
-            "round trip of a byte over two pipes between two threads on one CPU (2 switches)",
-            Peer::Thread,
-        ),
-        (
-            "switch.pipe_alone",
-            "one thread writes a byte to a pipe and reads it back: the pipe cost without a switch",
-            Peer::Nobody,
-        ),
-    ];
-    for (name, summary, peer) in switch {
-        let b = FnBench::new(id(name), summary, Unit::Latency, move |ctx| {
+    for (id, summary, peer) in SWITCHES {
+        let b = FnBench::new(id, summary, Unit::Latency, move |ctx| {
             Ok(Box::new(PingPong::new(peer, ctx)?) as Box<dyn crate::harness::Timed>)
         });
         // The two ping-pongs are interleaved; the pipe alone runs after
@@ -257,26 +292,9 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             _ => b.interleave(format!("{AREA}.switch")).boxed(),
         });
     }
-    let faults: [(&str, &str, Kind); 3] = [
-        (
-            "page_fault.anon",
-            "first write to a page of fresh anonymous memory (base pages, THP off)",
-            Kind::Anon,
-        ),
-        (
-            "page_fault.anon_thp",
-            "first write to a huge page of fresh anonymous memory (MADV_HUGEPAGE)",
-            Kind::AnonThp,
-        ),
-        (
-            "page_fault.file",
-            "first read of a page of a cached file through a fresh mmap (fault-around included)",
-            Kind::File,
-        ),
-    ];
-    for (name, summary, kind) in faults {
+    for (id, summary, kind) in FAULTS {
         v.push(
-            FnBench::new(id(name), summary, Unit::Latency, move |ctx| {
+            FnBench::new(id, summary, Unit::Latency, move |ctx| {
                 Ok(Box::new(Faults::new(kind, ctx)?) as Box<dyn crate::harness::Timed>)
             })
             .param("touch", size_label(fault::touch_bytes(kind) as u64))
@@ -322,10 +340,9 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = Vec::new();
     growth_findings(ms, &mut out);
     out.extend(small_parent::findings(ms));
-    let id = |s: &str| format!("{AREA}.{s}");
 
-    let spawn0 = median_of(ms, &growth_id("posix_spawn", 0));
-    if let (Some(sp), Some(th)) = (spawn0, median_of(ms, &id("thread")))
+    let spawn0 = median_of(ms, &growth_id(POSIX_SPAWN, 0));
+    if let (Some(sp), Some(th)) = (spawn0, median_of(ms, THREAD))
         && th > 0.0
     {
         out.push(ratio_finding(
@@ -339,8 +356,8 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             sp / th,
         ));
     }
-    if let (Some(sp), Some(dy)) = (spawn0, median_of(ms, &id("posix_spawn_dynamic"))) {
-        let dynamic = get(ms, &id("posix_spawn_dynamic"))
+    if let (Some(sp), Some(dy)) = (spawn0, median_of(ms, POSIX_SPAWN_DYNAMIC)) {
+        let dynamic = get(ms, POSIX_SPAWN_DYNAMIC)
             .and_then(|m| m.details.as_ref())
             .and_then(|d| d.get("dynamic"))
             .and_then(serde_json::Value::as_bool);
@@ -358,9 +375,12 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
         }
     }
 
-    let alone = median_of(ms, &id("switch.pipe_alone"));
-    for (peer, what) in [("process", "processes"), ("thread", "threads")] {
-        let rt = median_of(ms, &id(&format!("switch.pingpong_{peer}")));
+    let alone = median_of(ms, PIPE_ALONE);
+    for (id, what) in [
+        (PINGPONG_PROCESS, "processes"),
+        (PINGPONG_THREAD, "threads"),
+    ] {
+        let rt = median_of(ms, id);
         if let (Some(rt), Some(alone)) = (rt, alone) {
             let sw = (rt - 2.0 * alone) / 2.0;
             if sw > 0.0 {
@@ -378,13 +398,13 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
         }
     }
 
-    let per_byte = |name: &str| {
-        let m = get(ms, &id(name))?;
+    let per_byte = |id: &str| {
+        let m = get(ms, id)?;
         let bytes = m.details.as_ref()?.get("touch_bytes")?.as_f64()?;
         (bytes > 0.0).then(|| (m.median / bytes, m.median, bytes))
     };
     if let (Some((base, base_ns, base_b)), Some((huge, huge_ns, huge_b))) =
-        (per_byte("page_fault.anon"), per_byte("page_fault.anon_thp"))
+        (per_byte(FAULT_ANON), per_byte(FAULT_ANON_THP))
         && huge > 0.0
     {
         out.push(ratio_finding(
@@ -406,7 +426,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
 /// Slopes of the growth curve: fork's cost per GiB, and whether vfork and
 /// posix_spawn stay flat; plus fork vs posix_spawn at the largest point.
 fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
-    let fork = curve(ms, "fork_exec");
+    let fork = curve(ms, FORK_EXEC);
     let fork_slope = slope(&fork);
     if let Some(s) = fork_slope {
         let top = fork.last().map_or(0.0, |p| p.0);
@@ -421,7 +441,7 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
             "ns/GiB",
         ));
     }
-    for (name, what) in [("vfork_exec", "vfork+exec"), ("posix_spawn", "posix_spawn")] {
+    for (_, name, what) in &GROWTH[1..] {
         let c = curve(ms, name);
         let Some(s) = slope(&c) else { continue };
         let flat = match fork_slope {
@@ -451,8 +471,8 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
     }
     // fork vs posix_spawn at the largest point both have.
     let top = RSS_POINTS.iter().rev().find_map(|&rss| {
-        let f = median_of(ms, &growth_id("fork_exec", rss))?;
-        let p = median_of(ms, &growth_id("posix_spawn", rss))?;
+        let f = median_of(ms, &growth_id(FORK_EXEC, rss))?;
+        let p = median_of(ms, &growth_id(POSIX_SPAWN, rss))?;
         (rss > 0 && p > 0.0).then_some((rss, f, p))
     });
     if let Some((rss, f, p)) = top {

@@ -8,6 +8,7 @@
 //! other by design.) A child waiting for a CPU is not counted: only the
 //! measuring thread's own delay is visible.
 
+use crate::harness::warnings::Warning;
 use std::time::Duration;
 
 /// Share of the timed wall time spent waiting for a CPU above which a result is flagged.
@@ -43,12 +44,7 @@ impl Waiting {
     /// A caveat when the share is above [`WAIT_WARN_SHARE`].
     pub fn warning(&self) -> Option<String> {
         let s = self.share()?;
-        (s > WAIT_WARN_SHARE).then(|| {
-            format!(
-                "{:.0}% of the timed wall time was spent waiting for a CPU (other processes were running): the figure includes that scheduling delay; rerun on a quieter machine",
-                s * 100.0
-            )
-        })
+        (s > WAIT_WARN_SHARE).then(|| Warning::WaitedForCpu { share: s }.to_string())
     }
 }
 

@@ -300,7 +300,7 @@ impl Drop for SmallParent {
 /// fork+exit from the small parent beside fork+exit from opcost, with
 /// what each parent weighed.
 pub fn findings(ms: &[crate::harness::Measurement]) -> Vec<crate::harness::Finding> {
-    use crate::report::units::{human_bytes, human_ns};
+    use crate::units::{human_bytes, human_ns};
     let small = crate::suites::get(ms, "process.fork_exit");
     let big = crate::suites::get(ms, "process.fork_exit.from_opcost");
     let (Some(small), Some(big)) = (small, big) else {
@@ -323,7 +323,7 @@ pub fn findings(ms: &[crate::harness::Measurement]) -> Vec<crate::harness::Findi
             human_ns(big.median),
             detail("opcost_rss_bytes"),
             detail("opcost_vm_bytes"),
-            crate::suites::fmt_ratio(big.median / small.median)
+            crate::units::fmt_ratio(big.median / small.median)
         ),
         big.median / small.median,
     )]

@@ -25,12 +25,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow};
 
-use super::child::{Child, SignalsBlocked, Slot, check_status};
 use super::sched::{Waiting, run_delay_ns};
 use super::target::{ExecPtrs, ExecTarget};
+use crate::harness::warnings::Warning;
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
-use crate::report::units::human_bytes;
+use crate::os::child::{Child, SignalsBlocked, Slot, check_status};
+use crate::units::human_bytes;
 
 /// A way to start work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,9 +220,12 @@ impl Spawner {
             let (how, why) = command_path();
             details["command_uses"] = how.into();
             if how != "posix_spawn" {
-                warnings.push(format!(
-                    "std::process::Command falls back to fork+exec here ({why}), so it grows with the parent's memory like fork"
-                ));
+                warnings.push(
+                    Warning::CommandForks {
+                        why: why.to_string(),
+                    }
+                    .to_string(),
+                );
             }
             details["command_why"] = why.into();
         }
@@ -250,7 +254,7 @@ impl Spawner {
     }
 
     /// Adds a caveat to the result.
-    pub fn warn(&mut self, w: &str) {
+    pub fn warn(&mut self, w: Warning) {
         self.warnings.push(w.to_string());
     }
 
@@ -658,9 +662,9 @@ fn start_n(method: Method, exe: Option<&std::path::Path>, n: usize) -> anyhow::R
 
 #[cfg(test)]
 mod tests {
-    use super::super::child::{alive, test_lock};
     use super::super::target::install_static;
     use super::*;
+    use crate::os::child::{alive, test_lock};
 
     const ALL: [Method; 10] = [
         Method::ForkExit,

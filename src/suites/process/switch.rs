@@ -7,15 +7,15 @@
 //! measures inter-processor wake-ups, not switches.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::{Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use nix::fcntl::OFlag;
 
-use super::child::{Child, SignalsBlocked, Slot};
-use crate::harness::{Ctx, PrepareError, Timed, affinity};
+use crate::harness::affinity::{self, Pinned};
+use crate::harness::{Ctx, PrepareError, Timed};
+use crate::os::child::{Child, SignalsBlocked, Slot, fork_peer};
 
 /// Who answers the ping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,53 +34,6 @@ pub fn shared_cpu(ctx: &Ctx) -> usize {
     ctx.cpu
         .or_else(|| affinity::allowed_cpus().last().copied())
         .unwrap_or(0)
-}
-
-/// The pinning of the runner's thread, shared by the benchmarks of one
-/// interleaved group: the first pins, the last restores the saved set.
-struct PinState {
-    cpu: usize,
-    refs: usize,
-    saved: Vec<usize>,
-}
-
-static PIN: Mutex<Option<PinState>> = Mutex::new(None);
-
-/// The calling thread pinned to one CPU while any of these is alive.
-pub struct Pinned(());
-
-impl Pinned {
-    /// Pins the calling thread to `cpu` (children and threads it starts inherit it).
-    pub fn to(cpu: usize) -> anyhow::Result<Pinned> {
-        let mut st = PIN.lock().unwrap_or_else(PoisonError::into_inner);
-        match st.as_mut() {
-            Some(s) if s.cpu == cpu => s.refs += 1,
-            Some(s) => bail!("already pinned to CPU {} for another benchmark", s.cpu),
-            None => {
-                let saved = affinity::allowed_cpus();
-                affinity::pin_to(cpu)?;
-                *st = Some(PinState {
-                    cpu,
-                    refs: 1,
-                    saved,
-                });
-            }
-        }
-        Ok(Pinned(()))
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        let mut st = PIN.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = st.as_mut() {
-            s.refs -= 1;
-            if s.refs == 0 {
-                let _ = affinity::pin_to_set(&s.saved);
-                *st = None;
-            }
-        }
-    }
 }
 
 /// What answers the ping, kept so that Drop can end it.
@@ -140,35 +93,22 @@ impl PingPong {
                 let (peer_rx, tx) = pipe()?;
                 let (rx, peer_tx) = pipe()?;
                 let slot = Slot::take()?;
-                // SAFETY: getpid has no preconditions.
-                let parent = unsafe { libc::getpid() };
                 let (ours_tx, ours_rx) = (tx.as_raw_fd(), rx.as_raw_fd());
                 let (theirs_rx, theirs_tx) = (peer_rx.as_raw_fd(), peer_tx.as_raw_fd());
                 let blocked = SignalsBlocked::all();
-                // SAFETY: the child only makes async-signal-safe calls.
-                let pid = unsafe { libc::fork() };
-                if pid == 0 {
-                    // SAFETY: in the child: die with the parent, drop our copies
-                    // of the parent's ends, answer until end-of-file. Signals
-                    // stay blocked (SIGKILL cannot be).
+                // In the child: drop our copies of the parent's ends, answer
+                // until end-of-file. Signals stay blocked (SIGKILL cannot be).
+                let pid = fork_peer(None, || {
+                    // SAFETY: closing descriptors the child inherited.
                     unsafe {
-                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                        if libc::getppid() != parent {
-                            libc::_exit(0);
-                        }
                         libc::close(ours_tx);
                         libc::close(ours_rx);
-                        answer(theirs_rx, theirs_tx);
-                        libc::_exit(0);
                     }
-                }
+                    answer(theirs_rx, theirs_tx);
+                    0
+                });
                 drop(blocked);
-                if pid < 0 {
-                    return Err(anyhow::Error::new(std::io::Error::last_os_error())
-                        .context("fork")
-                        .into());
-                }
-                let child = Child::new(pid, slot);
+                let child = Child::new(pid?, slot);
                 drop((peer_rx, peer_tx)); // the child's ends
                 Ok(PingPong {
                     tx: Some(tx),
@@ -251,8 +191,8 @@ impl Drop for PingPong {
 
 #[cfg(test)]
 mod tests {
-    use super::super::child::{alive, test_lock};
     use super::*;
+    use crate::os::child::{alive, test_lock};
 
     #[test]
     fn every_peer_answers_and_is_gone_after_drop() {
@@ -269,19 +209,5 @@ mod tests {
         assert_eq!(affinity::allowed_cpus(), before, "pinning was not restored");
         let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
         assert_eq!(r, -1, "a child is left to reap");
-    }
-
-    #[test]
-    fn pinning_is_shared_and_restored_by_the_last() {
-        let _g = test_lock();
-        let before = affinity::allowed_cpus();
-        let cpu = *before.last().unwrap();
-        let a = Pinned::to(cpu).unwrap();
-        let b = Pinned::to(cpu).unwrap();
-        assert_eq!(affinity::allowed_cpus(), vec![cpu]);
-        drop(a);
-        assert_eq!(affinity::allowed_cpus(), vec![cpu]);
-        drop(b);
-        assert_eq!(affinity::allowed_cpus(), before);
     }
 }

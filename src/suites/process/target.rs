@@ -328,7 +328,7 @@ mod tests {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[test]
     fn the_static_target_runs_and_exits_zero() {
-        let _g = super::super::child::test_lock();
+        let _g = crate::os::child::test_lock();
         let dir = tempfile::tempdir().unwrap();
         let path = match install_static(dir.path()) {
             Ok(p) => p,

@@ -188,6 +188,15 @@ fn prepare(ctx: &Ctx, way: Way) -> Result<Box<dyn Timed>, PrepareError> {
     }))
 }
 
+/// Id of per-character stdio writes.
+pub const WRITE_PERCHAR: &str = "storage.bonnie.write.perchar";
+/// Id of 8 KiB block writes.
+pub const WRITE_BLOCK: &str = "storage.bonnie.write.block";
+/// Id of per-character stdio reads.
+pub const READ_PERCHAR: &str = "storage.bonnie.read.perchar";
+/// Id of 8 KiB block reads.
+pub const READ_BLOCK: &str = "storage.bonnie.read.block";
+
 /// The per-character vs block benchmarks.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let b = |id: &str, summary: &str, way: Way, bytes: u64, key: &str| {
@@ -205,28 +214,28 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
     };
     vec![
         b(
-            "storage.bonnie.write.perchar",
+            WRITE_PERCHAR,
             "write a cached file one byte at a time with C stdio putc (bonnie++ per-chr output)",
             Way::PutcWrite,
             1,
             "storage.bonnie.write",
         ),
         b(
-            "storage.bonnie.write.block",
+            WRITE_BLOCK,
             "write the same cached file in 8 KiB write() calls (bonnie++ block output)",
             Way::BlockWrite,
             CHUNK,
             "storage.bonnie.write",
         ),
         b(
-            "storage.bonnie.read.perchar",
+            READ_PERCHAR,
             "read a cached file one byte at a time with C stdio getc (bonnie++ per-chr input)",
             Way::GetcRead,
             1,
             "storage.bonnie.read",
         ),
         b(
-            "storage.bonnie.read.block",
+            READ_BLOCK,
             "read the same cached file in 8 KiB read() calls (bonnie++ block input)",
             Way::BlockRead,
             CHUNK,

@@ -13,8 +13,9 @@ use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
 
 use super::location::{Location, locate};
 use crate::harness::scratch::ScratchDir;
+use crate::harness::warnings::Warning;
 use crate::harness::{Ctx, PrepareError, Profile};
-use crate::report::units::human_bytes;
+use crate::units::human_bytes;
 
 /// One MiB, the sequential block size.
 pub const MIB: u64 = 1 << 20;
@@ -186,17 +187,16 @@ impl Workspace {
             // Name the run's directory, not this benchmark's subdirectory,
             // so that the same caveat reads the same for every result.
             let dir = Path::new(&self.location.dir);
-            w.push(format!(
-                "{} is on {}: no disk is involved, these are memory figures",
-                dir.parent().unwrap_or(dir).display(),
-                self.location.fs_type
-            ));
+            w.push(
+                Warning::FsInMemory {
+                    dir: dir.parent().unwrap_or(dir).display().to_string(),
+                    fs: self.location.fs_type.clone(),
+                }
+                .to_string(),
+            );
         }
         if self.location.fs_type == "zfs" {
-            w.push(
-                "zfs keeps data in its own cache (the ARC), which posix_fadvise cannot drop: cold and O_DIRECT reads may come from memory"
-                    .to_string(),
-            );
+            w.push(Warning::ZfsArc.to_string());
         }
         w
     }
@@ -208,10 +208,12 @@ impl Workspace {
     pub fn create_warnings(&self) -> Vec<String> {
         let mut w = self.warnings();
         if self.location.journal == Some(false) {
-            w.push(format!(
-                "{} without a journal: a new file skips the inodes freed in the last minute, so creating files soon after deleting many (as a previous run or benchmark may have) costs extra CPU",
-                self.location.fs_type
-            ));
+            w.push(
+                Warning::NoJournal {
+                    fs: self.location.fs_type.clone(),
+                }
+                .to_string(),
+            );
         }
         w
     }

@@ -18,7 +18,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// How deep `slaves/` links are followed (stacks are a few levels at most).
 const MAX_DEPTH: usize = 16;
@@ -123,7 +123,8 @@ pub fn mount_for<'a>(
 }
 
 /// A physical (bottom-of-stack) block device.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Physical {
     /// Kernel name (`sda`, `nvme0n1`, `vda`).
     pub name: String,
@@ -362,8 +363,10 @@ pub fn resolve_block(sysfs: &Path, major: u32, minor: u32) -> Result<BlockDevice
     })
 }
 
-/// Where a directory lives, as attached to every storage result.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Where a directory lives, as attached to every storage result (and read
+/// back from it by the findings; missing fields read as unknown).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Location {
     /// The directory the benchmark wrote in.
     pub dir: String,
@@ -378,8 +381,10 @@ pub struct Location {
     /// File-system (superblock) options.
     pub super_options: Option<String>,
     /// File-system block size (statfs).
+    #[serde(deserialize_with = "any_number")]
     pub fs_block_size: Option<u64>,
     /// Bytes available to an unprivileged writer when located.
+    #[serde(deserialize_with = "any_number")]
     pub free_bytes: Option<u64>,
     /// The block device the mount names, if any.
     pub device: Option<String>,
@@ -397,6 +402,11 @@ pub struct Location {
     pub rotational: Option<bool>,
     /// For ext3/ext4: whether the file system has a journal (jbd2).
     pub journal: Option<bool>,
+}
+
+/// A byte count written as an integer or, by other tools, as a float.
+fn any_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.map(|f| f as u64))
 }
 
 impl Location {

@@ -20,10 +20,13 @@ pub mod tree;
 
 use std::path::Path;
 
-use super::{Suite, fmt_ratio, get, ratio_finding};
+use serde::Deserialize;
+
+use super::{Suite, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement};
 use crate::host::Host;
-use crate::report::units::{human, human_bytes};
+use crate::units::{fmt_ratio, human, human_bytes};
+use location::Location;
 
 /// Below this hot/cold ratio the "cold" read was probably served from a cache.
 const COLD_AS_HOT: f64 = 1.5;
@@ -55,51 +58,57 @@ fn location_of(ms: &[Measurement]) -> Option<&serde_json::Value> {
         .find_map(|m| m.details.as_ref()?.get("location"))
 }
 
-/// The finding that names where the storage results were measured.
-fn location_finding(loc: &serde_json::Value) -> Option<Finding> {
-    let s = |k: &str| loc.get(k).and_then(|v| v.as_str());
+/// The finding that names where the storage results were measured, from
+/// the location block as results carry it.
+fn location_finding(v: &serde_json::Value) -> Option<Finding> {
+    let loc = Location::deserialize(v).ok()?;
     // Each benchmark wrote in its own subdirectory: name the parent (--dir).
-    let dir = s("dir").map(|d| {
-        Path::new(d)
-            .parent()
-            .unwrap_or(Path::new(d))
-            .display()
-            .to_string()
-    })?;
-    let fs = match (
-        s("fs_type").unwrap_or("unknown file system"),
-        loc.get("journal").and_then(|j| j.as_bool()),
-    ) {
-        (fs, Some(false)) => format!("{fs} without a journal"),
-        (fs, _) => fs.to_string(),
+    if loc.dir.is_empty() {
+        return None;
+    }
+    let d = Path::new(&loc.dir);
+    let dir = d.parent().unwrap_or(d).display();
+    let fs_type = if loc.fs_type.is_empty() {
+        "unknown file system"
+    } else {
+        &loc.fs_type
     };
-    let opts = s("mount_options")
+    let fs = match loc.journal {
+        Some(false) => format!("{fs_type} without a journal"),
+        _ => fs_type.to_string(),
+    };
+    let opts = loc
+        .mount_options
+        .as_ref()
         .map(|o| format!(" ({o})"))
         .unwrap_or_default();
-    let physical: Vec<&str> = loc
-        .get("physical")
-        .and_then(|p| p.as_array())
-        .map(|a| a.iter().filter_map(|p| p.get("name")?.as_str()).collect())
-        .unwrap_or_default();
-    let on = match (s("device"), s("device_kind")) {
-        (Some(d), Some("disk")) | (Some(d), None) => format!(" on {d}"),
+    let physical: Vec<&str> = loc.physical.iter().map(|p| p.name.as_str()).collect();
+    let on = match (&loc.device, loc.device_kind.as_deref()) {
+        (Some(d), Some("disk") | None) => format!(" on {d}"),
         (Some(d), Some(k)) => format!(" on {d} ({k}) over {}", physical.join(", ")),
         (None, _) => String::new(),
     };
-    let sched = match s("device") {
+    let or = |s: &str, none: &str| {
+        if s.is_empty() {
+            none.to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let sched = match loc.device {
         Some(_) => format!(
             "; scheduler in effect: {} ({})",
-            s("scheduler").unwrap_or("unknown"),
-            s("scheduler_note").unwrap_or("")
+            or(&loc.scheduler, "unknown"),
+            loc.scheduler_note
         ),
-        None => format!("; {}", s("scheduler_note").unwrap_or("no block device")),
+        None => format!("; {}", or(&loc.scheduler_note, "no block device")),
     };
-    let rot = match loc.get("rotational").and_then(|r| r.as_bool()) {
+    let rot = match loc.rotational {
         Some(true) => "; the device reports itself rotational",
         Some(false) => "; non-rotational",
         None => "",
     };
-    let free = loc.get("free_bytes").and_then(|f| f.as_f64());
+    let free = loc.free_bytes.map(|f| f as f64);
     let free_text = free
         .map(|f| format!("; {} free", human_bytes(f)))
         .unwrap_or_default();
@@ -118,10 +127,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     let med = |id: &str| get(ms, id).map(|m| m.median);
 
-    if let (Some(buf), Some(durable)) = (
-        med("storage.seq.write.buffered"),
-        med("storage.seq.write.fdatasync"),
-    ) {
+    if let (Some(buf), Some(durable)) = (med(seq::WRITE_BUFFERED), med(seq::WRITE_FDATASYNC)) {
         let r = buf / durable;
         out.push(ratio_finding(
             "storage",
@@ -134,7 +140,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             r,
         ));
     }
-    if let (Some(hot), Some(cold)) = (med("storage.seq.read.hot"), med("storage.seq.read.cold")) {
+    if let (Some(hot), Some(cold)) = (med(seq::READ_HOT), med(seq::READ_COLD)) {
         let r = hot / cold;
         let why = if r < COLD_AS_HOT {
             "the cold read is nearly as fast as the cached one, so the file was probably still cached (tmpfs, a network or a caching file system)"
@@ -152,9 +158,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             r,
         ));
     }
-    if let (Some(cold), Some(direct)) =
-        (med("storage.seq.read.cold"), med("storage.seq.read.direct"))
-    {
+    if let (Some(cold), Some(direct)) = (med(seq::READ_COLD), med(seq::READ_DIRECT)) {
         let r = cold / direct;
         out.push(ratio_finding(
             "storage",
@@ -167,7 +171,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             r,
         ));
     }
-    if let Some(m) = get(ms, "storage.rand.read.qd1") {
+    if let Some(m) = get(ms, rand::READ_QD1) {
         if let Some(p) = &m.per_op {
             out.push(Finding {
                 area: "storage".into(),
@@ -181,7 +185,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
                 unit: "ns/op".into(),
             });
         }
-        let deep = format!("storage.rand.read.qd{}", rand::DEPTH);
+        let deep = rand::deep_id();
         if let Some(iops) = med(&deep) {
             let qd1_iops = 1e9 / m.median;
             let r = iops / qd1_iops;
@@ -198,10 +202,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             ));
         }
     }
-    for (id, what) in [
-        ("storage.sync.fdatasync", "fdatasync"),
-        ("storage.sync.fsync", "fsync"),
-    ] {
+    for (id, what) in [(sync::FDATASYNC, "fdatasync"), (sync::FSYNC, "fsync")] {
         if let Some(p) = get(ms, id).and_then(|m| m.per_op.as_ref()) {
             out.push(Finding {
                 area: "storage".into(),
@@ -216,11 +217,11 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             });
         }
     }
-    for dir in ["write", "read"] {
-        if let (Some(ch), Some(bl)) = (
-            med(&format!("storage.bonnie.{dir}.perchar")),
-            med(&format!("storage.bonnie.{dir}.block")),
-        ) {
+    for (dir, perchar, block) in [
+        ("write", bonnie::WRITE_PERCHAR, bonnie::WRITE_BLOCK),
+        ("read", bonnie::READ_PERCHAR, bonnie::READ_BLOCK),
+    ] {
+        if let (Some(ch), Some(bl)) = (med(perchar), med(block)) {
             let r = bl / ch;
             out.push(ratio_finding(
                 "storage",

@@ -15,6 +15,7 @@ use serde_json::json;
 use super::common::{
     AlignedBuf, MIN_FILE, Sizes, Workspace, drop_from_cache, lay_out, min_ops_for, try_direct,
 };
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::FnBench;
 
@@ -61,10 +62,12 @@ impl Target {
     fn warnings(&self) -> Vec<String> {
         let mut w = self.ws.warnings();
         if !self.direct {
-            w.push(format!(
-                "O_DIRECT refused by {}: buffered reads of a file dropped from the page cache before each batch (a block read twice in a batch comes from memory)",
-                self.ws.location.fs_type
-            ));
+            w.push(
+                Warning::DirectRefused {
+                    fs: self.ws.location.fs_type.clone(),
+                }
+                .to_string(),
+            );
         }
         w
     }
@@ -254,11 +257,19 @@ fn prepare_deep(ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
     Ok(Box::new(d))
 }
 
+/// Id of random reads one at a time.
+pub const READ_QD1: &str = "storage.rand.read.qd1";
+
+/// Id of random reads [`DEPTH`] at a time.
+pub fn deep_id() -> String {
+    format!("storage.rand.read.qd{DEPTH}")
+}
+
 /// The random-read benchmarks.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     vec![
         FnBench::new(
-            "storage.rand.read.qd1",
+            READ_QD1,
             "4 KiB O_DIRECT reads at random offsets, one at a time: latency, with its p99",
             Unit::Latency,
             prepare_qd1,
@@ -269,7 +280,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         .budget_scale(4.0)
         .boxed(),
         FnBench::new(
-            format!("storage.rand.read.qd{DEPTH}"),
+            deep_id(),
             format!("4 KiB O_DIRECT random reads from {DEPTH} threads at once: IOPS at queue depth {DEPTH}"),
             Unit::Rate,
             prepare_deep,

@@ -170,6 +170,19 @@ impl Timed for Seq {
     }
 }
 
+/// Id of buffered writes, never synced.
+pub const WRITE_BUFFERED: &str = "storage.seq.write.buffered";
+/// Id of writes made durable with fdatasync.
+pub const WRITE_FDATASYNC: &str = "storage.seq.write.fdatasync";
+/// Id of O_DIRECT writes.
+pub const WRITE_DIRECT: &str = "storage.seq.write.direct";
+/// Id of buffered reads of a file out of the page cache.
+pub const READ_COLD: &str = "storage.seq.read.cold";
+/// Id of O_DIRECT reads.
+pub const READ_DIRECT: &str = "storage.seq.read.direct";
+/// Id of reads from the page cache.
+pub const READ_HOT: &str = "storage.seq.read.hot";
+
 /// The sequential benchmarks.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let mib = Unit::Throughput {
@@ -184,42 +197,42 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
     };
     vec![
         seq(
-            "storage.seq.write.buffered",
+            WRITE_BUFFERED,
             "1 MiB write()s into the page cache, never synced: what the application sees, not the disk",
             Mode::BufferedWrite,
             "storage.seq.write",
             3.0,
         ),
         seq(
-            "storage.seq.write.fdatasync",
+            WRITE_FDATASYNC,
             "1 MiB write()s rewriting a file, fdatasync after each batch (8/32/128 MiB by profile): the durable write speed",
             Mode::SyncedWrite,
             "storage.seq.write",
             5.0,
         ),
         seq(
-            "storage.seq.write.direct",
+            WRITE_DIRECT,
             "1 MiB O_DIRECT writes over a laid-out file: the device's write speed",
             Mode::DirectWrite,
             "storage.seq.write",
             3.0,
         ),
         seq(
-            "storage.seq.read.cold",
+            READ_COLD,
             "1 MiB buffered reads of a file dropped from the page cache (posix_fadvise DONTNEED)",
             Mode::ColdRead,
             "storage.seq.read",
             4.0,
         ),
         seq(
-            "storage.seq.read.direct",
+            READ_DIRECT,
             "1 MiB O_DIRECT reads: the device's read speed, no readahead",
             Mode::DirectRead,
             "storage.seq.read",
             4.0,
         ),
         seq(
-            "storage.seq.read.hot",
+            READ_HOT,
             "1 MiB reads of a file already in the page cache: a memory copy, not the device",
             Mode::HotRead,
             "storage.seq.read",

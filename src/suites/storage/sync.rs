@@ -15,6 +15,7 @@ use nix::fcntl::posix_fallocate;
 use serde_json::json;
 
 use super::common::{MIB, Workspace, fill_pattern, min_ops_for};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::FnBench;
 
@@ -99,10 +100,12 @@ impl Timed for SyncLat {
     fn warnings(&self) -> Vec<String> {
         let mut w = self.ws.warnings();
         if !self.preallocated {
-            w.push(format!(
-                "{} cannot preallocate (fallocate): the log grows by appends, which also update its size",
-                self.ws.location.fs_type
-            ));
+            w.push(
+                Warning::NoPrealloc {
+                    fs: self.ws.location.fs_type.clone(),
+                }
+                .to_string(),
+            );
         }
         w
     }
@@ -151,6 +154,11 @@ fn prepare(ctx: &Ctx, kind: Kind) -> Result<Box<dyn Timed>, PrepareError> {
     Ok(Box::new(s))
 }
 
+/// Id of a log write made durable with fdatasync.
+pub const FDATASYNC: &str = "storage.sync.fdatasync";
+/// Id of a log write made durable with fsync.
+pub const FSYNC: &str = "storage.sync.fsync";
+
 /// The sync-latency benchmarks.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let b = |id: &str, summary: &str, kind: Kind| {
@@ -162,12 +170,12 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
     };
     vec![
         b(
-            "storage.sync.fdatasync",
+            FDATASYNC,
             "write 4 KiB to a preallocated log then fdatasync (etcd's WAL commit): latency, with its p99",
             Kind::Fdatasync,
         ),
         b(
-            "storage.sync.fsync",
+            FSYNC,
             "write 4 KiB to a preallocated log then fsync: latency, with its p99",
             Kind::Fsync,
         ),

@@ -20,6 +20,7 @@ use nix::unistd::{UnlinkatFlags, fdatasync, fsync, unlinkat};
 use serde_json::json;
 
 use super::common::{MIB, Sizes, Workspace, fill_pattern};
+use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::FnBench;
 
@@ -286,10 +287,7 @@ impl Timed for Tree {
     fn warnings(&self) -> Vec<String> {
         let mut w = self.ws.create_warnings();
         if self.phase == Phase::Read {
-            w.push(
-                "file data dropped from the page cache before each pass; directory entries and inodes stay cached"
-                    .to_string(),
-            );
+            w.push(Warning::MetadataCached.to_string());
         }
         w
     }

@@ -14,6 +14,7 @@ use libc::c_long;
 
 use super::raw::{self, Vdso, nr};
 use super::undisturbed::Undisturbed;
+use crate::harness::warnings::Warning;
 use crate::harness::warnings::clocksource_warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::{FnBench, Looped};
@@ -143,7 +144,10 @@ fn looped(f: impl FnMut() + 'static, warnings: Vec<String>) -> Box<dyn Timed> {
 
 /// The warnings of every raw system-call result (the fallback path, if taken).
 fn raw_warnings() -> Vec<String> {
-    raw::FALLBACK.map(String::from).into_iter().collect()
+    raw::FALLBACK
+        .then(|| Warning::RawViaLibc.to_string())
+        .into_iter()
+        .collect()
 }
 
 /// Checks one call before timing it: a call the kernel refuses (a seccomp
@@ -166,6 +170,99 @@ fn probe_libc(ret: c_int, what: &str) -> Result<(), PrepareError> {
     probe(errno, what)
 }
 
+/// Which process id a [`PidCall`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pid {
+    /// getpid.
+    Own,
+    /// getppid.
+    Parent,
+}
+
+/// A call without arguments and without a vDSO entry, measured through the
+/// raw instruction and through the C library: the plain cost of entering
+/// the kernel.
+#[derive(Clone, Copy, Debug)]
+struct PidCall {
+    which: Pid,
+    /// The call's name, for skip reasons.
+    name: &'static str,
+    /// Its system-call number.
+    nr: c_long,
+    /// Ids and summaries of the raw and the libc variant.
+    raw: (&'static str, &'static str),
+    libc: (&'static str, &'static str),
+    /// The interleave group of both variants.
+    key: &'static str,
+}
+
+/// getpid and getppid, in run order (the function call joins getpid's group).
+const PID_CALLS: [PidCall; 2] = [
+    PidCall {
+        which: Pid::Own,
+        name: "getpid",
+        nr: nr::GETPID,
+        raw: (
+            GETPID_RAW,
+            "getpid through the raw system-call instruction (inline asm, no libc)",
+        ),
+        libc: (
+            GETPID_LIBC,
+            "getpid through the C library wrapper (no PID cache since glibc 2.25)",
+        ),
+        key: "syscall.getpid",
+    },
+    PidCall {
+        which: Pid::Parent,
+        name: "getppid",
+        nr: nr::GETPPID,
+        raw: (
+            GETPPID_RAW,
+            "getppid through the raw system-call instruction (the call perf bench syscall basic makes)",
+        ),
+        libc: (
+            GETPPID_LIBC,
+            "getppid through the C library wrapper, as perf bench syscall basic calls it",
+        ),
+        key: "syscall.getppid",
+    },
+];
+
+/// The raw side of a [`PidCall`].
+fn prepare_pid_raw(c: PidCall) -> Result<Box<dyn Timed>, PrepareError> {
+    let n = c.nr;
+    // SAFETY: getpid and getppid take no arguments.
+    probe(unsafe { raw::syscall0(n) }, c.name)?;
+    Ok(looped(
+        move || {
+            // SAFETY: as above.
+            black_box(unsafe { raw::syscall0(n) });
+        },
+        raw_warnings(),
+    ))
+}
+
+/// The libc side of a [`PidCall`]: one closure per call, so each loop
+/// calls its function directly.
+fn prepare_pid_libc(c: PidCall) -> Box<dyn Timed> {
+    match c.which {
+        Pid::Own => looped(
+            || {
+                // SAFETY: getpid has no preconditions.
+                black_box(unsafe { libc::getpid() });
+            },
+            Vec::new(),
+        ),
+        Pid::Parent => looped(
+            || {
+                // SAFETY: getppid has no preconditions.
+                black_box(unsafe { libc::getppid() });
+            },
+            Vec::new(),
+        ),
+    }
+}
+
 /// The E1 benchmarks: function call, rdtsc, getpid/getppid, and each vDSO pair.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let mut v: Vec<Box<dyn Bench>> = vec![
@@ -184,79 +281,23 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         .subtract_loop()
         .interleave("syscall.getpid")
         .boxed(),
-        FnBench::new(
-            GETPID_RAW,
-            "getpid through the raw system-call instruction (inline asm, no libc)",
-            Unit::Latency,
-            |_| {
-                // SAFETY: getpid takes no arguments.
-                probe(unsafe { raw::syscall0(nr::GETPID) }, "getpid")?;
-                Ok(looped(
-                    || {
-                        // SAFETY: as above.
-                        black_box(unsafe { raw::syscall0(nr::GETPID) });
-                    },
-                    raw_warnings(),
-                ))
-            },
-        )
-        .subtract_loop()
-        .interleave("syscall.getpid")
-        .boxed(),
-        FnBench::new(
-            GETPID_LIBC,
-            "getpid through the C library wrapper (no PID cache since glibc 2.25)",
-            Unit::Latency,
-            |_| {
-                Ok(looped(
-                    || {
-                        // SAFETY: getpid has no preconditions.
-                        black_box(unsafe { libc::getpid() });
-                    },
-                    Vec::new(),
-                ))
-            },
-        )
-        .subtract_loop()
-        .interleave("syscall.getpid")
-        .boxed(),
-        FnBench::new(
-            GETPPID_RAW,
-            "getppid through the raw system-call instruction (the call perf bench syscall basic makes)",
-            Unit::Latency,
-            |_| {
-                // SAFETY: getppid takes no arguments.
-                probe(unsafe { raw::syscall0(nr::GETPPID) }, "getppid")?;
-                Ok(looped(
-                    || {
-                        // SAFETY: as above.
-                        black_box(unsafe { raw::syscall0(nr::GETPPID) });
-                    },
-                    raw_warnings(),
-                ))
-            },
-        )
-        .subtract_loop()
-        .interleave("syscall.getppid")
-        .boxed(),
-        FnBench::new(
-            GETPPID_LIBC,
-            "getppid through the C library wrapper, as perf bench syscall basic calls it",
-            Unit::Latency,
-            |_| {
-                Ok(looped(
-                    || {
-                        // SAFETY: getppid has no preconditions.
-                        black_box(unsafe { libc::getppid() });
-                    },
-                    Vec::new(),
-                ))
-            },
-        )
-        .subtract_loop()
-        .interleave("syscall.getppid")
-        .boxed(),
     ];
+    for c in PID_CALLS {
+        v.push(
+            FnBench::new(c.raw.0, c.raw.1, Unit::Latency, move |_| prepare_pid_raw(c))
+                .subtract_loop()
+                .interleave(c.key)
+                .boxed(),
+        );
+        v.push(
+            FnBench::new(c.libc.0, c.libc.1, Unit::Latency, move |_| {
+                Ok(prepare_pid_libc(c))
+            })
+            .subtract_loop()
+            .interleave(c.key)
+            .boxed(),
+        );
+    }
     #[cfg(target_arch = "x86_64")]
     v.insert(
         1,
@@ -329,10 +370,12 @@ fn prepare_vdso(op: &VdsoOp, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> 
         (l, _) => l,
     };
     if served == Vdso::Missing {
-        warnings.push(format!(
-            "this kernel's vDSO has no {}: the libc call makes a system call",
-            op.func
-        ));
+        warnings.push(
+            Warning::VdsoMissing {
+                func: op.func.to_string(),
+            }
+            .to_string(),
+        );
     }
     Ok(match op.kind {
         Kind::Clock(clock) => {

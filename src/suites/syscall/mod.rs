@@ -13,9 +13,10 @@ mod io;
 mod raw;
 mod undisturbed;
 
-use super::{Suite, fmt_ratio, get, ratio_finding};
+use super::{Suite, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement};
 use crate::host::Host;
+use crate::units::{fmt_ratio, size_label};
 
 use io::{Dir, Method, Target};
 
@@ -107,7 +108,7 @@ fn stdio_finding(ms: &[Measurement], dir: Dir) -> Option<Finding> {
         Dir::Read => ("fread", "read"),
         Dir::Write => ("fwrite", "write"),
     };
-    let size = super::size_label(first_size as u64);
+    let size = size_label(first_size as u64);
     let mut text = format!(
         "stdio batching ({call} vs {vs}, file): {} faster at {size}",
         fmt_ratio(first_gain)
@@ -121,14 +122,14 @@ fn stdio_finding(ms: &[Measurement], dir: Dir) -> Option<Finding> {
         }
         Some(from) => text.push_str(&format!(
             ", gain below {STDIO_GAIN_FLOOR}× from {}",
-            super::size_label(from as u64)
+            size_label(from as u64)
         )),
         None if gains.len() > 1 => {
             let &(last_size, last_gain) = gains.last()?;
             text.push_str(&format!(
                 ", still {} at {}",
                 fmt_ratio(last_gain),
-                super::size_label(last_size as u64)
+                size_label(last_size as u64)
             ));
         }
         None => {}

@@ -58,16 +58,9 @@ pub mod nr {
     pub const TIME: Option<c_long> = None;
 }
 
-/// The warning every raw result carries on architectures without an inline
-/// system-call path; `None` where the instruction is issued inline.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub const FALLBACK: Option<&str> = None;
-/// The warning every raw result carries on architectures without an inline
-/// system-call path; `None` where the instruction is issued inline.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub const FALLBACK: Option<&str> = Some(
-    "no inline system-call instruction on this architecture: measured through libc::syscall, which adds a function call and errno handling",
-);
+/// True on architectures without an inline system-call path, where every
+/// raw result goes through `libc::syscall` and says so.
+pub const FALLBACK: bool = cfg!(not(any(target_arch = "x86_64", target_arch = "aarch64")));
 
 /// Issues system call `nr` with no arguments; returns the kernel's result
 /// (a negative errno on failure).

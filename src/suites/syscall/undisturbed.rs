@@ -23,6 +23,7 @@ use libc::c_long;
 use nix::sys::resource::{UsageWho, getrusage};
 
 use crate::harness::Timed;
+use crate::harness::warnings::Warning;
 
 /// Extra tries of a preempted piece.
 pub const RETRIES: usize = 3;
@@ -132,12 +133,14 @@ impl<T: Timed> Timed for Undisturbed<T> {
         let mut w = self.inner.warnings();
         // A few such pieces barely move a median; say so when they are many.
         if self.kept_preempted * KEPT_PREEMPTED_SHARE > self.pieces_done {
-            w.push(format!(
-                "{} of {} timed runs were preempted on every one of {} tries: another task kept taking this CPU; quieten the machine or pin with --cpu",
-                self.kept_preempted,
-                self.pieces_done,
-                RETRIES + 1
-            ));
+            w.push(
+                Warning::Preempted {
+                    kept: self.kept_preempted,
+                    done: self.pieces_done,
+                    tries: RETRIES as u32 + 1,
+                }
+                .to_string(),
+            );
         }
         w
     }

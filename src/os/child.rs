@@ -1,7 +1,8 @@
-//! Child-process hygiene shared by every benchmark of the suite: a fixed cap
-//! on children alive at once, a guard that kills and reaps a child that was
-//! not waited for (an error, a panic, Ctrl-C), the exit-status check, and
-//! the signal mask held around `fork`/`vfork`/`clone`.
+//! Child-process hygiene shared by every benchmark that starts children: a
+//! fixed cap on children alive at once, a guard that kills and reaps a
+//! child that was not waited for (an error, a panic, Ctrl-C), the
+//! exit-status check, the signal mask held around `fork`/`vfork`/`clone`,
+//! and the forked peer that runs the far end of a two-process benchmark.
 //!
 //! Why block signals around fork: between `fork` and `exec` the child still
 //! has opcost's Ctrl-C handler installed; a Ctrl-C arriving in that window
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{anyhow, bail};
 
-/// Most children of this suite alive at once; a spawn beyond it is refused.
+/// Most children started by benchmarks alive at once; a spawn beyond it is refused.
 /// Every benchmark reaps its child before starting the next, so the cap is
 /// a safety net: it is never reached unless reaping failed.
 pub const MAX_CHILDREN: usize = 4;
@@ -46,7 +47,7 @@ impl Drop for Slot {
 
 /// Children currently alive, for tests.
 #[cfg(test)]
-pub fn alive() -> usize {
+pub(crate) fn alive() -> usize {
     ALIVE.load(Ordering::SeqCst)
 }
 
@@ -153,6 +154,63 @@ impl Drop for SignalsBlocked {
         // SAFETY: restores the mask saved by `all`.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
     }
+}
+
+/// Exit code of a forked peer whose parent was already gone.
+pub const EXIT_ORPHAN: i32 = 3;
+/// Exit code of a forked peer that could not pin itself.
+pub const EXIT_PIN: i32 = 4;
+
+/// Forks a peer: a child that dies with its parent (PR_SET_PDEATHSIG),
+/// ignores SIGINT (the parent handles Ctrl-C for both), runs pinned to
+/// `cpu` when one is given, then runs `body` and exits with its code.
+/// Returns the child's pid; the caller owns it (reaps or kills it).
+///
+/// `body` runs in the child after `fork`, from a process that may have
+/// other threads: it must only make async-signal-safe calls (no
+/// allocation, no locks) and its captures are never dropped in the child.
+/// The parent drops its copy of `body` (and so its copies of the child's
+/// ends) before returning.
+pub fn fork_peer<F: FnMut() -> i32>(
+    cpu: Option<usize>,
+    mut body: F,
+) -> anyhow::Result<libc::pid_t> {
+    // Everything the child needs is prepared before the fork.
+    // SAFETY: a zeroed cpu_set_t is an empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if let Some(c) = cpu {
+        if c >= libc::CPU_SETSIZE as usize {
+            bail!("CPU {c} is out of range");
+        }
+        // SAFETY: c is below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the child branch only makes async-signal-safe calls (prctl,
+    // getppid, signal, sched_setaffinity, the body's system calls) and
+    // leaves through _exit without running destructors.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: plain system calls on valid arguments; _exit never returns.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != parent {
+                libc::_exit(EXIT_ORPHAN);
+            }
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            if cpu.is_some() && libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                libc::_exit(EXIT_PIN);
+            }
+            let code = body();
+            libc::_exit(code)
+        }
+    }
+    drop(body);
+    if pid < 0 {
+        return Err(anyhow::Error::new(std::io::Error::last_os_error()).context("fork"));
+    }
+    Ok(pid)
 }
 
 /// Serialises the tests that start children, so that the slot count they see is their own.

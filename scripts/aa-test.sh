@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A/A test: the same opcost binary run twice back to back, then compared.
+# With nothing changed, `opcost compare` should call (almost) nothing
+# faster or slower; the share it does call is the false-verdict rate.
+# Also reports how often a result's 95% interval holds the median of the
+# other run (the interval's coverage from one run to the next) and the
+# median interval half-width.
+#
+#   scripts/aa-test.sh [-r REPEATS] [-p PROFILE] [PATTERN...]
+#
+# Defaults: 5 repeats, quick profile, `syscall ipc.pipe process.fork_exit
+# process.switch.*`. Uses a throw-away history; prints one line per repeat
+# and the medians at the end.
+set -euo pipefail
+repeats=5
+profile=quick
+while getopts "r:p:" o; do
+  case $o in
+    r) repeats=$OPTARG ;;
+    p) profile=$OPTARG ;;
+    *) echo "usage: $0 [-r REPEATS] [-p PROFILE] [PATTERN...]" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+if [ $# -eq 0 ]; then set -- syscall ipc.pipe process.fork_exit 'process.switch.*'; fi
+cd "$(dirname "$0")/.."
+cargo build --release -q
+bin=target/release/opcost
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+db=$work/aa.db
+printf "%-7s %8s %8s %8s %10s %s\n" repeat results called rate coverage "median ±CI"
+rates=()
+for i in $(seq 1 "$repeats"); do
+  "$bin" --db "$db" run "$@" --profile "$profile" --json "$work/a.json" >/dev/null 2>&1
+  "$bin" --db "$db" run "$@" --profile "$profile" --json "$work/b.json" >/dev/null 2>&1
+  # The two files, without the history's noise floor: the run-level method alone.
+  "$bin" --db "$db" compare "$work/a.json" "$work/b.json" --no-history --format json >"$work/c.json"
+  line=$(python3 - "$work/a.json" "$work/b.json" "$work/c.json" <<'PY'
+import json, sys, statistics
+a, b, c = (json.load(open(p)) for p in sys.argv[1:4])
+rows = c["rows"]
+called = sum(r["verdict"] != "same" for r in rows)
+bm = {r["id"]: r for r in b["results"]}
+hits = total = 0
+hw = []
+for r in a["results"]:
+    o = bm.get(r["id"])
+    if not o:
+        continue
+    total += 1
+    hits += r["ci_low"] <= o["median"] <= r["ci_high"]
+    hw.append((r["ci_high"] - r["ci_low"]) / 2 / r["median"])
+print(len(rows), called, called / max(len(rows), 1), hits / max(total, 1), statistics.median(hw))
+PY
+)
+  read -r n k rate cov hw <<<"$line"
+  rates+=("$rate")
+  printf "%-7s %8s %8s %7.1f%% %9.1f%% %9.1f%%\n" "$i" "$n" "$k" "$(echo "$rate*100" | bc -l)" "$(echo "$cov*100" | bc -l)" "$(echo "$hw*100" | bc -l)"
+done
+# Compare with the history's noise floor too (every repeat's runs are in it).
+echo
+echo "last pair again, with the noise floor of the $((2 * repeats - 2)) earlier runs in the history:"
+"$bin" --db "$db" compare "$work/a.json" "$work/b.json" --format json \
+  | python3 -c 'import json,sys; c=json.load(sys.stdin); r=c["rows"]; k=sum(x["verdict"]!="same" for x in r); print(f"  {k} of {len(r)} called faster/slower ({100*k/max(len(r),1):.1f}%)")'

@@ -1,0 +1,303 @@
+//! The stability canary and what the kernel can tell about interference.
+//!
+//! Why: a shared cloud guest changes speed in phases of seconds (host
+//! contention on the physical core, frequency, cache partitioning), and in a
+//! slow phase *everything* is slower, the minimum included, so no low
+//! percentile of a benchmark's own samples can filter it out. A fixed
+//! reference workload, measured between the rounds of a run, sees those
+//! phases directly: when it is slower than the machine's fast phase, so is
+//! whatever ran next to it. The runner marks such rounds, measures them
+//! again within a bounded budget, and the run reports how stable the
+//! machine was.
+//!
+//! The kernel's own counters explain part of it: steal time (the hypervisor
+//! ran someone else), involuntary context switches of the measuring thread
+//! (another task took its CPU), CPU migrations, and the load average.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::quantile;
+
+/// A canary slower than the run's fast phase by more than this factor marks
+/// the round next to it as run in a slow phase (the phases seen on cloud
+/// guests are ~1.25x; a single check's noise is a few per cent).
+pub const SLOW_PHASE: f64 = 1.10;
+/// A run whose canary spread (p90 / p10 - 1) exceeds this is called unstable.
+pub const UNSTABLE_SPREAD: f64 = 0.10;
+/// Share of the planned run time that may go to measuring slow rounds again.
+pub const REMEASURE_SHARE: f64 = 0.25;
+
+/// Dependent multiply-adds in one canary pass (about 20 µs at 3 GHz).
+const CHAIN: u64 = 20_000;
+/// Raw `getppid` system calls in one canary pass.
+const SYSCALLS: u64 = 100;
+/// Passes per check; the check is the fastest (interrupts only add time).
+const PASSES: usize = 3;
+
+/// One canary check: the time of a fixed dependent integer chain plus a
+/// few raw system calls, in ns (the fastest of a few passes).
+pub fn check() -> f64 {
+    (0..PASSES)
+        .map(|_| {
+            let t = Instant::now();
+            let mut x = black_box(1u64);
+            for _ in 0..CHAIN {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+            }
+            black_box(x);
+            for _ in 0..SYSCALLS {
+                // SAFETY: getppid takes no arguments and cannot fail.
+                black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+            }
+            t.elapsed().as_nanos() as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The fast phase of a set of canary checks: their 25th percentile, so a
+/// machine that was slow for most of a run is still judged against the part
+/// in which it was fast.
+pub fn baseline(checks: &[f64]) -> Option<f64> {
+    quantile(checks, 0.25).filter(|b| *b > 0.0)
+}
+
+/// What a run says about the machine's stability.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stability {
+    /// True when the machine's speed held during the run.
+    pub stable: bool,
+    /// Canary checks taken.
+    pub checks: usize,
+    /// The canary's fast-phase time, ns.
+    pub canary_ns: f64,
+    /// p90 / p10 - 1 of the canary checks (0.05 = the slow end 5% slower).
+    pub spread: f64,
+    /// Benchmark rounds measured.
+    pub rounds: usize,
+    /// Rounds that ran in a slow phase.
+    pub slow_rounds: usize,
+    /// Slow rounds measured again in a fast phase and replaced.
+    pub remeasured: usize,
+    /// Time stolen by the hypervisor during the run, as a share of the CPUs' time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_share: Option<f64>,
+    /// Involuntary context switches of the measuring thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nivcsw: Option<u64>,
+}
+
+impl Stability {
+    /// From the canary checks and the round counts.
+    pub fn of(
+        checks: &[f64],
+        rounds: usize,
+        slow_rounds: usize,
+        remeasured: usize,
+        steal_share: Option<f64>,
+        nivcsw: Option<u64>,
+    ) -> Option<Stability> {
+        let base = baseline(checks)?;
+        let p10 = quantile(checks, 0.10)?;
+        let p90 = quantile(checks, 0.90)?;
+        let spread = if p10 > 0.0 { p90 / p10 - 1.0 } else { 0.0 };
+        let still_slow = slow_rounds.saturating_sub(remeasured);
+        let stable = spread <= UNSTABLE_SPREAD
+            && (rounds == 0 || still_slow as f64 / rounds as f64 <= 0.10)
+            && steal_share.is_none_or(|s| s <= 0.05);
+        Some(Stability {
+            stable,
+            checks: checks.len(),
+            canary_ns: base,
+            spread,
+            rounds,
+            slow_rounds,
+            remeasured,
+            steal_share,
+            nivcsw,
+        })
+    }
+
+    /// The one line shown at the top of a run's output.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "machine {}: canary spread {:.1}% over {} checks; {} of {} rounds ran in a slow phase, {} measured again",
+            if self.stable { "stable" } else { "UNSTABLE" },
+            self.spread * 100.0,
+            self.checks,
+            self.slow_rounds,
+            self.rounds,
+            self.remeasured,
+        );
+        if let Some(st) = self.steal_share {
+            s.push_str(&format!("; steal {:.1}%", st * 100.0));
+        }
+        if !self.stable {
+            s.push_str("; results vary more than their intervals say: rerun on a quieter machine, or compare with several runs per side");
+        }
+        s
+    }
+}
+
+/// Counters of interference, read at the start and end of a round.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Snapshot {
+    /// Steal ticks of all CPUs (USER_HZ), from /proc/stat.
+    steal_ticks: Option<u64>,
+    /// Sum of all ticks of all CPUs, from /proc/stat.
+    total_ticks: Option<u64>,
+    /// Involuntary context switches of this thread.
+    nivcsw: Option<u64>,
+    /// CPU migrations of this thread (needs the kernel's sched statistics).
+    migrations: Option<u64>,
+}
+
+/// Differences between two snapshots.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Interference {
+    /// Steal time in ms (all CPUs).
+    pub steal_ms: Option<f64>,
+    /// Share of all CPUs' ticks that were stolen.
+    pub steal_share: Option<f64>,
+    /// Involuntary context switches.
+    pub nivcsw: Option<u64>,
+    /// CPU migrations.
+    pub migrations: Option<u64>,
+}
+
+impl Snapshot {
+    /// Reads the counters now; what the kernel does not offer stays unknown.
+    pub fn now() -> Snapshot {
+        let (steal_ticks, total_ticks) = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| parse_cpu_ticks(&t))
+            .map_or((None, None), |(s, t)| (Some(s), Some(t)));
+        Snapshot {
+            steal_ticks,
+            total_ticks,
+            nivcsw: thread_nivcsw(),
+            migrations: std::fs::read_to_string("/proc/thread-self/sched")
+                .ok()
+                .and_then(|t| parse_migrations(&t)),
+        }
+    }
+
+    /// What happened between `self` (earlier) and `later`.
+    pub fn until(&self, later: &Snapshot) -> Interference {
+        let d = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        let steal = d(self.steal_ticks, later.steal_ticks);
+        let total = d(self.total_ticks, later.total_ticks);
+        Interference {
+            steal_ms: steal.map(|t| t as f64 * 1000.0 / ticks_per_second()),
+            steal_share: match (steal, total) {
+                (Some(s), Some(t)) if t > 0 => Some(s as f64 / t as f64),
+                _ => None,
+            },
+            nivcsw: d(self.nivcsw, later.nivcsw),
+            migrations: d(self.migrations, later.migrations),
+        }
+    }
+}
+
+/// The steal and total ticks of the aggregate `cpu` line of /proc/stat.
+pub fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal guest guest_nice;
+    // guest time is already counted in user.
+    let steal = *v.get(7)?;
+    let total = v.iter().take(8).sum();
+    Some((steal, total))
+}
+
+/// `se.nr_migrations` from /proc/thread-self/sched.
+pub fn parse_migrations(sched: &str) -> Option<u64> {
+    sched
+        .lines()
+        .find(|l| l.trim_start().starts_with("se.nr_migrations"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The 1-minute load average.
+pub fn load1() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn thread_nivcsw() -> Option<u64> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: ru is a valid out-pointer for getrusage.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
+    // SAFETY: getrusage filled it in when it returned 0.
+    (rc == 0).then(|| unsafe { ru.assume_init() }.ru_nivcsw as u64)
+}
+
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canary_check_is_positive_and_repeatable_in_magnitude() {
+        let a = check();
+        let b = check();
+        assert!(a > 0.0 && b > 0.0);
+        assert!(a / b < 20.0 && b / a < 20.0, "{a} {b}");
+    }
+
+    #[test]
+    fn proc_stat_steal_is_the_eighth_value() {
+        let stat = "cpu  100 5 50 1000 10 1 2 30 0 0\ncpu0 50 2 25 500 5 0 1 15 0 0\n";
+        assert_eq!(parse_cpu_ticks(stat), Some((30, 1198)));
+        assert_eq!(parse_cpu_ticks("intr 1 2 3"), None);
+    }
+
+    #[test]
+    fn migrations_are_read_from_sched() {
+        let sched = "opcost (1234, #threads: 1)\n-----\nse.exec_start : 1.0\nse.nr_migrations                             :                    7\n";
+        assert_eq!(parse_migrations(sched), Some(7));
+        assert_eq!(parse_migrations("nothing"), None);
+    }
+
+    #[test]
+    fn stability_calls_a_steady_canary_stable_and_a_phased_one_not() {
+        let steady: Vec<f64> = (0..100).map(|i| 1000.0 + (i % 5) as f64).collect();
+        let s = Stability::of(&steady, 300, 3, 3, Some(0.0), None).unwrap();
+        assert!(s.stable, "{s:?}");
+        assert!(s.line().starts_with("machine stable"));
+        let mut phased = steady.clone();
+        phased.extend((0..40).map(|_| 1250.0));
+        let u = Stability::of(&phased, 300, 90, 10, None, None).unwrap();
+        assert!(!u.stable);
+        assert!(u.spread > 0.2, "{}", u.spread);
+        assert!(u.line().contains("UNSTABLE"));
+        assert_eq!(baseline(&steady).map(|b| b < 1003.0), Some(true));
+    }
+
+    #[test]
+    fn snapshots_difference_is_never_negative() {
+        let a = Snapshot::now();
+        let b = Snapshot::now();
+        let i = a.until(&b);
+        assert!(i.steal_ms.is_none_or(|s| s >= 0.0));
+        assert!(i.steal_share.is_none_or(|s| (0.0..=1.0).contains(&s)));
+    }
+}

@@ -1,0 +1,245 @@
+//! How a suite declares its benchmarks and reads its results: [`FnBench`]
+//! (plain data, a [`Budget`] and a prepare closure), [`Looped`] for the
+//! cheap closure-per-operation case, and the lookups findings use.
+//!
+//! Why one bench type: a budget, an interleave key or a profile gate is a
+//! field here, so a suite never needs its own `Bench` implementation that
+//! forwards the rest.
+
+use std::time::Duration;
+
+use crate::harness::{
+    Bench, Ctx, Finding, Measurement, Overhead, Params, PrepareError, Profile, Timed, Unit,
+};
+
+/// The prepare step of a [`FnBench`].
+pub type PrepareFn = Box<dyn Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync>;
+
+/// How long a benchmark may run at each profile, calibration and warm-up
+/// included: the one budget mechanism of every benchmark.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    /// The profile's default budget times a factor per profile (quick,
+    /// default, thorough).
+    Scaled([f64; 3]),
+    /// A fixed time per profile (quick, default, thorough).
+    Fixed([Duration; 3]),
+}
+
+impl Budget {
+    /// The profile's default budget.
+    pub const DEFAULT: Budget = Budget::Scaled([1.0; 3]);
+
+    /// The profile's default budget times `f` at every profile.
+    pub const fn scaled(f: f64) -> Budget {
+        Budget::Scaled([f; 3])
+    }
+
+    /// The time allowed at `profile`.
+    pub fn at(self, profile: Profile) -> Duration {
+        let i = match profile {
+            Profile::Quick => 0,
+            Profile::Default => 1,
+            Profile::Thorough => 2,
+        };
+        match self {
+            Budget::Scaled(f) => profile.default_budget().mul_f64(f[i]),
+            Budget::Fixed(d) => d[i],
+        }
+    }
+}
+
+/// A benchmark made of plain data and a prepare closure: the way every
+/// suite declares its benchmarks.
+pub struct FnBench {
+    id: String,
+    summary: String,
+    unit: Unit,
+    params: Params,
+    overhead: Overhead,
+    interleave: Option<String>,
+    budget: Budget,
+    min_profile: Profile,
+    prepare: PrepareFn,
+}
+
+impl FnBench {
+    /// A benchmark with the given id, summary, unit and set-up.
+    pub fn new(
+        id: impl Into<String>,
+        summary: impl Into<String>,
+        unit: Unit,
+        prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
+    ) -> FnBench {
+        FnBench {
+            id: id.into(),
+            summary: summary.into(),
+            unit,
+            params: Params::new(),
+            overhead: Overhead::None,
+            interleave: None,
+            budget: Budget::DEFAULT,
+            min_profile: Profile::Quick,
+            prepare: Box::new(prepare),
+        }
+    }
+
+    /// Adds a named parameter.
+    pub fn param(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.params.insert(name.to_string(), value.into());
+        self
+    }
+
+    /// Subtracts the empty-loop overhead.
+    pub fn subtract_loop(mut self) -> Self {
+        self.overhead = Overhead::EmptyLoop;
+        self
+    }
+
+    /// Interleaves samples with the other benchmarks of the same key.
+    pub fn interleave(mut self, key: impl Into<String>) -> Self {
+        self.interleave = Some(key.into());
+        self
+    }
+
+    /// Sets the time budget per profile.
+    pub fn with_budget(mut self, b: Budget) -> Self {
+        self.budget = b;
+        self
+    }
+
+    /// Multiplies the profile's default budget (2.0 = twice as long): a
+    /// shorthand for `with_budget(Budget::scaled(f))`.
+    pub fn budget_scale(self, f: f64) -> Self {
+        self.with_budget(Budget::scaled(f))
+    }
+
+    /// Leaves the benchmark out of runs at profiles below `p`.
+    pub fn min_profile(mut self, p: Profile) -> Self {
+        self.min_profile = p;
+        self
+    }
+
+    /// Boxes it for a suite's list.
+    pub fn boxed(self) -> Box<dyn Bench> {
+        Box::new(self)
+    }
+}
+
+impl Bench for FnBench {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn summary(&self) -> &str {
+        &self.summary
+    }
+    fn unit(&self) -> Unit {
+        self.unit
+    }
+    fn params(&self) -> Params {
+        self.params.clone()
+    }
+    fn overhead(&self) -> Overhead {
+        self.overhead
+    }
+    fn budget(&self, profile: Profile) -> Duration {
+        self.budget.at(profile)
+    }
+    fn interleave(&self) -> Option<&str> {
+        self.interleave.as_deref()
+    }
+    fn runs_at(&self, profile: Profile) -> bool {
+        profile >= self.min_profile
+    }
+    fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+        (self.prepare)(ctx)
+    }
+}
+
+/// A [`Timed`] that calls a closure once per operation, with owned state
+/// and optional warnings: the shape of most cheap benchmarks.
+pub struct Looped<F: FnMut()> {
+    f: F,
+    warnings: Vec<String>,
+}
+
+impl<F: FnMut()> Looped<F> {
+    /// Times `f` once per operation.
+    pub fn new(f: F) -> Self {
+        Looped {
+            f,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Attaches a caveat to the result.
+    pub fn warn(mut self, w: impl Into<String>) -> Self {
+        self.warnings.push(w.into());
+        self
+    }
+
+    /// Boxes it for [`Bench::prepare`].
+    pub fn boxed(self) -> Box<dyn Timed>
+    where
+        F: 'static,
+    {
+        Box::new(self)
+    }
+}
+
+impl<F: FnMut()> Timed for Looped<F> {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        Ok(crate::harness::timer::time_loop(ops, &mut self.f))
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}
+
+/// The median of the measurement with id `id`, if the run has it.
+pub fn median_of(ms: &[Measurement], id: &str) -> Option<f64> {
+    ms.iter().find(|m| m.id == id).map(|m| m.median)
+}
+
+/// The measurement with id `id`, if the run has it.
+pub fn get<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
+    ms.iter().find(|m| m.id == id)
+}
+
+/// A finding that states `value` (a ratio, unit `x`).
+pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
+    Finding {
+        area: area.to_string(),
+        text,
+        value,
+        unit: "x".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_scale_or_fix_per_profile() {
+        assert_eq!(
+            Budget::DEFAULT.at(Profile::Default),
+            Profile::Default.default_budget()
+        );
+        assert_eq!(
+            Budget::scaled(2.0).at(Profile::Quick),
+            Profile::Quick.default_budget() * 2
+        );
+        let ms = Duration::from_millis;
+        let fixed = Budget::Fixed([ms(1), ms(2), ms(3)]);
+        assert_eq!(fixed.at(Profile::Thorough), ms(3));
+        let b = FnBench::new("a.b", "x", Unit::Latency, |_| {
+            Err(PrepareError::Skip("test".into()))
+        })
+        .with_budget(Budget::Scaled([1.0, 1.5, 1.0]));
+        assert_eq!(
+            b.budget(Profile::Default),
+            Profile::Default.default_budget().mul_f64(1.5)
+        );
+    }
+}

@@ -1,0 +1,175 @@
+//! Units and their display, below every other module: suites label their
+//! sweep points and state findings with these, reports format results with
+//! them, and neither has to import the other.
+//!
+//! Documents keep base units (ns/op, B/s, ops/s); only what a person reads
+//! is scaled. Byte rates use decimal prefixes (1 GB/s = 10^9 B/s), as dd,
+//! fio and iperf3 print them; sizes use binary ones (KiB, MiB).
+
+/// Formats a value given in the base unit `unit` (`ns/op`, `B/s`, `ops/s`).
+pub fn human(value: f64, unit: &str) -> String {
+    match unit {
+        "ns/op" | "ns" => human_ns(value),
+        "B/s" => scaled(value, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
+        "ops/s" => scaled(value, &["op/s", "kop/s", "Mop/s", "Gop/s", "Top/s"]),
+        "B" => human_bytes(value),
+        "x" => fmt_ratio(value),
+        other => format!("{} {other}", sig3(value)),
+    }
+}
+
+/// Formats nanoseconds as ns, µs, ms or s with three significant digits.
+pub fn human_ns(ns: f64) -> String {
+    let (v, u) = if ns.abs() < 1e3 {
+        (ns, "ns")
+    } else if ns.abs() < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns.abs() < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    format!("{} {u}", sig3(v))
+}
+
+/// Formats a byte count with binary prefixes: 512 B, 48 KiB, 2.0 MiB.
+pub fn human_bytes(b: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v.abs() >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{} {}", sig3(v), units[i])
+    }
+}
+
+fn scaled(v: f64, units: &[&str]) -> String {
+    let mut v = v;
+    let mut i = 0;
+    while v.abs() >= 1000.0 && i + 1 < units.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    format!("{} {}", sig3(v), units[i])
+}
+
+/// Three significant digits, without exponent: 1.23, 12.3, 123, 1234.
+pub fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.01 || a == 0.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// A ratio as shown in findings: `14.2×`, `1.05×`, `312×`.
+pub fn fmt_ratio(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}×")
+    } else if r >= 10.0 {
+        format!("{r:.1}×")
+    } else {
+        format!("{r:.2}×")
+    }
+}
+
+/// Formats a byte count as a sweep label: `64B`, `4KiB`, `1MiB`, `1GiB`.
+pub fn size_label(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (scale, name) in UNITS {
+        if bytes >= scale && bytes.is_multiple_of(scale) {
+            return format!("{}{name}", bytes / scale);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// The parameters a sweep varies, as benchmarks record them: a number in
+/// base units, and whether it is a byte count. A result whose id has a
+/// `/point` part and one of these parameters is a point of a sweep, and
+/// reports draw it as a curve over that parameter.
+pub const SWEEP_AXES: [(&str, bool); 2] = [("size", true), ("rss_bytes", true)];
+
+/// Parses `32KiB`, `4MiB`, `64B`, `1.5GiB`, `16K`, `100MB`, `8` into a value
+/// and whether it is a byte count.
+pub fn parse_quantity(s: &str) -> Option<(f64, bool)> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let k = 1024f64;
+    let (mult, bytes) = match suffix {
+        "" => (1.0, false),
+        "B" | "b" => (1.0, true),
+        "KiB" | "K" | "k" => (k, true),
+        "MiB" | "M" => (k * k, true),
+        "GiB" | "G" => (k * k * k, true),
+        "TiB" | "T" => (k * k * k * k, true),
+        "kB" | "KB" => (1e3, true),
+        "MB" => (1e6, true),
+        "GB" => (1e9, true),
+        _ => return None,
+    };
+    Some((v * mult, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_scale_to_the_right_unit() {
+        assert_eq!(human(0.5, "ns/op"), "0.500 ns");
+        assert_eq!(human(12.34, "ns/op"), "12.3 ns");
+        assert_eq!(human(1234.0, "ns/op"), "1.23 µs");
+        assert_eq!(human(2.5e6, "ns/op"), "2.50 ms");
+        assert_eq!(human(3e9, "ns/op"), "3.00 s");
+    }
+
+    #[test]
+    fn rates_use_decimal_prefixes() {
+        assert_eq!(human(8.1e9, "B/s"), "8.10 GB/s");
+        assert_eq!(human(512.0, "B/s"), "512 B/s");
+        assert_eq!(human(2.0e6, "ops/s"), "2.00 Mop/s");
+    }
+
+    #[test]
+    fn bytes_use_binary_prefixes() {
+        assert_eq!(human_bytes(512.0), "512 B");
+        assert_eq!(human_bytes(49152.0), "48.0 KiB");
+        assert_eq!(human_bytes(2.0 * 1024.0 * 1024.0), "2.00 MiB");
+    }
+
+    #[test]
+    fn size_labels() {
+        assert_eq!(size_label(64), "64B");
+        assert_eq!(size_label(4096), "4KiB");
+        assert_eq!(size_label(1 << 20), "1MiB");
+        assert_eq!(size_label(1536), "1536B");
+    }
+
+    #[test]
+    fn quantities_parse_with_binary_and_decimal_units() {
+        assert_eq!(parse_quantity("32KiB"), Some((32768.0, true)));
+        assert_eq!(parse_quantity("64B"), Some((64.0, true)));
+        assert_eq!(parse_quantity("1.5MiB"), Some((1.5 * 1048576.0, true)));
+        assert_eq!(parse_quantity("100MB"), Some((1e8, true)));
+        assert_eq!(parse_quantity("8"), Some((8.0, false)));
+        assert_eq!(parse_quantity("fast"), None);
+        assert_eq!(parse_quantity("4x"), None);
+    }
+}

@@ -1,0 +1,228 @@
+//! Rounds, the stability canary, and results kept as they are measured:
+//! a run records its rounds and the canary's figures; a run killed with
+//! SIGKILL midway leaves its completed results in the history, marked
+//! incomplete in `runs`, `show` and `compare`.
+
+use std::path::Path;
+use std::process::{Command as Std, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+fn opcost(db: &Path) -> Command {
+    let mut c = Command::cargo_bin("opcost").expect("the opcost binary");
+    c.arg("--db").arg(db);
+    c
+}
+
+#[test]
+fn a_run_records_its_rounds_and_the_canary() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    opcost(&dir.path().join("h.db"))
+        .args(["run", "syscall.getpid", "syscall.function_call"])
+        .args(["--profile", "quick", "--rounds", "4", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("machine "));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let st = &doc["stability"];
+    assert!(st["checks"].as_u64().unwrap() >= 4, "{st}");
+    assert!(st["canary_ns"].as_f64().unwrap() > 0.0);
+    assert!(st["spread"].as_f64().unwrap() >= 0.0);
+    assert!(st["stable"].is_boolean());
+    for r in doc["results"].as_array().unwrap() {
+        let rounds = r["rounds"].as_array().unwrap();
+        assert!(rounds.len() >= 4, "{}: {} rounds", r["id"], rounds.len());
+        let used: Vec<&Value> = rounds.iter().filter(|x| x["used"] == true).collect();
+        assert!(used.len() >= 4);
+        for x in rounds {
+            assert!(x["median"].as_f64().unwrap() > 0.0);
+            assert!(x["n"].as_u64().unwrap() >= 1);
+            assert!(x["canary"].as_f64().unwrap() > 0.0, "{x}");
+            assert!(x["at_s"].as_f64().unwrap() >= 0.0);
+        }
+        // The interval contains the median.
+        let (lo, m, hi) = (
+            r["ci_low"].as_f64().unwrap(),
+            r["median"].as_f64().unwrap(),
+            r["ci_high"].as_f64().unwrap(),
+        );
+        assert!(lo <= m && m <= hi, "{lo} {m} {hi}");
+    }
+}
+
+/// The number of results a run has written to the history so far.
+fn partial_results(db: &Path) -> i64 {
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return 0;
+    };
+    conn.query_row("SELECT count(*) FROM partial_results", [], |r| r.get(0))
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let mut child = Std::cargo_bin("opcost")
+        .unwrap()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "syscall", "--profile", "quick", "--rounds", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while partial_results(&db) < 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no result reached the history"
+        );
+        if child.try_wait().unwrap().is_some() {
+            panic!("the run ended before it could be killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGKILL: no handler, no clean-up, nothing saved at the end.
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    opcost(&db)
+        .arg("runs")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("incomplete"));
+    let out = opcost(&db)
+        .args(["show", "latest", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["run"]["incomplete"], true);
+    let results = doc["results"].as_array().unwrap();
+    assert!(results.len() >= 3, "{} results", results.len());
+    for r in results {
+        assert!(r["median"].as_f64().unwrap() > 0.0);
+    }
+    opcost(&db)
+        .args(["show", "latest"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("incomplete"));
+    opcost(&db)
+        .args(["compare", "latest", "latest"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("incomplete"));
+}
+
+#[test]
+fn compare_accepts_several_runs_per_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    for _ in 0..4 {
+        opcost(&db)
+            .args(["run", "syscall.function_call", "--profile", "quick"])
+            .assert()
+            .success();
+    }
+    let out = opcost(&db).args(["runs", "--limit", "0"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let ids: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.len() == 8 && w.chars().all(|c| c.is_ascii_hexdigit()))
+        .collect();
+    assert_eq!(ids.len(), 4, "{text}");
+    let a = format!("{},{}", ids[0], ids[1]);
+    let b = format!("{},{}", ids[2], ids[3]);
+    let out = opcost(&db)
+        .args(["compare", &a, &b, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["a_runs"].as_array().unwrap().len(), 2);
+    assert_eq!(c["b_runs"].as_array().unwrap().len(), 2);
+    let row = &c["rows"][0];
+    assert_eq!(row["method"], "rounds");
+    assert!(row["rounds"][0].as_u64().unwrap() >= 6);
+    // All runs of the host: host:NAME@all.
+    let host = c["a"]["host"].as_str().unwrap().to_string();
+    opcost(&db)
+        .args(["compare", &format!("host:{host}@2"), "latest"])
+        .assert()
+        .success();
+    opcost(&db)
+        .args(["compare", &format!("host:{host}@x"), "latest"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("after @"));
+}
+
+#[test]
+fn ab_alternates_two_settings_and_compares_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let out = opcost(&db)
+        .args(["ab", "syscall.function_call", "--profile", "quick"])
+        .args([
+            "--rounds",
+            "3",
+            "--a-env",
+            "OPCOST_AB=1",
+            "--b-env",
+            "OPCOST_AB=2",
+        ])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &c["rows"][0];
+    assert_eq!(row["id"], "syscall.function_call");
+    assert_eq!(row["method"], "rounds");
+    assert_eq!(row["rounds"], serde_json::json!([3, 3]));
+    assert!(c["a"]["label"].as_str().unwrap().contains("OPCOST_AB=1"));
+    // Both sides are in the history, labelled with their setting.
+    opcost(&db)
+        .arg("runs")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("OPCOST_AB=2"));
+    // The same setting twice, and a wrapper that does not exist, are refused.
+    opcost(&db)
+        .args([
+            "ab",
+            "syscall.function_call",
+            "--a-cpu",
+            "0",
+            "--b-cpu",
+            "0",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("the same"));
+    opcost(&db)
+        .args(["ab", "syscall.function_call", "--profile", "quick"])
+        .args(["--b-wrap", "no-such-wrapper-opcost"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("wrapper"));
+}
