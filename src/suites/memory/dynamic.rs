@@ -47,7 +47,11 @@ impl Dynamic {
         cpus: Vec<usize>,
         warnings: Vec<String>,
     ) -> Result<Dynamic, PrepareError> {
-        if pass == 0 || pass % BLOCK != 0 || array % pass != 0 || cpus.is_empty() {
+        if pass == 0
+            || !pass.is_multiple_of(BLOCK)
+            || !array.is_multiple_of(pass)
+            || cpus.is_empty()
+        {
             return Err(PrepareError::Fail(anyhow!(
                 "array of {array} bytes is not whole passes of {pass} bytes in 1 MiB blocks for {} CPUs",
                 cpus.len()

@@ -335,7 +335,7 @@ pub struct MethodBw {
 impl MethodBw {
     /// Maps and fills the arrays (untimed).
     pub fn new(op: Op, method: Method, array: usize, block: usize) -> Result<Self, PrepareError> {
-        if block == 0 || array % block != 0 || block % ALIGN != 0 {
+        if block == 0 || !array.is_multiple_of(block) || !block.is_multiple_of(ALIGN) {
             return Err(PrepareError::Fail(anyhow::anyhow!(
                 "array of {array} bytes is not a whole number of page-aligned {block}-byte blocks"
             )));

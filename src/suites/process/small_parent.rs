@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn the_helper_loop_forks_and_reaps() {
-        let _g = super::super::test_lock();
+        let _g = crate::os::child::test_lock();
         let ns = forks(3, None).unwrap();
         assert!(ns > 0);
         let t = std::ffi::CString::new("/bin/true").unwrap();
