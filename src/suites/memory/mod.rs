@@ -250,9 +250,14 @@ fn dynamic_benches() -> Vec<Box<dyn Bench>> {
                     bytes_per_op: (pass * kernel.counted_arrays()) as f64,
                 },
                 move |ctx: &Ctx| {
-                    if ctx.cpu.is_some() || cpus.len() < 2 {
+                    if ctx.cpu.is_some() {
                         return Err(PrepareError::Skip(
-                            "needs two CPUs or more and a run without --cpu".into(),
+                            "the run is pinned to one CPU (--cpu); run without --cpu to use every CPU".into(),
+                        ));
+                    }
+                    if cpus.len() < 2 {
+                        return Err(PrepareError::Skip(
+                            "one CPU only: all-CPU bandwidth equals the single-thread one".into(),
                         ));
                     }
                     let (array, note) = array_bytes(
