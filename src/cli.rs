@@ -66,7 +66,8 @@ pub struct RunArgs {
     /// Effort level: quick (<1 min for everything), default, thorough.
     #[arg(long, value_enum, default_value = "default")]
     pub profile: Profile,
-    /// Also write the run as a JSON document to FILE.
+    /// Also write the run as a JSON document to FILE (`-`: standard output,
+    /// and the table goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Pin the run to CPU N.
@@ -177,7 +178,7 @@ pub struct ReportArgs {
     /// Runs to show side by side: ids (or unique prefixes), `latest`,
     /// `host:NAME` or JSON files. Default: the latest run.
     pub runs: Vec<String>,
-    /// The HTML file to write.
+    /// The HTML file to write (`-`: standard output).
     #[arg(short, long, value_name = "FILE.html")]
     pub output: PathBuf,
 }
@@ -191,7 +192,7 @@ pub struct ExportArgs {
     /// The format.
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
-    /// Write to FILE instead of standard output.
+    /// Write to FILE instead of standard output (`-` is standard output too).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

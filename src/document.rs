@@ -4,7 +4,8 @@
 
 use std::fs;
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -74,10 +75,11 @@ pub fn new_run_id() -> String {
 }
 
 impl RunDoc {
-    /// Writes the document as pretty JSON, atomically: a temp file in the
-    /// same directory renamed over `path`, so a failure leaves no partial file.
+    /// Writes the document as pretty JSON to `path` (see [`write_atomic`]:
+    /// `-` is standard output, a regular file is replaced atomically, a
+    /// device or FIFO is written through), so a failure leaves no partial file.
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        let text = serde_json::to_string_pretty(self).context("serialising the run")?;
+        let text = serde_json::to_string_pretty(self).context("serialising the run")? + "\n";
         write_atomic(path, text.as_bytes())
     }
 
@@ -125,48 +127,206 @@ impl RunDoc {
     }
 }
 
-/// Checks up front that `path` can be written (its directory exists and
-/// accepts a new file), so a long run does not end in a write error.
-pub fn check_writable(path: &Path) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if path.is_dir() {
-        bail!("{} is a directory; give a file name", path.display());
-    }
-    if !dir.is_dir() {
-        bail!(
-            "directory {} does not exist; create it or choose another path",
-            dir.display()
-        );
-    }
-    tempfile::NamedTempFile::new_in(dir)
-        .map(drop)
-        .with_context(|| {
-            format!(
-                "cannot create files in {}; choose a writable path",
-                dir.display()
-            )
-        })
+/// Where an output path leads: standard output, a file to replace
+/// atomically, or something to write through (a device, a FIFO).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sink {
+    /// `-`, `/dev/stdout` and the like: the process's standard output.
+    Stdout,
+    /// A regular file (or a path that does not exist yet), after following
+    /// symbolic links: written to a temp file beside it and renamed over it.
+    Replace(PathBuf),
+    /// A character device, a FIFO or a `/dev/fd/N`: opened and written in
+    /// place, never replaced.
+    Through(PathBuf),
 }
 
-/// Writes `bytes` to `path` through a temp file in the same directory.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
+/// Most symbolic links followed before giving up (as the kernel's ELOOP).
+const MAX_LINKS: usize = 40;
+
+/// True for paths that name one of the process's own descriptors
+/// (`/dev/stdout`, `/dev/fd/3`, `/proc/self/fd/1`...): they are written
+/// through even when the descriptor is a regular file, so a shell
+/// redirection keeps its meaning.
+fn is_descriptor_path(path: &Path) -> bool {
+    let s = path.to_string_lossy();
+    s == "/dev/stdout"
+        || s == "/dev/stderr"
+        || s.starts_with("/dev/fd/")
+        || s.starts_with("/proc/self/fd/")
+        || s.starts_with("/proc/thread-self/fd/")
+}
+
+/// Decides how `path` is written (see [`Sink`]). Symbolic links are
+/// followed, also dangling ones (their target is created). Directories,
+/// block devices and sockets are refused.
+pub fn sink_of(path: &Path) -> anyhow::Result<Sink> {
+    if path.as_os_str() == "-" {
+        return Ok(Sink::Stdout);
+    }
+    if path.as_os_str() == "/dev/stdout" || path.as_os_str() == "/proc/self/fd/1" {
+        return Ok(Sink::Stdout);
+    }
+    if is_descriptor_path(path) {
+        return Ok(Sink::Through(path.to_path_buf()));
+    }
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let meta = match fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Sink::Replace(p)),
+            Err(e) => return Err(e).with_context(|| format!("cannot examine {}", p.display())),
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let target = fs::read_link(&p)
+                .with_context(|| format!("cannot read the link {}", p.display()))?;
+            p = match p.parent() {
+                Some(dir) if target.is_relative() => dir.join(target),
+                _ => target,
+            };
+            if is_descriptor_path(&p) {
+                return Ok(Sink::Through(p));
+            }
+            continue;
+        }
+        if ft.is_file() {
+            return Ok(Sink::Replace(p));
+        }
+        if ft.is_char_device() || ft.is_fifo() {
+            return Ok(Sink::Through(p));
+        }
+        if ft.is_dir() {
+            bail!("{} is a directory; give a file name", path.display());
+        }
+        let what = if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        bail!(
+            "{} is {what}; opcost writes only to files, character devices, FIFOs and -",
+            path.display()
+        );
+    }
+    bail!("{}: too many levels of symbolic links", path.display())
+}
+
+/// The directory a new file at `path` goes in.
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
+    }
+}
+
+/// Checks up front that `path` can be written (its directory exists and
+/// accepts a new file, or the device or FIFO is writable), so a long run
+/// does not end in a write error. `-` is standard output and always passes.
+pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    match sink_of(path)? {
+        Sink::Stdout => Ok(()),
+        Sink::Through(p) => nix::unistd::access(&p, nix::unistd::AccessFlags::W_OK)
+            .with_context(|| format!("{} is not writable", p.display())),
+        Sink::Replace(p) => {
+            let dir = dir_of(&p);
+            if !dir.is_dir() {
+                bail!(
+                    "directory {} does not exist; create it or choose another path",
+                    dir.display()
+                );
+            }
+            tempfile::NamedTempFile::new_in(dir)
+                .map(drop)
+                .with_context(|| {
+                    format!(
+                        "cannot create files in {}; choose a writable path",
+                        dir.display()
+                    )
+                })
+        }
+    }
+}
+
+/// Ignores SIGPIPE while alive, so that writing into a closed pipe or FIFO
+/// is an `EPIPE` error that is reported instead of a silent death.
+struct IgnoreSigpipe(libc::sighandler_t);
+
+impl IgnoreSigpipe {
+    fn new() -> IgnoreSigpipe {
+        // SAFETY: changing a signal's disposition has no preconditions; the
+        // previous one is restored on drop.
+        IgnoreSigpipe(unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) })
+    }
+}
+
+impl Drop for IgnoreSigpipe {
+    fn drop(&mut self) {
+        if self.0 != libc::SIG_ERR {
+            // SAFETY: as above, restoring the disposition found at creation.
+            unsafe {
+                libc::signal(libc::SIGPIPE, self.0);
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to `path`: `-` is standard output, a regular file (or a
+/// missing path) is replaced atomically, a device or FIFO is written
+/// through, a symbolic link is followed. Every write error is returned.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_with(path, |w| w.write_all(bytes))
+}
+
+/// Writes what `produce` emits to `path`, as [`write_atomic`] does. When
+/// `produce` or the writing fails, a file that existed is left as it was
+/// and no temp file remains.
+pub fn write_with(
+    path: &Path,
+    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let shown = if path.as_os_str() == "-" {
+        "standard output".to_string()
+    } else {
+        path.display().to_string()
     };
-    // An ordinary file (0666 less the umask), not tempfile's private 0600.
-    let mut tmp = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    let err = |e: std::io::Error| anyhow::Error::new(e).context(format!("writing {shown}"));
+    match sink_of(path)? {
+        Sink::Stdout => {
+            let _guard = IgnoreSigpipe::new();
+            let mut out = std::io::stdout().lock();
+            produce(&mut out).and_then(|()| out.flush()).map_err(err)
+        }
+        Sink::Through(p) => {
+            let _guard = IgnoreSigpipe::new();
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .with_context(|| format!("opening {} for writing", p.display()))?;
+            produce(&mut f).and_then(|()| f.flush()).map_err(err)
+        }
+        Sink::Replace(p) => {
+            let dir = dir_of(&p);
+            // The mode of the file it replaces, else an ordinary file (0666
+            // less the umask), not tempfile's private 0600.
+            let mode = fs::metadata(&p).map_or(0o666, |m| m.permissions().mode() & 0o7777);
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".opcost-")
+                .permissions(fs::Permissions::from_mode(mode))
+                .tempfile_in(dir)
+                .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+            // The data reaches the disk before the rename, so a crash or a
+            // full disk cannot leave a short file in place of the old one.
+            produce(&mut tmp)
+                .and_then(|()| tmp.flush())
+                .and_then(|()| tmp.as_file().sync_all())
+                .map_err(err)?;
+            tmp.persist(&p).map_err(|e| err(e.error))?;
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -193,5 +353,216 @@ mod tests {
         let id = new_run_id();
         assert_eq!(id.len(), 8);
         assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    fn read(p: &Path) -> String {
+        fs::read_to_string(p).unwrap()
+    }
+
+    /// Names in `dir` (to see that no temp file was left behind).
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_regular_file_is_replaced_and_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.json");
+        fs::write(&p, "old contents, longer than the new").unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
+        assert_eq!(sink_of(&p).unwrap(), Sink::Replace(p.clone()));
+        write_atomic(&p, b"new").unwrap();
+        assert_eq!(read(&p), "new");
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+        assert_eq!(names(dir.path()), ["out.json"]);
+    }
+
+    #[test]
+    fn a_missing_file_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.json");
+        check_writable(&p).unwrap();
+        write_atomic(&p, b"{}").unwrap();
+        assert_eq!(read(&p), "{}");
+        assert!(fs::metadata(&p).unwrap().is_file());
+        assert_eq!(names(dir.path()), ["new.json"]);
+    }
+
+    #[test]
+    fn a_symlink_is_followed_and_its_target_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("real")).unwrap();
+        let target = dir.path().join("real/data.json");
+        fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real/data.json", &link).unwrap();
+        // A chain of two links, the second relative to the first's directory.
+        let link2 = dir.path().join("link2.json");
+        std::os::unix::fs::symlink(&link, &link2).unwrap();
+        write_atomic(&link2, b"new").unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            fs::symlink_metadata(&link2)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(read(&target), "new");
+        assert_eq!(names(&dir.path().join("real")), ["data.json"]);
+        // A dangling link: its target is created, the link stays.
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink("real/later.json", &dangling).unwrap();
+        write_atomic(&dangling, b"made").unwrap();
+        assert!(
+            fs::symlink_metadata(&dangling)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(read(&dir.path().join("real/later.json")), "made");
+        // A loop is an error, not a hang.
+        let a = dir.path().join("loop-a");
+        let b = dir.path().join("loop-b");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        let e = write_atomic(&a, b"x").unwrap_err().to_string();
+        assert!(e.contains("symbolic links"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_is_written_through_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert_eq!(sink_of(&fifo).unwrap(), Sink::Through(fifo.clone()));
+        check_writable(&fifo).unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || read(&fifo))
+        };
+        write_atomic(&fifo, b"through the fifo").unwrap();
+        assert_eq!(reader.join().unwrap(), "through the fifo");
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(names(dir.path()), ["pipe"]);
+    }
+
+    #[test]
+    fn a_fifo_whose_reader_left_is_an_epipe_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            // Opens, reads a byte, closes: the writer then meets EPIPE.
+            std::thread::spawn(move || {
+                let mut f = fs::File::open(&fifo).unwrap();
+                let mut b = [0u8; 1];
+                std::io::Read::read_exact(&mut f, &mut b).unwrap();
+            })
+        };
+        let big = vec![b'x'; 4 << 20];
+        let e = write_atomic(&fifo, &big).unwrap_err();
+        reader.join().unwrap();
+        let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::BrokenPipe),
+            "{e:#}"
+        );
+    }
+
+    #[test]
+    fn dev_null_is_written_through_and_stays_a_device() {
+        let null = Path::new("/dev/null");
+        assert_eq!(sink_of(null).unwrap(), Sink::Through(null.to_path_buf()));
+        write_atomic(null, b"discarded").unwrap();
+        assert!(
+            fs::symlink_metadata(null)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+
+    #[test]
+    fn dev_full_is_an_error_and_stays_a_device() {
+        let full = Path::new("/dev/full");
+        check_writable(full).unwrap();
+        let e = write_atomic(full, b"{}").unwrap_err();
+        let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.and_then(std::io::Error::raw_os_error),
+            Some(libc::ENOSPC),
+            "{e:#}"
+        );
+        assert!(format!("{e:#}").contains("/dev/full"), "{e:#}");
+        assert!(
+            fs::symlink_metadata(full)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+
+    #[test]
+    fn dash_and_dev_stdout_are_standard_output() {
+        assert_eq!(sink_of(Path::new("-")).unwrap(), Sink::Stdout);
+        assert_eq!(sink_of(Path::new("/dev/stdout")).unwrap(), Sink::Stdout);
+        check_writable(Path::new("-")).unwrap();
+        assert_eq!(
+            sink_of(Path::new("/dev/fd/3")).unwrap(),
+            Sink::Through(PathBuf::from("/dev/fd/3"))
+        );
+    }
+
+    #[test]
+    fn directories_and_unwritable_directories_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = write_atomic(dir.path(), b"x").unwrap_err().to_string();
+        assert!(e.contains("is a directory"), "{e}");
+        // A directory that takes no new file: mode 0555, or for root (whom
+        // modes do not stop) /proc, where nobody can create files.
+        let ro = dir.path().join("ro");
+        fs::create_dir(&ro).unwrap();
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let target = if unsafe { libc::geteuid() } == 0 {
+            PathBuf::from("/proc/opcost-cannot-be-created.json")
+        } else {
+            ro.join("out.json")
+        };
+        assert!(check_writable(&target).is_err());
+        let e = write_atomic(&target, b"x").unwrap_err();
+        assert!(format!("{e:#}").contains("cannot create a file"), "{e:#}");
+        assert!(!target.exists());
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn an_existing_file_is_intact_after_a_failed_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("keep.json");
+        fs::write(&p, "precious").unwrap();
+        let e = write_with(&p, |w| {
+            w.write_all(b"half of the new cont")?;
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        })
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("keep.json"), "{e:#}");
+        assert_eq!(read(&p), "precious");
+        assert_eq!(names(dir.path()), ["keep.json"], "no temp file left");
     }
 }

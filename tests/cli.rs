@@ -228,3 +228,127 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
             .any(|w| w.as_str().unwrap().contains("interrupted"))
     );
 }
+
+#[test]
+fn json_dash_is_standard_output_and_the_table_goes_to_stderr() {
+    let out = opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--samples",
+            "5",
+            "--no-save",
+            "--json",
+            "-",
+        ])
+        .assert()
+        .success();
+    let o = out.get_output();
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("stdout is the JSON alone");
+    assert_eq!(doc["results"][0]["id"], "syscall.function_call");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("syscall.function_call"));
+    assert!(!std::path::Path::new("-").exists());
+}
+
+#[test]
+fn json_to_dev_full_fails_with_exit_1_and_leaves_the_device() {
+    opcost()
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--samples",
+            "5",
+            "--no-save",
+            "--json",
+            "/dev/full",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/dev/full"));
+    use std::os::unix::fs::FileTypeExt;
+    let ft = std::fs::symlink_metadata("/dev/full").unwrap().file_type();
+    assert!(ft.is_char_device(), "/dev/full is still a device");
+}
+
+#[test]
+fn export_and_report_write_to_dash_devices_and_through_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let json = dir.path().join("run.json");
+    let mut s = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"));
+    let st = s
+        .args(["--db"])
+        .arg(&db)
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--samples",
+            "5",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let with_db = || {
+        let mut c = opcost();
+        c.arg("--db").arg(&db);
+        c
+    };
+    // `-o -`: standard output, nothing named `-` created.
+    let out = with_db().args(["export", "-o", "-"]).assert().success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["results"][0]["id"], "syscall.function_call");
+    let out = with_db().args(["report", "-o", "-"]).assert().success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).starts_with("<!DOCTYPE html>"));
+    // /dev/full: reported, exit 1; /dev/null: fine.
+    with_db()
+        .args(["export", "-o", "/dev/full"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("No space left"));
+    with_db()
+        .args(["report", "-o", "/dev/full"])
+        .assert()
+        .code(1);
+    with_db()
+        .args(["export", "-o", "/dev/null"])
+        .assert()
+        .success();
+    // A symlink: its target replaced, the link kept.
+    let target = dir.path().join("target.md");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    with_db()
+        .args(["export", "--format", "md", "-o"])
+        .arg(&link)
+        .assert()
+        .success();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .contains("syscall.function_call")
+    );
+    // A directory is a usage error.
+    with_db()
+        .args(["export", "-o"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("directory"));
+}

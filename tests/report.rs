@@ -44,19 +44,34 @@ fn report_has_a_chart_per_figure_and_needs_no_network() {
     let (out, stderr) = two_run_report(dir.path());
     let html = std::fs::read_to_string(&out).unwrap();
     let figures = html.matches("<figure class=\"chart\"").count();
-    // ipc bars, memory sweep, syscall bars.
-    assert_eq!(figures, 3, "{stderr}");
-    assert!(stderr.contains("3 charts"), "{stderr}");
+    // ipc bars, memory sweep, syscall bars; a forest plot per compared area.
+    assert_eq!(figures, 6, "{stderr}");
+    assert!(stderr.contains("6 charts"), "{stderr}");
     assert_eq!(html.matches("<svg").count(), figures);
     assert_eq!(html.matches("data-kind=\"sweep\"").count(), 1);
+    assert_eq!(html.matches("data-kind=\"forest\"").count(), 3);
+    // getpid is 2x slower in B, the pipe 2x faster: the forest plot says so.
+    assert!(html.contains("× slower"), "getpid verdict");
+    assert!(html.contains("× faster"), "pipe verdict");
     for fig in html.split("<figure class=\"chart\"").skip(1) {
         let svg = &fig[..fig.find("</svg>").expect("an svg in each figure")];
         assert!(svg.contains("<rect") || svg.contains("<polyline"), "{svg}");
         assert!(svg.contains("<text"), "charts have labels");
     }
-    // Host blocks side by side, the differing host name highlighted.
+    // Host blocks side by side, collapsed, the differing host name first
+    // in its group and highlighted.
     assert!(html.contains("box-a") && html.contains("box-b"));
-    assert!(html.contains("<tr class=\"diff\"><th>hostname</th>"));
+    let general = &html[html.find("<h3>general</h3>").expect("a general group")..];
+    let first_row = &general[general.find("</tr>").unwrap() + 6..];
+    assert!(
+        first_row.starts_with("<tr class=\"diff\"><th>hostname</th>"),
+        "{}",
+        &first_row[..200]
+    );
+    assert!(
+        html.contains("<section id=\"hosts\">\n<details>\n"),
+        "collapsed by default"
+    );
     // Findings, noisy marks, only-in-one-run benchmarks.
     assert!(html.contains("a finding of aaaa0001") && html.contains("a finding of bbbb0002"));
     assert!(html.contains("class=\"num noisy\""));
@@ -178,10 +193,14 @@ fn run_chromium(url: &str, extra: &[String]) -> (String, String) {
     )
 }
 
-/// Measures every chart in the page and lists errors and fetched resources.
+/// Opens every `<details>`, measures every chart in the page, lists the
+/// top-level sections in order, script errors and fetched resources.
 const PROBE: &str = r#"<script>
 (function () {
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
   var out = { figures: 0, charts: [], errors: window.__probeErrors || [],
+              sections: Array.prototype.map.call(document.querySelectorAll('body > section'),
+                function (s) { return s.id || s.className; }),
               resources: performance.getEntriesByType('resource').map(function (r) { return r.name; }) };
   var figs = document.querySelectorAll('figure.chart');
   out.figures = figs.length;
@@ -190,7 +209,7 @@ const PROBE: &str = r#"<script>
     if (!s) { out.charts.push(null); return; }
     var box = s.getBoundingClientRect(), bb = s.getBBox();
     out.charts.push({ w: box.width, h: box.height, bw: bb.width, bh: bb.height,
-      shapes: s.querySelectorAll('rect,path,polyline,line,circle').length,
+      shapes: s.querySelectorAll('rect,path,polyline,line,circle,polygon').length,
       texts: s.querySelectorAll('text').length });
   });
   var pre = document.createElement('pre');
@@ -202,18 +221,18 @@ const PROBE: &str = r#"<script>
 
 const ERROR_TRAP: &str = "<script>window.__probeErrors = []; window.addEventListener('error', function (e) { window.__probeErrors.push(String(e.message)); });</script>";
 
-#[test]
-fn report_renders_its_charts_in_a_browser() {
-    let dir = tempfile::tempdir().unwrap();
-    let (out, _) = two_run_report(dir.path());
-    let html = std::fs::read_to_string(&out).unwrap();
+/// Loads a copy of the report with the probe in headless Chromium and
+/// checks what every report must satisfy there: each chart an SVG of real
+/// size with shapes and text, no script error, nothing fetched, no console
+/// error. Returns the probe's findings.
+fn probe_in_browser(report: &Path, dir: &Path) -> serde_json::Value {
+    let html = std::fs::read_to_string(report).unwrap();
     let figures = html.matches("<figure class=\"chart\"").count();
-    assert!(figures >= 3);
     // The probe goes into a copy; the report itself has no script.
     let probed = html
         .replacen("<head>", &format!("<head>\n{ERROR_TRAP}"), 1)
         .replacen("</body>", &format!("{PROBE}\n</body>"), 1);
-    let probe_file = dir.path().join("probed.html");
+    let probe_file = dir.join("probed.html");
     std::fs::write(&probe_file, probed).unwrap();
     let url = format!("file://{}", probe_file.display());
     let (dom, log) = run_chromium(&url, &["--dump-dom".to_string()]);
@@ -251,22 +270,169 @@ fn report_renders_its_charts_in_a_browser() {
         })
         .collect();
     assert!(console.is_empty(), "console errors: {console:#?}");
+    probe
+}
 
+/// A screenshot of the report at 1400 px wide (the top 2400 px), checked
+/// to be a PNG of that width; kept in OPCOST_REPORT_KEEP when set.
+fn screenshot(report: &Path, dir: &Path, name: &str) {
+    let shot = dir.join(name);
+    run_chromium(
+        &format!("file://{}", report.display()),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,2400".to_string(),
+            "--hide-scrollbars".to_string(),
+        ],
+    );
+    let png = std::fs::read(&shot).expect("the screenshot was written");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
+    assert_eq!(width, 1400);
+    assert!(
+        png.len() > 20_000,
+        "the page has content ({} bytes)",
+        png.len()
+    );
     if let Some(keep) = std::env::var_os("OPCOST_REPORT_KEEP") {
         let keep = PathBuf::from(keep);
         std::fs::create_dir_all(&keep).unwrap();
-        std::fs::copy(&out, keep.join("report.html")).unwrap();
-        for f in ["a.json", "b.json"] {
-            std::fs::copy(dir.path().join(f), keep.join(f)).unwrap();
-        }
-        let shot = keep.join("report.png");
-        run_chromium(
-            &format!("file://{}", out.display()),
-            &[
-                format!("--screenshot={}", shot.display()),
-                "--window-size=1100,2600".to_string(),
-            ],
-        );
-        assert!(shot.exists());
+        std::fs::copy(&shot, keep.join(name)).unwrap();
+        std::fs::copy(report, keep.join(name.replace(".png", ".html"))).unwrap();
     }
+}
+
+/// The position of `needle` in `html`, or a failure naming it.
+fn at(html: &str, needle: &str) -> usize {
+    html.find(needle)
+        .unwrap_or_else(|| panic!("{needle} is not in the report"))
+}
+
+#[test]
+fn report_renders_its_charts_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = two_run_report(dir.path());
+    let probe = probe_in_browser(&out, dir.path());
+    assert!(probe["figures"].as_u64().unwrap() >= 6);
+}
+
+#[test]
+fn one_run_reads_top_down_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = common::real_runs(1);
+    let a = dir.path().join("a.json");
+    docs[0].write_json(&a).unwrap();
+    let out = dir.path().join("one.html");
+    opcost(&dir.path().join("h.db"))
+        .arg("report")
+        .arg(&a)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    // Headline and score, then the areas, the findings, the hosts; no comparison.
+    let glance = at(&html, "<section id=\"glance\">");
+    assert!(at(&html, "<h3>score</h3>") > glance);
+    assert!(!html.contains("<section id=\"comparison\">"));
+    let area = at(&html, "<section class=\"area\"");
+    let findings = at(&html, "<section id=\"findings\">");
+    let hosts = at(&html, "<section id=\"hosts\">");
+    assert!(glance < area && area < findings && findings < hosts);
+    // The price list: the function call first, with its unit and gloss.
+    let list = &html[glance..area];
+    assert!(list.contains("function call<span class=\"id\">syscall.function_call</span>"));
+    let row = &list[at(list, "function call<span")..];
+    let row = &row[..at(row, "</tr>")];
+    assert!(
+        row.contains(" ns</td>") || row.contains(" ns~</td>"),
+        "{row}"
+    );
+    assert!(row.contains("the smallest unit of work"), "{row}");
+    // The shipped reference against itself: 1.00 everywhere.
+    assert!(
+        list.contains("<tr class=\"overall\"><th>overall</th><td class=\"num score\">1.00</td>")
+    );
+    let probe = probe_in_browser(&out, dir.path());
+    let sections: Vec<&str> = probe["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    // The runs' legend is in the header; the first section is the glance.
+    assert_eq!(sections.first(), Some(&"glance"), "{sections:?}");
+    assert_eq!(sections.last(), Some(&"hosts"), "{sections:?}");
+    let findings_at = sections.iter().position(|s| *s == "findings").unwrap();
+    assert!(
+        sections[1..findings_at]
+            .iter()
+            .all(|s| s.starts_with("area-")),
+        "{sections:?}"
+    );
+    assert!(findings_at > 1, "{sections:?}");
+    screenshot(&out, dir.path(), "report-1-run.png");
+}
+
+#[test]
+fn three_runs_read_top_down_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = Vec::new();
+    for (i, d) in common::real_runs(3).iter().enumerate() {
+        let p = dir.path().join(format!("r{i}.json"));
+        d.write_json(&p).unwrap();
+        args.push(p);
+    }
+    let out = dir.path().join("three.html");
+    opcost(&dir.path().join("h.db"))
+        .arg("report")
+        .args(&args)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    let glance = at(&html, "<section id=\"glance\">");
+    let comparison = at(&html, "<section id=\"comparison\">");
+    let area = at(&html, "<section class=\"area\"");
+    let findings = at(&html, "<section id=\"findings\">");
+    let hosts = at(&html, "<section id=\"hosts\">");
+    assert!(glance < comparison && comparison < area && area < findings && findings < hosts);
+    // Each later run scored and compared: syscall is 0.8x the time in run 2
+    // (score 1.25) and the geometric mean per area is shown.
+    let cmp = &html[comparison..area];
+    assert!(cmp.contains("data-kind=\"forest\""));
+    assert!(
+        cmp.contains("<th>syscall</th><td class=\"num faster\">0.80×"),
+        "{}",
+        &cmp[..cmp.len().min(3000)]
+    );
+    assert!(html[glance..comparison].contains("1.25 <span class=\"meta\">"));
+    // Hosts: the differing hostname first in its group and highlighted.
+    assert!(html[hosts..].contains("<tr class=\"diff\"><th>hostname</th>"));
+    assert!(html[hosts..].contains("<h3>caches</h3>"));
+    // Sweep series told apart by more than colour, and labelled at the end.
+    assert!(
+        html.contains("stroke-dasharray")
+            || html.matches("<polyline").count() > html.matches("data-kind=\"sweep\"").count() * 3
+    );
+    let probe = probe_in_browser(&out, dir.path());
+    let sections: Vec<String> = probe["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str().map(String::from))
+        .collect();
+    let pos = |id: &str| {
+        sections
+            .iter()
+            .position(|s| s == id)
+            .unwrap_or_else(|| panic!("{id} in {sections:?}"))
+    };
+    assert!(
+        pos("glance") < pos("comparison")
+            && pos("comparison") < pos("findings")
+            && pos("findings") < pos("hosts")
+    );
+    screenshot(&out, dir.path(), "report-3-runs.png");
 }

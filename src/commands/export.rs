@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::cli::ExportArgs;
-use crate::document::{check_writable, write_atomic};
+use crate::document::{Sink, check_writable, sink_of, write_atomic};
 
 use super::source::Loader;
 use super::usage;
@@ -19,7 +19,9 @@ pub fn execute(args: &ExportArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     match &args.output {
         Some(path) => {
             write_atomic(path, text.as_bytes())?;
-            eprintln!("wrote run {} to {}", doc.run.id, path.display());
+            if sink_of(path)? != Sink::Stdout {
+                eprintln!("wrote run {} to {}", doc.run.id, path.display());
+            }
         }
         None => print!("{text}"),
     }

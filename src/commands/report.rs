@@ -34,7 +34,11 @@ pub fn execute(args: &ReportArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     write_atomic(&args.output, report.html.as_bytes())?;
     eprintln!(
         "wrote {} ({} runs, {} charts)",
-        args.output.display(),
+        if args.output.as_os_str() == "-" {
+            "standard output".to_string()
+        } else {
+            args.output.display().to_string()
+        },
         docs.len(),
         report.charts
     );

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::usage;
 use crate::cli::{Format, RunArgs};
-use crate::document::{RunDoc, RunInfo, SCHEMA, check_writable, new_run_id};
+use crate::document::{RunDoc, RunInfo, SCHEMA, Sink, check_writable, new_run_id, sink_of};
 use crate::harness::runner::{self, Event, RunOptions};
 use crate::harness::{Ctx, affinity, warnings};
 use crate::host::Host;
@@ -137,10 +137,22 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
         (Some(s), None) => Some(s.finish(&doc).map(|()| s.path())),
     };
     super::quiet_broken_pipe(); // every benchmark and its peers are done
-    print!("{}", super::show::render(&doc, args.format)?);
+    let text = super::show::render(&doc, args.format)?;
+    let json_to_stdout = args
+        .json
+        .as_deref()
+        .is_some_and(|p| sink_of(p).is_ok_and(|s| s == Sink::Stdout));
+    if json_to_stdout {
+        // Standard output carries the JSON alone, so it can be piped.
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
     if let Some(path) = &args.json {
         doc.write_json(path)?;
-        eprintln!("wrote {}", path.display());
+        if !json_to_stdout {
+            eprintln!("wrote {}", path.display());
+        }
     }
     match saved {
         Some(Ok(path)) => eprintln!("saved as run {} in {}", doc.run.id, path.display()),

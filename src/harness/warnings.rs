@@ -161,6 +161,9 @@ pub enum Warning {
     },
     /// File data is dropped from the cache before each pass, metadata is not.
     MetadataCached,
+    /// The CPU lacks the instructions a crypto crate would use (named), so
+    /// its portable implementation was measured.
+    NoCryptoInstructions(&'static str),
 }
 
 impl Warning {
@@ -198,6 +201,7 @@ impl Warning {
             Warning::DirectRefused { .. } => "direct_refused",
             Warning::NoPrealloc { .. } => "no_prealloc",
             Warning::MetadataCached => "metadata_cached",
+            Warning::NoCryptoInstructions(_) => "no_crypto_instructions",
         }
     }
 }
@@ -205,6 +209,10 @@ impl Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::NoCryptoInstructions(which) => write!(
+                f,
+                "no {which} instructions on this CPU: the crate's portable (constant-time) implementation was measured, not the hardware path"
+            ),
             Warning::BelowOneCycle { ns, ghz } => write!(
                 f,
                 "{ns:.3} ns/op is below one CPU cycle at {ghz:.1} GHz: the work was probably optimised away"

@@ -79,12 +79,45 @@ pub struct Point {
 /// One curve of a sweep chart.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
-    /// The legend text.
+    /// The label written at the line's end.
     pub name: String,
     /// Index into [`color`].
     pub color: usize,
+    /// Index of the marker shape (circle, triangle, square, cross, ...).
+    pub marker: usize,
+    /// Index of the line pattern (solid, dashed, dotted, long dashes).
+    pub dash: usize,
     /// Points sorted by `x`.
     pub points: Vec<Point>,
+}
+
+/// The marker shapes, by [`Series::marker`] index.
+pub const MARKERS: [&str; 4] = ["circle", "triangle", "square", "cross"];
+
+/// The line patterns (dash, gap in pixels; 0 = solid), by [`Series::dash`] index.
+const DASHES: [(u32, u32); 4] = [(0, 0), (8, 5), (2, 4), (14, 4)];
+
+/// Draws one marker of shape `shape` at `xy` (backend pixels).
+fn marker_at<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    shape: usize,
+    xy: (i32, i32),
+    c: RGBColor,
+    hollow: bool,
+) -> anyhow::Result<()> {
+    let style = if hollow {
+        c.stroke_width(1)
+    } else {
+        c.filled()
+    };
+    let (x, y) = xy;
+    match shape % MARKERS.len() {
+        0 => area.draw(&Circle::new(xy, 4, style)),
+        1 => area.draw(&TriangleMarker::new(xy, 5, style)),
+        2 => area.draw(&Rectangle::new([(x - 4, y - 4), (x + 4, y + 4)], style)),
+        _ => area.draw(&Cross::new(xy, 4, c.stroke_width(2))),
+    }
+    .map_err(draw_err)
 }
 
 /// An axis: linear from 0, or logarithmic (base 10 over whole decades, or
@@ -438,10 +471,15 @@ pub fn sweep_svg(
         10.0,
         false,
     );
-    let rising = series
-        .first()
-        .and_then(|s| Some((s.points.first()?.y, s.points.last()?.y)))
-        .is_some_and(|(a, b)| b >= a);
+    // The longest end label decides how much room the plot leaves at its right.
+    let longest = series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let plot_px = f64::from(WIDTH) - 130.0;
+    let label_room = ((longest as f64 * 6.6 + 20.0) / plot_px).clamp(0.05, 0.6)
+        / (1.0 - ((longest as f64 * 6.6 + 20.0) / plot_px).clamp(0.05, 0.6));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
@@ -452,7 +490,7 @@ pub fn sweep_svg(
             .x_label_area_size(44)
             .y_label_area_size(90)
             .build_cartesian_2d(
-                Axis::new(xs.lo, xs.hi, xs.ticks()),
+                Axis::new(xs.lo, xs.hi + (xs.hi - xs.lo) * label_room, xs.ticks()),
                 Axis::new(ys.lo, ys.hi, ys.ticks()),
             )
             .map_err(draw_err)?;
@@ -482,43 +520,203 @@ pub fn sweep_svg(
             .bold_line_style(BLACK.mix(0.12))
             .draw()
             .map_err(draw_err)?;
-        for s in series {
+        // Lines (solid or dashed), then markers, then labels at the line ends.
+        let mut ends: Vec<(i32, i32, usize)> = Vec::new();
+        for (si, s) in series.iter().enumerate() {
             let c = color(s.color);
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
                 .map(|p| (xs.pos(p.x), ys.pos(p.y)))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(draw_err)?
-                .label(s.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(s.points.iter().zip(&pts).map(|(p, xy)| {
-                    let style = if p.noisy {
-                        c.stroke_width(1)
-                    } else {
-                        c.filled()
-                    };
-                    Circle::new(*xy, 3, style)
-                }))
-                .map_err(draw_err)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(if rising {
-                SeriesLabelPosition::UpperLeft
+            let (dash, gap) = DASHES[s.dash % DASHES.len()];
+            if dash == 0 {
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                    .map_err(draw_err)?;
             } else {
-                SeriesLabelPosition::UpperRight
-            })
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 12))
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        pts.clone(),
+                        dash,
+                        gap,
+                        c.stroke_width(2),
+                    ))
+                    .map_err(draw_err)?;
+            }
+            for (p, xy) in s.points.iter().zip(&pts) {
+                marker_at(&root, s.marker, chart.backend_coord(xy), c, p.noisy)?;
+            }
+            if let Some(last) = pts.last() {
+                let (x, y) = chart.backend_coord(last);
+                ends.push((x, y, si));
+            }
+        }
+        // Labels at the right of each line's last point, pushed apart so
+        // that none overlaps the one above it.
+        ends.sort_by_key(|e| e.1);
+        let mut prev = i32::MIN;
+        for (x, y, si) in ends {
+            let y = y.max(prev.saturating_add(14));
+            prev = y;
+            let s = &series[si];
+            root.draw(&Text::new(
+                s.name.clone(),
+                (x + 9, y - 7),
+                ("sans-serif", 12).into_font().color(&color(s.color)),
+            ))
+            .map_err(draw_err)?;
+        }
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+/// One run's time ratio against the baseline, for a forest plot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ratio {
+    /// Time ratio (run time / baseline time: below 1 is faster).
+    pub t: f64,
+    /// Lower bound of its 95% CI.
+    pub lo: f64,
+    /// Upper bound of its 95% CI.
+    pub hi: f64,
+    /// The verdict's word (`faster`, `slower`, `same`).
+    pub verdict: &'static str,
+}
+
+/// One benchmark of a forest plot: a ratio per compared run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForestRow {
+    /// The benchmark id.
+    pub label: String,
+    /// `cells[k]` belongs to the run of colour `colors[k]`.
+    pub cells: Vec<Option<Ratio>>,
+}
+
+/// Nice ratios for the ticks of a forest plot.
+const RATIO_TICKS: [f64; 15] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 1.0, 1.25, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0,
+];
+
+/// A forest plot: per benchmark, each compared run's time ratio against
+/// the baseline with its 95% CI, on a log axis centred on 1 (left of the
+/// line: faster). Markers are filled for a verdict and hollow for `same`;
+/// the ratio and the verdict are written at the right. `colors[k]` is the
+/// colour index of cell `k`.
+pub fn forest_svg(
+    title: &str,
+    baseline: &str,
+    rows: &[ForestRow],
+    colors: &[usize],
+) -> anyhow::Result<String> {
+    let runs = colors.len().max(1);
+    let n = rows.len().max(1);
+    let row_px = (runs * 15 + 8) as u32;
+    let height = 70 + n as u32 * row_px + 56;
+    let longest = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(8);
+    let label_px = ((longest as f64 * 7.2) as u32 + 16).clamp(80, 420);
+    let span = rows
+        .iter()
+        .flat_map(|r| r.cells.iter().flatten())
+        .flat_map(|c| [c.lo, c.hi, c.t])
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v.log10().abs())
+        .fold(1.25f64.log10(), f64::max)
+        .min(2.0)
+        * 1.08;
+    let ticks: Vec<f64> = RATIO_TICKS
+        .iter()
+        .map(|t| t.log10())
+        .filter(|p| p.abs() <= span)
+        .collect();
+    // Room at the right for the ratio and verdict text.
+    let x_hi = span + 2.0 * span * 0.28;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let centers: Vec<f64> = (0..n).map(|i| i as f64 + 0.5).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 17))
+            .margin(12)
+            .x_label_area_size(48)
+            .y_label_area_size(label_px)
+            .build_cartesian_2d(
+                Axis::new(-span, x_hi, ticks),
+                Axis::new(0.0, n as f64, centers),
+            )
+            .map_err(draw_err)?;
+        let x_fmt = |p: &f64| {
+            let v = 10f64.powf(*p);
+            format!(
+                "{}×",
+                crate::units::sig3(v)
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+            )
+        };
+        let y_fmt = |p: &f64| {
+            let i = n as isize - 1 - p.floor() as isize;
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| rows.get(i))
+                .map(|r| r.label.clone())
+                .unwrap_or_default()
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc(format!(
+                "time ratio against {baseline} (log scale): left of 1× faster, right slower"
+            ))
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .label_style(("sans-serif", 13))
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.12))
             .draw()
             .map_err(draw_err)?;
+        chart
+            .draw_series([PathElement::new(
+                vec![(0.0, 0.0), (0.0, n as f64)],
+                BLACK.mix(0.6).stroke_width(1),
+            )])
+            .map_err(draw_err)?;
+        let slot = 0.8 / runs as f64;
+        for (ri, r) in rows.iter().enumerate() {
+            let top = (n - 1 - ri) as f64 + 0.9;
+            for (k, cell) in r.cells.iter().enumerate() {
+                let Some(c) = cell else { continue };
+                let y = top - (k as f64 + 0.5) * slot;
+                let col = color(colors.get(k).copied().unwrap_or(k));
+                let clamp = |v: f64| v.log10().clamp(-span, span);
+                chart
+                    .draw_series([ErrorBar::new_horizontal(
+                        y,
+                        clamp(c.lo),
+                        clamp(c.t),
+                        clamp(c.hi),
+                        col.stroke_width(2),
+                        7,
+                    )])
+                    .map_err(draw_err)?;
+                let xy = chart.backend_coord(&(clamp(c.t), y));
+                marker_at(&root, 0, xy, col, c.verdict == "same")?;
+                chart
+                    .draw_series([EmptyElement::at((span * 1.1, y))
+                        + Text::new(
+                            format!("{} {}", crate::units::fmt_ratio(c.t), c.verdict),
+                            (0, -7),
+                            ("sans-serif", 12).into_font().color(&col),
+                        )])
+                    .map_err(draw_err)?;
+            }
+        }
         root.present().map_err(draw_err)?;
     }
     Ok(svg)
@@ -573,6 +771,8 @@ mod tests {
         let series = vec![Series {
             name: "s".into(),
             color: 0,
+            marker: 1,
+            dash: 1,
             points: vec![
                 Point {
                     x: 1024.0,
@@ -589,5 +789,20 @@ mod tests {
         let svg = sweep_svg("t", "ns/op", "size", true, &series).unwrap();
         assert!(svg.contains("<polyline") || svg.contains("<path"));
         assert!(svg.contains("KiB"));
+        assert!(
+            svg.contains(">s</text>") || svg.contains(">\ns\n</text>"),
+            "the line is labelled at its end: {svg}"
+        );
+        let rows = vec![ForestRow {
+            label: "a.b".into(),
+            cells: vec![Some(Ratio {
+                t: 0.5,
+                lo: 0.45,
+                hi: 0.55,
+                verdict: "faster",
+            })],
+        }];
+        let svg = forest_svg("t", "run A", &rows, &[1]).unwrap();
+        assert!(svg.contains("0.50× faster") && svg.contains("a.b"), "{svg}");
     }
 }

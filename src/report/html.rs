@@ -1,20 +1,29 @@
 //! The HTML report: one self-contained file that works offline (inline CSS,
 //! charts as inline SVG drawn by plotters, no script, no fetch).
 //!
-//! Contents: the runs with their colours; the host blocks side by side
-//! (differences highlighted); per area, bar charts of the benchmarks with
-//! CI whiskers (one bar per run), sweep benchmarks (`id/point` with a
-//! numeric sweep parameter, see [`SWEEP_AXES`]) as curves on log axes, a
-//! table of every result and the derived findings; noisy results are pale
-//! bars, hollow points and `~`.
+//! It reads top-down: the runs; "at a glance" (the headline price list,
+//! one column per run, and the score of each run against the shipped
+//! reference, with the results that went in); for two or more runs the
+//! comparison of every run with the first (geometric mean of time ratios
+//! per area, a forest plot per area of each benchmark's ratio with its 95%
+//! CI and verdict); per area, bar charts with CI whiskers and sweep curves
+//! (`id/point` with a numeric sweep parameter, see [`SWEEP_AXES`]) on log axes, each curve told apart by
+//! colour, line pattern and marker and labelled at its end, and a table of
+//! every result; the findings; the host descriptions, collapsed, grouped,
+//! rows that differ first and highlighted, caches as a small table. Noisy
+//! results are pale bars, hollow markers and `~`. Dark-mode and print
+//! styles are inline.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::charts::{self, Bar, BarGroup, Point, Series};
+use super::charts::{self, Bar, BarGroup, ForestRow, Point, Ratio, Series};
 use super::table::NOISY_MARK;
+use crate::compare::{Comparison, DEFAULT_THRESHOLD, compare};
 use crate::document::RunDoc;
 use crate::harness::Measurement;
+use crate::headline;
+use crate::score::{self, Reference, fmt_score};
 use crate::units::{SWEEP_AXES, fmt_ratio, human, human_bytes};
 
 /// Most curves drawn in one sweep chart before it is split by benchmark.
@@ -74,7 +83,10 @@ pub fn sweep_point(m: &Measurement) -> Option<SweepPoint> {
     })
 }
 
-/// Renders the report of `docs` (one or more runs, side by side).
+/// Renders the report of `docs` (one or more runs, side by side). It reads
+/// top-down: the price list and the scores; for two or more runs the
+/// comparison with the first; the charts and tables of each area; the
+/// findings; the host descriptions (collapsed); warnings and skips.
 pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     let mut h = String::new();
     let mut charts = 0;
@@ -82,14 +94,14 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     h.push_str(HEAD);
     let _ = writeln!(
         h,
-        "<h1>opcost report</h1>\n<p class=\"meta\">{} run{}; generated {} by opcost {}. Medians with 95% confidence intervals; base units ns/op, B/s, ops/s shown in human units; {NOISY_MARK} and pale bars = noisy (CI wider than ±5%).</p>",
+        "<header>\n<h1>opcost report</h1>\n<p class=\"meta\">{} run{}; generated {} by opcost {}. Medians with 95% confidence intervals; base units ns/op, B/s, ops/s shown in human units; {NOISY_MARK} and pale bars = noisy (CI wider than ±5%).</p>",
         docs.len(),
         if docs.len() == 1 { "" } else { "s" },
         esc(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         esc(env!("CARGO_PKG_VERSION"))
     );
     runs_section(&mut h, docs);
-    hosts_section(&mut h, docs);
+    h.push_str("</header>\n");
 
     let mut areas: Vec<String> = Vec::new();
     for d in docs {
@@ -99,12 +111,18 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
             }
         }
     }
-    if areas.len() > 1 {
-        h.push_str("<nav><b>areas:</b> ");
-        for a in &areas {
-            let _ = write!(h, "<a href=\"#area-{0}\">{0}</a> ", esc(a));
-        }
-        h.push_str("</nav>\n");
+    h.push_str("<nav><a href=\"#glance\">at a glance</a>");
+    if docs.len() > 1 {
+        h.push_str("<a href=\"#comparison\">comparison</a>");
+    }
+    for a in &areas {
+        let _ = write!(h, "<a href=\"#area-{0}\">{0}</a>", esc(a));
+    }
+    h.push_str("<a href=\"#findings\">findings</a><a href=\"#hosts\">hosts</a></nav>\n");
+
+    glance_section(&mut h, docs);
+    if docs.len() > 1 {
+        charts += comparison_section(&mut h, docs, &names)?;
     }
     for area in &areas {
         let _ = writeln!(
@@ -121,10 +139,11 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
             );
         }
         area_table(&mut h, docs, area);
-        findings(&mut h, docs, &names, area);
         h.push_str("</section>\n");
     }
+    findings_section(&mut h, docs, &names, &areas);
     notes_section(&mut h, docs, &names);
+    hosts_section(&mut h, docs);
     h.push_str("</body>\n</html>\n");
     Ok(Report { html: h, charts })
 }
@@ -134,26 +153,56 @@ const HEAD: &str = r#"<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <title>opcost report</title>
 <style>
-body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1000px; padding: 0 1em; color: #222; }
+:root { --fg: #222; --muted: #555; --bg: #fff; --line: #ddd; --head: #f4f4f4; --diff: #fff3c4; --card: #fff; --link: #1a5fb4; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e4e4e4; --muted: #aaa; --bg: #17181a; --line: #3a3c40; --head: #24262a; --diff: #4a3f12; --card: #f4f4f4; --link: #8ab4f8; }
+}
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1000px; padding: 0 1em; color: var(--fg); background: var(--bg); }
+a { color: var(--link); }
 h1 { margin-bottom: 0.2em; }
-h2 { border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 1.8em; }
-.meta { color: #555; }
+h2 { border-bottom: 1px solid var(--line); padding-bottom: 0.2em; margin-top: 1.8em; }
+.meta { color: var(--muted); }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f4f4f4; }
+th, td { border: 1px solid var(--line); padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+table.hosts { width: 100%; }
+table.hosts td { overflow-wrap: anywhere; }
+table.hosts th, table.caches th { white-space: nowrap; }
+table.scores th, table.geomeans th { white-space: nowrap; }
+th { background: var(--head); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tr.diff td { background: #fff6d6; }
+td.score { font-weight: 600; }
+tr.overall td, tr.overall th { font-weight: 700; }
+tr.diff td, tr.diff th { background: var(--diff); }
+td.gloss { color: var(--muted); }
+.id { display: block; color: var(--muted); font-size: 0.8em; font-weight: normal; }
+.faster { color: #1b7f3b; } .slower { color: #c0392b; }
+@media (prefers-color-scheme: dark) { .faster { color: #6fd08c; } .slower { color: #ff8a80; } }
 .swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 0.3em; }
 .noisy { color: #b35c00; }
 figure.chart { margin: 1em 0; }
-figure.chart svg { width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: #555; font-size: 0.85em; }
-nav a { margin-right: 0.6em; }
+figure.chart svg { width: 100%; height: auto; border: 1px solid var(--line); background: var(--card); border-radius: 4px; }
+figcaption { color: var(--muted); font-size: 0.85em; }
+nav { position: sticky; top: 0; background: var(--bg); padding: 0.4em 0; border-bottom: 1px solid var(--line); z-index: 1; }
+nav a { margin-right: 0.8em; }
 ul.findings li { margin: 0.2em 0; }
-details summary { cursor: pointer; color: #333; }
+details { margin: 0.6em 0; }
+details summary { cursor: pointer; }
+section#hosts > details > summary { font-size: 1.1em; }
+h3 { margin-bottom: 0.3em; }
 code { font-size: 0.95em; }
+@media print {
+  :root { --fg: #000; --muted: #333; --bg: #fff; --line: #999; --head: #eee; --diff: #eee; --card: #fff; }
+  nav { display: none; }
+  body { max-width: none; margin: 0; font-size: 10pt; }
+  details > summary { list-style: none; }
+  details::details-content { content-visibility: visible; display: contents; }
+  figure, table, tr { break-inside: avoid; }
+  h2 { break-after: avoid; }
+  a { color: inherit; text-decoration: none; }
+}
 </style>
 </head>
 <body>
@@ -175,7 +224,7 @@ fn swatch(i: usize) -> String {
 }
 
 fn runs_section(h: &mut String, docs: &[RunDoc]) {
-    h.push_str("<section id=\"runs\">\n<h2>runs</h2>\n<table>\n<tr><th>run</th><th>host</th><th>started (UTC)</th><th>profile</th><th>label</th><th>results</th><th>opcost</th><th>note</th></tr>\n");
+    h.push_str("<section id=\"runs\">\n<table class=\"runs\">\n<tr><th>run</th><th>host</th><th>started (UTC)</th><th>profile</th><th>label</th><th>results</th><th>opcost</th><th>note</th></tr>\n");
     for (i, d) in docs.iter().enumerate() {
         let mut note = Vec::new();
         if d.run.interrupted {
@@ -253,58 +302,6 @@ fn scalar(key: &str, v: &serde_json::Value) -> String {
         }
         other => other.to_string(),
     }
-}
-
-fn hosts_section(h: &mut String, docs: &[RunDoc]) {
-    let blocks: Vec<Vec<(String, String)>> = docs
-        .iter()
-        .map(|d| {
-            let mut rows = Vec::new();
-            if let Ok(v) = serde_json::to_value(&d.host) {
-                flatten("", &v, &mut rows);
-            }
-            rows
-        })
-        .collect();
-    let mut keys: Vec<&str> = Vec::new();
-    for b in &blocks {
-        for (k, _) in b {
-            if !keys.contains(&k.as_str()) {
-                keys.push(k);
-            }
-        }
-    }
-    h.push_str("<section id=\"hosts\">\n<h2>hosts</h2>\n<table class=\"hosts\">\n<tr><th></th>");
-    for (i, d) in docs.iter().enumerate() {
-        let _ = write!(h, "<th>{}<code>{}</code></th>", swatch(i), esc(&d.run.id));
-    }
-    h.push_str("</tr>\n");
-    for k in keys {
-        let vals: Vec<&str> = blocks
-            .iter()
-            .map(|b| {
-                b.iter()
-                    .find(|(x, _)| x == k)
-                    .map_or("", |(_, v)| v.as_str())
-            })
-            .collect();
-        let differs = vals.iter().any(|v| *v != vals[0]);
-        let _ = write!(
-            h,
-            "<tr{}><th>{}</th>",
-            if differs { " class=\"diff\"" } else { "" },
-            esc(k)
-        );
-        for v in vals {
-            let _ = write!(h, "<td>{}</td>", esc(v));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table>\n");
-    if docs.len() > 1 {
-        h.push_str("<p class=\"meta\">Highlighted rows differ between the runs.</p>\n");
-    }
-    h.push_str("</section>\n");
 }
 
 /// The charts of an area: (kind, caption, svg).
@@ -421,7 +418,7 @@ fn area_charts(
         };
         for group in groups {
             let mut series = Vec::new();
-            for base in &group {
+            for (bi, base) in group.iter().enumerate() {
                 for (ri, d) in docs.iter().enumerate() {
                     let mut pts: Vec<Point> = d
                         .area(area)
@@ -444,10 +441,20 @@ fn area_charts(
                         (true, false) => base.clone(),
                         (false, _) => names[ri].clone(),
                     };
-                    let color = if docs.len() > 1 { ri } else { series.len() };
+                    // Three cues per series, so that none depends on colour
+                    // alone: several runs differ in colour and line pattern
+                    // (and marker when the chart has one benchmark), several
+                    // benchmarks in marker shape.
+                    let (color, dash, marker) = if docs.len() > 1 {
+                        (ri, ri, if group.len() > 1 { bi } else { ri })
+                    } else {
+                        (series.len(), series.len(), series.len())
+                    };
                     series.push(Series {
                         name,
                         color,
+                        marker,
+                        dash,
                         points: pts,
                     });
                 }
@@ -464,7 +471,7 @@ fn area_charts(
             out.push((
                 "sweep",
                 format!(
-                    "{}: {unit} against {x_name}, log axes; hollow points are noisy",
+                    "{}: {unit} against {x_name}, log axes; each line labelled at its end, hollow markers are noisy",
                     group.join(", ")
                 ),
                 svg,
@@ -529,25 +536,519 @@ fn area_table(h: &mut String, docs: &[RunDoc], area: &str) {
     h.push_str("</table>\n</details>\n");
 }
 
-fn findings(h: &mut String, docs: &[RunDoc], names: &[String], area: &str) {
-    if !docs
+/// The price list (one column per run) and the scores against the
+/// shipped reference, with the results that went into them.
+fn glance_section(h: &mut String, docs: &[RunDoc]) {
+    h.push_str("<section id=\"glance\">\n<h2>at a glance</h2>\n");
+    let per_run: Vec<Vec<headline::Line>> = docs.iter().map(headline::lines).collect();
+    let shown: Vec<&headline::Entry> = headline::ENTRIES
         .iter()
-        .any(|d| d.findings.iter().any(|f| f.area == area))
-    {
+        .filter(|e| per_run.iter().flatten().any(|l| std::ptr::eq(l.entry, *e)))
+        .collect();
+    if shown.is_empty() {
+        h.push_str(
+            "<p class=\"meta\">None of the headline figures was measured in these runs.</p>\n",
+        );
+    } else {
+        h.push_str("<table class=\"headline\">\n<tr><th>what</th>");
+        for (i, d) in docs.iter().enumerate() {
+            let _ = write!(h, "<th>{}<code>{}</code></th>", swatch(i), esc(&d.run.id));
+        }
+        h.push_str("<th>in plain words</th></tr>\n");
+        for e in shown {
+            let mut ids: Vec<&str> = Vec::new();
+            let mut cells = String::new();
+            for lines in &per_run {
+                match lines.iter().find(|l| std::ptr::eq(l.entry, e)) {
+                    Some(l) => {
+                        if !ids.contains(&l.m.id.as_str()) {
+                            ids.push(&l.m.id);
+                        }
+                        let _ = write!(
+                            cells,
+                            "<td class=\"num{}\">{}{}</td>",
+                            if l.m.noisy { " noisy" } else { "" },
+                            esc(&human(l.m.median, l.m.unit.label())),
+                            if l.m.noisy { NOISY_MARK } else { "" }
+                        );
+                    }
+                    None => cells.push_str("<td class=\"num\">—</td>"),
+                }
+            }
+            let _ = writeln!(
+                h,
+                "<tr><th>{}<span class=\"id\">{}</span></th>{cells}<td class=\"gloss\">{}</td></tr>",
+                esc(e.label),
+                esc(&ids.join(", ")),
+                esc(e.gloss)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+
+    let reference = Reference::shipped();
+    let scores: Vec<score::Score> = docs.iter().map(|d| score::score(d, reference)).collect();
+    if scores.iter().all(|s| s.overall.is_none()) {
+        h.push_str("<p class=\"meta\">No result of these runs is in the reference run, so there is no score.</p>\n</section>\n");
         return;
     }
-    h.push_str("<h3>findings</h3>\n<ul class=\"findings\">\n");
+    let mut areas: Vec<&str> = Vec::new();
+    for s in &scores {
+        for a in &s.areas {
+            if !areas.contains(&a.area.as_str()) {
+                areas.push(&a.area);
+            }
+        }
+    }
+    h.push_str("<h3>score</h3>\n<table class=\"scores\">\n<tr><th>area</th>");
     for (i, d) in docs.iter().enumerate() {
-        for f in d.findings.iter().filter(|f| f.area == area) {
-            let who = if docs.len() > 1 {
-                format!("{}{}: ", swatch(i), esc(&names[i]))
+        let _ = write!(h, "<th>{}<code>{}</code></th>", swatch(i), esc(&d.run.id));
+    }
+    h.push_str("</tr>\n<tr class=\"overall\"><th>overall</th>");
+    for s in &scores {
+        let _ = write!(
+            h,
+            "<td class=\"num score\">{}</td>",
+            s.overall.map_or("—".to_string(), fmt_score)
+        );
+    }
+    h.push_str("</tr>\n");
+    for area in &areas {
+        let _ = write!(h, "<tr><th>{}</th>", esc(area));
+        for s in &scores {
+            match s.areas.iter().find(|a| a.area == *area) {
+                Some(a) => {
+                    let _ = write!(
+                        h,
+                        "<td class=\"num\">{} <span class=\"meta\">({} results)</span></td>",
+                        fmt_score(a.score),
+                        a.ids.len()
+                    );
+                }
+                None => h.push_str("<td class=\"num\">—</td>"),
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    let _ = writeln!(
+        h,
+        "<p class=\"meta\">1.00 = the reference run <code>{}</code> ({}, {} profile, {}); 2.00 = twice as fast. An area's score is the geometric mean of reference time ÷ this run's time over the results both runs have; the overall score is the geometric mean of the area scores. Results the reference lacks are left out.</p>",
+        esc(&reference.id),
+        esc(&reference.machine),
+        esc(&reference.profile),
+        esc(&reference.started)
+    );
+    h.push_str("<details><summary>results in the score</summary>\n<ul>\n");
+    for (i, (d, s)) in docs.iter().zip(&scores).enumerate() {
+        for a in &s.areas {
+            let _ = writeln!(
+                h,
+                "<li>{}<code>{}</code> {}: {} in{}: <code>{}</code></li>",
+                swatch(i),
+                esc(&d.run.id),
+                esc(&a.area),
+                a.ids.len(),
+                if a.left_out > 0 {
+                    format!(" ({} left out, not in the reference)", a.left_out)
+                } else {
+                    String::new()
+                },
+                esc(&a.ids.join(" "))
+            );
+        }
+    }
+    h.push_str("</ul>\n</details>\n</section>\n");
+}
+
+/// Every later run against the first: the geometric mean of time ratios
+/// per area, then per area a forest plot of each benchmark's ratio with its
+/// 95% CI and verdict. Returns the number of charts.
+fn comparison_section(h: &mut String, docs: &[RunDoc], names: &[String]) -> anyhow::Result<usize> {
+    let base = &docs[0];
+    let comps: Vec<Comparison> = docs[1..]
+        .iter()
+        .map(|d| compare(base, d, &[], DEFAULT_THRESHOLD))
+        .collect();
+    let _ = writeln!(
+        h,
+        "<section id=\"comparison\">\n<h2>comparison with {}<code>{}</code></h2>\n<p class=\"meta\">Per benchmark, the ratio of medians with its 95% confidence interval, as time (below 1: less time than {}, i.e. faster); a verdict needs the whole interval on one side of 1 and a difference over {:.0}%. Per area, the geometric mean of the time ratios.</p>",
+        swatch(0),
+        esc(&base.run.id),
+        esc(&names[0]),
+        DEFAULT_THRESHOLD * 100.0
+    );
+    // The geometric means per area.
+    let mut areas: Vec<&str> = Vec::new();
+    for c in &comps {
+        for s in &c.summaries {
+            if !areas.contains(&s.area.as_str()) {
+                areas.push(&s.area);
+            }
+        }
+    }
+    h.push_str("<table class=\"geomeans\">\n<tr><th>area</th>");
+    for (k, _) in comps.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<th>{}<code>{}</code> time ÷ {}</th>",
+            swatch(k + 1),
+            esc(&docs[k + 1].run.id),
+            esc(&base.run.id)
+        );
+    }
+    h.push_str("</tr>\n");
+    for area in &areas {
+        let _ = write!(
+            h,
+            "<tr{}><th>{}</th>",
+            if *area == "all" {
+                " class=\"overall\""
+            } else {
+                ""
+            },
+            esc(area)
+        );
+        for c in &comps {
+            match c.summaries.iter().find(|s| s.area == *area) {
+                Some(s) => {
+                    let g = s.geomean_time_ratio;
+                    let class = if g < 1.0 / (1.0 + DEFAULT_THRESHOLD) {
+                        "faster"
+                    } else if g > 1.0 + DEFAULT_THRESHOLD {
+                        "slower"
+                    } else {
+                        ""
+                    };
+                    let _ = write!(
+                        h,
+                        "<td class=\"num {class}\">{} <span class=\"meta\">({} benchmarks: {} faster, {} slower, {} same)</span></td>",
+                        esc(&fmt_ratio(g)),
+                        s.n,
+                        s.faster,
+                        s.slower,
+                        s.same
+                    );
+                }
+                None => h.push_str("<td class=\"num\">—</td>"),
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    for (k, c) in comps.iter().enumerate() {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">{}<code>{}</code>: {}</p>",
+            swatch(k + 1),
+            esc(&docs[k + 1].run.id),
+            esc(&super::comparison::method_note(c))
+        );
+    }
+
+    // Forest plots, per area, in the baseline's order.
+    let colors: Vec<usize> = (1..docs.len()).collect();
+    let mut charts = 0;
+    for area in areas.iter().filter(|a| **a != "all") {
+        let mut ids: Vec<&str> = Vec::new();
+        for c in &comps {
+            for r in c.rows.iter().filter(|r| r.area == *area) {
+                if !ids.contains(&r.id.as_str()) {
+                    ids.push(&r.id);
+                }
+            }
+        }
+        let rows: Vec<ForestRow> = ids
+            .iter()
+            .map(|id| ForestRow {
+                label: id.to_string(),
+                cells: comps
+                    .iter()
+                    .map(|c| c.rows.iter().find(|r| r.id == *id).map(time_ratio))
+                    .collect(),
+            })
+            .collect();
+        let chunks: Vec<&[ForestRow]> = rows.chunks(charts::MAX_GROUPS).collect();
+        let _ = writeln!(
+            h,
+            "<details class=\"forest\"{}><summary>{}: {} benchmarks compared</summary>",
+            if rows.len() <= charts::MAX_GROUPS {
+                " open"
+            } else {
+                ""
+            },
+            esc(area),
+            rows.len()
+        );
+        for (i, chunk) in chunks.iter().enumerate() {
+            let part = if chunks.len() > 1 {
+                format!(" ({}/{})", i + 1, chunks.len())
             } else {
                 String::new()
             };
-            let _ = writeln!(h, "<li>{who}{}</li>", esc(&f.text));
+            let svg = charts::forest_svg(
+                &format!("{area}: time ratio{part}"),
+                &base.run.id,
+                chunk,
+                &colors,
+            )?;
+            charts += 1;
+            let _ = writeln!(
+                h,
+                "<figure class=\"chart\" data-kind=\"forest\">{svg}<figcaption>{}</figcaption></figure>",
+                esc(&format!(
+                    "{area}{part}: each run's time ÷ {}'s, with its 95% CI; hollow = the same within noise",
+                    base.run.id
+                ))
+            );
+        }
+        h.push_str("</details>\n");
+    }
+    let only: Vec<String> = comps
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.only_a.is_empty() || !c.only_b.is_empty())
+        .map(|(k, c)| {
+            format!(
+                "{}: {} only in {}, {} only in {}",
+                esc(&docs[k + 1].run.id),
+                c.only_a.len(),
+                esc(&base.run.id),
+                c.only_b.len(),
+                esc(&docs[k + 1].run.id)
+            )
+        })
+        .collect();
+    if !only.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">Not compared (in one run only): {}.</p>",
+            only.join("; ")
+        );
+    }
+    h.push_str("</section>\n");
+    Ok(charts)
+}
+
+/// A comparison row as a time ratio (below 1: faster) with its interval.
+fn time_ratio(r: &crate::compare::Row) -> Ratio {
+    let t = r.time_ratio();
+    // Throughputs and rates are inverted into times, their interval with them.
+    let (lo, hi) = if t == r.ratio {
+        (r.ci_low, r.ci_high)
+    } else {
+        (1.0 / r.ci_high, 1.0 / r.ci_low)
+    };
+    Ratio {
+        t,
+        lo,
+        hi,
+        verdict: r.verdict.label(),
+    }
+}
+
+/// The findings of every area, after the charts.
+fn findings_section(h: &mut String, docs: &[RunDoc], names: &[String], areas: &[String]) {
+    h.push_str("<section id=\"findings\">\n<h2>findings</h2>\n");
+    let mut any = false;
+    for area in areas {
+        if !docs
+            .iter()
+            .any(|d| d.findings.iter().any(|f| &f.area == area))
+        {
+            continue;
+        }
+        any = true;
+        let _ = writeln!(h, "<h3>{}</h3>\n<ul class=\"findings\">", esc(area));
+        for (i, d) in docs.iter().enumerate() {
+            for f in d.findings.iter().filter(|f| &f.area == area) {
+                let who = if docs.len() > 1 {
+                    format!("{}{}: ", swatch(i), esc(&names[i]))
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(h, "<li>{who}{}</li>", esc(&f.text));
+            }
+        }
+        h.push_str("</ul>\n");
+    }
+    if !any {
+        h.push_str(
+            "<p class=\"meta\">No finding: the runs lack the results the findings need.</p>\n",
+        );
+    }
+    h.push_str("</section>\n");
+}
+
+/// The group a flattened host key belongs to, by its first segment.
+fn host_group(key: &str) -> &'static str {
+    let first = key.split('.').next().unwrap_or(key);
+    match first {
+        "cpu" | "logical_cpus" => "CPU",
+        "freq" | "governor" => "frequency",
+        "caches" => "caches",
+        "mem_total_bytes" | "mem_available_bytes" | "memory" | "thp" => "memory",
+        "kernel" | "clocksource" | "clocksources_available" => "kernel and clock",
+        "vulnerabilities" => "CPU vulnerabilities and mitigations",
+        "virt" => "virtualization",
+        "software" => "software",
+        _ => "general",
+    }
+}
+
+/// The order of the host groups.
+const HOST_GROUPS: [&str; 9] = [
+    "general",
+    "CPU",
+    "frequency",
+    "caches",
+    "memory",
+    "kernel and clock",
+    "CPU vulnerabilities and mitigations",
+    "virtualization",
+    "software",
+];
+
+/// The host descriptions, collapsed: grouped, rows that differ between the
+/// runs first and highlighted, the caches as a small table.
+fn hosts_section(h: &mut String, docs: &[RunDoc]) {
+    let blocks: Vec<Vec<(String, String)>> = docs
+        .iter()
+        .map(|d| {
+            let mut rows = Vec::new();
+            if let Ok(v) = serde_json::to_value(&d.host) {
+                flatten("", &v, &mut rows);
+            }
+            rows
+        })
+        .collect();
+    let mut keys: Vec<&str> = Vec::new();
+    for b in &blocks {
+        for (k, _) in b {
+            if !keys.contains(&k.as_str()) && host_group(k) != "caches" {
+                keys.push(k);
+            }
         }
     }
-    h.push_str("</ul>\n");
+    let value = |i: usize, k: &str| -> String {
+        blocks[i]
+            .iter()
+            .find(|(x, _)| x == k)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    let differs = |k: &str| (1..docs.len()).any(|i| value(i, k) != value(0, k));
+    let n_diff = keys.iter().filter(|k| differs(k)).count();
+    let header = |h: &mut String| {
+        h.push_str("<tr><th></th>");
+        for (i, d) in docs.iter().enumerate() {
+            let _ = write!(h, "<th>{}<code>{}</code></th>", swatch(i), esc(&d.run.id));
+        }
+        h.push_str("</tr>\n");
+    };
+    let _ = writeln!(
+        h,
+        "<section id=\"hosts\">\n<details>\n<summary><b>host description</b>{}</summary>",
+        if docs.len() > 1 {
+            format!(
+                " — {n_diff} rows differ between the runs (shown first in each group, highlighted)"
+            )
+        } else {
+            String::new()
+        }
+    );
+    for group in HOST_GROUPS {
+        if group == "caches" {
+            caches_table(h, docs);
+            continue;
+        }
+        let mut rows: Vec<&str> = keys
+            .iter()
+            .copied()
+            .filter(|k| host_group(k) == group)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        rows.sort_by_key(|k| !differs(k));
+        let _ = writeln!(h, "<h3>{group}</h3>\n<table class=\"hosts\">");
+        header(h);
+        for k in rows {
+            let _ = write!(
+                h,
+                "<tr{}><th>{}</th>",
+                if differs(k) { " class=\"diff\"" } else { "" },
+                esc(k)
+            );
+            for i in 0..docs.len() {
+                let _ = write!(h, "<td>{}</td>", esc(&value(i, k)));
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str("</details>\n</section>\n");
+}
+
+/// The caches of each run: one row per level and kind, size, line, ways
+/// and sharing in the cells.
+fn caches_table(h: &mut String, docs: &[RunDoc]) {
+    let mut levels: Vec<(u8, String)> = Vec::new();
+    for d in docs {
+        for c in &d.host.caches {
+            let key = (c.level, c.kind.clone());
+            if !levels.contains(&key) {
+                levels.push(key);
+            }
+        }
+    }
+    if levels.is_empty() {
+        return;
+    }
+    levels.sort();
+    h.push_str("<h3>caches</h3>\n<table class=\"caches\">\n<tr><th>cache</th>");
+    for (i, d) in docs.iter().enumerate() {
+        let _ = write!(h, "<th>{}<code>{}</code></th>", swatch(i), esc(&d.run.id));
+    }
+    h.push_str("</tr>\n");
+    for (level, kind) in levels {
+        let cells: Vec<String> = docs
+            .iter()
+            .map(|d| {
+                d.host
+                    .caches
+                    .iter()
+                    .find(|c| c.level == level && c.kind == kind)
+                    .map_or("—".to_string(), |c| {
+                        let mut parts = vec![human_bytes(c.size_bytes as f64)];
+                        if let Some(l) = c.line_bytes {
+                            parts.push(format!("{l} B lines"));
+                        }
+                        if let Some(w) = c.ways {
+                            parts.push(format!("{w}-way"));
+                        }
+                        if let Some(s) = &c.shared_cpus {
+                            parts.push(format!("shared by CPUs {s}"));
+                        }
+                        if let Some(n) = c.instances {
+                            parts.push(format!("×{n}"));
+                        }
+                        parts.join(", ")
+                    })
+            })
+            .collect();
+        let differs = cells.iter().any(|c| *c != cells[0]);
+        let _ = write!(
+            h,
+            "<tr{}><th>L{level} {}</th>",
+            if differs { " class=\"diff\"" } else { "" },
+            esc(&kind.to_lowercase())
+        );
+        for c in cells {
+            let _ = write!(h, "<td>{}</td>", esc(&c));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
 }
 
 fn notes_section(h: &mut String, docs: &[RunDoc], names: &[String]) {

@@ -4,10 +4,12 @@
 
 use std::fmt::Write;
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::presets::{NOTHING, UTF8_BORDERS_ONLY};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use crate::document::RunDoc;
+use crate::headline;
+use crate::score::{self, Reference, fmt_score};
 use crate::units::human;
 
 /// The mark shown beside a noisy result.
@@ -43,6 +45,7 @@ pub fn render(doc: &RunDoc) -> String {
     for w in &doc.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    out.push_str(&render_glance(doc));
     for area in doc.areas() {
         let _ = writeln!(out);
         out.push_str(&render_area(doc, &area));
@@ -72,6 +75,68 @@ pub fn render(doc: &RunDoc) -> String {
             _ => String::new(),
         }
     );
+    out
+}
+
+/// The price list and the score, shown before the areas (empty when the
+/// run has none of the headline figures and nothing to score).
+pub fn render_glance(doc: &RunDoc) -> String {
+    let mut out = String::new();
+    let lines = headline::lines(doc);
+    if !lines.is_empty() {
+        let _ = writeln!(out, "\nat a glance");
+        let mut t = Table::new();
+        t.load_style(NOTHING)
+            .set_content_arrangement(ContentArrangement::Disabled);
+        for l in &lines {
+            t.add_row(vec![
+                Cell::new(l.entry.label),
+                Cell::new(format!(
+                    "{}{}",
+                    human(l.m.median, l.m.unit.label()),
+                    if l.m.noisy { NOISY_MARK } else { "" }
+                ))
+                .set_alignment(CellAlignment::Right),
+                Cell::new(l.entry.gloss),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    let reference = Reference::shipped();
+    let sc = score::score(doc, reference);
+    if let Some(overall) = sc.overall {
+        let _ = writeln!(
+            out,
+            "\nscore {} against the reference run {} ({}): 1.00 = that machine, 2.00 = twice as fast",
+            fmt_score(overall),
+            reference.id,
+            reference.machine
+        );
+        let parts: Vec<String> = sc
+            .areas
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} {} ({} results)",
+                    a.area,
+                    fmt_score(a.score),
+                    a.ids.len()
+                )
+            })
+            .collect();
+        let left: usize = sc.areas.iter().map(|a| a.left_out).sum();
+        let _ = writeln!(
+            out,
+            "  {}; geometric mean of reference time / this time over the {} results both runs have{}",
+            parts.join(", "),
+            sc.used(),
+            if left > 0 {
+                format!(", {left} others left out")
+            } else {
+                String::new()
+            }
+        );
+    }
     out
 }
 

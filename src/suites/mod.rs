@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod cpu;
+pub mod crypto;
 pub mod ipc;
 pub mod memory;
 pub mod process;
@@ -37,6 +38,7 @@ pub fn suites() -> Vec<Suite> {
         ipc::suite(),
         memory::suite(),
         cpu::suite(),
+        crypto::suite(),
         process::suite(),
         storage::suite(),
     ]

@@ -124,3 +124,48 @@ pub fn run_b() -> RunDoc {
     r.extend(sweep("memory.latency.random", 1.4, 20));
     doc("bbbb0002", "box-b", "2026-01-02T10:00:00Z", r)
 }
+
+/// `n` runs made from the shipped reference run (a real quick run of every
+/// suite): run 0 is the reference itself, run 1 takes 0.8x the time in
+/// syscall and 1.3x in ipc, run 2 0.5x in memory; each with its own id and
+/// host name.
+pub fn real_runs(n: usize) -> Vec<RunDoc> {
+    let base: RunDoc =
+        serde_json::from_str(opcost::score::REFERENCE_JSON).expect("the reference is a run");
+    let factors: [&[(&str, f64)]; 3] = [&[], &[("syscall", 0.8), ("ipc", 1.3)], &[("memory", 0.5)]];
+    (0..n)
+        .map(|i| {
+            let mut d = base.clone();
+            if i > 0 {
+                d.run.id = format!("{:08x}", 0xc0de_0000u32 + i as u32);
+                d.run.label = Some(format!("variant {i}"));
+                d.host.hostname = format!("variant-{i}");
+            }
+            for m in &mut d.results {
+                let Some(f) = factors[i % 3]
+                    .iter()
+                    .find(|(a, _)| *a == m.area)
+                    .map(|x| x.1)
+                else {
+                    continue;
+                };
+                // A time factor: values that are times scale by it, rates by its inverse.
+                let k = if m.higher_is_better() { 1.0 / f } else { f };
+                let s = &mut m.summary;
+                for v in [
+                    &mut s.median,
+                    &mut s.mean,
+                    &mut s.min,
+                    &mut s.max,
+                    &mut s.p5,
+                    &mut s.p95,
+                    &mut s.ci_low,
+                    &mut s.ci_high,
+                ] {
+                    *v *= k;
+                }
+            }
+            d
+        })
+        .collect()
+}

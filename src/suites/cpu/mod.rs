@@ -27,6 +27,34 @@ use counters::Counters;
 /// chain needs only the profile's samples, a few milliseconds.
 pub const CHAIN_BUDGET: f64 = 0.5;
 
+/// The id of the integer score: events per second of [`primes_by_trial_division`].
+pub const INTEGER_ID: &str = "cpu.integer.primes";
+/// The largest number tested for primality in one event (sysbench's default).
+pub const PRIME_LIMIT: u64 = 10_000;
+
+/// One event of `sysbench cpu`: counts the primes from 3 to below `limit`
+/// by trial division while the divisor, as a double, stays at or below the
+/// square root: sysbench's arithmetic step for step (64-bit integer
+/// division, an integer-to-double conversion per comparison), so events per
+/// second compare with `sysbench cpu --cpu-max-prime=LIMIT --threads=1`.
+pub fn primes_by_trial_division(limit: u64) -> u64 {
+    let mut n = 0;
+    for c in 3..limit {
+        let t = (c as f64).sqrt();
+        let mut l = 2u64;
+        while l as f64 <= t {
+            if c % l == 0 {
+                break;
+            }
+            l += 1;
+        }
+        if l as f64 > t {
+            n += 1;
+        }
+    }
+    n
+}
+
 /// The id of the effective-clock benchmark.
 pub const CLOCK_ID: &str = "cpu.clock";
 
@@ -157,6 +185,21 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             }
         }
     }
+    out.push(
+        FnBench::new(
+            INTEGER_ID,
+            "integer score: primes up to 10000 by trial division, as sysbench cpu counts an event",
+            Unit::Rate,
+            |_ctx: &Ctx| {
+                Ok(super::Looped::new(|| {
+                    black_box(primes_by_trial_division(black_box(PRIME_LIMIT)));
+                })
+                .boxed())
+            },
+        )
+        .param("max_prime", PRIME_LIMIT)
+        .boxed(),
+    );
     for (id, random) in [(BRANCH_PREDICTABLE, false), (BRANCH_UNPREDICTABLE, true)] {
         out.push(
             FnBench::new(
@@ -371,6 +414,14 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trial_division_counts_the_primes() {
+        // Primes from 3 to below 10 (3, 5, 7) and below 10000 (1229 primes, less 2).
+        assert_eq!(primes_by_trial_division(10), 3);
+        assert_eq!(primes_by_trial_division(8), 3);
+        assert_eq!(primes_by_trial_division(10_000), 1228);
+    }
 
     fn m(id: &str, unit: &str, median: f64) -> Measurement {
         Measurement {

@@ -1,0 +1,360 @@
+//! The headline price list: about fifteen figures that answer "what does
+//! this machine cost", each with its unit and a gloss in plain words.
+//!
+//! The list is a table of (selector, label, gloss) entries. A selector names
+//! a benchmark id, an id prefix (the first result of a run whose id starts
+//! with it: how suites that may or may not be present are named), or a
+//! memory level, resolved against the run's own cache sizes. An entry the
+//! run has no result for is simply left out.
+
+use crate::document::RunDoc;
+use crate::harness::Measurement;
+use crate::units::parse_quantity;
+
+/// How an entry finds its result in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// Exactly this benchmark id.
+    Id(&'static str),
+    /// The first result (in run order) whose id starts with the first of
+    /// these prefixes that any result has: a suite's headline figure, then
+    /// anything of the suite.
+    Prefix(&'static [&'static str]),
+    /// Random-access latency inside cache level N: the largest
+    /// `memory.latency.random` working set at most half of that level
+    /// (and above the level below), sizes as the run's curve shows them.
+    Cache(u8),
+    /// Random-access latency in main memory: the largest working set, when
+    /// it is at least twice the last cache level.
+    Dram,
+}
+
+/// One line of the price list as declared.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// How the result is found.
+    pub pick: Pick,
+    /// What it is, in a few words.
+    pub label: &'static str,
+    /// What it means, in plain words.
+    pub gloss: &'static str,
+}
+
+/// The price list, in the order it is shown.
+pub static ENTRIES: &[Entry] = &[
+    Entry {
+        pick: Pick::Id("syscall.function_call"),
+        label: "function call",
+        gloss: "a plain call and return: the smallest unit of work",
+    },
+    Entry {
+        pick: Pick::Id("syscall.getppid.raw"),
+        label: "system call",
+        gloss: "the cheapest trip into the kernel and back",
+    },
+    Entry {
+        pick: Pick::Id("syscall.clock_gettime.monotonic.vdso"),
+        label: "clock read (vDSO)",
+        gloss: "asking the time without entering the kernel",
+    },
+    Entry {
+        pick: Pick::Id("ipc.pipe.rtt/8B/same"),
+        label: "pipe round trip, same CPU",
+        gloss: "two processes on one core passing a message there and back",
+    },
+    Entry {
+        pick: Pick::Id("ipc.pipe.rtt/8B/cross"),
+        label: "pipe round trip, two CPUs",
+        gloss: "the same across two cores: wake-ups and cache-line transfers",
+    },
+    Entry {
+        pick: Pick::Id("ipc.tcp.rtt/8B/same"),
+        label: "TCP round trip (loopback)",
+        gloss: "a request and its reply through the whole network stack, no wire",
+    },
+    Entry {
+        pick: Pick::Id("process.thread"),
+        label: "thread start",
+        gloss: "creating a thread and joining it",
+    },
+    Entry {
+        pick: Pick::Id("process.fork_exec/rss=0B"),
+        label: "fork + exec",
+        gloss: "starting a new program from a small process",
+    },
+    Entry {
+        pick: Pick::Cache(1),
+        label: "L1 hit",
+        gloss: "a dependent load that finds its data in the first-level cache",
+    },
+    Entry {
+        pick: Pick::Cache(2),
+        label: "L2 hit",
+        gloss: "the same load served by the second-level cache",
+    },
+    Entry {
+        pick: Pick::Cache(3),
+        label: "L3 hit",
+        gloss: "the same load served by the last-level cache",
+    },
+    Entry {
+        pick: Pick::Dram,
+        label: "main-memory load",
+        gloss: "a cache miss all the way to DRAM (TLB misses included)",
+    },
+    Entry {
+        pick: Pick::Id("memory.bandwidth.copy/threads=1"),
+        label: "memory copy",
+        gloss: "memcpy of a buffer far larger than the caches, one thread",
+    },
+    Entry {
+        pick: Pick::Id("memory.bandwidth.stream_triad/threads=all"),
+        label: "memory bandwidth, all CPUs",
+        gloss: "STREAM triad on every CPU at once: what the memory system can feed",
+    },
+    Entry {
+        pick: Pick::Id("storage.rand.read.qd1"),
+        label: "4 KiB random read",
+        gloss: "one uncached block read from the disk, waiting for each",
+    },
+    Entry {
+        pick: Pick::Id("storage.sync.fsync"),
+        label: "fsync",
+        gloss: "making a small write durable: what every commit waits for",
+    },
+    Entry {
+        pick: Pick::Id("crypto.aes256gcm.encrypt/16KiB"),
+        label: "AES-256-GCM",
+        gloss: "encrypting and authenticating data",
+    },
+    Entry {
+        pick: Pick::Id("crypto.sha256/16KiB"),
+        label: "SHA-256",
+        gloss: "hashing data",
+    },
+    Entry {
+        pick: Pick::Id("cpu.integer.primes"),
+        label: "integer score",
+        gloss: "sysbench-style prime counting up to 10000, events per second",
+    },
+    Entry {
+        pick: Pick::Prefix(&["text.cmp.icu.tertiary/sv", "text.cmp.", "text."]),
+        label: "word compare (collation)",
+        gloss: "ordering two words as a language's dictionary does (collation)",
+    },
+    Entry {
+        pick: Pick::Prefix(&["codec.json.zstd-1.compress", "codec."]),
+        label: "compression",
+        gloss: "compressing data (JSON with zstd at its fastest level when measured)",
+    },
+    Entry {
+        pick: Pick::Prefix(&["net.loopback.tcp.crr", "net.loopback.tcp.rr/", "net."]),
+        label: "TCP connect + request",
+        gloss: "opening a connection, one request and its reply, closing (loopback)",
+    },
+];
+
+/// One line of the price list as found in a run.
+#[derive(Clone, Debug)]
+pub struct Line<'a> {
+    /// The declared entry.
+    pub entry: &'static Entry,
+    /// The result it found.
+    pub m: &'a Measurement,
+}
+
+/// The price list of `doc`: every entry the run has a result for, in order.
+pub fn lines(doc: &RunDoc) -> Vec<Line<'_>> {
+    ENTRIES
+        .iter()
+        .filter_map(|e| find(doc, e.pick).map(|m| Line { entry: e, m }))
+        .collect()
+}
+
+/// The result an entry picks in `doc`, if any.
+pub fn find(doc: &RunDoc, pick: Pick) -> Option<&Measurement> {
+    let usable = |m: &&Measurement| m.median.is_finite() && m.median > 0.0;
+    match pick {
+        Pick::Id(id) => doc.results.iter().filter(usable).find(|m| m.id == id),
+        Pick::Prefix(prefixes) => prefixes.iter().find_map(|p| {
+            doc.results
+                .iter()
+                .filter(usable)
+                .find(|m| m.id.starts_with(p))
+        }),
+        Pick::Cache(level) => {
+            let size = cache_size(doc, level)?;
+            let below = if level > 1 {
+                cache_size(doc, level - 1).unwrap_or(0)
+            } else {
+                0
+            };
+            latency_points(doc)
+                .filter(|(x, _)| *x <= size / 2 && *x > below)
+                .max_by_key(|(x, _)| *x)
+                .map(|(_, m)| m)
+        }
+        Pick::Dram => {
+            let last = (1..=4).filter_map(|l| cache_size(doc, l)).max()?;
+            latency_points(doc)
+                .filter(|(x, _)| *x >= last.saturating_mul(2))
+                .max_by_key(|(x, _)| *x)
+                .map(|(_, m)| m)
+        }
+    }
+}
+
+/// The size of cache level `level`: as the memory suite detected it on the
+/// run's latency curve (its finding `L1d ~48 KiB @ ...`, value in bytes),
+/// else as sysfs gives it. Detection first, because a virtual machine's
+/// sysfs may name a last-level cache its share of the host does not have.
+fn cache_size(doc: &RunDoc, level: u8) -> Option<u64> {
+    let name = if level == 1 {
+        "L1d ~".to_string()
+    } else {
+        format!("L{level} ~")
+    };
+    let detected = doc
+        .findings
+        .iter()
+        .find(|f| f.area == "memory" && f.text.starts_with(&name) && f.unit == "B")
+        .map(|f| f.value as u64);
+    detected.filter(|s| *s > 0).or_else(|| {
+        doc.host
+            .caches
+            .iter()
+            .find(|c| c.level == level && c.kind != "Instruction")
+            .map(|c| c.size_bytes)
+            .filter(|s| *s > 0)
+    })
+}
+
+/// The random-order latency curve: (working set in bytes, result).
+fn latency_points(doc: &RunDoc) -> impl Iterator<Item = (u64, &Measurement)> {
+    doc.results.iter().filter_map(|m| {
+        let label = m.id.strip_prefix("memory.latency.random/")?;
+        let (x, bytes) = parse_quantity(label)?;
+        (bytes && m.median.is_finite() && m.median > 0.0).then_some((x as u64, m))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::CacheInfo;
+
+    /// The shipped reference run with these results and known cache sizes.
+    fn doc(results: Vec<Measurement>) -> RunDoc {
+        let mut d: RunDoc =
+            serde_json::from_str(crate::score::REFERENCE_JSON).expect("the reference is a run");
+        d.host.caches = [(1, 32u64 << 10), (2, 1 << 20), (3, 32 << 20)]
+            .into_iter()
+            .map(|(level, size_bytes)| CacheInfo {
+                level,
+                kind: if level == 1 { "Data" } else { "Unified" }.into(),
+                size_bytes,
+                line_bytes: Some(64),
+                ..CacheInfo::default()
+            })
+            .collect();
+        d.results = results;
+        d.findings.clear();
+        d
+    }
+
+    #[test]
+    fn entries_are_about_fifteen_and_glossed() {
+        assert!((15..=25).contains(&ENTRIES.len()));
+        for e in ENTRIES {
+            assert!(!e.label.is_empty() && e.gloss.len() > 10, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn missing_entries_are_skipped_and_order_is_kept() {
+        let d = doc(vec![
+            Measurement::point("process.thread", "ns/op", 20_000.0),
+            Measurement::point("syscall.function_call", "ns/op", 1.5),
+            Measurement::point("net.other", "ns/op", 1.0),
+            Measurement::point("net.loopback.tcp.crr", "ns/op", 50_000.0),
+        ]);
+        let l = lines(&d);
+        let ids: Vec<&str> = l.iter().map(|x| x.m.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "syscall.function_call",
+                "process.thread",
+                "net.loopback.tcp.crr"
+            ]
+        );
+    }
+
+    #[test]
+    fn cache_levels_pick_points_inside_each_level() {
+        let sizes = [
+            "4KiB", "16KiB", "64KiB", "512KiB", "4MiB", "16MiB", "256MiB",
+        ];
+        let d = doc(sizes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                Measurement::point(
+                    &format!("memory.latency.random/{s}"),
+                    "ns/op",
+                    1.0 + i as f64,
+                )
+            })
+            .collect());
+        let id = |p| find(&d, p).map(|m| m.id.clone());
+        assert_eq!(
+            id(Pick::Cache(1)).as_deref(),
+            Some("memory.latency.random/16KiB")
+        );
+        assert_eq!(
+            id(Pick::Cache(2)).as_deref(),
+            Some("memory.latency.random/512KiB")
+        );
+        assert_eq!(
+            id(Pick::Cache(3)).as_deref(),
+            Some("memory.latency.random/16MiB")
+        );
+        assert_eq!(
+            id(Pick::Dram).as_deref(),
+            Some("memory.latency.random/256MiB")
+        );
+        assert_eq!(id(Pick::Cache(4)), None);
+    }
+
+    #[test]
+    fn detected_levels_win_over_sysfs() {
+        let sizes = ["16KiB", "256KiB", "768KiB", "16MiB", "256MiB"];
+        let mut d = doc(sizes
+            .iter()
+            .map(|s| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", 1.0))
+            .collect());
+        // sysfs says 1 MiB of L2 and 32 MiB of L3, the curve 378 KiB and 1.7 MiB.
+        let level = |text: &str, value: f64| crate::harness::Finding {
+            area: "memory".into(),
+            text: text.into(),
+            value,
+            unit: "B".into(),
+        };
+        d.findings = vec![
+            level("L2 ~378 KiB @ 3.75 ns; sysfs: 512 KiB", 378.0 * 1024.0),
+            level(
+                "L3 ~1.7 MiB @ 14.1 ns; sysfs: 32 MiB, which the curve contradicts",
+                1.7 * 1048576.0,
+            ),
+        ];
+        let id = |p| find(&d, p).map(|m| m.id.clone());
+        assert_eq!(
+            id(Pick::Cache(3)).as_deref(),
+            Some("memory.latency.random/768KiB")
+        );
+        assert_eq!(
+            id(Pick::Dram).as_deref(),
+            Some("memory.latency.random/256MiB")
+        );
+    }
+}
