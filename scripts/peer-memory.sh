@@ -4,7 +4,8 @@
 # from other work hits both sides alike, and the medians are printed side
 # by side with the accounting each figure uses.
 #
-#   perf bench mem memcpy   vs memory.bandwidth.copy/threads=1       (bytes copied)
+#   perf bench mem memcpy/memset -f all (256 MB) vs memory.bandwidth.copy.*, write.* (every method)
+#   perf bench mem memcpy default vs memory.bandwidth.copy/threads=1 (bytes copied)
 #   mbw MEMCPY, DUMB, MCBLOCK vs copy, copy_dumb, copy_block         (bytes copied;
 #                             mbw's MCBLOCK re-reads one cached source block: not comparable)
 #   sysbench memory read/write vs read, write, 1 thread and all CPUs (bytes read/written)
@@ -54,11 +55,17 @@ opcost_bw() {   # ids...
 for ((r = 1; r <= ROUNDS; r++)); do
     echo "round $r/$ROUNDS"
     if have perf; then
-        # perf prints GB/sec with binary prefixes (GiB/s).
-        v=$(perf bench mem memcpy -s "${mib}MB" -l 20 -f default 2>/dev/null |
-            awk '/B\/sec/ {u=$2; x=$1; m=(u ~ /^GB/)?1073741824:(u ~ /^MB/)?1048576:1024; printf "%.0f", x*m}')
-        [[ -n "$v" ]] && record "perf memcpy" "$v"
+        # Every function perf offers (-f all), at 256 MB as in the targets; perf
+        # prints GB/sec with binary prefixes (GiB/s).
+        for bench in memcpy memset; do
+            perf bench mem "$bench" -s 256MB -l 10 -f all 2>/dev/null |
+                awk -v b="$bench" '/^# function/ {f=$3; gsub(/\047/, "", f)}
+                    /B\/sec/ {u=$2; x=$1; m=(u ~ /^GB/)?1073741824:(u ~ /^MB/)?1048576:1024; printf "perf_%s_%s %.0f\n", b, f, x*m}' |
+                while read -r metric v; do record "$metric" "$v"; done
+        done
     fi
+    # opcost's methods: glibc above/below its threshold, rep movsb/stosb, vector, non-temporal.
+    opcost_bw 'memory.bandwidth.copy.*' 'memory.bandwidth.write.*' 'memory.bandwidth.read.*'
     opcost_bw memory.bandwidth.copy/threads=1
     if have mbw; then
         for t in 0 1 2; do
@@ -79,8 +86,17 @@ for ((r = 1; r <= ROUNDS; r++)); do
             done
         done
     fi
-    opcost_bw memory.bandwidth.read memory.bandwidth.write
+    opcost_bw memory.bandwidth.read/ memory.bandwidth.write/
 done
+
+# The best of a family of metrics (by median over rounds): "NAME value".
+best_of() {   # glob on metric file names
+    for f in "$work"/m_$1; do
+        [[ -e $f ]] || continue
+        n=${f#"$work"/m_}
+        printf '%s %s\n' "$n" "$(sort -g "$f" | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}')"
+    done | sort -k2 -g | tail -1
+}
 
 best() {
     sort -g "$(key "$1")" 2>/dev/null | tail -1
@@ -103,7 +119,7 @@ echo
 echo "GB/s (1e9 B/s), bytes over total time as the peers count it: the median of all rounds,"
 echo "then the best round (least disturbed by other load); last, opcost's own figure (median sample)"
 printf "%-30s %8s %8s %7s   %8s %8s %7s   %8s  %s\n" "" "peer" "opcost" "diff" "peer" "opcost" "diff" "opcost" "accounting"
-row "perf memcpy / copy" "perf memcpy" "opcost memory.bandwidth.copy/threads=1" "bytes copied"
+row "perf memcpy default / copy" "perf_memcpy_default" "opcost memory.bandwidth.copy/threads=1" "bytes copied"
 row "mbw MEMCPY / copy" "mbw MEMCPY" "opcost memory.bandwidth.copy/threads=1" "bytes copied"
 row "mbw DUMB / copy_dumb" "mbw DUMB" "opcost memory.bandwidth.copy_dumb/threads=1" "bytes copied"
 row "mbw MCBLOCK / copy_block" "mbw MCBLOCK" "opcost memory.bandwidth.copy_block/threads=1" "bytes copied"
@@ -111,6 +127,21 @@ row "sysbench read 1T / read" "sysbench read threads=1" "opcost memory.bandwidth
 row "sysbench write 1T / write" "sysbench write threads=1" "opcost memory.bandwidth.write/threads=1" "bytes written"
 row "sysbench read ${cpus}T / read all" "sysbench read threads=$cpus" "opcost memory.bandwidth.read/threads=all" "bytes read"
 row "sysbench write ${cpus}T / write all" "sysbench write threads=$cpus" "opcost memory.bandwidth.write/threads=all" "bytes written"
+echo
+echo "the machine's bandwidth, best method against the best peer (GB/s, medians over rounds):"
+for k in copy:perf_memcpy_*:mbw_MEMCPY write:perf_memset_*:sysbench_write_threads=1 read:sysbench_read_threads=1:sysbench_read_threads=1; do
+    IFS=: read -r kern g1 g2 <<<"$k"
+    p1=$(best_of "$g1"); p2=$(best_of "$g2")
+    peer=$(printf '%s\n%s\n' "$p1" "$p2" | sort -k2 -g | tail -1)
+    mine=$(best_of "opcost_memory.bandwidth.${kern}*threads=1")
+    awk -v k="$kern" -v p="$peer" -v o="$mine" 'BEGIN {
+        split(p, a, " "); split(o, b, " ");
+        printf "  %-6s peer %-40s %6.2f   opcost %-55s %6.2f   ratio %.2f\n", k, a[1], a[2]/1e9, b[1], b[2]/1e9, (a[2] > 0) ? b[2]/a[2] : 0 }'
+done
+echo "  (perf -f all: default=glibc, x86-64-unrolled, x86-64-movsq/stosq, x86-64-movsb/stosb at 256 MB;"
+echo "   opcost: memory.bandwidth.{copy,write,read}.METHOD/threads=1 and the plain kernels)"
+row "sysbench read ${cpus}T / read dynamic" "sysbench read threads=$cpus" "opcost memory.bandwidth.read/threads=all_dynamic" "bytes read"
+row "sysbench write ${cpus}T / write dynamic" "sysbench write threads=$cpus" "opcost memory.bandwidth.write/threads=all_dynamic" "bytes written"
 echo "notes: mbw's MCBLOCK never advances its source pointer (see objdump of mbw): it copies one"
 echo "       cache-resident 256 KiB block again and again, so it mostly measures stores."
 echo "       sysbench hands blocks to whichever thread is free; opcost, like STREAM, gives each"

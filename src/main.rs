@@ -8,6 +8,8 @@ use opcost::cli::{Cli, Command, RunArgs};
 use opcost::commands;
 
 fn main() {
+    // The small parent the fork benchmarks fork from is opcost re-executed.
+    opcost::suites::process::small_parent::serve_if_asked();
     let cli = Cli::parse();
     if !matches!(
         cli.command,

@@ -221,12 +221,106 @@ fn all_cpu_bandwidth_is_skipped_with_a_reason_when_pinned() {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("parses");
     let skipped = doc["skipped"].as_array().expect("skipped");
-    assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert_eq!(skipped[0]["failed"], false);
-    assert!(
-        skipped[0]["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("--cpu") || r.contains("one CPU")),
-        "{skipped:?}"
-    );
+    // Fixed slices and dynamic hand-out (the pattern is a prefix of both).
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    for s in skipped {
+        assert_eq!(s["failed"], false);
+        assert!(
+            s["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("--cpu") || r.contains("one CPU")),
+            "{skipped:?}"
+        );
+    }
+}
+
+#[test]
+fn every_bandwidth_method_is_measured_or_skipped_with_its_reason() {
+    let doc = quick_run();
+    let skipped = doc["skipped"].as_array().expect("skipped array");
+    let mut measured = 0;
+    for op in ["read", "write", "copy"] {
+        let methods: &[&str] = match op {
+            "read" => &["sse2", "avx2", "avx512"],
+            "copy" => &[
+                "glibc_above_threshold",
+                "glibc_below_threshold",
+                "rep_movsb",
+                "sse2_nt",
+                "avx2",
+                "avx2_nt",
+                "avx512",
+                "avx512_nt",
+            ],
+            _ => &[
+                "glibc_above_threshold",
+                "glibc_below_threshold",
+                "rep_stosb",
+                "sse2_nt",
+                "avx2",
+                "avx2_nt",
+                "avx512",
+                "avx512_nt",
+            ],
+        };
+        for m in methods {
+            let id = format!("memory.bandwidth.{op}.{m}/threads=1");
+            match result(&id) {
+                Some(r) => {
+                    measured += 1;
+                    assert!(
+                        num(r, "median") > 0.0 && num(r, "median").is_finite(),
+                        "{id}"
+                    );
+                    assert_eq!(r["params"]["method"], *m, "{id}");
+                    assert_eq!(r["details"]["method"], *m, "{id}");
+                    assert!(
+                        r["details"]["array_bytes"].as_u64().unwrap() >= 256 << 20,
+                        "{id}: arrays of at least 256 MiB"
+                    );
+                }
+                None => {
+                    let s = skipped
+                        .iter()
+                        .find(|s| s["id"] == id.as_str())
+                        .unwrap_or_else(|| panic!("{id} neither measured nor skipped"));
+                    assert_eq!(s["failed"], false, "{s}");
+                    assert!(!s["reason"].as_str().unwrap_or("").is_empty(), "{s}");
+                }
+            }
+        }
+    }
+    // The libc methods run on every machine.
+    assert!(measured >= 4, "only {measured} methods measured");
+    let f: Vec<&str> = quick_run()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["text"].as_str())
+        .filter(|t| t.starts_with("the machine's"))
+        .collect();
+    assert!(f.iter().any(|t| t.contains("copy bandwidth")), "{f:?}");
+}
+
+#[test]
+fn dynamic_all_cpu_bandwidth_sits_beside_the_fixed_slices() {
+    for k in ["read", "write", "copy"] {
+        let id = format!("memory.bandwidth.{k}/threads=all_dynamic");
+        match result(&id) {
+            Some(r) => {
+                assert!(num(r, "median") > 0.0, "{id}");
+                assert_eq!(r["details"]["hand_out"], "dynamic", "{id}");
+                assert!(r["details"]["threads"].as_u64().unwrap() >= 2, "{id}");
+            }
+            None => {
+                let s = quick_run()["skipped"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["id"] == id.as_str())
+                    .unwrap_or_else(|| panic!("{id} neither measured nor skipped"));
+                assert!(s["reason"].as_str().unwrap().contains("CPU"), "{s}");
+            }
+        }
+    }
 }

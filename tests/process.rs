@@ -172,6 +172,24 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
         assert_eq!(r["params"]["rss"], "16MiB");
     }
 
+    // fork+exit forks from the small helper; both parents' sizes are given.
+    let fork = results
+        .iter()
+        .find(|r| r["id"] == "process.fork_exit")
+        .expect("fork_exit measured");
+    for key in [
+        "helper_rss_bytes",
+        "helper_vm_bytes",
+        "opcost_rss_bytes",
+        "opcost_vm_bytes",
+    ] {
+        assert!(
+            fork["details"][key].as_u64().unwrap_or(0) > 0,
+            "{key}: {fork}"
+        );
+    }
+    assert!(median(&doc, "process.fork_exit.from_opcost").is_some());
+
     // Orderings physics guarantees, with wide margins.
     assert!(median(&doc, "process.thread").is_some(), "no thread row");
     if let (Some(small), Some(big)) = (

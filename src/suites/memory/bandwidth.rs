@@ -157,7 +157,7 @@ impl Kernel {
     }
 
     /// Runs the kernel once over `parts` (one equal-length slice per array).
-    fn apply(self, parts: &mut [&mut [u8]]) {
+    pub(crate) fn apply(self, parts: &mut [&mut [u8]]) {
         match (self, parts) {
             (Kernel::Read, [a]) => {
                 let sum = words(a).iter().fold(0u64, |s, &x| s.wrapping_add(x));

@@ -14,7 +14,9 @@
 
 pub mod bandwidth;
 pub mod detect;
+pub mod dynamic;
 pub mod latency;
+pub mod methods;
 pub mod region;
 
 use serde_json::json;
@@ -225,7 +227,63 @@ pub fn array_bytes(
 fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     let mut out = latency_benches(host);
     out.extend(bandwidth_benches(host));
+    out.extend(methods::benches());
+    out.extend(dynamic_benches());
     out
+}
+
+/// All-CPU read, write and copy with blocks handed out dynamically.
+fn dynamic_benches() -> Vec<Box<dyn Bench>> {
+    let cpus = crate::harness::affinity::allowed_cpus();
+    [Kernel::Read, Kernel::Write, Kernel::Copy]
+        .into_iter()
+        .map(|kernel| {
+            let cpus = cpus.clone();
+            let pass = bandwidth::PASS;
+            FnBench::new(
+                format!("memory.bandwidth.{}/threads=all_dynamic", kernel.name()),
+                format!(
+                    "{}, one thread per CPU taking 1 MiB blocks as they come (as sysbench)",
+                    kernel.summary()
+                ),
+                Unit::Throughput {
+                    bytes_per_op: (pass * kernel.counted_arrays()) as f64,
+                },
+                move |ctx: &Ctx| {
+                    if ctx.cpu.is_some() {
+                        return Err(PrepareError::Skip(
+                            "the run is pinned to one CPU (--cpu); run without --cpu to use every CPU".into(),
+                        ));
+                    }
+                    if cpus.len() < 2 {
+                        return Err(PrepareError::Skip(
+                            "one CPU only: all-CPU bandwidth equals the single-thread one".into(),
+                        ));
+                    }
+                    let (array, note) = array_bytes(
+                        ctx.host.llc_bytes(),
+                        ctx.profile,
+                        crate::host::mem_available_now(),
+                        kernel.arrays(),
+                        pass,
+                    )
+                    .map_err(PrepareError::Skip)?;
+                    dynamic::Dynamic::new(
+                        kernel,
+                        array,
+                        pass,
+                        cpus.clone(),
+                        note.into_iter().collect(),
+                    )
+                    .map(|d| Box::new(d) as Box<dyn crate::harness::Timed>)
+                },
+            )
+            .param("threads", "all_dynamic")
+            .param("accounting", kernel.accounting())
+            .with_budget(BANDWIDTH_BUDGET)
+            .boxed()
+        })
+        .collect()
 }
 
 fn latency_benches(host: &Host) -> Vec<Box<dyn Bench>> {
@@ -490,6 +548,7 @@ fn finding(text: String, value: f64, unit: &str) -> Finding {
 fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = latency_findings(ms);
     out.extend(bandwidth_findings(ms));
+    out.extend(methods::findings(ms));
     out
 }
 
@@ -518,6 +577,12 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                 let r = l.size.max(s) as f64 / l.size.min(s).max(1) as f64;
                 if r <= 2.0 {
                     format!("sysfs: {}", approx_size(s))
+                } else if n == h.levels.len() && l.size < s {
+                    format!(
+                        "sysfs: {}, of which about {} is usable here (shared with other tenants or partitioned)",
+                        approx_size(s),
+                        approx_size(l.size)
+                    )
                 } else {
                     format!(
                         "sysfs: {}, which the curve contradicts ({} apart)",
@@ -591,7 +656,26 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         .iter()
         .rev()
         .find_map(|s| huge.iter().find(|p| p.size == s.size).map(|p| (s, p)));
+    if let Some(reach) = tlb_reach(&small, &huge) {
+        out.push(finding(
+            format!(
+                "TLB reach with 4 KiB pages: ~{} (the largest working set where 4 KiB pages are as fast as huge pages); past it a load pays a page walk",
+                approx_size(reach)
+            ),
+            reach as f64,
+            "B",
+        ));
+    }
     if let Some((s, p)) = both {
+        out.push(finding(
+            format!(
+                "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
+                approx_size(s.size),
+                crate::units::human_ns((s.ns - p.ns).max(0.0))
+            ),
+            (s.ns - p.ns).max(0.0),
+            "ns/op",
+        ));
         out.push(finding(
             format!(
                 "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
@@ -626,6 +710,22 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
     out
 }
 
+/// The largest working set measured on both curves before which 4 KiB
+/// pages are never [`detect::MIN_TLB_STEP`] slower than huge pages.
+pub fn tlb_reach(small: &[detect::Point], huge: &[detect::Point]) -> Option<u64> {
+    let mut reach = None;
+    for h in huge {
+        let Some(s) = small.iter().find(|p| p.size == h.size) else {
+            continue;
+        };
+        if s.ns / h.ns >= detect::MIN_TLB_STEP {
+            return reach;
+        }
+        reach = Some(h.size);
+    }
+    None
+}
+
 fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
     use crate::units::human;
     let mut out = Vec::new();
@@ -645,9 +745,15 @@ fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
             .as_ref()
             .and_then(|d| d.get("threads")?.as_u64())
             .unwrap_or(0);
+        let dynamic = super::median_of(
+            ms,
+            &format!("memory.bandwidth.{}/threads=all_dynamic", kernel.name()),
+        )
+        .map(|d| format!(", {} with blocks handed out dynamically", human(d, "B/s")))
+        .unwrap_or_default();
         out.push(finding(
             format!(
-                "{} bandwidth: {} on one thread, {} on {threads} threads ({}; {} accounting)",
+                "{} bandwidth: {} on one thread, {} on {threads} threads in fixed slices{dynamic} ({}; {} accounting)",
                 kernel.name(),
                 human(one.median, "B/s"),
                 human(all.median, "B/s"),
@@ -791,6 +897,26 @@ mod tests {
         let (s, note) = array_bytes(None, Profile::Default, None, 6, pass).unwrap();
         assert!(note.unwrap().contains("unknown"));
         assert_eq!(s as u64, UNKNOWN_LLC_GUESS * LLC_FACTOR);
+    }
+
+    #[test]
+    fn tlb_reach_is_the_last_size_where_small_pages_keep_up() {
+        let p = |size: u64, ns: f64| detect::Point { size, ns };
+        let small = [
+            p(128 << 10, 3.8),
+            p(256 << 10, 3.9),
+            p(384 << 10, 9.4),
+            p(512 << 10, 10.0),
+        ];
+        let huge = [
+            p(128 << 10, 3.8),
+            p(256 << 10, 4.5),
+            p(384 << 10, 5.9),
+            p(512 << 10, 8.6),
+        ];
+        assert_eq!(tlb_reach(&small, &huge), Some(256 << 10));
+        // Never apart: no step inside the curve, so no reach to state.
+        assert_eq!(tlb_reach(&huge, &huge), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 mod fault;
 mod sched;
+pub mod small_parent;
 mod spawn;
 mod switch;
 mod target;
@@ -97,6 +98,9 @@ fn interleave_key(method: Method, rss: u64) -> String {
 /// point (bytes touched in the parent) for the rows that are on the curve.
 fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<u64>) -> FnBench {
     let touched = rss.unwrap_or(0);
+    // fork and fork+exec fork from a small helper process (see
+    // `small_parent`), except in the row that shows what opcost itself pays.
+    let from_opcost = id.ends_with(".from_opcost");
     let b = FnBench::new(id, summary, Unit::Latency, move |ctx| {
         let path = match exe {
             Exe::None => None,
@@ -105,6 +109,10 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
                 PrepareError::Skip("no `true` program in /bin, /usr/bin or on PATH".into())
             })?),
         };
+        if method == Method::ForkExit && !from_opcost || method == Method::ForkExec {
+            let sp = small_parent::SmallParent::new(path.as_deref(), touched, ctx)?;
+            return Ok(Box::new(sp) as Box<dyn crate::harness::Timed>);
+        }
         let region = if touched > 0 {
             Some(Region::shared(touched, ctx)?)
         } else {
@@ -149,7 +157,7 @@ const FAULT_ANON_THP: &str = "process.page_fault.anon_thp";
 type Row<T> = (&'static str, &'static str, T);
 
 /// The spawns measured before the growth curve, without parent memory.
-const FIRST_SPAWNS: [Row<(Method, Exe)>; 3] = [
+const FIRST_SPAWNS: [Row<(Method, Exe)>; 4] = [
     (
         THREAD,
         "std::thread::spawn of an empty closure + join",
@@ -157,7 +165,12 @@ const FIRST_SPAWNS: [Row<(Method, Exe)>; 3] = [
     ),
     (
         "process.fork_exit",
-        "fork(), the child calls _exit(0), waitpid",
+        "fork() from a small parent (opcost re-executed, nothing else), the child calls _exit(0), waitpid",
+        (Method::ForkExit, Exe::None),
+    ),
+    (
+        "process.fork_exit.from_opcost",
+        "fork() from opcost itself (its whole footprint), the child calls _exit(0), waitpid",
         (Method::ForkExit, Exe::None),
     ),
     (
@@ -326,6 +339,7 @@ fn finding(text: String, value: f64, unit: &str) -> Finding {
 fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = Vec::new();
     growth_findings(ms, &mut out);
+    out.extend(small_parent::findings(ms));
 
     let spawn0 = median_of(ms, &growth_id(POSIX_SPAWN, 0));
     if let (Some(sp), Some(th)) = (spawn0, median_of(ms, THREAD))

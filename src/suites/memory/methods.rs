@@ -1,0 +1,885 @@
+//! Memory bandwidth by every method the CPU offers, each a result of its
+//! own (`memory.bandwidth.copy.avx2_nt/threads=1`), so that the fastest
+//! names the machine's bandwidth and the others say what a program gets
+//! with each way of moving memory.
+//!
+//! - `glibc_above_threshold` / `glibc_below_threshold`: libc `memcpy` or
+//!   `memset` called on blocks above and below glibc's non-temporal
+//!   threshold (`glibc.cpu.x86_non_temporal_threshold`, read from
+//!   `ld.so --list-tunables`). Above it glibc streams past the cache; below
+//!   it a store that misses first reads the line (read-for-ownership).
+//! - `rep_movsb` / `rep_stosb`: the string instructions (fast with ERMS).
+//! - `sse2`, `avx2`, `avx512`: aligned vector loads and stores, 16, 32 and
+//!   64 bytes at a time, four independent streams per loop iteration.
+//! - `sse2_nt`, `avx2_nt`, `avx512_nt`: the same with non-temporal stores
+//!   (`movntdq`, `vmovntdq`), an `sfence` at the end of every block.
+//!
+//! Features are detected at run time: a method the CPU lacks is a skip with
+//! the reason, never an illegal instruction; on other architectures only
+//! the libc methods run. One operation is one block; the arrays are many
+//! blocks long and at least 256 MiB (4x the last-level cache if larger), so
+//! every block comes from memory.
+
+use std::hint::black_box;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::region::{Pages, Region};
+use super::{LLC_FACTOR, size_label};
+use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Timed, Unit};
+use crate::suites::FnBench;
+
+/// Bytes per operation of the methods that loop themselves (and of libc
+/// below its threshold, at most).
+pub const BLOCK: usize = 32 << 20;
+/// Smallest array of a method: as large as `perf bench mem memcpy -s 256MB`.
+pub const MIN_ARRAY: usize = 256 << 20;
+/// The block size glibc is called with above its threshold when the
+/// threshold is not known.
+const UNKNOWN_ABOVE: usize = 256 << 20;
+/// The block size glibc is called with below its threshold when the
+/// threshold is not known (below every default threshold).
+const UNKNOWN_BELOW: usize = 1 << 20;
+/// Budget of one method relative to the profile's default: every block is
+/// tens of milliseconds and the arrays take a while to fill.
+const METHOD_BUDGET: f64 = 1.5;
+/// Alignment of every block (a page).
+const ALIGN: usize = 4096;
+
+/// What moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Load every byte of one array.
+    Read,
+    /// Store to every byte of one array.
+    Write,
+    /// Copy one array to another.
+    Copy,
+}
+
+impl Op {
+    /// The kernel name in ids (`memory.bandwidth.NAME.METHOD`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Copy => "copy",
+        }
+    }
+
+    /// Arrays the operation works on.
+    fn arrays(self) -> usize {
+        if self == Op::Copy { 2 } else { 1 }
+    }
+
+    /// The byte accounting (as in [`super::bandwidth::Kernel::accounting`]).
+    pub fn accounting(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "written",
+            Op::Copy => "copied",
+        }
+    }
+
+    /// The methods measured for this operation.
+    pub fn methods(self) -> &'static [Method] {
+        match self {
+            Op::Read => &[Method::Sse2, Method::Avx2, Method::Avx512],
+            Op::Write | Op::Copy => &[
+                Method::GlibcAbove,
+                Method::GlibcBelow,
+                Method::RepString,
+                Method::Sse2Nt,
+                Method::Avx2,
+                Method::Avx2Nt,
+                Method::Avx512,
+                Method::Avx512Nt,
+            ],
+        }
+    }
+}
+
+/// How bytes are moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// libc memcpy/memset on blocks above glibc's non-temporal threshold.
+    GlibcAbove,
+    /// libc memcpy/memset on blocks below glibc's non-temporal threshold.
+    GlibcBelow,
+    /// `rep movsb` / `rep stosb`.
+    RepString,
+    /// 16-byte SSE2 loads and stores.
+    Sse2,
+    /// 16-byte loads, non-temporal 16-byte stores.
+    Sse2Nt,
+    /// 32-byte AVX2 loads and stores.
+    Avx2,
+    /// 32-byte loads, non-temporal 32-byte stores.
+    Avx2Nt,
+    /// 64-byte AVX-512 loads and stores.
+    Avx512,
+    /// 64-byte loads, non-temporal 64-byte stores.
+    Avx512Nt,
+}
+
+impl Method {
+    /// The method's name in ids.
+    pub fn name(self, op: Op) -> &'static str {
+        match (self, op) {
+            (Method::GlibcAbove, _) => "glibc_above_threshold",
+            (Method::GlibcBelow, _) => "glibc_below_threshold",
+            (Method::RepString, Op::Copy) => "rep_movsb",
+            (Method::RepString, _) => "rep_stosb",
+            (Method::Sse2, _) => "sse2",
+            (Method::Sse2Nt, _) => "sse2_nt",
+            (Method::Avx2, _) => "avx2",
+            (Method::Avx2Nt, _) => "avx2_nt",
+            (Method::Avx512, _) => "avx512",
+            (Method::Avx512Nt, _) => "avx512_nt",
+        }
+    }
+
+    /// One line for `opcost list`.
+    fn summary(self, op: Op) -> String {
+        let f = if op == Op::Copy { "memcpy" } else { "memset" };
+        let what = match self {
+            Method::GlibcAbove => {
+                format!("libc {f} on blocks above glibc's non-temporal threshold")
+            }
+            Method::GlibcBelow => {
+                format!("libc {f} on blocks below glibc's non-temporal threshold")
+            }
+            Method::RepString if op == Op::Copy => "rep movsb".to_string(),
+            Method::RepString => "rep stosb".to_string(),
+            Method::Sse2 => "16-byte SSE2 aligned loads/stores".to_string(),
+            Method::Sse2Nt => "16-byte non-temporal stores (movntdq) + sfence".to_string(),
+            Method::Avx2 => "32-byte AVX2 aligned loads/stores".to_string(),
+            Method::Avx2Nt => "32-byte non-temporal stores (vmovntdq) + sfence".to_string(),
+            Method::Avx512 => "64-byte AVX-512 aligned loads/stores".to_string(),
+            Method::Avx512Nt => "64-byte non-temporal stores (vmovntdq zmm) + sfence".to_string(),
+        };
+        format!(
+            "{} bandwidth from memory by {what}, one thread (bytes {})",
+            op.name(),
+            op.accounting()
+        )
+    }
+
+    /// Why this method cannot run here, if it cannot.
+    pub fn unavailable(self) -> Option<String> {
+        let feature = match self {
+            Method::GlibcAbove | Method::GlibcBelow => return None,
+            Method::RepString | Method::Sse2 | Method::Sse2Nt => None,
+            Method::Avx2 | Method::Avx2Nt => Some("avx2"),
+            Method::Avx512 | Method::Avx512Nt => Some("avx512f"),
+        };
+        x86_missing(feature)
+    }
+
+    /// Bytes per operation (one block), given glibc's threshold.
+    pub fn block(self, threshold: Option<usize>) -> usize {
+        match (self, threshold) {
+            (Method::GlibcAbove, Some(t)) => (t / BLOCK + 1) * BLOCK,
+            (Method::GlibcAbove, None) => UNKNOWN_ABOVE,
+            (Method::GlibcBelow, Some(t)) => (t / 2 / ALIGN * ALIGN).clamp(ALIGN, BLOCK),
+            (Method::GlibcBelow, None) => UNKNOWN_BELOW,
+            _ => BLOCK,
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn x86_missing(feature: Option<&str>) -> Option<String> {
+    let have = match feature {
+        None => true,
+        Some("avx2") => std::arch::is_x86_feature_detected!("avx2"),
+        Some(_) => std::arch::is_x86_feature_detected!("avx512f"),
+    };
+    (!have).then(|| {
+        format!(
+            "this CPU lacks {} (not in its CPUID flags)",
+            feature.unwrap_or("")
+        )
+    })
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn x86_missing(_feature: Option<&str>) -> Option<String> {
+    Some(format!(
+        "x86_64 instructions; this is {}",
+        std::env::consts::ARCH
+    ))
+}
+
+/// glibc's string-function thresholds, as its dynamic loader lists them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tunables {
+    /// `glibc.cpu.x86_non_temporal_threshold`, bytes.
+    pub non_temporal: Option<usize>,
+    /// `glibc.cpu.x86_rep_movsb_threshold`, bytes.
+    pub rep_movsb: Option<usize>,
+    /// `glibc.cpu.x86_rep_stosb_threshold`, bytes.
+    pub rep_stosb: Option<usize>,
+}
+
+/// Parses the output of `ld.so --list-tunables`.
+pub fn parse_tunables(text: &str) -> Tunables {
+    let get = |name: &str| {
+        text.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix(name)?.strip_prefix(':')?.trim();
+            let hex = rest.split_whitespace().next()?.strip_prefix("0x")?;
+            usize::from_str_radix(hex, 16).ok()
+        })
+    };
+    Tunables {
+        non_temporal: get("glibc.cpu.x86_non_temporal_threshold"),
+        rep_movsb: get("glibc.cpu.x86_rep_movsb_threshold"),
+        rep_stosb: get("glibc.cpu.x86_rep_stosb_threshold"),
+    }
+}
+
+/// The thresholds of the glibc opcost runs on (read once; empty when the
+/// loader does not list them: another libc, an old glibc, not x86).
+pub fn tunables() -> &'static Tunables {
+    static T: OnceLock<Tunables> = OnceLock::new();
+    T.get_or_init(|| {
+        let loaders = [
+            "/lib64/ld-linux-x86-64.so.2",
+            "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+            "/lib/ld-linux-x86-64.so.2",
+        ];
+        loaders
+            .iter()
+            .filter(|p| std::path::Path::new(p).exists())
+            .find_map(|p| {
+                let out = std::process::Command::new(p)
+                    .arg("--list-tunables")
+                    .stdin(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .ok()?;
+                let t = parse_tunables(&String::from_utf8_lossy(&out.stdout));
+                t.non_temporal.is_some().then_some(t)
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// Bytes per array: at least [`MIN_ARRAY`] and 4x the LLC, capped by the
+/// profile (never below one block) and a whole number of blocks.
+pub fn method_array(llc: Option<u64>, profile: Profile, block: usize) -> usize {
+    let want = (llc.unwrap_or(0) * LLC_FACTOR).max(MIN_ARRAY as u64);
+    let cap = match profile {
+        Profile::Quick => MIN_ARRAY as u64,
+        Profile::Default => super::DEFAULT_MAX,
+        Profile::Thorough => super::THOROUGH_MAX,
+    };
+    let bytes = want.min(cap).max(block as u64) as usize;
+    bytes.div_ceil(block) * block
+}
+
+/// The benchmarks of every (operation, method) pair.
+pub fn benches() -> Vec<Box<dyn Bench>> {
+    let threshold = tunables().non_temporal;
+    let mut out = Vec::new();
+    for op in [Op::Read, Op::Write, Op::Copy] {
+        for &method in op.methods() {
+            let block = method.block(threshold);
+            let b = FnBench::new(
+                method_id(op, method),
+                method.summary(op),
+                Unit::Throughput {
+                    bytes_per_op: block as f64,
+                },
+                move |ctx: &Ctx| {
+                    if let Some(why) = method.unavailable() {
+                        return Err(PrepareError::Skip(why));
+                    }
+                    let array = method_array(ctx.host.llc_bytes(), ctx.profile, block);
+                    MethodBw::new(op, method, array, block).map(|b| Box::new(b) as Box<dyn Timed>)
+                },
+            )
+            .param("threads", "1")
+            .param("method", method.name(op))
+            .param("block", size_label(block as u64))
+            .param("accounting", op.accounting())
+            .budget_scale(METHOD_BUDGET);
+            out.push(b.boxed());
+        }
+    }
+    out
+}
+
+/// The id of one method's result.
+pub fn method_id(op: Op, method: Method) -> String {
+    format!(
+        "memory.bandwidth.{}.{}/threads=1",
+        op.name(),
+        method.name(op)
+    )
+}
+
+/// A prepared method: arrays of whole blocks, one block per operation.
+pub struct MethodBw {
+    op: Op,
+    method: Method,
+    arrays: Vec<Region>,
+    block: usize,
+    next: usize,
+    warnings: Vec<String>,
+    details: serde_json::Value,
+}
+
+impl MethodBw {
+    /// Maps and fills the arrays (untimed).
+    pub fn new(op: Op, method: Method, array: usize, block: usize) -> Result<Self, PrepareError> {
+        if block == 0 || !array.is_multiple_of(block) || !block.is_multiple_of(ALIGN) {
+            return Err(PrepareError::Fail(anyhow::anyhow!(
+                "array of {array} bytes is not a whole number of page-aligned {block}-byte blocks"
+            )));
+        }
+        super::region::check_memory((array * op.arrays()) as u64)?;
+        let mut arrays = Vec::new();
+        for i in 0..op.arrays() {
+            let mut r = Region::untouched(array, Pages::Default)?;
+            r.as_mut_slice::<u8>().fill(if i == 0 { 1 } else { 0 });
+            arrays.push(r);
+        }
+        let t = tunables();
+        let mut warnings = Vec::new();
+        if matches!(method, Method::GlibcAbove | Method::GlibcBelow) && t.non_temporal.is_none() {
+            warnings.push(format!(
+                "glibc's non-temporal threshold is not known here (no `ld.so --list-tunables`): blocks of {} stand for \"above\" and {} for \"below\"",
+                size_label(UNKNOWN_ABOVE as u64),
+                size_label(UNKNOWN_BELOW as u64)
+            ));
+        }
+        let details = json!({
+            "method": method.name(op),
+            "array_bytes": array,
+            "arrays": op.arrays(),
+            "block_bytes": block,
+            "accounting": op.accounting(),
+            "glibc_non_temporal_threshold": t.non_temporal,
+            "glibc_rep_movsb_threshold": t.rep_movsb,
+            "glibc_rep_stosb_threshold": t.rep_stosb,
+            "erms": erms(),
+        });
+        Ok(MethodBw {
+            op,
+            method,
+            arrays,
+            block,
+            next: 0,
+            warnings,
+            details,
+        })
+    }
+
+    /// Runs the method over block `index` of the arrays.
+    fn apply(&mut self, index: usize) {
+        let off = index * self.block;
+        let n = self.block;
+        let (op, method) = (self.op, self.method);
+        let (first, rest) = self.arrays.split_at_mut(1);
+        let a = &mut first[0].as_mut_slice::<u8>()[off..off + n];
+        match op {
+            Op::Read => {
+                black_box(read(method, a));
+            }
+            Op::Write => write(method, a, black_box(0x5a)),
+            Op::Copy => {
+                let dst = &mut rest[0].as_mut_slice::<u8>()[off..off + n];
+                copy(method, a, dst);
+            }
+        }
+    }
+}
+
+impl Timed for MethodBw {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let blocks = self.arrays[0].len() / self.block;
+        let start = Instant::now();
+        for _ in 0..ops {
+            let i = self.next;
+            self.next = (i + 1) % blocks;
+            self.apply(i);
+        }
+        Ok(start.elapsed())
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+    fn details(&self) -> Option<serde_json::Value> {
+        Some(self.details.clone())
+    }
+}
+
+/// Whether the CPU says `rep movsb`/`rep stosb` are fast (ERMS).
+fn erms() -> Option<bool> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        Some(std::arch::is_x86_feature_detected!("ermsb"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Sums `a` with `method`'s loads (libc methods do not read; callers never ask).
+fn read(method: Method, a: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `a` is page-aligned and a whole number of 256-byte units;
+    // the feature was detected before the benchmark was prepared.
+    unsafe {
+        match method {
+            Method::Avx512 => return x86::read_avx512(a),
+            Method::Avx2 => return x86::read_avx2(a),
+            Method::Sse2 => return x86::read_sse2(a),
+            _ => {}
+        }
+    }
+    let _ = method;
+    a.iter().map(|&b| u64::from(b)).sum()
+}
+
+/// Fills `a` with `v` by `method`.
+fn write(method: Method, a: &mut [u8], v: u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `read`.
+    unsafe {
+        match method {
+            Method::RepString => return x86::rep_stosb(a, v),
+            Method::Sse2 | Method::Sse2Nt => {
+                return x86::write_sse2(a, v, method == Method::Sse2Nt);
+            }
+            Method::Avx2 | Method::Avx2Nt => {
+                return x86::write_avx2(a, v, method == Method::Avx2Nt);
+            }
+            Method::Avx512 | Method::Avx512Nt => {
+                return x86::write_avx512(a, v, method == Method::Avx512Nt);
+            }
+            _ => {}
+        }
+    }
+    let _ = method;
+    a.fill(v);
+}
+
+/// Copies `src` to `dst` by `method`.
+fn copy(method: Method, src: &[u8], dst: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `read`; the two arrays are distinct mappings of equal length.
+    unsafe {
+        match method {
+            Method::RepString => return x86::rep_movsb(src, dst),
+            Method::Sse2 | Method::Sse2Nt => {
+                return x86::copy_sse2(src, dst, method == Method::Sse2Nt);
+            }
+            Method::Avx2 | Method::Avx2Nt => {
+                return x86::copy_avx2(src, dst, method == Method::Avx2Nt);
+            }
+            Method::Avx512 | Method::Avx512Nt => {
+                return x86::copy_avx512(src, dst, method == Method::Avx512Nt);
+            }
+            _ => {}
+        }
+    }
+    let _ = method;
+    dst.copy_from_slice(src);
+}
+
+/// The x86_64 kernels. Every function needs a 64-byte aligned slice whose
+/// length is a multiple of 256 bytes, and the features it is compiled for.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use core::arch::x86_64::*;
+
+    /// Sums 64-bit lanes with 16-byte loads, four streams.
+    #[target_feature(enable = "sse2")]
+    pub unsafe fn read_sse2(a: &[u8]) -> u64 {
+        let p = a.as_ptr().cast::<__m128i>();
+        let mut s = [_mm_setzero_si128(); 4];
+        let mut i = 0;
+        while i < a.len() / 16 {
+            for (k, acc) in s.iter_mut().enumerate() {
+                *acc = _mm_add_epi64(*acc, unsafe { _mm_load_si128(p.add(i + k)) });
+            }
+            i += 4;
+        }
+        let t = _mm_add_epi64(_mm_add_epi64(s[0], s[1]), _mm_add_epi64(s[2], s[3]));
+        let mut lanes = [0u64; 2];
+        unsafe { _mm_storeu_si128(lanes.as_mut_ptr().cast(), t) };
+        lanes[0].wrapping_add(lanes[1])
+    }
+
+    /// Sums 64-bit lanes with 32-byte loads, four streams.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn read_avx2(a: &[u8]) -> u64 {
+        let p = a.as_ptr().cast::<__m256i>();
+        let mut s = [_mm256_setzero_si256(); 4];
+        let mut i = 0;
+        while i < a.len() / 32 {
+            for (k, acc) in s.iter_mut().enumerate() {
+                *acc = _mm256_add_epi64(*acc, unsafe { _mm256_load_si256(p.add(i + k)) });
+            }
+            i += 4;
+        }
+        let t = _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3]));
+        let mut lanes = [0u64; 4];
+        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), t) };
+        lanes.iter().fold(0u64, |x, &y| x.wrapping_add(y))
+    }
+
+    /// Sums 64-bit lanes with 64-byte loads, four streams.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn read_avx512(a: &[u8]) -> u64 {
+        let p = a.as_ptr().cast::<__m512i>();
+        let mut s = [_mm512_setzero_si512(); 4];
+        let mut i = 0;
+        while i < a.len() / 64 {
+            for (k, acc) in s.iter_mut().enumerate() {
+                *acc = _mm512_add_epi64(*acc, unsafe { _mm512_load_si512(p.add(i + k)) });
+            }
+            i += 4;
+        }
+        let t = _mm512_add_epi64(_mm512_add_epi64(s[0], s[1]), _mm512_add_epi64(s[2], s[3]));
+        _mm512_reduce_add_epi64(t) as u64
+    }
+
+    /// Stores `v` with 16-byte stores, non-temporal if `nt`.
+    #[target_feature(enable = "sse2")]
+    pub unsafe fn write_sse2(a: &mut [u8], v: u8, nt: bool) {
+        let p = a.as_mut_ptr().cast::<__m128i>();
+        let x = _mm_set1_epi8(v as i8);
+        for i in 0..a.len() / 16 {
+            unsafe {
+                if nt {
+                    _mm_stream_si128(p.add(i), x);
+                } else {
+                    _mm_store_si128(p.add(i), x);
+                }
+            }
+        }
+        if nt {
+            _mm_sfence();
+        }
+    }
+
+    /// Stores `v` with 32-byte stores, non-temporal if `nt`.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn write_avx2(a: &mut [u8], v: u8, nt: bool) {
+        let p = a.as_mut_ptr().cast::<__m256i>();
+        let x = _mm256_set1_epi8(v as i8);
+        for i in 0..a.len() / 32 {
+            unsafe {
+                if nt {
+                    _mm256_stream_si256(p.add(i), x);
+                } else {
+                    _mm256_store_si256(p.add(i), x);
+                }
+            }
+        }
+        if nt {
+            _mm_sfence();
+        }
+    }
+
+    /// Stores `v` with 64-byte stores, non-temporal if `nt`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn write_avx512(a: &mut [u8], v: u8, nt: bool) {
+        let p = a.as_mut_ptr().cast::<__m512i>();
+        let x = _mm512_set1_epi32(i32::from_ne_bytes([v; 4]));
+        for i in 0..a.len() / 64 {
+            unsafe {
+                if nt {
+                    _mm512_stream_si512(p.add(i), x);
+                } else {
+                    _mm512_store_si512(p.add(i), x);
+                }
+            }
+        }
+        if nt {
+            _mm_sfence();
+        }
+    }
+
+    /// Copies with 16-byte loads and stores, non-temporal stores if `nt`.
+    #[target_feature(enable = "sse2")]
+    pub unsafe fn copy_sse2(src: &[u8], dst: &mut [u8], nt: bool) {
+        let s = src.as_ptr().cast::<__m128i>();
+        let d = dst.as_mut_ptr().cast::<__m128i>();
+        for i in 0..src.len().min(dst.len()) / 16 {
+            unsafe {
+                let x = _mm_load_si128(s.add(i));
+                if nt {
+                    _mm_stream_si128(d.add(i), x);
+                } else {
+                    _mm_store_si128(d.add(i), x);
+                }
+            }
+        }
+        if nt {
+            _mm_sfence();
+        }
+    }
+
+    /// Copies with 32-byte loads and stores, non-temporal stores if `nt`.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn copy_avx2(src: &[u8], dst: &mut [u8], nt: bool) {
+        let s = src.as_ptr().cast::<__m256i>();
+        let d = dst.as_mut_ptr().cast::<__m256i>();
+        for i in 0..src.len().min(dst.len()) / 32 {
+            unsafe {
+                let x = _mm256_load_si256(s.add(i));
+                if nt {
+                    _mm256_stream_si256(d.add(i), x);
+                } else {
+                    _mm256_store_si256(d.add(i), x);
+                }
+            }
+        }
+        if nt {
+            _mm_sfence();
+        }
+    }
+
+    /// Copies with 64-byte loads and stores, non-temporal stores if `nt`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn copy_avx512(src: &[u8], dst: &mut [u8], nt: bool) {
+        let s = src.as_ptr().cast::<__m512i>();
+        let d = dst.as_mut_ptr().cast::<__m512i>();
+        for i in 0..src.len().min(dst.len()) / 64 {
+            unsafe {
+                let x = _mm512_load_si512(s.add(i));
+                if nt {
+                    _mm512_stream_si512(d.add(i), x);
+                } else {
+                    _mm512_store_si512(d.add(i), x);
+                }
+            }
+        }
+        if nt {
+            _mm_sfence();
+        }
+    }
+
+    /// `rep movsb` of `src` into `dst`.
+    pub unsafe fn rep_movsb(src: &[u8], dst: &mut [u8]) {
+        let n = src.len().min(dst.len());
+        // SAFETY (caller): both ranges are valid for n bytes; DF is clear per the ABI.
+        unsafe {
+            core::arch::asm!(
+                "rep movsb",
+                inout("rcx") n => _,
+                inout("rsi") src.as_ptr() => _,
+                inout("rdi") dst.as_mut_ptr() => _,
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+
+    /// `rep stosb` of `v` into `a`.
+    pub unsafe fn rep_stosb(a: &mut [u8], v: u8) {
+        // SAFETY (caller): the range is valid; DF is clear per the ABI.
+        unsafe {
+            core::arch::asm!(
+                "rep stosb",
+                inout("rcx") a.len() => _,
+                inout("rdi") a.as_mut_ptr() => _,
+                in("al") v,
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+}
+
+/// The best method of each operation, named as the machine's bandwidth,
+/// and how far glibc's default and the plain loop are from it.
+pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    use crate::units::human;
+    let mut out = Vec::new();
+    for op in [Op::Read, Op::Write, Op::Copy] {
+        let plain_id = format!("memory.bandwidth.{}/threads=1", op.name());
+        let plain_name = match op {
+            Op::Copy => "memcpy in 32 MiB calls",
+            _ => "a plain loop",
+        };
+        let mut all: Vec<(String, f64)> = op
+            .methods()
+            .iter()
+            .filter_map(|&m| {
+                let r = super::super::get(ms, &method_id(op, m))?;
+                Some((m.name(op).to_string(), r.median))
+            })
+            .collect();
+        if let Some(p) = super::super::median_of(ms, &plain_id) {
+            all.push((plain_name.to_string(), p));
+        }
+        let Some((best_name, best)) = all
+            .iter()
+            .filter(|c| c.1.is_finite() && c.1 > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .cloned()
+        else {
+            continue;
+        };
+        if all.len() < 2 {
+            continue;
+        }
+        let others: Vec<String> = match op {
+            Op::Read => all
+                .iter()
+                .filter(|c| c.0 != best_name)
+                .map(|c| format!("{} {}", c.0, crate::units::fmt_ratio(c.1 / best)))
+                .collect(),
+            _ => [(Method::GlibcAbove, "above"), (Method::GlibcBelow, "below")]
+                .iter()
+                .filter_map(|&(m, side)| {
+                    let v = all.iter().find(|c| c.0 == m.name(op))?.1;
+                    Some(format!(
+                        "glibc {} {side} its non-temporal threshold gets {} ({})",
+                        if op == Op::Copy { "memcpy" } else { "memset" },
+                        human(v, "B/s"),
+                        crate::units::fmt_ratio(v / best)
+                    ))
+                })
+                .collect(),
+        };
+        out.push(Finding {
+            area: "memory".into(),
+            text: format!(
+                "the machine's {} bandwidth (one thread): {} by {best_name}{}{}",
+                op.name(),
+                human(best, "B/s"),
+                if others.is_empty() { "" } else { "; " },
+                others.join(", ")
+            ),
+            value: best,
+            unit: "B/s".into(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunables_are_read_from_the_loader_listing() {
+        let text = "glibc.cpu.x86_rep_movsb_threshold: 0x840 (min: 0x100, max: 0xffffffffffffffff)\n\
+                    glibc.cpu.x86_rep_stosb_threshold: 0x800 (min: 0x1, max: 0xffffffffffffffff)\n\
+                    glibc.cpu.x86_non_temporal_threshold: 0xc000000 (min: 0x4040, max: 0xfffffffffffffff)\n";
+        let t = parse_tunables(text);
+        assert_eq!(t.non_temporal, Some(192 << 20));
+        assert_eq!(t.rep_movsb, Some(0x840));
+        assert_eq!(t.rep_stosb, Some(0x800));
+        assert_eq!(parse_tunables("nothing here"), Tunables::default());
+    }
+
+    #[test]
+    fn glibc_blocks_fall_on_either_side_of_the_threshold() {
+        let t = 192 << 20;
+        assert!(Method::GlibcAbove.block(Some(t)) > t);
+        assert!(Method::GlibcBelow.block(Some(t)) < t);
+        assert_eq!(Method::GlibcAbove.block(Some(t)) % ALIGN, 0);
+        let small = 0x4040;
+        assert!(Method::GlibcBelow.block(Some(small)) < small);
+        assert!(Method::GlibcAbove.block(Some(small)) > small);
+        assert_eq!(Method::Avx2.block(Some(t)), BLOCK);
+        assert!(Method::GlibcBelow.block(None) < Method::GlibcAbove.block(None));
+    }
+
+    #[test]
+    fn arrays_are_whole_blocks_of_at_least_256_mib() {
+        let a = method_array(Some(32 << 20), Profile::Quick, BLOCK);
+        assert_eq!(a, MIN_ARRAY);
+        let a = method_array(Some(480 << 20), Profile::Default, 224 << 20);
+        assert_eq!(a % (224 << 20), 0);
+        assert!(a as u64 >= super::super::DEFAULT_MAX);
+        assert_eq!(method_array(None, Profile::Quick, 512 << 20), 512 << 20);
+    }
+
+    #[test]
+    fn every_method_moves_the_bytes_or_skips_with_a_reason() {
+        for op in [Op::Read, Op::Write, Op::Copy] {
+            for &m in op.methods() {
+                if let Some(why) = m.unavailable() {
+                    assert!(!why.is_empty());
+                    continue;
+                }
+                let block = 16 * ALIGN;
+                let mut b = MethodBw::new(op, m, 2 * block, block).unwrap();
+                assert!(b.run(2).unwrap() > Duration::ZERO);
+                match op {
+                    Op::Write => {
+                        assert!(b.arrays[0].as_mut_slice::<u8>().iter().all(|&x| x == 0x5a))
+                    }
+                    Op::Copy => assert!(b.arrays[1].as_mut_slice::<u8>().iter().all(|&x| x == 1)),
+                    Op::Read => {
+                        let a = b.arrays[0].as_mut_slice::<u8>();
+                        assert_eq!(read(m, &a[..block]), sum_words(&a[..block]));
+                    }
+                }
+                let d = b.details().unwrap();
+                assert_eq!(d["method"], m.name(op));
+            }
+        }
+    }
+
+    /// The sum of 64-bit words (what the vector reads compute).
+    fn sum_words(a: &[u8]) -> u64 {
+        a.chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+            .fold(0u64, |x, y| x.wrapping_add(y))
+    }
+
+    #[test]
+    fn a_method_the_cpu_lacks_is_a_skip_not_a_crash() {
+        let ms = benches();
+        assert!(
+            ms.iter()
+                .any(|b| b.id() == "memory.bandwidth.copy.avx2_nt/threads=1")
+        );
+        assert!(
+            ms.iter()
+                .any(|b| b.id() == "memory.bandwidth.write.rep_stosb/threads=1")
+        );
+        assert!(
+            ms.iter()
+                .any(|b| b.id() == "memory.bandwidth.read.avx512/threads=1")
+        );
+        #[cfg(target_arch = "x86_64")]
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            assert!(Method::Avx512.unavailable().unwrap().contains("avx512f"));
+        }
+    }
+
+    #[test]
+    fn the_finding_names_the_best_method_and_glibcs_distance() {
+        let m = |id: String, v: f64| Measurement::point(&id, "B/s", v);
+        let ms = vec![
+            m(method_id(Op::Copy, Method::GlibcAbove), 10e9),
+            m(method_id(Op::Copy, Method::GlibcBelow), 6e9),
+            m(method_id(Op::Copy, Method::Avx2Nt), 12e9),
+            m("memory.bandwidth.copy/threads=1".into(), 7e9),
+        ];
+        let f = findings(&ms);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].text.contains("copy bandwidth") && f[0].text.contains("avx2_nt"),
+            "{}",
+            f[0].text
+        );
+        assert!(
+            f[0].text.contains("above") && f[0].text.contains("below"),
+            "{}",
+            f[0].text
+        );
+        assert_eq!(f[0].value, 12e9);
+    }
+}
