@@ -88,6 +88,41 @@ pub fn new_run_id() -> String {
 }
 
 impl RunDoc {
+    /// A new run on `host`, started at `started`, with no results yet and
+    /// the host's run-wide warnings.
+    pub fn start(
+        host: Host,
+        profile: Profile,
+        label: Option<String>,
+        cpu: Option<usize>,
+        started: chrono::DateTime<chrono::Utc>,
+    ) -> RunDoc {
+        RunDoc {
+            schema: SCHEMA,
+            opcost_version: env!("CARGO_PKG_VERSION").to_string(),
+            run: RunInfo {
+                id: new_run_id(),
+                started: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                duration_s: 0.0,
+                profile,
+                label,
+                cpu,
+                interrupted: false,
+                incomplete: false,
+            },
+            warnings: crate::harness::warnings::host_warnings(&host)
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            host,
+            results: Vec::new(),
+            skipped: Vec::new(),
+            findings: Vec::new(),
+            stability: None,
+            peer: None,
+        }
+    }
+
     /// Writes the document as pretty JSON to `path` (see [`write_atomic`]:
     /// `-` is standard output, a regular file is replaced atomically, a
     /// device or FIFO is written through), so a failure leaves no partial file.

@@ -11,8 +11,8 @@ use crate::cli::{CmdArgs, Format};
 use crate::cmdtime::child::{self, Launch};
 use crate::cmdtime::plan::{self, Request, Scan};
 use crate::cmdtime::{self, Options, Startup, render};
-use crate::document::{RunDoc, RunInfo, SCHEMA, check_writable, new_run_id};
-use crate::harness::{Profile, warnings};
+use crate::document::{RunDoc, check_writable};
+use crate::harness::Profile;
 use crate::host::Host;
 use crate::store::{self, Store};
 
@@ -81,30 +81,11 @@ pub fn execute(args: &CmdArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     bar.finish_and_clear();
 
     let interrupted = child::stopped();
-    let mut doc = RunDoc {
-        schema: SCHEMA,
-        opcost_version: env!("CARGO_PKG_VERSION").to_string(),
-        run: RunInfo {
-            id: new_run_id(),
-            started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            duration_s: started.elapsed().as_secs_f64(),
-            profile: Profile::Default,
-            label: args.label.clone(),
-            cpu: None,
-            interrupted,
-            incomplete: false,
-        },
-        results: outcomes.iter().flat_map(|o| o.measurements()).collect(),
-        skipped: Vec::new(),
-        findings: cmdtime::findings(&outcomes),
-        warnings: warnings::host_warnings(&host)
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
-        stability: None,
-        peer: None,
-        host,
-    };
+    let mut doc = RunDoc::start(host, Profile::Default, args.label.clone(), None, started_at);
+    doc.run.duration_s = started.elapsed().as_secs_f64();
+    doc.run.interrupted = interrupted;
+    doc.results = outcomes.iter().flat_map(|o| o.measurements()).collect();
+    doc.findings = cmdtime::findings(&outcomes);
     doc.findings.retain(|f| f.value.is_finite());
     // Saved before printing, so the table shows the id the history holds.
     let saved = store

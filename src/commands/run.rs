@@ -10,9 +10,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::usage;
 use crate::cli::{Format, RunArgs};
-use crate::document::{RunDoc, RunInfo, SCHEMA, Sink, check_writable, new_run_id, sink_of};
+use crate::document::{RunDoc, Sink, check_writable, sink_of};
 use crate::harness::runner::{self, Event, RunOptions};
-use crate::harness::{Ctx, affinity, warnings};
+use crate::harness::{Ctx, affinity};
 use crate::host::Host;
 use crate::store::{self, Store};
 use crate::suites;
@@ -114,30 +114,14 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let bar = progress_bar(total);
     let started_at = chrono::Utc::now();
     let started = Instant::now();
-    let mut doc = RunDoc {
-        schema: SCHEMA,
-        opcost_version: env!("CARGO_PKG_VERSION").to_string(),
-        run: RunInfo {
-            id: new_run_id(),
-            started: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            duration_s: 0.0,
-            profile: args.profile,
-            label: args.label.clone(),
-            cpu: args.cpu,
-            interrupted: false,
-            incomplete: false,
-        },
-        host: (*host).clone(),
-        results: Vec::new(),
-        skipped: Vec::new(),
-        findings: Vec::new(),
-        warnings: warnings::host_warnings(&host)
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
-        stability: None,
-        peer,
-    };
+    let mut doc = RunDoc::start(
+        (*host).clone(),
+        args.profile,
+        args.label.clone(),
+        args.cpu,
+        started_at,
+    );
+    doc.peer = peer;
     // The run is in the history from its start, each result kept as it
     // completes, so that a crash or a kill loses nothing already measured.
     let mut save_error: Option<anyhow::Error> = None;
