@@ -16,9 +16,12 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   missing+=(chromium)
 fi
-# `locale -a` spells UTF-8 as utf8.
+# `locale -a` spells UTF-8 as utf8. Its list is read once into a variable:
+# piping it into `grep -q` under pipefail fails at random, since grep exits
+# at the first match and `locale -a` then dies of SIGPIPE.
+has_locale() { grep -qx "$1.utf8" <<<"$(locale -a 2>/dev/null)"; }
 for loc in sv_SE de_DE en_US; do
-  if ! locale -a 2>/dev/null | grep -qx "$loc.utf8"; then
+  if ! has_locale "$loc"; then
     missing+=(locales-all)
     break
   fi
@@ -31,5 +34,5 @@ $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 command -v cc >/dev/null
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null
 for loc in sv_SE de_DE en_US; do
-  locale -a | grep -qx "$loc.utf8" || { echo "error: locale $loc.UTF-8 still missing" >&2; exit 1; }
+  has_locale "$loc" || { echo "error: locale $loc.UTF-8 still missing" >&2; exit 1; }
 done
