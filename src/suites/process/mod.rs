@@ -19,7 +19,7 @@ mod target;
 
 use super::{FnBench, Suite, get, median_of, ratio_finding};
 use crate::harness::warnings::Warning;
-use crate::harness::{Bench, Finding, Measurement, PrepareError, Unit};
+use crate::harness::{Bench, Finding, Measurement, PrepareError, Profile, Unit};
 use crate::host::Host;
 use crate::units::{fmt_ratio, human_ns, size_label};
 use fault::{Faults, Kind};
@@ -133,10 +133,19 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
     })
     .interleave(interleave_key(method, touched));
     match rss {
+        Some(r) if r > QUICK_MAX_RSS => b
+            .param("rss", size_label(r))
+            .param("rss_bytes", r)
+            .min_profile(Profile::Default),
         Some(r) => b.param("rss", size_label(r)).param("rss_bytes", r),
         None => b,
     }
 }
+
+/// The largest parent of the growth curve at the quick profile: touching
+/// and forking a 1 GiB parent takes about a second per round, and the
+/// points up to 256 MiB already give the slope.
+const QUICK_MAX_RSS: u64 = 256 << 20;
 
 /// The id of the thread spawn.
 const THREAD: &str = "process.thread";
