@@ -16,6 +16,7 @@ pub mod process;
 pub mod storage;
 pub mod syscall;
 pub mod text;
+pub mod undisturbed;
 
 pub use bench::{Budget, FnBench, Looped, PrepareFn, get, median_of, ratio_finding};
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::undisturbed::Undisturbed;
 use super::{FnBench, Suite, get};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
@@ -173,7 +174,8 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 if let Err(why) = counters::availability() {
                     warnings.push(Warning::NoCounters { why }.to_string());
                 }
-                Ok(Box::new(Chain::new(chains::add_chain, warnings)) as Box<dyn Timed>)
+                let chain = Chain::new(chains::add_chain, warnings);
+                Ok(Box::new(Undisturbed::new(chain)) as Box<dyn Timed>)
             },
         )
         .boxed(),
@@ -220,11 +222,11 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     if !chains::BRANCH_IS_ASM {
                         warnings.push(Warning::BranchMayBeCmov.to_string());
                     }
-                    Ok(Box::new(Branches {
+                    Ok(Box::new(Undisturbed::new(Branches {
                         data,
                         at: 0,
                         warnings,
-                    }) as Box<dyn Timed>)
+                    })) as Box<dyn Timed>)
                 },
             )
             .param("mispredicted", if random { 0.5 } else { 0.0 })
@@ -274,7 +276,8 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
             if !chains::OPAQUE_IS_FREE {
                 warnings.push(Warning::ChainThroughMemory.to_string());
             }
-            Ok(Box::new(Chain::new(chains::kernel(op, ty, latency), warnings)) as Box<dyn Timed>)
+            let chain = Chain::new(chains::kernel(op, ty, latency), warnings);
+            Ok(Box::new(Undisturbed::new(chain)) as Box<dyn Timed>)
         },
     )
     .param("op", op.name())

@@ -13,10 +13,10 @@ use std::hint::black_box;
 use libc::c_long;
 
 use super::raw::{self, Vdso, nr};
-use super::undisturbed::Undisturbed;
 use crate::harness::warnings::Warning;
 use crate::harness::warnings::clocksource_warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
+use crate::suites::undisturbed::Undisturbed;
 use crate::suites::{FnBench, Looped};
 
 /// Id of the function-call benchmark.

@@ -11,7 +11,6 @@
 mod calls;
 mod io;
 mod raw;
-mod undisturbed;
 
 use super::{Suite, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement};
