@@ -16,6 +16,7 @@ pub mod process;
 pub mod storage;
 pub mod syscall;
 pub mod text;
+pub mod timer;
 
 pub use bench::{Budget, FnBench, Looped, PrepareFn, get, median_of, ratio_finding};
 
@@ -43,6 +44,7 @@ pub fn suites() -> Vec<Suite> {
         cpu::suite(),
         crypto::suite(),
         process::suite(),
+        timer::suite(),
         storage::suite(),
         net::suite(),
         codec::suite(),
