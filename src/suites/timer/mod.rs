@@ -470,10 +470,13 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             };
             let (text, value) = match (idle, busy) {
                 (Some(i), Some(b)) => {
-                    let worse = if i.1 > 0.0 {
-                        format!("; busy CPUs make the p99 {:.1}× later", b.1 / i.1)
-                    } else {
+                    let r = b.1 / i.1;
+                    let worse = if !(i.1 > 0.0 && r.is_finite()) {
                         String::new()
+                    } else if r >= 1.0 {
+                        format!("; busy CPUs make the p99 {r:.1}× later")
+                    } else {
+                        format!("; busy CPUs did not delay it (p99 {r:.2}× the idle one)")
                     };
                     (
                         format!(
@@ -500,6 +503,17 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
                     b.1,
                 ),
                 (None, None) => continue,
+            };
+            let slack = [false, true]
+                .iter()
+                .filter_map(|&l| get(ms, &id(m, p, l))?.details.as_ref()?.get("timer_slack_ns")?.as_f64())
+                .next();
+            let text = match slack {
+                Some(ns) if m != Method::Timerfd && ns > 0.0 => format!(
+                    "{text}; the kernel may defer this wake-up by the thread's timer slack, {} here (a timerfd is not deferred)",
+                    human_ns(ns)
+                ),
+                _ => text,
             };
             out.push(Finding {
                 area: AREA.to_string(),
@@ -606,6 +620,14 @@ mod tests {
         assert!(n.text.contains("every CPU busy"), "{}", n.text);
         assert!(n.text.contains("37.5× later"), "{}", n.text);
         assert_eq!((n.value, n.unit.as_str()), (3_000_000.0, "ns/op"));
+        let ms = vec![
+            mk("timer.timerfd/1ms/idle", 14_000.0, 30_000.0),
+            mk("timer.timerfd/1ms/loaded", 7_000.0, 9_000.0),
+        ];
+        let t = &findings(&ms)[0];
+        assert!(t.text.contains("did not delay it (p99 0.30×"), "{}", t.text);
+        let ms = vec![mk("timer.timerfd/1ms/idle", 52_000.0, 70_000.0)];
+        let f = findings(&ms);
         let t = f.iter().find(|f| f.text.contains("timerfd")).unwrap();
         assert!(t.text.contains("idle median"), "{}", t.text);
         assert!(findings(&[]).is_empty());
