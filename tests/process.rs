@@ -274,13 +274,17 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
     if median(&doc, "process.popen/rss=1GiB").is_some()
         && median(&doc, "process.clone_vfork_exec/rss=1GiB").is_some()
     {
-        assert!(has("popen from a parent with 1GiB"), "no popen per GiB finding");
+        assert!(
+            has("popen from a parent with 1GiB"),
+            "no popen per GiB finding"
+        );
     }
     if median(&doc, "process.fds.posix_spawn/fds=1000").is_some() {
         assert!(
             findings
                 .iter()
-                .any(|f| f["unit"] == "ns/1000fd" && f["text"].as_str().unwrap().contains("posix_spawn")),
+                .any(|f| f["unit"] == "ns/1000fd"
+                    && f["text"].as_str().unwrap().contains("posix_spawn")),
             "no descriptor finding"
         );
     }

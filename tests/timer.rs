@@ -46,14 +46,23 @@ fn quick_run_measures_overshoot_idle_and_loaded_with_a_p99() {
             // would be typical, but only "less than a second" is physics.
             assert!(med < 1e9, "{id}: {med}");
             let p = &r["per_op"];
-            assert!(p["p99"].as_f64().unwrap() >= p["p50"].as_f64().unwrap(), "{id}");
+            assert!(
+                p["p99"].as_f64().unwrap() >= p["p50"].as_f64().unwrap(),
+                "{id}"
+            );
             assert_eq!(r["params"]["period_ns"], 1_000_000, "{id}");
             let threads = r["details"]["load_threads"].as_u64().unwrap();
-            assert_eq!(threads > 0, load == "loaded", "{id}: {threads} load threads");
+            assert_eq!(
+                threads > 0,
+                load == "loaded",
+                "{id}: {threads} load threads"
+            );
         }
     }
     assert!(
-        !results.iter().any(|r| r["id"].as_str().unwrap().contains("/1s/")),
+        !results
+            .iter()
+            .any(|r| r["id"].as_str().unwrap().contains("/1s/")),
         "1 s sleeps ran at quick"
     );
     let findings: Vec<&Value> = doc["findings"]
@@ -65,7 +74,10 @@ fn quick_run_measures_overshoot_idle_and_loaded_with_a_p99() {
     assert_eq!(findings.len(), 3, "{findings:?}");
     for f in findings {
         let text = f["text"].as_str().unwrap();
-        assert!(text.contains("p99") && text.contains("every CPU busy"), "{text}");
+        assert!(
+            text.contains("p99") && text.contains("every CPU busy"),
+            "{text}"
+        );
         assert_eq!(f["unit"], "ns/op");
         assert!(f["value"].as_f64().unwrap() > 0.0, "{f}");
     }

@@ -194,7 +194,10 @@ impl Timed for WithFds {
         self.spawner.warnings()
     }
     fn details(&self) -> Option<serde_json::Value> {
-        let mut d = self.spawner.details().unwrap_or_else(|| serde_json::json!({}));
+        let mut d = self
+            .spawner
+            .details()
+            .unwrap_or_else(|| serde_json::json!({}));
         if let (Some(d), serde_json::Value::Object(f)) = (d.as_object_mut(), self.fds.details()) {
             d.extend(f);
         }

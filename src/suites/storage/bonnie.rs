@@ -424,7 +424,12 @@ mod tests {
             tmp: tmp.path().to_path_buf(),
             ..crate::suites::process::tests_ctx()
         };
-        for way in [Way::PutcWrite, Way::BlockWrite, Way::GetcRead, Way::BlockRead] {
+        for way in [
+            Way::PutcWrite,
+            Way::BlockWrite,
+            Way::GetcRead,
+            Way::BlockRead,
+        ] {
             let mut t = match prepare(&ctx, way, Reach::Device) {
                 Ok(t) => t,
                 Err(PrepareError::Skip(r)) => {

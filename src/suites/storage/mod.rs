@@ -219,10 +219,30 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     out.extend(small_files_verdicts(ms));
     for (what, cached, device, how) in [
-        ("block writes", bonnie::WRITE_BLOCK, bonnie::WRITE_BLOCK_SYNCED, "synced"),
-        ("per-character writes", bonnie::WRITE_PERCHAR, bonnie::WRITE_PERCHAR_SYNCED, "synced"),
-        ("block reads", bonnie::READ_BLOCK, bonnie::READ_BLOCK_COLD, "uncached"),
-        ("per-character reads", bonnie::READ_PERCHAR, bonnie::READ_PERCHAR_COLD, "uncached"),
+        (
+            "block writes",
+            bonnie::WRITE_BLOCK,
+            bonnie::WRITE_BLOCK_SYNCED,
+            "synced",
+        ),
+        (
+            "per-character writes",
+            bonnie::WRITE_PERCHAR,
+            bonnie::WRITE_PERCHAR_SYNCED,
+            "synced",
+        ),
+        (
+            "block reads",
+            bonnie::READ_BLOCK,
+            bonnie::READ_BLOCK_COLD,
+            "uncached",
+        ),
+        (
+            "per-character reads",
+            bonnie::READ_PERCHAR,
+            bonnie::READ_PERCHAR_COLD,
+            "uncached",
+        ),
     ] {
         if let (Some(c), Some(d)) = (med(cached), med(device))
             && d > 0.0
@@ -437,19 +457,35 @@ mod tests {
         let f = small_files_verdicts(&ms);
         assert_eq!(f.len(), 2, "{f:?}");
         // 1000 files at 2000/s = 0.5 s; 8 MB at 80 MB/s = 0.1 s.
-        assert!(f[0].text.starts_with("creating and syncing 1000 small files"), "{}", f[0].text);
-        assert!(f[0].text.contains("500 ms") && f[0].text.contains("100 ms"), "{}", f[0].text);
+        assert!(
+            f[0].text
+                .starts_with("creating and syncing 1000 small files"),
+            "{}",
+            f[0].text
+        );
+        assert!(
+            f[0].text.contains("500 ms") && f[0].text.contains("100 ms"),
+            "{}",
+            f[0].text
+        );
         assert!((f[0].value - 5.0).abs() < 1e-9);
         assert_eq!(f[0].unit, "x");
         // Reads fall back to the O_DIRECT rate: 0.1 s vs 0.02 s.
         assert!((f[1].value - 5.0).abs() < 1e-9, "{}", f[1].value);
-        assert!(findings(&ms).iter().any(|x| x.text.contains("small files cost")));
+        assert!(
+            findings(&ms)
+                .iter()
+                .any(|x| x.text.contains("small files cost"))
+        );
         let ms = vec![
             m("storage.bonnie.write.block", "B/s", 2e9, None),
             m("storage.bonnie.write.block.synced", "B/s", 1e8, None),
         ];
         let b = findings(&ms);
-        let b = b.iter().find(|f| f.text.contains("reaching the device")).unwrap();
+        let b = b
+            .iter()
+            .find(|f| f.text.contains("reaching the device"))
+            .unwrap();
         assert_eq!(b.value, 20.0);
         // Without the tree's details there is nothing to say.
         let bare = vec![

@@ -149,7 +149,11 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 let budget = if p.ns >= 100_000_000 {
                     // At least one sample a round whatever the budget: this
                     // only keeps the rounds from taking more.
-                    Budget::Fixed([Duration::ZERO, Duration::from_secs(1), Duration::from_secs(2)])
+                    Budget::Fixed([
+                        Duration::ZERO,
+                        Duration::from_secs(1),
+                        Duration::from_secs(2),
+                    ])
                 } else {
                     let ms = Duration::from_millis;
                     Budget::Fixed([ms(60), ms(400), ms(2000)])
@@ -296,9 +300,7 @@ impl Sleeper {
         let tfd = if method == Method::Timerfd {
             use std::os::fd::FromRawFd;
             // SAFETY: plain system call; the result is checked.
-            let fd = unsafe {
-                libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC)
-            };
+            let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
             if fd < 0 {
                 return Err(PrepareError::Skip(format!(
                     "timerfd_create: {}",
@@ -367,10 +369,7 @@ impl Sleeper {
                     match r {
                         0 => break,
                         libc::EINTR => continue,
-                        e => bail!(
-                            "clock_nanosleep: {}",
-                            std::io::Error::from_raw_os_error(e)
-                        ),
+                        e => bail!("clock_nanosleep: {}", std::io::Error::from_raw_os_error(e)),
                     }
                 }
             }
@@ -391,9 +390,7 @@ impl Sleeper {
                 let mut expirations = 0u64;
                 loop {
                     // SAFETY: reading 8 bytes into a u64.
-                    let n = unsafe {
-                        libc::read(fd, (&mut expirations as *mut u64).cast(), 8)
-                    };
+                    let n = unsafe { libc::read(fd, (&mut expirations as *mut u64).cast(), 8) };
                     if n == 8 {
                         break;
                     }
@@ -466,7 +463,11 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             let idle = get(ms, &id(m, p, false)).map(tail);
             let busy = get(ms, &id(m, p, true)).map(tail);
             let describe = |(p50, p99, n): (f64, f64, usize)| {
-                format!("median {}, p99 {} ({n} wake-ups)", human_ns(p50), human_ns(p99))
+                format!(
+                    "median {}, p99 {} ({n} wake-ups)",
+                    human_ns(p50),
+                    human_ns(p99)
+                )
             };
             let (text, value) = match (idle, busy) {
                 (Some(i), Some(b)) => {
@@ -490,7 +491,12 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
                     )
                 }
                 (Some(i), None) => (
-                    format!("a {} {} wakes late by: idle {}", p.label, m.call(), describe(i)),
+                    format!(
+                        "a {} {} wakes late by: idle {}",
+                        p.label,
+                        m.call(),
+                        describe(i)
+                    ),
                     i.1,
                 ),
                 (None, Some(b)) => (
@@ -506,7 +512,13 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             };
             let slack = [false, true]
                 .iter()
-                .filter_map(|&l| get(ms, &id(m, p, l))?.details.as_ref()?.get("timer_slack_ns")?.as_f64())
+                .filter_map(|&l| {
+                    get(ms, &id(m, p, l))?
+                        .details
+                        .as_ref()?
+                        .get("timer_slack_ns")?
+                        .as_f64()
+                })
                 .next();
             let text = match slack {
                 Some(ns) if m != Method::Timerfd && ns > 0.0 => format!(
@@ -592,7 +604,10 @@ mod tests {
         assert!(load.running());
         let stop = load.stop.clone();
         drop(s);
-        assert!(stop.load(Ordering::Relaxed), "told to stop, and joined in drop");
+        assert!(
+            stop.load(Ordering::Relaxed),
+            "told to stop, and joined in drop"
+        );
     }
 
     #[test]
