@@ -413,6 +413,9 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out
 }
 
+/// Ratios closer to 1 than this are called the same speed.
+const SAME_SPEED: f64 = 0.05;
+
 /// The seeds' "float is N× slower on this board": per operation both types
 /// have (add, mul, div), the time of an f64 operation over an i64 one, in a
 /// dependent chain (latency) and independent (throughput), fast ends as above.
@@ -428,7 +431,9 @@ fn float_vs_int(ms: &[Measurement]) -> Vec<Finding> {
             continue;
         };
         let r = f / i;
-        let verdict = if r >= 1.0 {
+        let verdict = if (r - 1.0).abs() < SAME_SPEED {
+            format!("float and int cost the same ({})", fmt_ratio(r))
+        } else if r > 1.0 {
             format!("float is {} slower than int", fmt_ratio(r))
         } else {
             format!("float is {} faster than int", fmt_ratio(1.0 / r))
@@ -492,6 +497,15 @@ mod tests {
         assert!(mul.text.contains("independent operations"), "{}", mul.text);
         let div = f.iter().find(|f| f.text.starts_with("div")).unwrap();
         assert!(div.text.contains("float is 2.50× faster"), "{}", div.text);
+        let same = float_vs_int(&[
+            m("cpu.add.f64.latency", "ns/op", 1.01),
+            m("cpu.add.i64.latency", "ns/op", 1.0),
+        ]);
+        assert!(
+            same[0].text.contains("cost the same (1.01×)"),
+            "{}",
+            same[0].text
+        );
         assert!(findings(&ms).iter().any(|x| x == mul));
     }
 

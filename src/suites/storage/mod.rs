@@ -250,10 +250,10 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             out.push(ratio_finding(
                 "storage",
                 format!(
-                    "bonnie {what} reaching the device ({how}, the figure to set beside bonnie++'s) run at {}, {} slower than in the page cache ({})",
+                    "bonnie {what} reaching the device ({how}; the figure to set beside bonnie++'s): {}, against {} in the page cache ({} the device figure)",
                     human(d, "B/s"),
-                    fmt_ratio(c / d),
-                    human(c, "B/s")
+                    human(c, "B/s"),
+                    fmt_ratio(c / d)
                 ),
                 c / d,
             ));
