@@ -144,7 +144,17 @@ fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
     .param("fds", fds)
     .interleave(format!("{AREA}.fds/fds={fds}"))
     .budget_scale(0.5)
+    .min_profile(if fds > FDS_QUICK_MAX {
+        Profile::Default
+    } else {
+        Profile::Quick
+    })
 }
+
+/// The most descriptors a quick run holds: the 100 000 point costs
+/// milliseconds per spawn where the hard limit allows it, so it starts at
+/// the default profile.
+const FDS_QUICK_MAX: u64 = 1_000;
 
 /// A growth method's slope below this fraction of fork's counts as flat.
 const FLAT_FRACTION: f64 = 0.1;
@@ -626,10 +636,23 @@ fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         per_gib(POPEN),
         per_gib(CLONE_VFORK_EXEC),
     ) {
+        // Whether popen copies the parent's page tables here, judged
+        // against fork's slope when the run has it.
+        let like_fork = match per_gib(FORK_EXEC) {
+            Some(f) if f > 0.0 && ps.abs() < FLAT_FRACTION * f => format!(
+                " (fork+exec: {} per GiB), so popen here does not copy the parent's page tables",
+                human_ns(f)
+            ),
+            Some(f) if f > 0.0 => format!(
+                " (fork+exec: {} per GiB), so popen here pays for the parent's memory as fork does",
+                human_ns(f)
+            ),
+            _ => String::new(),
+        };
         out.push(ratio_finding(
             AREA,
             format!(
-                "popen from a parent with {} touched costs {} the clone(CLONE_VM|CLONE_VFORK)+exec way with a pipe ({} vs {}); per GiB of parent memory popen adds {}, the clone way {}",
+                "popen from a parent with {} touched costs {} the clone(CLONE_VM|CLONE_VFORK)+exec way with a pipe ({} vs {}); per GiB of parent memory popen adds {}, the clone way {}{like_fork}",
                 size_label(rss),
                 fmt_ratio(p / c),
                 human_ns(p),
@@ -741,6 +764,78 @@ mod tests {
         let ratio = f.iter().find(|f| f.text.starts_with("with 1GiB")).unwrap();
         assert_eq!(ratio.unit, "x");
         assert!(ratio.value > 100.0);
+    }
+
+    #[test]
+    fn popen_findings_compare_with_the_clone_way_and_price_the_shell() {
+        let mut ms = Vec::new();
+        for rss in RSS_POINTS {
+            let gib = rss as f64 / GIB;
+            ms.push(m(&growth_id(FORK_EXEC, rss), 500_000.0 + 80e6 * gib));
+            ms.push(m(&growth_id(CLONE_VFORK_EXEC, rss), 150_000.0));
+            ms.push(m(&growth_id(POPEN, rss), 900_000.0 + 1_000.0 * gib));
+            ms.push(m(&growth_id(SYSTEM, rss), 850_000.0));
+        }
+        let f = findings(&ms);
+        let p = f
+            .iter()
+            .find(|f| f.text.starts_with("popen from a parent with 1GiB"))
+            .unwrap();
+        assert_eq!(p.unit, "x");
+        assert!(
+            (p.value - 901_000.0 / 150_000.0).abs() < 1e-9,
+            "{}",
+            p.value
+        );
+        assert!(
+            p.text.contains("does not copy the parent's page tables"),
+            "{}",
+            p.text
+        );
+        let sh = f
+            .iter()
+            .find(|f| f.text.starts_with("the shell adds"))
+            .unwrap();
+        assert_eq!((sh.value, sh.unit.as_str()), (750_000.0, "ns/op"));
+        assert!(sh.text.contains("system()"), "{}", sh.text);
+        let flat = f.iter().find(|f| f.text.starts_with("popen stays flat"));
+        assert!(flat.is_some(), "{f:?}");
+    }
+
+    #[test]
+    fn helper_rows_run_at_the_curve_ends_at_quick_and_everywhere_after() {
+        let b = benches(&Host::default());
+        let runs = |id: &str, p: Profile| b.iter().find(|b| b.id() == id).unwrap().runs_at(p);
+        assert!(runs("process.popen/rss=0B", Profile::Quick));
+        assert!(runs("process.popen/rss=1GiB", Profile::Quick));
+        assert!(!runs("process.popen/rss=64MiB", Profile::Quick));
+        assert!(runs("process.popen/rss=64MiB", Profile::Default));
+        assert!(runs("process.fork_exec/rss=64MiB", Profile::Quick));
+        assert!(runs("process.fds.command/fds=1000", Profile::Quick));
+        assert!(!runs("process.fds.command/fds=100000", Profile::Quick));
+        assert!(runs("process.fds.command/fds=100000", Profile::Default));
+    }
+
+    #[test]
+    fn descriptor_findings_say_which_spawns_grow() {
+        let ms = vec![
+            m(&fds_id(POSIX_SPAWN, 10), 200_000.0),
+            m(&fds_id(POSIX_SPAWN, 1_000), 290_000.0),
+            m(&fds_id(FORK_EXEC, 10), 500_000.0),
+            m(&fds_id(FORK_EXEC, 1_000), 510_000.0),
+        ];
+        let f = findings(&ms);
+        let ps = f
+            .iter()
+            .find(|f| f.text.starts_with("posix_spawn grows"))
+            .unwrap();
+        assert_eq!(ps.unit, "ns/1000fd");
+        assert!((ps.value - 90_909.09).abs() < 1.0, "{}", ps.value);
+        assert!(f.iter().any(|f| f.text.starts_with("fork+exec stays flat")));
+        assert!(
+            !f.iter().any(|f| f.text.contains("Command")),
+            "not measured"
+        );
     }
 
     #[test]
