@@ -110,9 +110,9 @@ const GROWTH: [Growth; 7] = [
 ];
 
 /// Growth-curve points the methods after the first three measure at the
-/// quick profile: the ends of the curve, enough for a slope (each point
-/// of a shell-started child costs about a millisecond per sample).
-const QUICK_POINTS: [u64; 2] = [0, 1 << 30];
+/// quick profile: the ends of the quick curve, enough for a slope (each
+/// point of a shell-started child costs about a millisecond per sample).
+const QUICK_POINTS: [u64; 2] = [0, QUICK_MAX_RSS];
 
 /// The spawns measured against open descriptors: method, name in ids, name in findings.
 const FD_SPAWNS: [(Method, &str, &str); 3] = [
@@ -240,10 +240,19 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
     })
     .interleave(interleave_key(method, touched));
     match rss {
+        Some(r) if r > QUICK_MAX_RSS => b
+            .param("rss", size_label(r))
+            .param("rss_bytes", r)
+            .min_profile(Profile::Default),
         Some(r) => b.param("rss", size_label(r)).param("rss_bytes", r),
         None => b,
     }
 }
+
+/// The largest parent of the growth curve at the quick profile: touching
+/// and forking a 1 GiB parent takes about a second per round, and the
+/// points up to 256 MiB already give the slope.
+const QUICK_MAX_RSS: u64 = 256 << 20;
 
 /// The id of the thread spawn.
 const THREAD: &str = "process.thread";
@@ -807,7 +816,8 @@ mod tests {
         let b = benches(&Host::default());
         let runs = |id: &str, p: Profile| b.iter().find(|b| b.id() == id).unwrap().runs_at(p);
         assert!(runs("process.popen/rss=0B", Profile::Quick));
-        assert!(runs("process.popen/rss=1GiB", Profile::Quick));
+        assert!(runs("process.popen/rss=256MiB", Profile::Quick));
+        assert!(!runs("process.popen/rss=1GiB", Profile::Quick));
         assert!(!runs("process.popen/rss=64MiB", Profile::Quick));
         assert!(runs("process.popen/rss=64MiB", Profile::Default));
         assert!(runs("process.fork_exec/rss=64MiB", Profile::Quick));
