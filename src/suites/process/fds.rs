@@ -220,7 +220,11 @@ mod tests {
     fn the_set_holds_its_descriptors_and_restores_the_limit() {
         let _g = crate::os::child::test_lock();
         let (soft, hard) = nofile().unwrap();
-        let want = 300.min(hard.saturating_sub(SPARE));
+        // Start from a soft limit just above what is open, so that the set
+        // has to raise it (when the hard limit leaves room to).
+        let low = (open_now().unwrap() + 2 * SPARE).min(soft);
+        set_soft(low, hard).unwrap();
+        let want = (low + 200).min(hard.saturating_sub(SPARE));
         {
             let s = FdSet::shared(want).unwrap();
             let again = FdSet::shared(want).unwrap();
@@ -228,7 +232,12 @@ mod tests {
             assert!(s.open_total >= want, "{} < {want}", s.open_total);
             let d = s.details();
             assert_eq!(d["fds_cloexec"], true);
+            if want + SPARE > low {
+                assert_eq!(d["nofile_raised"], true);
+                assert!(nofile().unwrap().0 >= want + SPARE);
+            }
         }
-        assert_eq!(nofile().unwrap().0, soft, "soft limit restored");
+        assert_eq!(nofile().unwrap().0, low, "soft limit restored");
+        set_soft(soft, hard).unwrap();
     }
 }
