@@ -4,19 +4,28 @@
 # `opcost compare` should call most CPU-bound results slower; the share it
 # calls slower is the sensitivity (the A/A test gives the false-verdict rate).
 #
-#   scripts/sensitivity-test.sh [-r REPEATS] [-p PROFILE] [PATTERN...]
+#   scripts/sensitivity-test.sh [-r REPEATS] [-p PROFILE] [-l STRESSORS] [PATTERN...]
 #
 # Defaults: 3 repeats (quiet and loaded runs alternating), quick profile,
-# `cpu syscall`. Needs stress-ng. Uses a throw-away history; the load is
+# `cpu syscall`, stressors `--cpu $(nproc)`. Needs stress-ng.
+#
+# What to expect: the cpu and syscall suites time only batches the
+# scheduler did not interrupt, so a load that merely shares the CPUs
+# (`--cpu`) leaves their per-operation costs where they were, and the
+# test reads ~0% unless the CPUs share cores with the load (SMT). A load
+# that competes for what an operation uses is seen: e.g.
+# `-l "--memcpy 1" memory.bandwidth.copy` (memory bandwidth). Uses a throw-away history; the load is
 # stopped when its run ends, also on Ctrl-C.
 set -euo pipefail
 repeats=3
 profile=quick
-while getopts "r:p:" o; do
+stressors=""
+while getopts "r:p:l:" o; do
   case $o in
     r) repeats=$OPTARG ;;
     p) profile=$OPTARG ;;
-    *) echo "usage: $0 [-r REPEATS] [-p PROFILE] [PATTERN...]" >&2; exit 2 ;;
+    l) stressors=$OPTARG ;;
+    *) echo "usage: $0 [-r REPEATS] [-p PROFILE] [-l STRESSORS] [PATTERN...]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -34,11 +43,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 db=$work/s.db
-cpus=$(nproc)
+if [ -z "$stressors" ]; then stressors="--cpu $(nproc)"; fi
 printf "%-7s %8s %8s %8s %8s\n" repeat results slower faster "slower %"
 for i in $(seq 1 "$repeats"); do
   "$bin" --db "$db" run "$@" --profile "$profile" --label quiet --json "$work/quiet.json" >/dev/null 2>&1
-  stress-ng --cpu "$cpus" --timeout 600s --quiet &
+  # shellcheck disable=SC2086 # the stressors are words on purpose
+  stress-ng $stressors --timeout 600s --quiet &
   load_pid=$!
   sleep 1
   "$bin" --db "$db" run "$@" --profile "$profile" --label loaded --json "$work/loaded.json" >/dev/null 2>&1
