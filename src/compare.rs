@@ -599,8 +599,10 @@ mod tests {
     fn a_canary_that_moved_between_the_runs_of_one_host_is_a_phase_change() {
         use crate::harness::canary::Stability;
         let doc = |host: &str, canary_ns: f64| {
-            let mut h = crate::host::Host::default();
-            h.hostname = host.into();
+            let h = crate::host::Host {
+                hostname: host.into(),
+                ..Default::default()
+            };
             let mut d = RunDoc::start(
                 h,
                 crate::harness::Profile::Quick,
