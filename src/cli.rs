@@ -14,9 +14,17 @@ pub struct Cli {
     /// The command; without one, every benchmark runs at the quick profile.
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// The results history (default: $XDG_DATA_HOME/opcost/results.db).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// The results history: an SQLite file (default:
+    /// $XDG_DATA_HOME/opcost/results.db) or a PostgreSQL database
+    /// (postgres://USER@HOST/DB; add ?sslmode=require for TLS).
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH|URL",
+        env = "OPCOST_DB",
+        hide_env_values = true
+    )]
+    pub db: Option<String>,
 }
 
 /// The subcommands.

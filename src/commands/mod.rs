@@ -12,6 +12,7 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod serve;
+pub mod shared;
 pub mod show;
 pub mod source;
 
