@@ -46,6 +46,8 @@ fn main() {
         Some(Command::Report(a)) => commands::report::execute(&a, db),
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),
+        Some(Command::Push(a)) => commands::push::execute(&a, db),
+        Some(Command::Fleet(a)) => commands::fleet::execute(&a, db),
         Some(Command::Serve(a)) => commands::serve::execute(&a),
         Some(Command::Cmd(a)) => commands::cmd::execute(&a, db),
     };
