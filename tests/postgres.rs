@@ -342,3 +342,46 @@ fn a_run_with_a_database_url_is_saved_locally_and_copied() {
     let mut pg = PgStore::open(&url(&shared)).unwrap();
     assert_eq!(pg.load(&id).unwrap(), local.load(&id).unwrap());
 }
+
+#[test]
+fn tls_is_used_when_the_url_requires_it_and_the_certificate_is_checked() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let (c, cert) = pg::Cluster::start_tls(port);
+    let home = tempfile::tempdir().unwrap();
+    let ca = home.path().join("ca.pem");
+    std::fs::write(&ca, cert).unwrap();
+    let tls = format!("postgres://opcost:hunter2@127.0.0.1:{port}/postgres?sslmode=require");
+    // Trusted (the certificate is the trust store): connects, over TLS.
+    opcost(&tls, home.path())
+        .env("SSL_CERT_FILE", &ca)
+        .arg("runs")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no runs in postgres://opcost:***@127.0.0.1"));
+    // The server logged opcost's connection as TLS.
+    let log = c.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("application_name=opcost") && l.contains("SSL enabled")),
+        "{log}"
+    );
+    // Another authority's certificate in the trust store: refused, with the
+    // reason and without the password.
+    let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    let other_ca = home.path().join("other.pem");
+    std::fs::write(&other_ca, other.cert.pem()).unwrap();
+    opcost(&tls, home.path())
+        .env("SSL_CERT_FILE", &other_ca)
+        .arg("runs")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot connect to the PostgreSQL history"))
+        .stderr(predicate::str::contains("certificate"))
+        .stderr(predicate::str::contains("hunter2").not());
+    // Without sslmode the same server is reached in the clear.
+    let plain = format!("postgres://opcost@127.0.0.1:{port}/postgres");
+    opcost(&plain, home.path()).arg("runs").assert().success();
+}

@@ -63,12 +63,16 @@ pub fn copy_to_shared(
     docs: &[&RunDoc],
     local: &std::path::Path,
 ) -> bool {
-    let result = conn
+    let items = || docs.iter().map(|d| Ok(((*d).clone(), None)));
+    let had_conn = conn.is_some();
+    let mut result = conn
         .map_or_else(|| PgStore::open(url), Ok)
-        .and_then(|mut s| {
-            let mut items = docs.iter().map(|d| Ok(((*d).clone(), None)));
-            s.save_all(&mut items)
-        });
+        .and_then(|mut s| s.save_all(&mut items()));
+    if had_conn && result.is_err() {
+        // The connection made before the run may have been dropped since
+        // (a server restart, an idle timeout): once more on a new one.
+        result = PgStore::open(url).and_then(|mut s| s.save_all(&mut items()));
+    }
     let ids: Vec<&str> = docs.iter().map(|d| d.run.id.as_str()).collect();
     let failed = match result {
         Ok(outcomes) => {

@@ -5,7 +5,7 @@
 //! shown: [`PgUrl`]'s `Display` and `Debug` print the URL with the password
 //! replaced by `***`, and every message about the database uses them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A history's location.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,18 +40,6 @@ impl Location {
         match self {
             Location::Sqlite(p) => p.display().to_string(),
             Location::Postgres(u) => u.to_string(),
-        }
-    }
-}
-
-/// A `Location` from a path-like argument (a non-UTF-8 path is a path).
-impl From<&Path> for Location {
-    fn from(p: &Path) -> Location {
-        match p.to_str() {
-            Some(s) if is_url(s) => {
-                PgUrl::parse(s).map_or_else(|_| Location::Sqlite(p.into()), Location::Postgres)
-            }
-            _ => Location::Sqlite(p.to_path_buf()),
         }
     }
 }

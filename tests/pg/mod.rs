@@ -59,6 +59,50 @@ impl Cluster {
     /// Creates and starts a cluster; panics with the server's log when it
     /// cannot. `settings` are extra `-c name=value` server settings.
     pub fn start(settings: &[&str]) -> Cluster {
+        let c = Cluster::create();
+        c.launch(settings);
+        c
+    }
+
+    /// A cluster that also listens on 127.0.0.1:`port` with TLS, its
+    /// certificate (self-signed, for 127.0.0.1 and localhost) returned in PEM.
+    pub fn start_tls(port: u16) -> (Cluster, String) {
+        let c = Cluster::create();
+        let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+            .expect("a self-signed certificate");
+        let cert = ck.cert.pem();
+        c.write_private("server.crt", &cert);
+        c.write_private("server.key", &ck.signing_key.serialize_pem());
+        let dir = c.dir.path().display().to_string();
+        let settings = [
+            "ssl=on".to_string(),
+            format!("ssl_cert_file={dir}/server.crt"),
+            format!("ssl_key_file={dir}/server.key"),
+            "listen_addresses=127.0.0.1".to_string(),
+            "log_connections=on".to_string(),
+            format!("port={port}"),
+        ];
+        c.launch(&settings.iter().map(String::as_str).collect::<Vec<_>>());
+        (c, cert)
+    }
+
+    /// Writes a file only the server's user may read.
+    fn write_private(&self, name: &str, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        if self.as_user.is_some() {
+            let st = Command::new("chown")
+                .arg("nobody:nogroup")
+                .arg(&p)
+                .status()
+                .expect("chown");
+            assert!(st.success());
+        }
+    }
+
+    fn create() -> Cluster {
         let bin = bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("opcost-pg-")
@@ -96,6 +140,12 @@ impl Cluster {
                 "--no-sync",
             ],
         );
+        c
+    }
+
+    fn launch(&self, settings: &[&str]) {
+        let c = self;
+        let data = c.data();
         let mut opts = format!(
             "-k {} -c listen_addresses= -c max_connections=40",
             c.dir.path().display()
@@ -124,7 +174,11 @@ impl Cluster {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             panic!("the test PostgreSQL did not start:\n{text}");
         }
-        c
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
 
     /// The data directory.
