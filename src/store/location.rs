@@ -44,10 +44,9 @@ impl Location {
     }
 }
 
-/// True for the URL schemes PostgreSQL's own clients accept.
+/// True for the URL schemes PostgreSQL's own clients accept (lower case, as libpq).
 fn is_url(s: &str) -> bool {
-    let lower = s.get(..13).unwrap_or(s).to_ascii_lowercase();
-    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
 /// A PostgreSQL connection URL whose password is never shown.
@@ -135,7 +134,7 @@ mod tests {
         for u in [
             "postgres://u@db.example/opcost",
             "postgresql://u:pw@db.example:5433/opcost?sslmode=require",
-            "POSTGRES://db/x",
+            "postgresql:///opcost?host=/run/postgresql",
         ] {
             assert!(
                 matches!(Location::parse(u), Ok(Location::Postgres(_))),
@@ -143,6 +142,9 @@ mod tests {
             );
         }
         assert!(Location::parse("mysql://u:secret@h/db").is_err());
+        assert!(!Location::parse("mysql://u:secret@h/db")
+            .unwrap_err()
+            .contains("secret"));
         assert!(Location::parse("").is_err());
         let e = Location::parse("postgres://u:secret@h/db?sslmode=bogus").unwrap_err();
         assert!(!e.contains("secret"), "{e}");
