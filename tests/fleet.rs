@@ -14,7 +14,7 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
     let db = dir.path().join("fleet.db");
     let mut store = Store::open(&db).unwrap();
     let runs = common::fleet_runs(200, 137);
-    let mut items = runs.iter().map(|d| Ok((d.clone(), None)));
+    let mut items = runs.iter().map(|d| Ok(opcost::store::Incoming::new(d.clone())));
     let out = store.save_all(&mut items).unwrap();
     assert_eq!(out.len(), 200);
     assert!(out.iter().all(|o| o.result.is_ok()));

@@ -275,7 +275,7 @@ fn fleet_of_200_hosts_on_postgres_finds_the_clocksource_outlier() {
     let home = tempfile::tempdir().unwrap();
     let mut h = History::open(Some(&Location::parse(&shared).unwrap())).unwrap();
     let runs = common::fleet_runs(200, 42);
-    let mut items = runs.iter().map(|d| Ok((d.clone(), None)));
+    let mut items = runs.iter().map(|d| Ok(opcost::store::Incoming::new(d.clone())));
     let out = h.save_all(&mut items).unwrap();
     assert_eq!(out.iter().filter(|o| o.result.is_ok()).count(), 200);
     drop(h);

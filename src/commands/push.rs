@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use crate::cli::PushArgs;
-use crate::store::{History, Location, Saved};
+use crate::store::{History, Incoming, Location, Saved};
 
 use super::source::Loader;
 use super::usage;
@@ -43,17 +43,37 @@ pub fn execute(args: &PushArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let started = Instant::now();
     let mut target = History::open(Some(&to))?;
     let source = loader.store()?;
-    let mut incomplete: Vec<String> = Vec::new();
-    let mut docs = ids.iter().filter_map(|id| match source.load(id) {
-        Ok(d) if d.run.incomplete => {
-            incomplete.push(d.run.id);
-            None
-        }
-        Ok(d) => Some(Ok((d, None))),
-        Err(e) => Some(Err(e)),
+    // Reading and parsing the runs (one thread) overlaps writing them (this one).
+    let (send, receive) = std::sync::mpsc::sync_channel::<anyhow::Result<Incoming>>(32);
+    let (outcomes, incomplete) = std::thread::scope(|s| {
+        let reader = s.spawn(move || {
+            let mut incomplete: Vec<String> = Vec::new();
+            for id in &ids {
+                let item = match source.load_with_json(id) {
+                    Ok((d, _)) if d.run.incomplete => {
+                        incomplete.push(d.run.id);
+                        continue;
+                    }
+                    Ok((doc, json)) => Ok(Incoming {
+                        json,
+                        ..Incoming::new(doc)
+                    }),
+                    Err(e) => Err(e),
+                };
+                if send.send(item).is_err() {
+                    break; // the writer stopped
+                }
+            }
+            incomplete
+        });
+        let outcomes = {
+            let receive = receive;
+            target.save_all(&mut receive.iter())
+        };
+        (outcomes, reader.join())
     });
-    let outcomes = target.save_all(&mut docs)?;
-    drop(docs);
+    let outcomes = outcomes?;
+    let incomplete = incomplete.map_err(|_| anyhow::anyhow!("reading the runs failed"))?;
     let (mut new, mut present, mut failed) = (0, 0, 0);
     for o in outcomes {
         match o.result {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crate::document::RunDoc;
 use crate::store::postgres::PgStore;
-use crate::store::{self, Location, PgUrl, Saved};
+use crate::store::{self, Incoming, Location, PgUrl, Saved};
 
 /// Where a new run goes.
 #[derive(Clone, Debug)]
@@ -63,7 +63,7 @@ pub fn copy_to_shared(
     docs: &[&RunDoc],
     local: &std::path::Path,
 ) -> bool {
-    let items = || docs.iter().map(|d| Ok(((*d).clone(), None)));
+    let items = || docs.iter().map(|d| Ok(Incoming::new((*d).clone())));
     let had_conn = conn.is_some();
     let mut result = conn
         .map_or_else(|| PgStore::open(url), Ok)

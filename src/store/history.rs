@@ -6,7 +6,7 @@ use anyhow::bail;
 
 use super::location::Location;
 use super::postgres::PgStore;
-use super::{IdConflict, Outcome, Prefix, RunRow, Saved, Store, default_path};
+use super::{IdConflict, Incoming, Outcome, Prefix, RunRow, Saved, Store, default_path};
 use crate::document::RunDoc;
 
 /// An open history, local or shared.
@@ -75,7 +75,7 @@ impl History {
     /// Saves many runs in one transaction (see [`Store::save_all`]).
     pub fn save_all(
         &mut self,
-        docs: &mut dyn Iterator<Item = anyhow::Result<(RunDoc, Option<String>)>>,
+        docs: &mut dyn Iterator<Item = anyhow::Result<Incoming>>,
     ) -> anyhow::Result<Vec<Outcome>> {
         each!(self, s => s.save_all(docs))
     }
@@ -83,6 +83,11 @@ impl History {
     /// Loads the run with exactly this id.
     pub fn load(&mut self, id: &str) -> anyhow::Result<RunDoc> {
         each!(self, s => s.load(id))
+    }
+
+    /// Loads a run, and for a complete run the JSON it is stored as.
+    pub fn load_with_json(&mut self, id: &str) -> anyhow::Result<(RunDoc, Option<String>)> {
+        each!(self, s => s.load_with_json(id))
     }
 
     /// Saved runs, newest first, optionally of one host; `limit` 0 means all.

@@ -125,13 +125,44 @@ impl Prefix {
     }
 }
 
+/// A run given to `save_all`.
+#[derive(Clone, Debug)]
+pub struct Incoming {
+    /// The run.
+    pub doc: RunDoc,
+    /// The file it was imported from, if any.
+    pub source: Option<String>,
+    /// Its JSON as a history stored it, when at hand: known to load back
+    /// equal, so it is neither made nor checked again (a bulk copy then
+    /// parses each document once).
+    pub json: Option<String>,
+}
+
+impl Incoming {
+    /// A run with no source and no stored JSON.
+    pub fn new(doc: RunDoc) -> Incoming {
+        Incoming {
+            doc,
+            source: None,
+            json: None,
+        }
+    }
+
+    /// The document and its JSON, made and checked when not at hand.
+    pub(crate) fn into_parts(self) -> anyhow::Result<(RunDoc, Option<String>, String)> {
+        let json = match self.json {
+            Some(j) => j,
+            None => checked_json(&self.doc)?,
+        };
+        Ok((self.doc, self.source, json))
+    }
+}
+
 /// What became of one run given to `save_all`.
 #[derive(Debug)]
 pub struct Outcome {
     /// The run's id (empty when its document could not be read).
     pub id: String,
-    /// The run's host name.
-    pub hostname: String,
     /// Saved, already present, or why not.
     pub result: anyhow::Result<Saved>,
 }
@@ -298,7 +329,7 @@ impl Store {
     /// [`Outcome`] and the others are still saved.
     pub fn save_all(
         &mut self,
-        docs: &mut dyn Iterator<Item = anyhow::Result<(RunDoc, Option<String>)>>,
+        docs: &mut dyn Iterator<Item = anyhow::Result<Incoming>>,
     ) -> anyhow::Result<Vec<Outcome>> {
         let p = self.path.clone();
         let tx = self
@@ -307,28 +338,23 @@ impl Store {
             .map_err(|e| explain(e, &p))?;
         let mut out = Vec::new();
         for item in docs {
-            let (doc, source) = match item {
+            let (doc, source, text) = match item.and_then(Incoming::into_parts) {
                 Ok(x) => x,
                 Err(e) => {
                     out.push(Outcome {
                         id: String::new(),
-                        hostname: String::new(),
                         result: Err(e),
                     });
                     continue;
                 }
             };
-            let result = checked_json(&doc).and_then(|text| {
-                match save_in(&tx, &doc, &text, source.as_deref(), &p) {
-                    Err(e) if e.downcast_ref::<IdConflict>().is_none() => Err(e),
-                    r => Ok(r),
-                }
-            });
             // A database error ends it all; a conflict is this run's outcome.
-            let result = result?.map_err(|e| e.context(format!("run {}", doc.run.id)));
+            let result = match save_in(&tx, &doc, &text, source.as_deref(), &p) {
+                Err(e) if e.downcast_ref::<IdConflict>().is_none() => return Err(e),
+                r => r.map_err(|e| e.context(format!("run {}", doc.run.id))),
+            };
             out.push(Outcome {
                 id: doc.run.id.clone(),
-                hostname: doc.host.hostname.clone(),
                 result,
             });
         }
@@ -568,6 +594,12 @@ impl Store {
 
     /// Loads the run with exactly this id.
     pub fn load(&self, id: &str) -> anyhow::Result<RunDoc> {
+        self.load_with_json(id).map(|(d, _)| d)
+    }
+
+    /// Loads the run with exactly this id, and for a complete run the
+    /// JSON it is stored as.
+    pub fn load_with_json(&self, id: &str) -> anyhow::Result<(RunDoc, Option<String>)> {
         let row: Option<(String, bool)> = self
             .conn
             .query_row("SELECT doc, complete FROM runs WHERE id = ?1", [id], |r| {
@@ -601,7 +633,7 @@ impl Store {
             }
             doc.run.incomplete = true;
         }
-        Ok(doc)
+        Ok((doc, complete.then_some(text)))
     }
 
     /// Saved runs, newest first (by start time), optionally of one host;

@@ -26,7 +26,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls, Transaction};
 
 use super::location::PgUrl;
-use super::{IdConflict, Outcome, Prefix, RunRow, Saved, checked_json, cpu_model, finite, schema};
+use super::{IdConflict, Incoming, Outcome, Prefix, RunRow, Saved, cpu_model, finite, schema};
 use crate::document::RunDoc;
 use crate::harness::Measurement;
 
@@ -39,7 +39,7 @@ const LOCK_KEY: i64 = 0x6f70_636f;
 /// Runs written per round of `COPY`s, and the most JSON text such a batch
 /// gathers before it is written (a bound on memory).
 const BATCH_RUNS: usize = 100;
-const BATCH_BYTES: usize = 64 << 20;
+const BATCH_BYTES: usize = 32 << 20;
 
 /// An open PostgreSQL history.
 pub struct PgStore {
@@ -168,7 +168,10 @@ impl PgStore {
     /// Saves one run (see [`PgStore::save_all`]); a different run with the
     /// same id is an [`IdConflict`].
     pub fn save(&mut self, doc: &RunDoc, source: Option<&str>) -> anyhow::Result<Saved> {
-        let item = Ok((doc.clone(), source.map(str::to_string)));
+        let item = Ok(Incoming {
+            source: source.map(str::to_string),
+            ..Incoming::new(doc.clone())
+        });
         let mut out = self.save_all(&mut std::iter::once(item))?;
         match out.pop() {
             Some(o) => o.result,
@@ -183,7 +186,7 @@ impl PgStore {
     /// [`Outcome`] and the others are still saved.
     pub fn save_all(
         &mut self,
-        docs: &mut dyn Iterator<Item = anyhow::Result<(RunDoc, Option<String>)>>,
+        docs: &mut dyn Iterator<Item = anyhow::Result<Incoming>>,
     ) -> anyhow::Result<Vec<Outcome>> {
         let url = self.url.clone();
         let mut outcomes = Vec::new();
@@ -192,7 +195,7 @@ impl PgStore {
             let mut batch: Vec<(RunDoc, Option<String>, String)> = Vec::new();
             let mut bytes = 0;
             for item in &mut *docs {
-                match item.and_then(|(d, s)| checked_json(&d).map(|t| (d, s, t))) {
+                match item.and_then(Incoming::into_parts) {
                     Ok((d, s, text)) => {
                         bytes += text.len();
                         batch.push((d, s, text));
@@ -202,7 +205,6 @@ impl PgStore {
                     }
                     Err(e) => outcomes.push(Outcome {
                         id: String::new(),
-                        hostname: String::new(),
                         result: Err(e),
                     }),
                 }
@@ -218,6 +220,12 @@ impl PgStore {
 
     /// Loads the run with exactly this id.
     pub fn load(&mut self, id: &str) -> anyhow::Result<RunDoc> {
+        self.load_with_json(id).map(|(d, _)| d)
+    }
+
+    /// Loads the run with exactly this id, and for a complete run the
+    /// JSON it is stored as.
+    pub fn load_with_json(&mut self, id: &str) -> anyhow::Result<(RunDoc, Option<String>)> {
         let url = self.url.clone();
         let row = self
             .client
@@ -242,7 +250,7 @@ impl PgStore {
             }
             doc.run.incomplete = true;
         }
-        Ok(doc)
+        Ok((doc, complete.then_some(text)))
     }
 
     /// Saved runs, newest first, optionally of one host; `limit` 0 means all.
@@ -370,6 +378,10 @@ fn connect(url: &PgUrl) -> anyhow::Result<Client> {
     client
         .batch_execute(&format!("SET search_path TO {}", schema::PG_SCHEMA))
         .map_err(|e| explain(e, url))?;
+    // Run documents are large JSON texts: lz4 compresses them several
+    // times faster than the default pglz. PostgreSQL before 14, or built
+    // without lz4, refuses the setting and keeps pglz.
+    let _ = client.batch_execute("SET default_toast_compression = 'lz4'");
     Ok(client)
 }
 
@@ -426,7 +438,6 @@ fn write_batch(
         };
         outcomes.push(Outcome {
             id: doc.run.id.clone(),
-            hostname: doc.host.hostname.clone(),
             result: result.map_err(|e: anyhow::Error| e.context(format!("run {}", doc.run.id))),
         });
         if matches!(outcomes.last().map(|o| &o.result), Some(Ok(Saved::New))) {

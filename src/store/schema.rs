@@ -115,6 +115,13 @@ pub const PG_SCHEMA: &str = "opcost";
 /// version `i` to `i + 1`, the same logical tables and columns as
 /// [`MIGRATIONS`] (booleans are `boolean`, the host block is `jsonb` so it
 /// can be queried, and `row_no` stands for SQLite's implicit `rowid`).
+/// Ids, host names and start times are compared bytewise (`COLLATE "C"`,
+/// as SQLite does): they are ASCII, and a locale's collation would make
+/// every index insert several times dearer.
+/// `results` and `rounds` have no foreign key to `runs`: their rows are
+/// only ever written with their run, in its transaction, and a per-row
+/// check would be more than half the time of a bulk push (millions of
+/// rounds); nothing deletes runs from a shared history.
 /// The version is the single row of `schema_version`. Only ever append,
 /// in step with [`MIGRATIONS`].
 pub const PG_MIGRATIONS: &[&str] = &[
@@ -123,12 +130,12 @@ pub const PG_MIGRATIONS: &[&str] = &[
     CREATE TABLE schema_version (version integer NOT NULL);
     INSERT INTO schema_version VALUES (0);
     CREATE TABLE runs (
-        id             text PRIMARY KEY,
-        started        text NOT NULL,
+        id             text COLLATE "C" PRIMARY KEY,
+        started        text COLLATE "C" NOT NULL,
         duration_s     double precision NOT NULL,
         profile        text NOT NULL,
         label          text,
-        hostname       text NOT NULL,
+        hostname       text COLLATE "C" NOT NULL,
         cpu_model      text,
         opcost_version text NOT NULL,
         doc_schema     bigint NOT NULL,
@@ -144,9 +151,9 @@ pub const PG_MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_by_host ON runs (hostname, started);
     CREATE INDEX runs_by_time ON runs (started);
     CREATE TABLE results (
-        run_id    text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        run_id    text COLLATE "C" NOT NULL,
         seq       bigint NOT NULL,
-        bench_id  text NOT NULL,
+        bench_id  text COLLATE "C" NOT NULL,
         area      text NOT NULL,
         unit      text NOT NULL,
         params    text NOT NULL,
@@ -164,7 +171,7 @@ pub const PG_MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX results_by_bench ON results (bench_id);
     CREATE TABLE findings (
-        run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        run_id text COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
         seq    bigint NOT NULL,
         area   text NOT NULL,
         text   text NOT NULL,
@@ -178,16 +185,16 @@ pub const PG_MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN complete boolean NOT NULL DEFAULT true;
     ALTER TABLE results ADD COLUMN n_rounds bigint NOT NULL DEFAULT 0;
     CREATE TABLE partial_results (
-        run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        run_id text COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
         seq    bigint NOT NULL,
         doc    text NOT NULL,
         PRIMARY KEY (run_id, seq)
     );
     CREATE TABLE rounds (
-        run_id     text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        run_id     text COLLATE "C" NOT NULL,
         seq        bigint NOT NULL,
         round      bigint NOT NULL,
-        bench_id   text NOT NULL,
+        bench_id   text COLLATE "C" NOT NULL,
         median     double precision,
         n_samples  bigint NOT NULL,
         at_s       double precision,
