@@ -121,7 +121,9 @@ pub const PG_SCHEMA: &str = "opcost";
 /// `results` and `rounds` have no foreign key to `runs`: their rows are
 /// only ever written with their run, in its transaction, and a per-row
 /// check would be more than half the time of a bulk push (millions of
-/// rounds); nothing deletes runs from a shared history.
+/// rounds); nothing deletes runs from a shared history. For the same
+/// reason `rounds` has no index by benchmark (`results` has one): a
+/// benchmark's rounds are found through its results.
 /// The version is the single row of `schema_version`. Only ever append,
 /// in step with [`MIGRATIONS`].
 pub const PG_MIGRATIONS: &[&str] = &[
@@ -207,6 +209,5 @@ pub const PG_MIGRATIONS: &[&str] = &[
         load       double precision,
         PRIMARY KEY (run_id, seq, round)
     );
-    CREATE INDEX rounds_by_bench ON rounds (bench_id);
     "#,
 ];
