@@ -427,7 +427,9 @@ mod tests {
 
     #[test]
     fn kernels_and_cpus_make_separate_groups() {
-        let mut docs: Vec<RunDoc> = (0..4).map(|i| run(&format!("x{i}"), 100.0, "tsc")).collect();
+        let mut docs: Vec<RunDoc> = (0..4)
+            .map(|i| run(&format!("x{i}"), 100.0, "tsc"))
+            .collect();
         for (i, d) in docs.iter_mut().enumerate().take(2) {
             d.host.kernel.release = Some("6.1.0".into());
             d.results[0].summary.median = 500.0 + i as f64;

@@ -62,7 +62,11 @@ fn the_playbook_runs_pushes_and_fetches_on_localhost() {
     let doc = RunDoc::read_json(&fetched.join("localhost.json")).unwrap();
     assert_eq!(doc.run.label.as_deref(), Some("ansible-test"));
     assert!(!doc.results.is_empty());
-    assert!(doc.results.iter().all(|m| m.id.starts_with("syscall.getpid")));
+    assert!(
+        doc.results
+            .iter()
+            .all(|m| m.id.starts_with("syscall.getpid"))
+    );
     // The same run is in the shared database and in the host's own history.
     let mut s = PgStore::open(&PgUrl::parse(&shared).unwrap()).unwrap();
     assert_eq!(s.load(&doc.run.id).unwrap(), doc);
@@ -71,7 +75,14 @@ fn the_playbook_runs_pushes_and_fetches_on_localhost() {
     assert!(!work.path().join("remote").exists());
     // And the fleet view of the database shows the host.
     let fleet = Command::new(env!("CARGO_BIN_EXE_opcost"))
-        .args(["--db", &shared, "fleet", "--label", "ansible-test", "syscall"])
+        .args([
+            "--db",
+            &shared,
+            "fleet",
+            "--label",
+            "ansible-test",
+            "syscall",
+        ])
         .output()
         .unwrap();
     assert!(fleet.status.success());

@@ -14,7 +14,9 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
     let db = dir.path().join("fleet.db");
     let mut store = Store::open(&db).unwrap();
     let runs = common::fleet_runs(200, 137);
-    let mut items = runs.iter().map(|d| Ok(opcost::store::Incoming::new(d.clone())));
+    let mut items = runs
+        .iter()
+        .map(|d| Ok(opcost::store::Incoming::new(d.clone())));
     let out = store.save_all(&mut items).unwrap();
     assert_eq!(out.len(), 200);
     assert!(out.iter().all(|o| o.result.is_ok()));
@@ -27,7 +29,11 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
         .args(["fleet", "--format", "json"])
         .output()
         .unwrap();
-    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let groups = v["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "one CPU model, one kernel");
@@ -41,9 +47,9 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
     assert_eq!(flagged[0]["hostname"], "node-137");
     let diffs = flagged[0]["differences"].as_array().unwrap();
     assert!(
-        diffs.iter().any(|d| d["fact"] == "clocksource"
-            && d["host"] == "hpet"
-            && d["group"] == "tsc"),
+        diffs
+            .iter()
+            .any(|d| d["fact"] == "clocksource" && d["host"] == "hpet" && d["group"] == "tsc"),
         "{diffs:?}"
     );
     // The flagged figure is the clock read, worse, about 60x the median.
@@ -63,7 +69,9 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
         .args(["fleet", "syscall.clock*"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("node-137: syscall.clock_gettime.monotonic.vdso"))
+        .stdout(predicate::str::contains(
+            "node-137: syscall.clock_gettime.monotonic.vdso",
+        ))
         .stdout(predicate::str::contains("clocksource hpet (group: tsc)"))
         .stdout(predicate::str::contains("200 hosts in 1 groups"));
 }
@@ -106,5 +114,7 @@ fn fleet_refuses_what_it_cannot_show() {
         .args(["fleet", "--format", "md"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("## Test CPU 9000 · kernel 6.1.0-test · 3 hosts"));
+        .stdout(predicate::str::contains(
+            "## Test CPU 9000 · kernel 6.1.0-test · 3 hosts",
+        ));
 }

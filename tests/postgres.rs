@@ -44,12 +44,22 @@ fn store_round_trip_migrations_and_refusals() {
     let mut other = a.clone();
     other.run.label = Some("another run".into());
     let e = s.save(&other, None).unwrap_err();
-    assert!(format!("{e:#}").contains("different run with id aaaa0001"), "{e:#}");
+    assert!(
+        format!("{e:#}").contains("different run with id aaaa0001"),
+        "{e:#}"
+    );
     assert_eq!(s.load(&a.run.id).unwrap(), a);
-    assert_eq!(s.load(&b.run.id).unwrap(), b, "awkward floats survive exactly");
+    assert_eq!(
+        s.load(&b.run.id).unwrap(),
+        b,
+        "awkward floats survive exactly"
+    );
     assert_eq!(s.count().unwrap(), 2);
     assert_eq!(s.latest(None).unwrap().as_deref(), Some("bbbb0002"));
-    assert_eq!(s.latest(Some("box-a")).unwrap().as_deref(), Some("aaaa0001"));
+    assert_eq!(
+        s.latest(Some("box-a")).unwrap().as_deref(),
+        Some("aaaa0001")
+    );
     let rows = s.list(None, 0).unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1].source.as_deref(), Some("a.json"));
@@ -275,7 +285,9 @@ fn fleet_of_200_hosts_on_postgres_finds_the_clocksource_outlier() {
     let home = tempfile::tempdir().unwrap();
     let mut h = History::open(Some(&Location::parse(&shared).unwrap())).unwrap();
     let runs = common::fleet_runs(200, 42);
-    let mut items = runs.iter().map(|d| Ok(opcost::store::Incoming::new(d.clone())));
+    let mut items = runs
+        .iter()
+        .map(|d| Ok(opcost::store::Incoming::new(d.clone())));
     let out = h.save_all(&mut items).unwrap();
     assert_eq!(out.iter().filter(|o| o.result.is_ok()).count(), 200);
     drop(h);
@@ -283,7 +295,9 @@ fn fleet_of_200_hosts_on_postgres_finds_the_clocksource_outlier() {
         .args(["fleet", "--label", "fleet-test"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("Test CPU 9000 · kernel 6.1.0-test · 200 hosts"))
+        .stdout(predicate::str::contains(
+            "Test CPU 9000 · kernel 6.1.0-test · 200 hosts",
+        ))
         .stdout(predicate::str::contains("node-042: clock read (vDSO)"))
         .stdout(predicate::str::contains("clocksource hpet (group: tsc)"))
         .stdout(predicate::str::contains("node-041:").not());
@@ -298,8 +312,12 @@ fn an_unreachable_database_is_a_clear_error_and_the_run_is_kept_locally() {
         .arg("runs")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("cannot connect to the PostgreSQL history"))
-        .stderr(predicate::str::contains("postgres://alice:***@127.0.0.1:1/opcost"))
+        .stderr(predicate::str::contains(
+            "cannot connect to the PostgreSQL history",
+        ))
+        .stderr(predicate::str::contains(
+            "postgres://alice:***@127.0.0.1:1/opcost",
+        ))
         .stderr(predicate::str::contains("hunter2").not());
     opcost(bad, home.path())
         .args(["run", "syscall.function_call", "--profile", "quick"])
@@ -312,11 +330,14 @@ fn an_unreachable_database_is_a_clear_error_and_the_run_is_kept_locally() {
     let s = Store::open(&local).unwrap();
     assert_eq!(s.count().unwrap(), 1, "the run is in the local history");
     // A URL the driver cannot read is a usage error, without its password.
-    opcost("postgres://alice:hunter2@h/x?sslmode=sometimes", home.path())
-        .arg("runs")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("hunter2").not());
+    opcost(
+        "postgres://alice:hunter2@h/x?sslmode=sometimes",
+        home.path(),
+    )
+    .arg("runs")
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("hunter2").not());
 }
 
 #[test]
@@ -360,7 +381,9 @@ fn tls_is_used_when_the_url_requires_it_and_the_certificate_is_checked() {
         .arg("runs")
         .assert()
         .success()
-        .stdout(predicate::str::contains("no runs in postgres://opcost:***@127.0.0.1"));
+        .stdout(predicate::str::contains(
+            "no runs in postgres://opcost:***@127.0.0.1",
+        ));
     // The server logged opcost's connection as TLS.
     let log = c.log();
     assert!(
@@ -378,7 +401,9 @@ fn tls_is_used_when_the_url_requires_it_and_the_certificate_is_checked() {
         .arg("runs")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("cannot connect to the PostgreSQL history"))
+        .stderr(predicate::str::contains(
+            "cannot connect to the PostgreSQL history",
+        ))
         .stderr(predicate::str::contains("certificate"))
         .stderr(predicate::str::contains("hunter2").not());
     // Without sslmode the same server is reached in the clear.

@@ -138,8 +138,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             store.path().display()
         );
         if let Some(url) = &targets.shared {
-            copied =
-                super::shared::copy_to_shared(url, None, &[&run_a, &run_b], &targets.local);
+            copied = super::shared::copy_to_shared(url, None, &[&run_a, &run_b], &targets.local);
         }
     }
     let c = compare_sides(

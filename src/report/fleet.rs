@@ -7,7 +7,7 @@ use comfy_table::presets::NOTHING;
 
 use super::html::esc;
 use super::markdown::cell;
-use crate::fleet::{Fleet, Flag, Group, HostRow};
+use crate::fleet::{Flag, Fleet, Group, HostRow};
 use crate::units::{fmt_ratio, human};
 
 /// A value in its column's unit, `!` after a flagged one.
@@ -166,7 +166,11 @@ pub fn render_csv(f: &Fleet) -> anyhow::Result<String> {
         "kernel".into(),
         "run".into(),
     ];
-    head.extend(f.columns.iter().map(|c| format!("{} [{}]", c.label, c.unit)));
+    head.extend(
+        f.columns
+            .iter()
+            .map(|c| format!("{} [{}]", c.label, c.unit)),
+    );
     head.extend(["flagged".to_string(), "differences".into()]);
     w.write_record(&head)?;
     for g in &f.groups {

@@ -142,9 +142,11 @@ mod tests {
             );
         }
         assert!(Location::parse("mysql://u:secret@h/db").is_err());
-        assert!(!Location::parse("mysql://u:secret@h/db")
-            .unwrap_err()
-            .contains("secret"));
+        assert!(
+            !Location::parse("mysql://u:secret@h/db")
+                .unwrap_err()
+                .contains("secret")
+        );
         assert!(Location::parse("").is_err());
         let e = Location::parse("postgres://u:secret@h/db?sslmode=bogus").unwrap_err();
         assert!(!e.contains("secret"), "{e}");

@@ -425,8 +425,8 @@ fn write_batch(
         let result = if let Some((old, complete)) = existing.get(&doc.run.id) {
             // The same text is the same run; another text may still be
             // (an older opcost wrote it): compared as documents.
-            let same = *complete
-                && (*old == text || RunDoc::from_json(old).is_ok_and(|o| o == doc));
+            let same =
+                *complete && (*old == text || RunDoc::from_json(old).is_ok_and(|o| o == doc));
             if same {
                 Ok(Saved::AlreadyPresent)
             } else {

@@ -180,7 +180,11 @@ pub fn fleet_runs(n: usize, outlier: usize) -> Vec<RunDoc> {
             let seed = 1000 + 10 * i as u64;
             let clock = if i == outlier { 1200.0 } else { 20.0 };
             let r = vec![
-                measurement("syscall.function_call", "ns/op", samples(1.5, 0.03, 15, seed)),
+                measurement(
+                    "syscall.function_call",
+                    "ns/op",
+                    samples(1.5, 0.03, 15, seed),
+                ),
                 measurement(
                     "syscall.getppid.raw",
                     "ns/op",
