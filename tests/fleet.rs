@@ -73,7 +73,7 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
             "node-137: syscall.clock_gettime.monotonic.vdso",
         ))
         .stdout(predicate::str::contains("clocksource hpet (group: tsc)"))
-        .stdout(predicate::str::contains("200 hosts in 1 groups"));
+        .stdout(predicate::str::contains("200 hosts in 1 group "));
 }
 
 #[test]

@@ -410,3 +410,17 @@ fn tls_is_used_when_the_url_requires_it_and_the_certificate_is_checked() {
     let plain = format!("postgres://opcost@127.0.0.1:{port}/postgres");
     opcost(&plain, home.path()).arg("runs").assert().success();
 }
+
+#[test]
+fn a_test_that_panics_leaves_no_server_and_no_directory_behind() {
+    let dir = std::thread::spawn(|| {
+        let c = pg::Cluster::start(&[]);
+        std::panic::panic_any(c.socket_dir().to_path_buf())
+    })
+    .join()
+    .expect_err("the thread panicked");
+    let dir = dir
+        .downcast::<std::path::PathBuf>()
+        .expect("the cluster's directory");
+    assert!(!dir.exists(), "{} is still there", dir.display());
+}

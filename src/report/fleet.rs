@@ -108,9 +108,11 @@ pub fn render_text(f: &Fleet) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{} hosts in {} groups (CPU model and kernel); {}",
+        "\n{} host{} in {} group{} (CPU model and kernel); {}",
         f.hosts(),
+        if f.hosts() == 1 { "" } else { "s" },
         f.groups.len(),
+        if f.groups.len() == 1 { "" } else { "s" },
         rule_text(f)
     );
     out
