@@ -26,7 +26,7 @@ fn the_playbook_runs_pushes_and_fetches_on_localhost() {
     let fetched = work.path().join("fetched");
     let vars = serde_json::json!({
         "opcost_binary": env!("CARGO_BIN_EXE_opcost"),
-        "opcost_patterns": ["syscall.getpid*"],
+        "opcost_patterns": "syscall.getpid*",
         "opcost_profile": "quick",
         "opcost_label": "ansible-test",
         "opcost_db": shared,
