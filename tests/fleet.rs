@@ -118,3 +118,30 @@ fn fleet_refuses_what_it_cannot_show() {
             "## Test CPU 9000 · kernel 6.1.0-test · 3 hosts",
         ));
 }
+
+#[test]
+fn a_report_of_several_hosts_has_the_fleet_section_with_the_outlier() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fleet.db");
+    let mut store = Store::open(&db).unwrap();
+    let runs = common::fleet_runs(6, 3);
+    for d in &runs {
+        store.save(d, None).unwrap();
+    }
+    drop(store);
+    let html = dir.path().join("r.html");
+    let mut cmd = Command::cargo_bin("opcost").unwrap();
+    cmd.arg("--db").arg(&db).arg("report");
+    for d in &runs {
+        cmd.arg(&d.run.id);
+    }
+    cmd.arg("-o").arg(&html).assert().success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<a href=\"#fleet\">fleet</a>"));
+    let section = &text[text.find("<section id=\"fleet\">").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains("6 hosts"), "{section}");
+    assert_eq!(section.matches("flagged\">").count(), 1, "{section}");
+    assert!(section.contains("<b>node-003</b>"));
+    assert!(section.contains("clocksource hpet (group: tsc)"));
+}
