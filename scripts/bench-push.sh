@@ -38,7 +38,7 @@ work=$(mktemp -d /tmp/opcost-bench-push.XXXXXX)
 AS=()
 if [ "$(id -u)" -eq 0 ]; then
   # PostgreSQL refuses to run as root.
-  chown nobody:nogroup "$work"
+  chown nobody: "$work"
   AS=(runuser -u nobody --)
 fi
 cleanup() {

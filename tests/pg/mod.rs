@@ -94,7 +94,7 @@ impl Cluster {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         if self.as_user.is_some() {
             let st = Command::new("chown")
-                .arg("nobody:nogroup")
+                .arg("nobody:")
                 .arg(&p)
                 .status()
                 .expect("chown");
@@ -111,7 +111,7 @@ impl Cluster {
         let as_user = is_root().then_some("nobody");
         if as_user.is_some() {
             let st = Command::new("chown")
-                .args(["nobody:nogroup"])
+                .args(["nobody:"])
                 .arg(dir.path())
                 .status()
                 .expect("chown");
