@@ -16,6 +16,13 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   missing+=(chromium)
 fi
+# The PostgreSQL server binaries, on PATH or where Debian puts them.
+has_pg_server() {
+  command -v pg_ctl >/dev/null 2>&1 && return 0
+  compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null
+}
+has_pg_server || missing+=(postgresql)
+command -v ansible-playbook >/dev/null 2>&1 || missing+=(ansible)
 # `locale -a` spells UTF-8 as utf8. Its list is read once into a variable:
 # piping it into `grep -q` under pipefail fails at random, since grep exits
 # at the first match and `locale -a` then dies of SIGPIPE.
@@ -32,6 +39,8 @@ fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 command -v cc >/dev/null
+has_pg_server || { echo "error: the PostgreSQL server binaries are still missing" >&2; exit 1; }
+command -v ansible-playbook >/dev/null
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null
 for loc in sv_SE de_DE en_US; do
   has_locale "$loc" || { echo "error: locale $loc.UTF-8 still missing" >&2; exit 1; }
