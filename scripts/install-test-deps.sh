@@ -3,7 +3,9 @@
 # compiler and python3 (the opcost cmd fixtures), Chromium (which opens the
 # HTML report headless to check that its charts render), and the glibc
 # locales the text suite collates under (sv_SE.UTF-8, de_DE.UTF-8,
-# en_US.UTF-8). Only what is missing is installed.
+# en_US.UTF-8), PostgreSQL (the tests start a throw-away server) and
+# Ansible (the playbook is run against localhost). Only what is missing is
+# installed.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
