@@ -351,6 +351,7 @@ impl Bandwidth {
         let init = move |mine: Vec<Vec<&mut [u8]>>| {
             for window in mine {
                 for (i, part) in window.into_iter().enumerate() {
+                    super::region::populate(part);
                     floats_mut(part).fill(kernel.initial(i));
                 }
             }

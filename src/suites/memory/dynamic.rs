@@ -60,7 +60,7 @@ impl Dynamic {
         super::region::check_memory((array * kernel.arrays()) as u64)?;
         let mut arrays = Vec::new();
         for i in 0..kernel.arrays() {
-            let mut r = Region::untouched(array, Pages::Default)?;
+            let mut r = Region::new(array, Pages::Default)?;
             r.as_mut_slice::<f64>().fill(if i == 0 { 1.0 } else { 0.0 });
             arrays.push(r);
         }

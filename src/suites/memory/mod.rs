@@ -347,6 +347,15 @@ fn latency_benches(host: &Host) -> Vec<Box<dyn Bench>> {
     out
 }
 
+/// The bandwidth kernels the quick profile measures.
+const QUICK_KERNELS: [Kernel; 5] = [
+    Kernel::Read,
+    Kernel::Write,
+    Kernel::Copy,
+    Kernel::StreamCopy,
+    Kernel::StreamTriad,
+];
+
 fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
     let cpus = crate::harness::affinity::allowed_cpus();
     let mut out: Vec<Box<dyn Bench>> = Vec::new();
@@ -404,6 +413,14 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             .param("accounting", kernel.accounting())
             .interleave(format!("memory.bandwidth.{}", kernel.name()))
             .with_budget(BANDWIDTH_BUDGET);
+            // Quick keeps read, write, copy and STREAM's copy and triad: the
+            // other kernels restate them, and filling their arrays is most
+            // of a quick round.
+            let b = if QUICK_KERNELS.contains(&kernel) {
+                b
+            } else {
+                b.min_profile(Profile::Default)
+            };
             out.push(b.boxed());
         }
     }

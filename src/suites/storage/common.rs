@@ -54,7 +54,7 @@ impl Sizes {
                 bonnie_file: 8 * MIB,
                 // File creation costs ~1 ms on some cloud disks: a tree of
                 // 1000 files took ~4 s a round there.
-                tree_files: 250,
+                tree_files: 100,
                 meta_files: 200,
             },
             Profile::Default => Sizes {
