@@ -14,16 +14,39 @@
 # lz4 speeds within 15% of the -b modes, ratios within 1%. gzip and xz are
 # whole command runs (reading and writing a file), shown for orientation.
 #
+# The same library, not only the same calls: opcost's zstd crate bundles
+# its own libzstd release, the zstd tool links the system's, and releases
+# differ in speed and ratio (1.5.7's block splitter changes the ratio at
+# levels 3 and up). So by default, when pkg-config finds the system libzstd
+# and it is the release the zstd tool reports, the script builds opcost
+# once more against it (ZSTD_SYS_USE_PKG_CONFIG=1, target/peer-system-zstd)
+# and compares that build; LIB=bundled keeps the bundled library. Both
+# libraries' versions are printed. lz4-sys has no such switch: its rows
+# compare the bundled liblz4 with the lz4 tool's (versions printed).
+#
 # Usage: scripts/peer-codec.sh [ROUNDS] [FILE]
-#   (env: OPCOST=path; default FILE: 4 MB of JSON records made here)
-# Needs: zstd, lz4, gzip, xz, jq, python3 (for the default file).
+#   (env: OPCOST=path, LIB=system|bundled; default FILE: 4 MB of JSON records made here)
+# Needs: zstd, lz4, gzip, xz, jq, python3 (for the default file); pkg-config
+# and the libzstd headers (libzstd-dev) for LIB=system.
 set -euo pipefail
 
 ROUNDS=${1:-3}
 cd "$(dirname "$0")/.."
+cli_zstd=$(zstd --version | grep -o 'v[0-9.]*' | head -1 | tr -d v)
+cli_lz4=$(lz4 --version 2>&1 | grep -o 'v[0-9.]*' | head -1 | tr -d v)
+sys_zstd=$(pkg-config --modversion libzstd 2>/dev/null || true)
+LIB=${LIB:-$([[ -n "$sys_zstd" && "$sys_zstd" == "$cli_zstd" ]] && echo system || echo bundled)}
 if [[ -z "${OPCOST:-}" ]]; then
     cargo build --release --quiet
     OPCOST=target/release/opcost
+    if [[ $LIB == system ]]; then
+        # Seeded with the release build, so only the zstd crates and opcost
+        # are compiled again.
+        sysdir=target/peer-system-zstd
+        [[ -d $sysdir/release ]] || { mkdir -p "$sysdir" && cp -a target/release "$sysdir/"; }
+        ZSTD_SYS_USE_PKG_CONFIG=1 cargo build --release --quiet --target-dir "$sysdir"
+        OPCOST=$sysdir/release/opcost
+    fi
 fi
 for t in jq zstd lz4 gzip xz; do
     command -v "$t" >/dev/null || { echo "$t is needed (scripts/install-test-deps.sh installs it)" >&2; exit 1; }
@@ -55,6 +78,7 @@ bytes=$(stat -c %s "$file")
 name=$(basename "$file" | tr -c 'A-Za-z0-9_\n-' '_' | cut -c1-40)
 prefix="codec.file-$name"
 echo "file: $file ($bytes bytes), $ROUNDS alternating rounds; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "opcost: $OPCOST (LIB=$LIB); zstd tool v$cli_zstd, lz4 tool v$cli_lz4"
 
 key() { echo "$work/m_${1//[^A-Za-z0-9=.-]/_}"; }
 record() { echo "$2" >>"$(key "$1")"; }
@@ -99,6 +123,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done < <(peers)
     "$OPCOST" run "${patterns[@]}" --input "$file" --profile default --no-save \
         --json "$work/o.json" >/dev/null 2>&1
+    [[ $r == 1 ]] && jq -r '[.results[] | select(.details.library_version) |
+        "\(.id | split(".")[2] | split("-")[0]) library \(.details.library_version)"] | unique | "opcost: " + join(", ")' "$work/o.json"
     jq -r '.results[] | "\(.id) \(.median) \(.samples | max) \(.details.ratio)"' "$work/o.json" |
         while read -r id med best ratio; do
             what=${id#"$prefix".}
