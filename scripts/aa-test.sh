@@ -4,7 +4,8 @@
 # faster or slower; the share it does call is the false-verdict rate.
 # Also reports how often a result's 95% interval holds the median of the
 # other run (the interval's coverage from one run to the next) and the
-# median interval half-width.
+# median interval half-width, and the ratio of the two runs' canary (the
+# machine's own speed in each run: 1.3 means B ran in a slow phase).
 #
 #   scripts/aa-test.sh [-r REPEATS] [-p PROFILE] [PATTERN...]
 #
@@ -29,7 +30,7 @@ bin=target/release/opcost
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 db=$work/aa.db
-printf "%-7s %8s %8s %8s %10s %s\n" repeat results called rate coverage "median ±CI"
+printf "%-7s %8s %8s %8s %10s %10s %s\n" repeat results called rate coverage "median ±CI" "canary B/A"
 rates=()
 for i in $(seq 1 "$repeats"); do
   "$bin" --db "$db" run "$@" --profile "$profile" --json "$work/a.json" >/dev/null 2>&1
@@ -51,12 +52,14 @@ for r in a["results"]:
     total += 1
     hits += r["ci_low"] <= o["median"] <= r["ci_high"]
     hw.append((r["ci_high"] - r["ci_low"]) / 2 / r["median"])
-print(len(rows), called, called / max(len(rows), 1), hits / max(total, 1), statistics.median(hw))
+sa, sb = a.get("stability") or {}, b.get("stability") or {}
+shift = sb.get("canary_ns", 0) / sa["canary_ns"] if sa.get("canary_ns") else 0
+print(len(rows), called, called / max(len(rows), 1), hits / max(total, 1), statistics.median(hw), shift)
 PY
 )
-  read -r n k rate cov hw <<<"$line"
+  read -r n k rate cov hw shift <<<"$line"
   rates+=("$rate")
-  printf "%-7s %8s %8s %7.1f%% %9.1f%% %9.1f%%\n" "$i" "$n" "$k" "$(echo "$rate*100" | bc -l)" "$(echo "$cov*100" | bc -l)" "$(echo "$hw*100" | bc -l)"
+  printf "%-7s %8s %8s %7.1f%% %9.1f%% %9.1f%% %10.3f\n" "$i" "$n" "$k" "$(echo "$rate*100" | bc -l)" "$(echo "$cov*100" | bc -l)" "$(echo "$hw*100" | bc -l)" "$shift"
 done
 # Compare with the history's noise floor too (every repeat's runs are in it).
 echo

@@ -254,12 +254,17 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Let it fork peers and start sampling, then press Ctrl-C.
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        marked_processes(&mark).len() > 1,
-        "no peer process was running"
-    );
+    // Wait until it has forked peers (a loaded machine takes a while to get
+    // there; between groups no peer lives, so poll), then press Ctrl-C.
+    let until = Instant::now() + Duration::from_secs(60);
+    while marked_processes(&mark).len() <= 1 {
+        assert!(Instant::now() < until, "no peer process was running");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "opcost ended before forking a peer"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,

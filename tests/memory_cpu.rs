@@ -274,9 +274,12 @@ fn every_bandwidth_method_is_measured_or_skipped_with_its_reason() {
                     );
                     assert_eq!(r["params"]["method"], *m, "{id}");
                     assert_eq!(r["details"]["method"], *m, "{id}");
+                    // quick: 128 MiB arrays, or one block past glibc's threshold
+                    let array = r["details"]["array_bytes"].as_u64().unwrap();
+                    let block = r["details"]["block_bytes"].as_u64().unwrap();
                     assert!(
-                        r["details"]["array_bytes"].as_u64().unwrap() >= 256 << 20,
-                        "{id}: arrays of at least 256 MiB"
+                        array >= 128 << 20 && array % block == 0,
+                        "{id}: arrays of whole blocks and at least 128 MiB at quick"
                     );
                 }
                 None => {

@@ -18,6 +18,15 @@ use serde_json::Value;
 /// The growth-curve methods and points, as ids use them.
 const GROWTH_METHODS: [&str; 3] = ["fork_exec", "vfork_exec", "posix_spawn"];
 const GROWTH_POINTS: [&str; 5] = ["0B", "16MiB", "64MiB", "256MiB", "1GiB"];
+/// The ways a big program starts a helper, on the same curve; quick
+/// measures only the ends.
+const HELPER_METHODS: [&str; 4] = ["clone_vfork_exec", "popen", "system", "command"];
+const QUICK_HELPER_POINTS: [&str; 2] = ["0B", "256MiB"];
+/// The spawns measured against open descriptors, and the points.
+const FD_METHODS: [&str; 3] = ["posix_spawn", "fork_exec", "command"];
+const FD_POINTS: [&str; 3] = ["10", "1000", "100000"];
+/// The descriptor points a quick run holds.
+const QUICK_FD_POINTS: [&str; 2] = ["10", "1000"];
 
 /// Serialises the tests: each checks that nothing it started is left, so
 /// none may run opcost while another looks.
@@ -156,15 +165,55 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
         assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
     }
 
-    // The growth curve: every point measured, or skipped with a reason.
+    // The growth curve: every quick point measured, or skipped with a
+    // reason; the 1 GiB point waits for the default profile.
     for m in GROWTH_METHODS {
         for p in GROWTH_POINTS {
             let id = format!("process.{m}/rss={p}");
             let measured = median(&doc, &id).is_some();
             let skipped = skip_reason(&doc, &id).is_some_and(|r| !r.is_empty());
-            assert!(measured || skipped, "{id} neither measured nor skipped");
+            if p == "1GiB" {
+                assert!(!measured && !skipped, "{id} ran at quick");
+            } else {
+                assert!(measured || skipped, "{id} neither measured nor skipped");
+            }
         }
     }
+    for m in HELPER_METHODS {
+        for p in GROWTH_POINTS {
+            let id = format!("process.{m}/rss={p}");
+            let measured = median(&doc, &id).is_some();
+            let skipped = skip_reason(&doc, &id).is_some_and(|r| !r.is_empty());
+            if QUICK_HELPER_POINTS.contains(&p) {
+                assert!(measured || skipped, "{id} neither measured nor skipped");
+            } else {
+                assert!(!measured && !skipped, "{id} ran at quick");
+            }
+        }
+    }
+
+    // Spawns against open descriptors: measured, or skipped naming the limit.
+    for m in FD_METHODS {
+        for p in FD_POINTS {
+            let id = format!("process.fds.{m}/fds={p}");
+            if !QUICK_FD_POINTS.contains(&p) {
+                assert!(median(&doc, &id).is_none(), "{id} ran at quick");
+                continue;
+            }
+            if let Some(reason) = skip_reason(&doc, &id) {
+                assert!(reason.contains("RLIMIT_NOFILE"), "{id}: {reason}");
+                continue;
+            }
+            let r = results
+                .iter()
+                .find(|r| r["id"] == id.as_str())
+                .unwrap_or_else(|| panic!("{id} neither measured nor skipped"));
+            assert_eq!(r["params"]["fds"], p.parse::<u64>().unwrap(), "{id}");
+            let open = r["details"]["fds_open"].as_u64().unwrap();
+            assert!(open >= p.parse::<u64>().unwrap(), "{id}: {open} open");
+        }
+    }
+
     let r = results
         .iter()
         .find(|r| r["id"] == "process.fork_exec/rss=16MiB");
@@ -194,11 +243,11 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
     assert!(median(&doc, "process.thread").is_some(), "no thread row");
     if let (Some(small), Some(big)) = (
         median(&doc, "process.fork_exec/rss=0B"),
-        median(&doc, "process.fork_exec/rss=1GiB"),
+        median(&doc, "process.fork_exec/rss=256MiB"),
     ) {
         assert!(
             big > small,
-            "fork with 1 GiB touched {big} <= untouched {small}"
+            "fork with 256 MiB touched {big} <= untouched {small}"
         );
     }
     if let (Some(base), Some(huge)) = (
@@ -223,7 +272,34 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
         assert!(f["value"].as_f64().unwrap().is_finite(), "{f}");
         assert!(!f["unit"].as_str().unwrap().is_empty(), "{f}");
     }
-    if median(&doc, "process.fork_exec/rss=1GiB").is_some() {
+    let has = |needle: &str| {
+        findings
+            .iter()
+            .any(|f| f["text"].as_str().unwrap().contains(needle))
+    };
+    if median(&doc, "process.popen/rss=0B").is_some()
+        && median(&doc, "process.clone_vfork_exec/rss=0B").is_some()
+    {
+        assert!(has("the shell adds"), "no shell finding");
+    }
+    if median(&doc, "process.popen/rss=256MiB").is_some()
+        && median(&doc, "process.clone_vfork_exec/rss=256MiB").is_some()
+    {
+        assert!(
+            has("popen from a parent with 256MiB"),
+            "no popen per GiB finding"
+        );
+    }
+    if median(&doc, "process.fds.posix_spawn/fds=1000").is_some() {
+        assert!(
+            findings
+                .iter()
+                .any(|f| f["unit"] == "ns/1000fd"
+                    && f["text"].as_str().unwrap().contains("posix_spawn")),
+            "no descriptor finding"
+        );
+    }
+    if median(&doc, "process.fork_exec/rss=256MiB").is_some() {
         assert!(
             findings
                 .iter()
@@ -315,6 +391,18 @@ fn list_shows_every_growth_point() {
     for m in GROWTH_METHODS {
         for p in GROWTH_POINTS {
             let id = format!("process.{m}/rss={p}");
+            assert!(text.contains(&id), "{id} not listed");
+        }
+    }
+    for m in HELPER_METHODS {
+        for p in GROWTH_POINTS {
+            let id = format!("process.{m}/rss={p}");
+            assert!(text.contains(&id), "{id} not listed");
+        }
+    }
+    for m in FD_METHODS {
+        for p in FD_POINTS {
+            let id = format!("process.fds.{m}/fds={p}");
             assert!(text.contains(&id), "{id} not listed");
         }
     }

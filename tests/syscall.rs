@@ -157,6 +157,19 @@ fn findings_state_each_ratio_with_a_finite_value() {
             "no finding starting with {start:?} in {texts:#?}"
         );
     }
+    // The PID cache is checked, not assumed: the libc result records the
+    // check and the finding states its verdict.
+    let libc = result("syscall.getpid.libc");
+    assert!(
+        libc["details"]["pid_cache"].is_boolean(),
+        "no PID cache check recorded: {}",
+        libc["details"]
+    );
+    let pid = texts
+        .iter()
+        .find(|t| t.starts_with("libc getpid = "))
+        .expect("libc getpid finding");
+    assert!(pid.contains("PID cache"), "{pid}");
     let stdio = texts
         .iter()
         .find(|t| t.starts_with("stdio batching (fread"))

@@ -83,6 +83,10 @@ pub struct Stability {
     pub slow_rounds: usize,
     /// Slow rounds measured again in a fast phase and replaced.
     pub remeasured: usize,
+    /// Slow rounds left out of the estimate because enough fast rounds of
+    /// the same benchmark remained.
+    #[serde(default)]
+    pub set_aside: usize,
     /// Time stolen by the hypervisor during the run, as a share of the CPUs' time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_share: Option<f64>,
@@ -98,6 +102,7 @@ impl Stability {
         rounds: usize,
         slow_rounds: usize,
         remeasured: usize,
+        set_aside: usize,
         steal_share: Option<f64>,
         nivcsw: Option<u64>,
     ) -> Option<Stability> {
@@ -105,7 +110,7 @@ impl Stability {
         let p10 = quantile(checks, 0.10)?;
         let p90 = quantile(checks, 0.90)?;
         let spread = if p10 > 0.0 { p90 / p10 - 1.0 } else { 0.0 };
-        let still_slow = slow_rounds.saturating_sub(remeasured);
+        let still_slow = slow_rounds.saturating_sub(remeasured + set_aside);
         let stable = spread <= UNSTABLE_SPREAD
             && (rounds == 0 || still_slow as f64 / rounds as f64 <= 0.10)
             && steal_share.is_none_or(|s| s <= 0.05);
@@ -117,6 +122,7 @@ impl Stability {
             rounds,
             slow_rounds,
             remeasured,
+            set_aside,
             steal_share,
             nivcsw,
         })
@@ -125,13 +131,14 @@ impl Stability {
     /// The one line shown at the top of a run's output.
     pub fn line(&self) -> String {
         let mut s = format!(
-            "machine {}: canary spread {:.1}% over {} checks; {} of {} rounds ran in a slow phase, {} measured again",
+            "machine {}: canary spread {:.1}% over {} checks; {} of {} rounds ran in a slow phase, {} measured again, {} set aside",
             if self.stable { "stable" } else { "UNSTABLE" },
             self.spread * 100.0,
             self.checks,
             self.slow_rounds,
             self.rounds,
             self.remeasured,
+            self.set_aside,
         );
         if let Some(st) = self.steal_share {
             s.push_str(&format!("; steal {:.1}%", st * 100.0));
@@ -280,12 +287,12 @@ mod tests {
     #[test]
     fn stability_calls_a_steady_canary_stable_and_a_phased_one_not() {
         let steady: Vec<f64> = (0..100).map(|i| 1000.0 + (i % 5) as f64).collect();
-        let s = Stability::of(&steady, 300, 3, 3, Some(0.0), None).unwrap();
+        let s = Stability::of(&steady, 300, 3, 3, 0, Some(0.0), None).unwrap();
         assert!(s.stable, "{s:?}");
         assert!(s.line().starts_with("machine stable"));
         let mut phased = steady.clone();
         phased.extend((0..40).map(|_| 1250.0));
-        let u = Stability::of(&phased, 300, 90, 10, None, None).unwrap();
+        let u = Stability::of(&phased, 300, 90, 10, 0, None, None).unwrap();
         assert!(!u.stable);
         assert!(u.spread > 0.2, "{}", u.spread);
         assert!(u.line().contains("UNSTABLE"));

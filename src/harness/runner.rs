@@ -230,7 +230,7 @@ pub fn run(
 
     // Judge every round by the canaries on either side of it, against the
     // run's fast phase, then measure slow rounds again while the budget lasts.
-    let (slow, remeasured) = judge_and_remeasure(
+    let (slow, remeasured, set_aside) = judge_and_remeasure(
         &mut tracks,
         &groups,
         &units,
@@ -253,6 +253,7 @@ pub fn run(
         tracks.iter().map(|t| t.rounds.len()).sum(),
         slow,
         remeasured,
+        set_aside,
         interference.steal_share,
         interference.nivcsw,
     );
@@ -308,8 +309,9 @@ struct RoundCtx<'a> {
 
 /// Marks the rounds whose neighbouring canaries show a slow phase, then
 /// measures such (group, pass) units again while the re-measuring budget
-/// lasts, replacing a slow round only by one whose canary is fast. Returns
-/// (slow rounds, rounds replaced).
+/// lasts, replacing a slow round only by one whose canary is fast, and sets
+/// aside the slow rounds of benchmarks with enough fast ones. Returns (slow
+/// rounds, rounds replaced, rounds set aside).
 fn judge_and_remeasure(
     tracks: &mut [Track],
     groups: &[Vec<usize>],
@@ -318,9 +320,9 @@ fn judge_and_remeasure(
     planned: Duration,
     rc: &mut RoundCtx<'_>,
     started: Instant,
-) -> (usize, usize) {
+) -> (usize, usize, usize) {
     let Some(base) = canary::baseline(checks) else {
-        return (0, 0);
+        return (0, 0, 0);
     };
     // The canary of a unit is the slower of the check before it and the one after.
     let mut slow_units = Vec::new();
@@ -380,7 +382,33 @@ fn judge_and_remeasure(
             replaced += usize::from(fast);
         }
     }
-    (slow_rounds, replaced)
+    let set_aside = tracks
+        .iter_mut()
+        .map(|t| set_aside_slow_rounds(&mut t.rounds))
+        .sum();
+    (slow_rounds, replaced, set_aside)
+}
+
+/// Fast rounds a benchmark needs before its slow rounds leave the estimate.
+pub const MIN_FAST_ROUNDS: usize = 3;
+
+/// Leaves a benchmark's remaining slow rounds out of its estimate when at
+/// least [`MIN_FAST_ROUNDS`] fast ones are in it: the result then describes
+/// the machine's fast phase, as the canary's baseline does, in every run
+/// that saw enough of it, so two runs agree whatever share of each fell in
+/// a slow phase. The rounds stay on record (`used: false`). Returns how
+/// many were set aside.
+fn set_aside_slow_rounds(rounds: &mut [Round]) -> usize {
+    let fast = rounds.iter().filter(|r| r.used && !r.slow).count();
+    if fast < MIN_FAST_ROUNDS {
+        return 0;
+    }
+    let mut n = 0;
+    for r in rounds.iter_mut().filter(|r| r.used && r.slow) {
+        r.used = false;
+        n += 1;
+    }
+    n
 }
 
 /// Splits benches into groups of indices: those sharing an interleave key
@@ -643,7 +671,15 @@ fn summarise(
     mut warns: Vec<Warning>,
 ) -> Option<Measurement> {
     let unit = t.bench.unit();
-    let samples_ns: Vec<f64> = t.samples_ns.iter().flatten().copied().collect();
+    // The samples of the rounds in the estimate (a round set aside keeps
+    // its samples on record, for the count, but not in the median).
+    let samples_ns: Vec<f64> = t
+        .samples_ns
+        .iter()
+        .zip(&t.rounds)
+        .filter(|(_, r)| r.used)
+        .flat_map(|(s, _)| s.iter().copied())
+        .collect();
     let values: Vec<f64> = samples_ns
         .iter()
         .map(|&ns| unit.from_ns_per_op(ns))
@@ -1034,5 +1070,39 @@ mod tests {
         assert!(op_stats(&[]).is_none());
         let s = op_stats(&[1.0, 2.0, 3.0]).unwrap();
         assert_eq!((s.count, s.p50, s.max), (3, 2.0, 3.0));
+    }
+
+    fn round(slow: bool) -> Round {
+        Round {
+            median: 1.0,
+            n: 5,
+            ops: 1,
+            at_s: 0.0,
+            canary: Some(if slow { 1.3 } else { 1.0 }),
+            slow,
+            used: true,
+            steal_ms: None,
+            nivcsw: None,
+            migrations: None,
+            load: None,
+        }
+    }
+
+    #[test]
+    fn slow_rounds_are_set_aside_only_beside_enough_fast_ones() {
+        // 3 fast + 2 slow: the slow ones leave the estimate, on record
+        let mut r: Vec<Round> = [false, true, false, true, false].map(round).to_vec();
+        assert_eq!(set_aside_slow_rounds(&mut r), 2);
+        assert_eq!(r.len(), 5);
+        assert!(r.iter().all(|r| r.used != r.slow));
+        // 2 fast + 1 slow (quick): too few fast rounds, all stay
+        let mut r: Vec<Round> = [false, true, false].map(round).to_vec();
+        assert_eq!(set_aside_slow_rounds(&mut r), 0);
+        assert!(r.iter().all(|r| r.used));
+        // a round already replaced counts for nothing
+        let mut r: Vec<Round> = [false, false, false].map(round).to_vec();
+        r[0].used = false;
+        r.push(round(true));
+        assert_eq!(set_aside_slow_rounds(&mut r), 0);
     }
 }

@@ -70,10 +70,16 @@ impl Child {
     }
 
     /// Waits for the child to end and checks that it exited with status 0.
-    pub fn wait(mut self) -> anyhow::Result<()> {
+    pub fn wait(self) -> anyhow::Result<()> {
+        check_status(self.wait_status()?)
+    }
+
+    /// Waits for the child to end and returns its raw wait status, for a
+    /// child whose exit code is its answer.
+    pub fn wait_status(mut self) -> anyhow::Result<libc::c_int> {
         let status = waitpid(self.pid)?;
         self.reaped = true;
-        check_status(status)
+        Ok(status)
     }
 }
 

@@ -70,12 +70,22 @@ pub fn render(doc: &RunDoc) -> String {
         "\n{} results in {:.1} s; median ± half-width of its 95% CI{}; {NOISY_MARK} = noisy (CI wider than ±5%): {noisy}",
         doc.results.len(),
         doc.run.duration_s,
-        match doc.results.iter().map(|m| m.rounds.len()).max() {
-            Some(r) if r > 1 => format!(" (from the spread of its {r} rounds)"),
-            _ => String::new(),
-        }
+        rounds_note(doc)
     );
     out
+}
+
+/// How many rounds the intervals come from: "3 rounds", or "3-4 rounds"
+/// when slow rounds were measured again (empty for single-round runs).
+fn rounds_note(doc: &RunDoc) -> String {
+    let used = |m: &crate::harness::Measurement| m.rounds.iter().filter(|r| r.used).count();
+    let lo = doc.results.iter().map(used).min().unwrap_or(0);
+    let hi = doc.results.iter().map(used).max().unwrap_or(0);
+    match (lo, hi) {
+        (_, 0 | 1) => String::new(),
+        (lo, hi) if lo == hi => format!(" (from the spread of its {hi} rounds)"),
+        (lo, hi) => format!(" (from the spread of its {lo}-{hi} rounds)"),
+    }
 }
 
 /// The price list and the score, shown before the areas (empty when the

@@ -161,6 +161,7 @@ impl Bench for FnBench {
 pub struct Looped<F: FnMut()> {
     f: F,
     warnings: Vec<String>,
+    details: Option<serde_json::Value>,
 }
 
 impl<F: FnMut()> Looped<F> {
@@ -169,7 +170,14 @@ impl<F: FnMut()> Looped<F> {
         Looped {
             f,
             warnings: Vec::new(),
+            details: None,
         }
+    }
+
+    /// Attaches facts to the result (what a check at set-up found).
+    pub fn with_details(mut self, d: serde_json::Value) -> Self {
+        self.details = Some(d);
+        self
     }
 
     /// Attaches a caveat to the result.
@@ -193,6 +201,9 @@ impl<F: FnMut()> Timed for Looped<F> {
     }
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+    fn details(&self) -> Option<serde_json::Value> {
+        self.details.clone()
     }
 }
 

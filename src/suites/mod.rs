@@ -16,6 +16,8 @@ pub mod process;
 pub mod storage;
 pub mod syscall;
 pub mod text;
+pub mod timer;
+pub mod undisturbed;
 
 pub use bench::{Budget, FnBench, Looped, PrepareFn, get, median_of, ratio_finding};
 
@@ -43,6 +45,7 @@ pub fn suites() -> Vec<Suite> {
         cpu::suite(),
         crypto::suite(),
         process::suite(),
+        timer::suite(),
         storage::suite(),
         net::suite(),
         codec::suite(),

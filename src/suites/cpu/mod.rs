@@ -16,10 +16,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{FnBench, Suite, get};
+use super::undisturbed::Undisturbed;
+use super::{FnBench, Suite, get, ratio_finding};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::Host;
+use crate::units::fmt_ratio;
 use chains::{BRANCH_DATA, Op, Ty};
 use counters::Counters;
 
@@ -173,7 +175,8 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 if let Err(why) = counters::availability() {
                     warnings.push(Warning::NoCounters { why }.to_string());
                 }
-                Ok(Box::new(Chain::new(chains::add_chain, warnings)) as Box<dyn Timed>)
+                let chain = Chain::new(chains::add_chain, warnings);
+                Ok(Box::new(Undisturbed::new(chain)) as Box<dyn Timed>)
             },
         )
         .boxed(),
@@ -220,11 +223,11 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     if !chains::BRANCH_IS_ASM {
                         warnings.push(Warning::BranchMayBeCmov.to_string());
                     }
-                    Ok(Box::new(Branches {
+                    Ok(Box::new(Undisturbed::new(Branches {
                         data,
                         at: 0,
                         warnings,
-                    }) as Box<dyn Timed>)
+                    })) as Box<dyn Timed>)
                 },
             )
             .param("mispredicted", if random { 0.5 } else { 0.0 })
@@ -274,7 +277,8 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
             if !chains::OPAQUE_IS_FREE {
                 warnings.push(Warning::ChainThroughMemory.to_string());
             }
-            Ok(Box::new(Chain::new(chains::kernel(op, ty, latency), warnings)) as Box<dyn Timed>)
+            let chain = Chain::new(chains::kernel(op, ty, latency), warnings);
+            Ok(Box::new(Undisturbed::new(chain)) as Box<dyn Timed>)
         },
     )
     .param("op", op.name())
@@ -385,6 +389,7 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             unit: "cycles".into(),
         });
     }
+    out.extend(float_vs_int(ms));
     if let (Some(p), Some(u)) = (get(ms, BRANCH_PREDICTABLE), get(ms, BRANCH_UNPREDICTABLE)) {
         // Half of the random branches mispredict: the difference per branch is half a penalty.
         let (u_ns, p_ns) = (fast_ns_per_op(u), fast_ns_per_op(p));
@@ -411,6 +416,52 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out
 }
 
+/// Ratios closer to 1 than this are called the same speed.
+const SAME_SPEED: f64 = 0.05;
+
+/// The seeds' "float is N× slower on this board": per operation both types
+/// have (add, mul, div), the time of an f64 operation over an i64 one, in a
+/// dependent chain (latency) and independent (throughput), fast ends as above.
+fn float_vs_int(ms: &[Measurement]) -> Vec<Finding> {
+    let ns = |op: Op, ty: Ty, latency: bool| {
+        get(ms, &chain_id(op, ty, latency))
+            .map(fast_ns_per_op)
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let mut out = Vec::new();
+    for op in [Op::Add, Op::Mul, Op::Div] {
+        let (Some(f), Some(i)) = (ns(op, Ty::F64, true), ns(op, Ty::I64, true)) else {
+            continue;
+        };
+        let r = f / i;
+        let verdict = if (r - 1.0).abs() < SAME_SPEED {
+            format!("float and int cost the same ({})", fmt_ratio(r))
+        } else if r > 1.0 {
+            format!("float is {} slower than int", fmt_ratio(r))
+        } else {
+            format!("float is {} faster than int", fmt_ratio(1.0 / r))
+        };
+        let thr = match (ns(op, Ty::F64, false), ns(op, Ty::I64, false)) {
+            (Some(ft), Some(it)) => format!(
+                "; independent operations: f64 {} the time of i64",
+                fmt_ratio(ft / it)
+            ),
+            _ => String::new(),
+        };
+        out.push(ratio_finding(
+            "cpu",
+            format!(
+                "{name}: {verdict} here (f64 {name} {:.2} ns vs i64 {name} {:.2} ns in a dependent chain){thr}",
+                f,
+                i,
+                name = op.name()
+            ),
+            r,
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,6 +479,37 @@ mod tests {
             details: Some(json!({"counters": "unavailable: test"})),
             ..Measurement::point(id, unit, median)
         }
+    }
+
+    #[test]
+    fn float_vs_int_gives_a_verdict_per_operation() {
+        let ms = vec![
+            m("cpu.mul.f64.latency", "ns/op", 2.0),
+            m("cpu.mul.i64.latency", "ns/op", 1.0),
+            m("cpu.mul.f64.throughput", "ops/s", 1e9),
+            m("cpu.mul.i64.throughput", "ops/s", 2e9),
+            m("cpu.div.f64.latency", "ns/op", 4.0),
+            m("cpu.div.i64.latency", "ns/op", 10.0),
+            m("cpu.add.f64.latency", "ns/op", 1.0),
+        ];
+        let f = float_vs_int(&ms);
+        assert_eq!(f.len(), 2, "add lacks i64: no verdict");
+        let mul = f.iter().find(|f| f.text.starts_with("mul")).unwrap();
+        assert_eq!((mul.value, mul.unit.as_str()), (2.0, "x"));
+        assert!(mul.text.contains("float is 2.00× slower"), "{}", mul.text);
+        assert!(mul.text.contains("independent operations"), "{}", mul.text);
+        let div = f.iter().find(|f| f.text.starts_with("div")).unwrap();
+        assert!(div.text.contains("float is 2.50× faster"), "{}", div.text);
+        let same = float_vs_int(&[
+            m("cpu.add.f64.latency", "ns/op", 1.01),
+            m("cpu.add.i64.latency", "ns/op", 1.0),
+        ]);
+        assert!(
+            same[0].text.contains("cost the same (1.01×)"),
+            "{}",
+            same[0].text
+        );
+        assert!(findings(&ms).iter().any(|x| x == mul));
     }
 
     #[test]

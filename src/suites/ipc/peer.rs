@@ -253,10 +253,16 @@ impl Peer {
     /// Turns an error of the parent's end into a message that says whether
     /// the peer died, and why.
     pub fn explain(&self, what: &str, e: Errno, ctl: Option<&Ctl>) -> anyhow::Error {
-        // Give a dying peer a moment to become reapable before asking.
-        for _ in 0..20 {
+        // Give a dying peer a moment to become reapable before asking: up to
+        // a second, as on a loaded machine it may not have run yet (this is
+        // the error path, so the wait costs nothing otherwise).
+        let until = Instant::now() + Duration::from_secs(1);
+        loop {
             if let Some(reason) = self.exit_reason(ctl) {
                 return anyhow::anyhow!("{what}: {e} ({reason})");
+            }
+            if Instant::now() >= until {
+                break;
             }
             std::thread::sleep(Duration::from_millis(1));
         }

@@ -17,7 +17,8 @@
 //! Features are detected at run time: a method the CPU lacks is a skip with
 //! the reason, never an illegal instruction; on other architectures only
 //! the libc methods run. One operation is one block; the arrays are many
-//! blocks long and at least 256 MiB (4x the last-level cache if larger), so
+//! blocks long and at least 256 MiB (4x the last-level cache if larger, up
+//! to the profile's cap; 128 MiB at quick), or one block larger than that, so
 //! every block comes from memory.
 
 use std::hint::black_box;
@@ -38,6 +39,9 @@ use crate::suites::FnBench;
 pub const BLOCK: usize = 32 << 20;
 /// Smallest array of a method: as large as `perf bench mem memcpy -s 256MB`.
 pub const MIN_ARRAY: usize = 256 << 20;
+/// Array of a method at the quick profile: 4x a 32 MiB LLC, half the
+/// default, since mapping and filling the arrays is most of a quick round.
+pub const QUICK_ARRAY: usize = 128 << 20;
 /// The block size glibc is called with above its threshold when the
 /// threshold is not known.
 const UNKNOWN_ABOVE: usize = 256 << 20;
@@ -269,17 +273,25 @@ pub fn tunables() -> &'static Tunables {
     })
 }
 
-/// Bytes per array: at least [`MIN_ARRAY`] and 4x the LLC, capped by the
-/// profile (never below one block) and a whole number of blocks.
+/// Bytes per array: at least [`MIN_ARRAY`] ([`QUICK_ARRAY`] at quick) and
+/// 4x the LLC, capped by the profile, and a whole number of blocks; a block
+/// as large as that is itself past every cache, so one block is enough.
 pub fn method_array(llc: Option<u64>, profile: Profile, block: usize) -> usize {
-    let want = (llc.unwrap_or(0) * LLC_FACTOR).max(MIN_ARRAY as u64);
+    let floor = match profile {
+        Profile::Quick => QUICK_ARRAY,
+        _ => MIN_ARRAY,
+    } as u64;
+    let want = (llc.unwrap_or(0) * LLC_FACTOR).max(floor);
     let cap = match profile {
-        Profile::Quick => MIN_ARRAY as u64,
+        Profile::Quick => floor,
         Profile::Default => super::DEFAULT_MAX,
         Profile::Thorough => super::THOROUGH_MAX,
     };
-    let bytes = want.min(cap).max(block as u64) as usize;
-    bytes.div_ceil(block) * block
+    let bytes = want.min(cap);
+    if block as u64 >= bytes {
+        return block;
+    }
+    (bytes as usize).div_ceil(block) * block
 }
 
 /// The benchmarks of every (operation, method) pair.
@@ -345,8 +357,11 @@ impl MethodBw {
         super::region::check_memory((array * op.arrays()) as u64)?;
         let mut arrays = Vec::new();
         for i in 0..op.arrays() {
-            let mut r = Region::untouched(array, Pages::Default)?;
-            r.as_mut_slice::<u8>().fill(if i == 0 { 1 } else { 0 });
+            let mut r = Region::new(array, Pages::Default)?;
+            if i == 0 {
+                // The source is not all zero, so a copy can be checked.
+                r.as_mut_slice::<u8>().fill(1);
+            }
             arrays.push(r);
         }
         let t = tunables();
@@ -799,9 +814,16 @@ mod tests {
     }
 
     #[test]
-    fn arrays_are_whole_blocks_of_at_least_256_mib() {
-        let a = method_array(Some(32 << 20), Profile::Quick, BLOCK);
+    fn arrays_are_whole_blocks_of_at_least_256_mib_128_at_quick() {
+        let a = method_array(Some(32 << 20), Profile::Default, BLOCK);
         assert_eq!(a, MIN_ARRAY);
+        let a = method_array(Some(32 << 20), Profile::Quick, BLOCK);
+        assert_eq!(a, QUICK_ARRAY);
+        // glibc's block above a 192 MiB threshold: one block is the array
+        assert_eq!(
+            method_array(Some(32 << 20), Profile::Quick, 224 << 20),
+            224 << 20
+        );
         let a = method_array(Some(480 << 20), Profile::Default, 224 << 20);
         assert_eq!(a % (224 << 20), 0);
         assert!(a as u64 >= super::super::DEFAULT_MAX);

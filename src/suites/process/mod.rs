@@ -11,6 +11,7 @@
 //! before forking; N stops short of what the machine has free.
 
 mod fault;
+mod fds;
 mod sched;
 pub mod small_parent;
 mod spawn;
@@ -19,7 +20,7 @@ mod target;
 
 use super::{FnBench, Suite, get, median_of, ratio_finding};
 use crate::harness::warnings::Warning;
-use crate::harness::{Bench, Finding, Measurement, PrepareError, Unit};
+use crate::harness::{Bench, Finding, Measurement, PrepareError, Profile, Unit};
 use crate::host::Host;
 use crate::units::{fmt_ratio, human_ns, size_label};
 use fault::{Faults, Kind};
@@ -42,12 +43,118 @@ const VFORK_EXEC: &str = "vfork_exec";
 /// The growth-curve name of posix_spawn.
 const POSIX_SPAWN: &str = "posix_spawn";
 
-/// The methods measured along the growth curve, with their display names.
-const GROWTH: [(Method, &str, &str); 3] = [
-    (Method::ForkExec, FORK_EXEC, "fork+exec"),
-    (Method::VforkExec, VFORK_EXEC, "vfork+exec"),
-    (Method::PosixSpawn, POSIX_SPAWN, "posix_spawn"),
+/// The growth-curve name of clone(CLONE_VM|CLONE_VFORK)+exec with a stdout pipe.
+const CLONE_VFORK_EXEC: &str = "clone_vfork_exec";
+/// The growth-curve name of popen.
+const POPEN: &str = "popen";
+/// The growth-curve name of system().
+const SYSTEM: &str = "system";
+/// The growth-curve name of Rust's `std::process::Command`.
+const COMMAND: &str = "command";
+
+/// A method on the growth curve: how it starts, its name in ids, its name
+/// in findings, and what one operation does (the summary's start).
+struct Growth {
+    method: Method,
+    name: &'static str,
+    what: &'static str,
+    summary: &'static str,
+}
+
+/// The methods measured along the growth curve. The first three are the
+/// original curve; the others are the ways a big program (a web server, a
+/// JVM) starts a helper, which the curve answers for a big parent.
+const GROWTH: [Growth; 7] = [
+    Growth {
+        method: Method::ForkExec,
+        name: FORK_EXEC,
+        what: "fork+exec",
+        summary: "fork+exec of a static program that only exits, waitpid",
+    },
+    Growth {
+        method: Method::VforkExec,
+        name: VFORK_EXEC,
+        what: "vfork+exec",
+        summary: "vfork+exec of a static program that only exits, waitpid",
+    },
+    Growth {
+        method: Method::PosixSpawn,
+        name: POSIX_SPAWN,
+        what: "posix_spawn",
+        summary: "posix_spawn of a static program that only exits, waitpid",
+    },
+    Growth {
+        method: Method::CloneVforkExec,
+        name: CLONE_VFORK_EXEC,
+        what: "clone(CLONE_VM|CLONE_VFORK)+exec",
+        summary: "clone(CLONE_VM|CLONE_VFORK) on its own stack, stdout a pipe to the parent (popen's job without a shell), exec of the static program, waitpid",
+    },
+    Growth {
+        method: Method::Popen,
+        name: POPEN,
+        what: "popen",
+        summary: "popen(\"r\") of the static program through /bin/sh, pclose",
+    },
+    Growth {
+        method: Method::System,
+        name: SYSTEM,
+        what: "system()",
+        summary: "system() of the static program through /bin/sh",
+    },
+    Growth {
+        method: Method::Command,
+        name: COMMAND,
+        what: "std::process::Command",
+        summary: "Rust std::process::Command::status() of the static program",
+    },
 ];
+
+/// Growth-curve points the methods after the first three measure at the
+/// quick profile: the ends of the quick curve, enough for a slope (each
+/// point of a shell-started child costs about a millisecond per sample).
+const QUICK_POINTS: [u64; 2] = [0, QUICK_MAX_RSS];
+
+/// The spawns measured against open descriptors: method, name in ids, name in findings.
+const FD_SPAWNS: [(Method, &str, &str); 3] = [
+    (Method::PosixSpawn, POSIX_SPAWN, "posix_spawn"),
+    (Method::ForkExec, FORK_EXEC, "fork+exec"),
+    (Method::Command, COMMAND, "std::process::Command"),
+];
+
+/// The id of a spawn with `fds` descriptors open.
+fn fds_id(name: &str, fds: u64) -> String {
+    format!("{AREA}.fds.{name}/fds={fds}")
+}
+
+/// A spawn of the static program while opcost holds `fds` descriptors open.
+fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
+    FnBench::new(
+        fds_id(name, fds),
+        format!(
+            "{what} of the static program from opcost itself with {fds} close-on-exec descriptors open, waitpid"
+        ),
+        Unit::Latency,
+        move |ctx| {
+            let set = fds::FdSet::shared(fds)?;
+            let path = target::install_static(&ctx.tmp)?;
+            let s = Spawner::new(method, Some(&path), None, ctx)?;
+            Ok(Box::new(fds::WithFds::new(s, set)) as Box<dyn crate::harness::Timed>)
+        },
+    )
+    .param("fds", fds)
+    .interleave(format!("{AREA}.fds/fds={fds}"))
+    .budget_scale(0.5)
+    .min_profile(if fds > FDS_QUICK_MAX {
+        Profile::Default
+    } else {
+        Profile::Quick
+    })
+}
+
+/// The most descriptors a quick run holds: the 100 000 point costs
+/// milliseconds per spawn where the hard limit allows it, so it starts at
+/// the default profile.
+const FDS_QUICK_MAX: u64 = 1_000;
 
 /// A growth method's slope below this fraction of fork's counts as flat.
 const FLAT_FRACTION: f64 = 0.1;
@@ -133,10 +240,19 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
     })
     .interleave(interleave_key(method, touched));
     match rss {
+        Some(r) if r > QUICK_MAX_RSS => b
+            .param("rss", size_label(r))
+            .param("rss_bytes", r)
+            .min_profile(Profile::Default),
         Some(r) => b.param("rss", size_label(r)).param("rss_bytes", r),
         None => b,
     }
 }
+
+/// The largest parent of the growth curve at the quick profile: touching
+/// and forking a 1 GiB parent takes about a second per round, and the
+/// points up to 256 MiB already give the slope.
+const QUICK_MAX_RSS: u64 = 256 << 20;
 
 /// The id of the thread spawn.
 const THREAD: &str = "process.thread";
@@ -182,33 +298,11 @@ const FIRST_SPAWNS: [Row<(Method, Exe)>; 4] = [
 
 /// The other ways to start a program, measured with the rss=0 point of the
 /// growth curve (and interleaved with it).
-const OTHER_SPAWNS: [Row<(Method, Exe)>; 5] = [
-    (
-        "process.clone_vfork_exec",
-        "clone(CLONE_VM|CLONE_VFORK) on its own stack + exec of the static program, waitpid",
-        (Method::CloneVforkExec, Exe::Static),
-    ),
-    (
-        "process.popen",
-        "popen() of the static program through /bin/sh, pclose",
-        (Method::Popen, Exe::Static),
-    ),
-    (
-        "process.system",
-        "system() of the static program through /bin/sh",
-        (Method::System, Exe::Static),
-    ),
-    (
-        "process.command",
-        "Rust std::process::Command::status() of the static program",
-        (Method::Command, Exe::Static),
-    ),
-    (
-        POSIX_SPAWN_DYNAMIC,
-        "posix_spawn of /bin/true (dynamic loader and libc start-up included), waitpid",
-        (Method::PosixSpawn, Exe::True),
-    ),
-];
+const OTHER_SPAWNS: [Row<(Method, Exe)>; 1] = [(
+    POSIX_SPAWN_DYNAMIC,
+    "posix_spawn of /bin/true (dynamic loader and libc start-up included), waitpid",
+    (Method::PosixSpawn, Exe::True),
+)];
 
 /// The context-switch benchmarks.
 const SWITCHES: [Row<Peer>; 3] = [
@@ -261,22 +355,31 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
         } else {
             format!(", parent has touched {}", size_label(rss))
         };
-        for (method, name, what) in GROWTH {
-            v.push(
-                spawn_bench(
-                    growth_id(name, rss),
-                    &format!("{what} of a static program that only exits, waitpid{touched}"),
-                    method,
-                    Exe::Static,
-                    Some(rss),
-                )
-                .boxed(),
+        for (i, g) in GROWTH.iter().enumerate() {
+            let b = spawn_bench(
+                growth_id(g.name, rss),
+                &format!("{}{touched}", g.summary),
+                g.method,
+                Exe::Static,
+                Some(rss),
             );
+            // The original three run at every point at every profile.
+            let b = if i < 3 || QUICK_POINTS.contains(&rss) {
+                b
+            } else {
+                b.min_profile(Profile::Default)
+            };
+            v.push(b.boxed());
         }
         if rss == 0 {
             for (id, summary, (method, exe)) in OTHER_SPAWNS {
                 v.push(spawn_bench(id.to_string(), summary, method, exe, None).boxed());
             }
+        }
+    }
+    for n in fds::FD_POINTS {
+        for (method, name, what) in FD_SPAWNS {
+            v.push(fds_bench(method, name, what, n).boxed());
         }
     }
     for (id, summary, peer) in SWITCHES {
@@ -339,6 +442,7 @@ fn finding(text: String, value: f64, unit: &str) -> Finding {
 fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = Vec::new();
     growth_findings(ms, &mut out);
+    fds_findings(ms, &mut out);
     out.extend(small_parent::findings(ms));
 
     let spawn0 = median_of(ms, &growth_id(POSIX_SPAWN, 0));
@@ -441,7 +545,8 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
             "ns/GiB",
         ));
     }
-    for (_, name, what) in &GROWTH[1..] {
+    for g in &GROWTH[1..] {
+        let (name, what) = (g.name, g.what);
         let c = curve(ms, name);
         let Some(s) = slope(&c) else { continue };
         let flat = match fork_slope {
@@ -469,13 +574,7 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         };
         out.push(finding(text, s, "ns/GiB"));
     }
-    // fork vs posix_spawn at the largest point both have.
-    let top = RSS_POINTS.iter().rev().find_map(|&rss| {
-        let f = median_of(ms, &growth_id(FORK_EXEC, rss))?;
-        let p = median_of(ms, &growth_id(POSIX_SPAWN, rss))?;
-        (rss > 0 && p > 0.0).then_some((rss, f, p))
-    });
-    if let Some((rss, f, p)) = top {
+    if let Some((rss, f, p)) = top_pair(ms, FORK_EXEC, POSIX_SPAWN) {
         out.push(ratio_finding(
             AREA,
             format!(
@@ -486,6 +585,108 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
                 human_ns(p)
             ),
             f / p,
+        ));
+    }
+    popen_findings(ms, out);
+}
+
+/// A spawn whose cost at the most descriptors is at least this much above
+/// its cost at the fewest grows with them.
+const FDS_GROWS: f64 = 1.1;
+
+/// Per spawn method: does it grow with the descriptors the parent holds,
+/// and by how much per 1000 of them.
+fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    for (_, name, what) in FD_SPAWNS {
+        let pts: Vec<(f64, f64)> = fds::FD_POINTS
+            .iter()
+            .filter_map(|&n| median_of(ms, &fds_id(name, n)).map(|ns| (n as f64, ns)))
+            .collect();
+        let (Some(&(n0, lo)), Some(&(n1, hi))) = (pts.first(), pts.last()) else {
+            continue;
+        };
+        let Some(s) = slope(&pts) else { continue };
+        let per_k = s * 1000.0;
+        let verb = if lo > 0.0 && hi / lo >= FDS_GROWS {
+            "grows with"
+        } else {
+            "stays flat with"
+        };
+        out.push(finding(
+            format!(
+                "{what} {verb} the descriptors the parent holds open: {} with {n0:.0} open, {} with {n1:.0} ({} per 1000 descriptors)",
+                human_ns(lo),
+                human_ns(hi),
+                human_ns(per_k)
+            ),
+            per_k,
+            "ns/1000fd",
+        ));
+    }
+}
+
+/// The largest growth point (above 0) where both `a` and `b` were measured:
+/// (bytes touched, median of a, median of b).
+fn top_pair(ms: &[Measurement], a: &str, b: &str) -> Option<(u64, f64, f64)> {
+    RSS_POINTS.iter().rev().find_map(|&rss| {
+        let x = median_of(ms, &growth_id(a, rss))?;
+        let y = median_of(ms, &growth_id(b, rss))?;
+        (rss > 0 && y > 0.0).then_some((rss, x, y))
+    })
+}
+
+/// popen from a big parent against doing its job without the shell
+/// (clone+vfork+exec with a stdout pipe): cost per GiB of parent memory, the
+/// ratio at the largest point, and what the shell adds per child.
+fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let per_gib = |name| slope(&curve(ms, name));
+    if let (Some((rss, p, c)), Some(ps), Some(cs)) = (
+        top_pair(ms, POPEN, CLONE_VFORK_EXEC),
+        per_gib(POPEN),
+        per_gib(CLONE_VFORK_EXEC),
+    ) {
+        // Whether popen copies the parent's page tables here, judged
+        // against fork's slope when the run has it.
+        let like_fork = match per_gib(FORK_EXEC) {
+            Some(f) if f > 0.0 && ps.abs() < FLAT_FRACTION * f => format!(
+                " (fork+exec: {} per GiB), so popen here does not copy the parent's page tables",
+                human_ns(f)
+            ),
+            Some(f) if f > 0.0 => format!(
+                " (fork+exec: {} per GiB), so popen here pays for the parent's memory as fork does",
+                human_ns(f)
+            ),
+            _ => String::new(),
+        };
+        out.push(ratio_finding(
+            AREA,
+            format!(
+                "popen from a parent with {} touched costs {} the clone(CLONE_VM|CLONE_VFORK)+exec way with a pipe ({} vs {}); per GiB of parent memory popen adds {}, the clone way {}{like_fork}",
+                size_label(rss),
+                fmt_ratio(p / c),
+                human_ns(p),
+                human_ns(c),
+                human_ns(ps),
+                human_ns(cs)
+            ),
+            p / c,
+        ));
+    }
+    let clone0 = median_of(ms, &growth_id(CLONE_VFORK_EXEC, 0));
+    let popen0 = median_of(ms, &growth_id(POPEN, 0));
+    if let (Some(c), Some(p)) = (clone0, popen0) {
+        let system = median_of(ms, &growth_id(SYSTEM, 0))
+            .map(|s| format!("; system() {} ({} more)", human_ns(s), human_ns(s - c)))
+            .unwrap_or_default();
+        out.push(finding(
+            format!(
+                "the shell adds {} per child: popen {} vs {} for clone(CLONE_VM|CLONE_VFORK)+exec with the same stdout pipe{system}",
+                human_ns(p - c),
+                human_ns(p),
+                human_ns(c)
+            ),
+            p - c,
+            "ns/op",
         ));
     }
 }
@@ -532,9 +733,9 @@ mod tests {
             .iter()
             .map(|b| b.id().to_string())
             .collect();
-        for (_, name, _) in GROWTH {
+        for g in GROWTH {
             for rss in RSS_POINTS {
-                assert!(ids.contains(&growth_id(name, rss)), "{name} {rss}");
+                assert!(ids.contains(&growth_id(g.name, rss)), "{} {rss}", g.name);
             }
         }
         let b = benches(&Host::default());
@@ -572,6 +773,79 @@ mod tests {
         let ratio = f.iter().find(|f| f.text.starts_with("with 1GiB")).unwrap();
         assert_eq!(ratio.unit, "x");
         assert!(ratio.value > 100.0);
+    }
+
+    #[test]
+    fn popen_findings_compare_with_the_clone_way_and_price_the_shell() {
+        let mut ms = Vec::new();
+        for rss in RSS_POINTS {
+            let gib = rss as f64 / GIB;
+            ms.push(m(&growth_id(FORK_EXEC, rss), 500_000.0 + 80e6 * gib));
+            ms.push(m(&growth_id(CLONE_VFORK_EXEC, rss), 150_000.0));
+            ms.push(m(&growth_id(POPEN, rss), 900_000.0 + 1_000.0 * gib));
+            ms.push(m(&growth_id(SYSTEM, rss), 850_000.0));
+        }
+        let f = findings(&ms);
+        let p = f
+            .iter()
+            .find(|f| f.text.starts_with("popen from a parent with 1GiB"))
+            .unwrap();
+        assert_eq!(p.unit, "x");
+        assert!(
+            (p.value - 901_000.0 / 150_000.0).abs() < 1e-9,
+            "{}",
+            p.value
+        );
+        assert!(
+            p.text.contains("does not copy the parent's page tables"),
+            "{}",
+            p.text
+        );
+        let sh = f
+            .iter()
+            .find(|f| f.text.starts_with("the shell adds"))
+            .unwrap();
+        assert_eq!((sh.value, sh.unit.as_str()), (750_000.0, "ns/op"));
+        assert!(sh.text.contains("system()"), "{}", sh.text);
+        let flat = f.iter().find(|f| f.text.starts_with("popen stays flat"));
+        assert!(flat.is_some(), "{f:?}");
+    }
+
+    #[test]
+    fn helper_rows_run_at_the_curve_ends_at_quick_and_everywhere_after() {
+        let b = benches(&Host::default());
+        let runs = |id: &str, p: Profile| b.iter().find(|b| b.id() == id).unwrap().runs_at(p);
+        assert!(runs("process.popen/rss=0B", Profile::Quick));
+        assert!(runs("process.popen/rss=256MiB", Profile::Quick));
+        assert!(!runs("process.popen/rss=1GiB", Profile::Quick));
+        assert!(!runs("process.popen/rss=64MiB", Profile::Quick));
+        assert!(runs("process.popen/rss=64MiB", Profile::Default));
+        assert!(runs("process.fork_exec/rss=64MiB", Profile::Quick));
+        assert!(runs("process.fds.command/fds=1000", Profile::Quick));
+        assert!(!runs("process.fds.command/fds=100000", Profile::Quick));
+        assert!(runs("process.fds.command/fds=100000", Profile::Default));
+    }
+
+    #[test]
+    fn descriptor_findings_say_which_spawns_grow() {
+        let ms = vec![
+            m(&fds_id(POSIX_SPAWN, 10), 200_000.0),
+            m(&fds_id(POSIX_SPAWN, 1_000), 290_000.0),
+            m(&fds_id(FORK_EXEC, 10), 500_000.0),
+            m(&fds_id(FORK_EXEC, 1_000), 510_000.0),
+        ];
+        let f = findings(&ms);
+        let ps = f
+            .iter()
+            .find(|f| f.text.starts_with("posix_spawn grows"))
+            .unwrap();
+        assert_eq!(ps.unit, "ns/1000fd");
+        assert!((ps.value - 90_909.09).abs() < 1.0, "{}", ps.value);
+        assert!(f.iter().any(|f| f.text.starts_with("fork+exec stays flat")));
+        assert!(
+            !f.iter().any(|f| f.text.contains("Command")),
+            "not measured"
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! vfork is issued as a raw system call in inline assembly whose child side
 //! never leaves the assembly (it only calls execve or exit_group): a vfork
 //! child shares the parent's stack, and Rust code cannot be trusted to run
-//! in it. The clone row uses `libc::clone` with a stack of its own.
+//! in it. The clone row uses `libc::clone` with a stack of its own, and
+//! gives the child a stdout pipe as popen does, so it does popen's job
+//! without the shell.
 //!
 //! system() ignores SIGINT in the caller while its child runs (POSIX). A
 //! Ctrl-C typed in the terminal reaches the child too, and opcost delivers
@@ -46,7 +48,9 @@ pub enum Method {
     VforkExec,
     /// posix_spawn() of the target.
     PosixSpawn,
-    /// clone(CLONE_VM | CLONE_VFORK) on a stack of its own; the child execs the target.
+    /// clone(CLONE_VM | CLONE_VFORK) on a stack of its own; the child's
+    /// stdout is a pipe to the parent (popen's job without the shell) and
+    /// it execs the target.
     CloneVforkExec,
     /// popen() of the target through /bin/sh, then pclose().
     Popen,
@@ -536,23 +540,60 @@ fn posix_spawn_child(e: ExecPtrs) -> anyhow::Result<()> {
     Child::new(pid, slot).wait()
 }
 
-/// The child side of the clone row: exec, or exit 127.
+/// What the clone child needs: the program, and the write end of the pipe
+/// that becomes its stdout (as popen gives its child).
+#[repr(C)]
+struct CloneArg {
+    exec: ExecPtrs,
+    stdout: libc::c_int,
+}
+
+/// The child side of the clone row: stdout onto the pipe, exec, or exit 127.
 extern "C" fn clone_entry(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` points to the parent's ExecPtrs, alive while the parent
-    // is suspended (CLONE_VFORK); execve and _exit are async-signal-safe.
+    // SAFETY: `arg` points to the parent's CloneArg, alive while the parent
+    // is suspended (CLONE_VFORK); dup2, execve and _exit are
+    // async-signal-safe. The pipe's ends are close-on-exec, and dup2 clears
+    // the flag on the copy that becomes stdout.
     unsafe {
-        let e = &*(arg as *const ExecPtrs);
-        libc::execve(e.path, e.argv, e.envp);
+        let a = &*(arg as *const CloneArg);
+        if libc::dup2(a.stdout, libc::STDOUT_FILENO) < 0 {
+            libc::_exit(127);
+        }
+        libc::execve(a.exec.path, a.exec.argv, a.exec.envp);
         libc::_exit(127)
     }
 }
 
-/// clone(CLONE_VM | CLONE_VFORK | SIGCHLD) on `stack`; the child execs `e`.
+/// A pipe with both ends close-on-exec: (read end, write end).
+fn cloexec_pipe() -> anyhow::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: a valid out-array of two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_err("pipe2"));
+    }
+    // SAFETY: pipe2 returned two fresh descriptors we own.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// clone(CLONE_VM | CLONE_VFORK | SIGCHLD) on `stack`; the child's stdout
+/// is a pipe to us, as with popen, and it execs `e`; the pipe is closed and
+/// the child reaped, as pclose does.
 fn clone_vfork_child(e: ExecPtrs, stack: &mut [u8]) -> anyhow::Result<()> {
+    use std::os::fd::AsRawFd;
     let slot = Slot::take()?;
+    let (read, write) = cloexec_pipe()?;
     // The stack grows down: pass its 16-byte-aligned top.
     let top = (stack.as_mut_ptr() as usize + stack.len()) & !15;
-    let mut arg = e;
+    let mut arg = CloneArg {
+        exec: e,
+        stdout: write.as_raw_fd(),
+    };
     let blocked = SignalsBlocked::all();
     // SAFETY: the child runs `clone_entry` on its own stack and only execs
     // or exits; CLONE_VFORK suspends us until then, so `arg` stays valid.
@@ -561,13 +602,15 @@ fn clone_vfork_child(e: ExecPtrs, stack: &mut [u8]) -> anyhow::Result<()> {
             clone_entry,
             top as *mut libc::c_void,
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&mut arg as *mut ExecPtrs).cast(),
+            (&mut arg as *mut CloneArg).cast(),
         )
     };
     drop(blocked);
+    drop(write);
     if pid < 0 {
         return Err(os_err("clone"));
     }
+    drop(read);
     Child::new(pid, slot).wait()
 }
 

@@ -4,6 +4,14 @@
 //! chunk size. The file stays in the page cache, so the difference is the
 //! cost of the interface (a locked stdio call per byte vs a system call per
 //! block), not the device's: that is in `storage.seq.*`.
+//!
+//! The `.synced` and `.cold` rows reach the device, so they stand beside
+//! bonnie++'s own figures: one sample is a whole pass over the file, a
+//! write pass ends with fflush and fdatasync inside the timing (the data
+//! is on the device when the clock stops), and a read pass starts with the
+//! file dropped from the page cache (untimed), so every byte comes from the
+//! device through the kernel's readahead. The plain rows stay in the page
+//! cache, as their `reaches` parameter says.
 
 use std::ffi::CStr;
 use std::fs::File;
@@ -16,7 +24,7 @@ use anyhow::{Context, anyhow, bail};
 use serde_json::json;
 
 use super::common::{MIB, Sizes, Workspace, lay_out};
-use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
+use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::FnBench;
 
 /// bonnie++'s block size.
@@ -67,6 +75,25 @@ enum Way {
     BlockRead,
 }
 
+/// Where a row's bytes go: the page cache only, or the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// The file stays in the page cache; nothing is synced.
+    Cache,
+    /// Whole passes: writes end with fdatasync, reads start uncached.
+    Device,
+}
+
+impl Reach {
+    /// The `reaches` parameter of a row.
+    fn param(self) -> &'static str {
+        match self {
+            Reach::Cache => "page cache",
+            Reach::Device => "device",
+        }
+    }
+}
+
 enum Handle {
     Stdio(CFile),
     Block(File),
@@ -76,6 +103,7 @@ struct Bonnie {
     ws: Workspace,
     handle: Handle,
     way: Way,
+    reach: Reach,
     size: u64,
     pos: u64,
     buf: Vec<u8>,
@@ -88,12 +116,16 @@ impl Timed for Bonnie {
         } else {
             CHUNK
         };
-        if self.pos + ops * step > self.size {
+        if self.reach == Reach::Device || self.pos + ops * step > self.size {
             // Untimed: back to the start of the file.
             if let Handle::Stdio(f) = &mut self.handle {
                 f.rewind()?;
             }
             self.pos = 0;
+        }
+        if self.reach == Reach::Device && matches!(self.way, Way::GetcRead | Way::BlockRead) {
+            // Untimed: the pass must come from the device.
+            self.drop_cache()?;
         }
         let start = Instant::now();
         match (&mut self.handle, self.way) {
@@ -131,15 +163,22 @@ impl Timed for Bonnie {
                 }
             }
         }
+        if self.reach == Reach::Device && matches!(self.way, Way::PutcWrite | Way::BlockWrite) {
+            self.sync()?;
+        }
         let took = start.elapsed();
         self.pos += ops * step;
         Ok(took)
     }
     fn max_ops(&self) -> Option<u64> {
-        Some(match self.way {
-            Way::PutcWrite | Way::GetcRead => self.size,
-            Way::BlockWrite | Way::BlockRead => self.size / CHUNK,
-        })
+        Some(self.ops_per_pass())
+    }
+    fn min_ops(&self) -> u64 {
+        // A device row's sample is a whole pass (one sync, one cold file).
+        match self.reach {
+            Reach::Device => self.ops_per_pass(),
+            Reach::Cache => 1,
+        }
     }
     fn warnings(&self) -> Vec<String> {
         self.ws.warnings()
@@ -153,19 +192,78 @@ impl Timed for Bonnie {
                 Way::BlockWrite => "write(2) of 8 KiB",
                 Way::BlockRead => "read(2) of 8 KiB",
             },
-            "page_cache": "file in the page cache, not synced",
+            "page_cache": match (self.reach, self.way) {
+                (Reach::Cache, _) => "file in the page cache, not synced",
+                (Reach::Device, Way::PutcWrite | Way::BlockWrite) =>
+                    "whole pass over the file, fflush + fdatasync timed at its end",
+                (Reach::Device, _) =>
+                    "whole pass over the file, dropped from the page cache before each pass",
+            },
+            "reaches": self.reach.param(),
         })))
     }
 }
 
-fn prepare(ctx: &Ctx, way: Way) -> Result<Box<dyn Timed>, PrepareError> {
+impl Bonnie {
+    /// Operations in one pass over the file.
+    fn ops_per_pass(&self) -> u64 {
+        match self.way {
+            Way::PutcWrite | Way::GetcRead => self.size,
+            Way::BlockWrite | Way::BlockRead => self.size / CHUNK,
+        }
+    }
+
+    /// The descriptor under either handle.
+    fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        match &self.handle {
+            // SAFETY: the stream is open for as long as self, so is its descriptor.
+            Handle::Stdio(f) => unsafe {
+                std::os::fd::BorrowedFd::borrow_raw(libc::fileno(f.0.as_ptr()))
+            },
+            Handle::Block(f) => f.as_fd(),
+        }
+    }
+
+    /// fflush (stdio) and fdatasync: the pass's bytes are on the device.
+    fn sync(&mut self) -> anyhow::Result<()> {
+        if let Handle::Stdio(f) = &self.handle {
+            // SAFETY: an open stream.
+            if unsafe { libc::fflush(f.0.as_ptr()) } != 0 {
+                bail!("fflush: {}", std::io::Error::last_os_error());
+            }
+        }
+        nix::unistd::fdatasync(self.fd()).context("fdatasync")?;
+        Ok(())
+    }
+
+    /// Drops the file's pages from the page cache (they are clean: the file
+    /// was synced when laid out, and read rows never write).
+    fn drop_cache(&mut self) -> anyhow::Result<()> {
+        nix::fcntl::posix_fadvise(
+            self.fd(),
+            0,
+            0,
+            nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
+        )
+        .context("posix_fadvise(DONTNEED)")?;
+        if let Handle::Stdio(f) = &mut self.handle {
+            // Also the stream's own buffer: rewinding discards it.
+            f.rewind()?;
+        }
+        Ok(())
+    }
+}
+
+fn prepare(ctx: &Ctx, way: Way, reach: Reach) -> Result<Box<dyn Timed>, PrepareError> {
     let (ws, size) = Workspace::new(ctx, Sizes::of(ctx.profile).bonnie_file, MIB)?;
     let path = ws.file("bonnie");
     let file = lay_out(&path, size, ctx)?;
-    // Bring it back into the page cache: both ways then work on cached pages.
+    // Bring it back into the page cache: both ways then work on cached
+    // pages (the device rows drop or sync it themselves).
     let mut buf = vec![0u8; CHUNK as usize];
     let mut off = 0;
-    while off < size {
+    while reach == Reach::Cache && off < size {
         file.read_exact_at(&mut buf, off)
             .context("warming the file")?;
         off += CHUNK;
@@ -182,6 +280,7 @@ fn prepare(ctx: &Ctx, way: Way) -> Result<Box<dyn Timed>, PrepareError> {
         ws,
         handle,
         way,
+        reach,
         size: size / CHUNK * CHUNK,
         pos: 0,
         buf,
@@ -197,49 +296,154 @@ pub const READ_PERCHAR: &str = "storage.bonnie.read.perchar";
 /// Id of 8 KiB block reads.
 pub const READ_BLOCK: &str = "storage.bonnie.read.block";
 
-/// The per-character vs block benchmarks.
+/// Id of per-character stdio writes made durable (fdatasync per pass).
+pub const WRITE_PERCHAR_SYNCED: &str = "storage.bonnie.write.perchar.synced";
+/// Id of 8 KiB block writes made durable (fdatasync per pass).
+pub const WRITE_BLOCK_SYNCED: &str = "storage.bonnie.write.block.synced";
+/// Id of per-character stdio reads of an uncached file.
+pub const READ_PERCHAR_COLD: &str = "storage.bonnie.read.perchar.cold";
+/// Id of 8 KiB block reads of an uncached file.
+pub const READ_BLOCK_COLD: &str = "storage.bonnie.read.block.cold";
+
+/// A bonnie row: id, summary, what it times, where its bytes go, the interleave group.
+type Row = (&'static str, &'static str, Way, Reach, &'static str);
+
+/// Every bonnie row, the page-cache ones first.
+const ROWS: [Row; 8] = [
+    (
+        WRITE_PERCHAR,
+        "write a cached file one byte at a time with C stdio putc (bonnie++ per-chr output), page cache only",
+        Way::PutcWrite,
+        Reach::Cache,
+        "storage.bonnie.write",
+    ),
+    (
+        WRITE_BLOCK,
+        "write the same cached file in 8 KiB write() calls (bonnie++ block output), page cache only",
+        Way::BlockWrite,
+        Reach::Cache,
+        "storage.bonnie.write",
+    ),
+    (
+        READ_PERCHAR,
+        "read a cached file one byte at a time with C stdio getc (bonnie++ per-chr input), page cache only",
+        Way::GetcRead,
+        Reach::Cache,
+        "storage.bonnie.read",
+    ),
+    (
+        READ_BLOCK,
+        "read the same cached file in 8 KiB read() calls (bonnie++ block input), page cache only",
+        Way::BlockRead,
+        Reach::Cache,
+        "storage.bonnie.read",
+    ),
+    (
+        WRITE_PERCHAR_SYNCED,
+        "write the whole file one byte at a time with putc, then fflush + fdatasync (timed): reaches the device",
+        Way::PutcWrite,
+        Reach::Device,
+        "storage.bonnie.write.device",
+    ),
+    (
+        WRITE_BLOCK_SYNCED,
+        "write the whole file in 8 KiB write() calls, then fdatasync (timed): reaches the device",
+        Way::BlockWrite,
+        Reach::Device,
+        "storage.bonnie.write.device",
+    ),
+    (
+        READ_PERCHAR_COLD,
+        "read the whole file one byte at a time with getc, dropped from the page cache first: from the device",
+        Way::GetcRead,
+        Reach::Device,
+        "storage.bonnie.read.device",
+    ),
+    (
+        READ_BLOCK_COLD,
+        "read the whole file in 8 KiB read() calls, dropped from the page cache first: from the device",
+        Way::BlockRead,
+        Reach::Device,
+        "storage.bonnie.read.device",
+    ),
+];
+
+/// The per-character vs block benchmarks. The device rows take a whole
+/// file pass (and a sync or a cold read) per sample, so they start at the
+/// default profile.
 pub fn benches() -> Vec<Box<dyn Bench>> {
-    let b = |id: &str, summary: &str, way: Way, bytes: u64, key: &str| {
-        FnBench::new(
-            id,
-            summary,
-            Unit::Throughput {
-                bytes_per_op: bytes as f64,
-            },
-            move |ctx| prepare(ctx, way),
-        )
-        .interleave(key)
-        .budget_scale(1.5)
-        .boxed()
-    };
-    vec![
-        b(
-            WRITE_PERCHAR,
-            "write a cached file one byte at a time with C stdio putc (bonnie++ per-chr output)",
+    ROWS.iter()
+        .map(|&(id, summary, way, reach, key)| {
+            let bytes = match way {
+                Way::PutcWrite | Way::GetcRead => 1,
+                Way::BlockWrite | Way::BlockRead => CHUNK,
+            };
+            let b = FnBench::new(
+                id,
+                summary,
+                Unit::Throughput {
+                    bytes_per_op: bytes as f64,
+                },
+                move |ctx| prepare(ctx, way, reach),
+            )
+            .param("reaches", reach.param())
+            .interleave(key)
+            .budget_scale(1.5);
+            match reach {
+                Reach::Cache => b.boxed(),
+                Reach::Device => b.min_profile(Profile::Default).boxed(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_say_where_their_bytes_go_and_device_rows_wait_for_default() {
+        let b = benches();
+        assert_eq!(b.len(), 8);
+        for b in &b {
+            let reaches = b.params()["reaches"].as_str().unwrap().to_string();
+            let device = b.id().ends_with(".synced") || b.id().ends_with(".cold");
+            assert_eq!(reaches == "device", device, "{}", b.id());
+            assert_eq!(b.runs_at(Profile::Quick), !device, "{}", b.id());
+            assert!(b.runs_at(Profile::Default));
+            assert!(matches!(b.unit(), Unit::Throughput { .. }));
+        }
+    }
+
+    #[test]
+    fn device_rows_pass_over_the_whole_file_and_sync_or_start_cold() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = Ctx {
+            profile: Profile::Quick,
+            dir: tmp.path().to_path_buf(),
+            tmp: tmp.path().to_path_buf(),
+            ..crate::suites::process::tests_ctx()
+        };
+        for way in [
             Way::PutcWrite,
-            1,
-            "storage.bonnie.write",
-        ),
-        b(
-            WRITE_BLOCK,
-            "write the same cached file in 8 KiB write() calls (bonnie++ block output)",
             Way::BlockWrite,
-            CHUNK,
-            "storage.bonnie.write",
-        ),
-        b(
-            READ_PERCHAR,
-            "read a cached file one byte at a time with C stdio getc (bonnie++ per-chr input)",
             Way::GetcRead,
-            1,
-            "storage.bonnie.read",
-        ),
-        b(
-            READ_BLOCK,
-            "read the same cached file in 8 KiB read() calls (bonnie++ block input)",
             Way::BlockRead,
-            CHUNK,
-            "storage.bonnie.read",
-        ),
-    ]
+        ] {
+            let mut t = match prepare(&ctx, way, Reach::Device) {
+                Ok(t) => t,
+                Err(PrepareError::Skip(r)) => {
+                    eprintln!("skipped: {r}");
+                    return;
+                }
+                Err(PrepareError::Fail(e)) => panic!("{way:?}: {e:#}"),
+            };
+            let pass = t.max_ops().unwrap();
+            assert_eq!(t.min_ops(), pass, "{way:?}");
+            assert!(t.run(pass).unwrap() > Duration::ZERO);
+            assert!(t.run(pass).unwrap() > Duration::ZERO, "a second pass works");
+            let d = t.details().unwrap();
+            assert_eq!(d["reaches"], "device");
+        }
+    }
 }

@@ -217,6 +217,48 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
             });
         }
     }
+    out.extend(small_files_verdicts(ms));
+    for (what, cached, device, how) in [
+        (
+            "block writes",
+            bonnie::WRITE_BLOCK,
+            bonnie::WRITE_BLOCK_SYNCED,
+            "synced",
+        ),
+        (
+            "per-character writes",
+            bonnie::WRITE_PERCHAR,
+            bonnie::WRITE_PERCHAR_SYNCED,
+            "synced",
+        ),
+        (
+            "block reads",
+            bonnie::READ_BLOCK,
+            bonnie::READ_BLOCK_COLD,
+            "uncached",
+        ),
+        (
+            "per-character reads",
+            bonnie::READ_PERCHAR,
+            bonnie::READ_PERCHAR_COLD,
+            "uncached",
+        ),
+    ] {
+        if let (Some(c), Some(d)) = (med(cached), med(device))
+            && d > 0.0
+        {
+            out.push(ratio_finding(
+                "storage",
+                format!(
+                    "bonnie {what} reaching the device ({how}; the figure to set beside bonnie++'s): {}, against {} in the page cache ({} the device figure)",
+                    human(d, "B/s"),
+                    human(c, "B/s"),
+                    fmt_ratio(c / d)
+                ),
+                c / d,
+            ));
+        }
+    }
     for (dir, perchar, block) in [
         ("write", bonnie::WRITE_PERCHAR, bonnie::WRITE_BLOCK),
         ("read", bonnie::READ_PERCHAR, bonnie::READ_BLOCK),
@@ -234,6 +276,66 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
                 r,
             ));
         }
+    }
+    out
+}
+
+/// Id of writing and syncing the small-file tree (declared in `tree`).
+const TREE_WRITE: &str = "storage.tree.write";
+/// Id of reading the small-file tree back, not cached (declared in `tree`).
+const TREE_READ: &str = "storage.tree.read";
+
+/// Small files against throughput: the time the tree's files took, and
+/// the time the same bytes take at the sequential rate of the same kind
+/// (synced writes against durable sequential writes, cold reads against
+/// cold sequential reads). The ratio is what small files cost on this
+/// device beyond their bytes.
+fn small_files_verdicts(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let cases = [
+        (
+            TREE_WRITE,
+            [seq::WRITE_FDATASYNC, seq::WRITE_DIRECT],
+            "creating and syncing",
+            "durable sequential",
+        ),
+        (
+            TREE_READ,
+            [seq::READ_COLD, seq::READ_DIRECT],
+            "reading back (not cached)",
+            "cold sequential",
+        ),
+    ];
+    for (tree_id, seq_ids, doing, kind) in cases {
+        let Some(t) = get(ms, tree_id) else { continue };
+        let detail = |k: &str| t.details.as_ref()?.get(k)?.as_f64();
+        let (Some(files), Some(bytes)) = (detail("files"), detail("bytes")) else {
+            continue;
+        };
+        let Some(rate) = seq_ids
+            .iter()
+            .find_map(|id| get(ms, id).map(|m| m.median))
+            .filter(|r| *r > 0.0)
+        else {
+            continue;
+        };
+        if t.median <= 0.0 || files <= 0.0 {
+            continue;
+        }
+        let small = files / t.median;
+        let at_rate = bytes / rate;
+        out.push(ratio_finding(
+            "storage",
+            format!(
+                "{doing} {files:.0} small files ({}) takes {} here; at the {kind} rate ({}) the same bytes would take {}: small files cost {} their bytes",
+                human_bytes(bytes),
+                human(small * 1e9, "ns"),
+                human(rate, "B/s"),
+                human(at_rate * 1e9, "ns"),
+                fmt_ratio(small / at_rate)
+            ),
+            small / at_rate,
+        ));
     }
     out
 }
@@ -338,6 +440,59 @@ mod tests {
         for x in &f {
             assert!(x.value.is_finite() && x.value > 0.0, "{x:?}");
         }
+    }
+
+    #[test]
+    fn small_files_get_a_verdict_against_the_sequential_rate() {
+        let mut w = m("storage.tree.write", "ops/s", 2_000.0, None);
+        w.details = Some(serde_json::json!({"files": 1000, "bytes": 8_000_000u64}));
+        let mut r = m("storage.tree.read", "ops/s", 10_000.0, None);
+        r.details = w.details.clone();
+        let ms = vec![
+            w,
+            r,
+            m("storage.seq.write.fdatasync", "B/s", 80e6, None),
+            m("storage.seq.read.direct", "B/s", 400e6, None),
+        ];
+        let f = small_files_verdicts(&ms);
+        assert_eq!(f.len(), 2, "{f:?}");
+        // 1000 files at 2000/s = 0.5 s; 8 MB at 80 MB/s = 0.1 s.
+        assert!(
+            f[0].text
+                .starts_with("creating and syncing 1000 small files"),
+            "{}",
+            f[0].text
+        );
+        assert!(
+            f[0].text.contains("500 ms") && f[0].text.contains("100 ms"),
+            "{}",
+            f[0].text
+        );
+        assert!((f[0].value - 5.0).abs() < 1e-9);
+        assert_eq!(f[0].unit, "x");
+        // Reads fall back to the O_DIRECT rate: 0.1 s vs 0.02 s.
+        assert!((f[1].value - 5.0).abs() < 1e-9, "{}", f[1].value);
+        assert!(
+            findings(&ms)
+                .iter()
+                .any(|x| x.text.contains("small files cost"))
+        );
+        let ms = vec![
+            m("storage.bonnie.write.block", "B/s", 2e9, None),
+            m("storage.bonnie.write.block.synced", "B/s", 1e8, None),
+        ];
+        let b = findings(&ms);
+        let b = b
+            .iter()
+            .find(|f| f.text.contains("reaching the device"))
+            .unwrap();
+        assert_eq!(b.value, 20.0);
+        // Without the tree's details there is nothing to say.
+        let bare = vec![
+            m("storage.tree.write", "ops/s", 2_000.0, None),
+            m("storage.seq.write.fdatasync", "B/s", 80e6, None),
+        ];
+        assert!(small_files_verdicts(&bare).is_empty());
     }
 
     #[test]

@@ -342,7 +342,7 @@ fn prepare(ctx: &Ctx, phase: Phase) -> Result<Box<dyn Timed>, PrepareError> {
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let b = |id: &str, summary: &str, phase: Phase, scale: f64| {
         FnBench::new(id, summary, Unit::Rate, move |ctx| prepare(ctx, phase))
-            .param("files", "1000/4000/10000 by profile")
+            .param("files", "250/4000/10000 by profile")
             .budget_scale(scale)
             .boxed()
     };

@@ -13,10 +13,10 @@ use std::hint::black_box;
 use libc::c_long;
 
 use super::raw::{self, Vdso, nr};
-use super::undisturbed::Undisturbed;
 use crate::harness::warnings::Warning;
 use crate::harness::warnings::clocksource_warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
+use crate::suites::undisturbed::Undisturbed;
 use crate::suites::{FnBench, Looped};
 
 /// Id of the function-call benchmark.
@@ -208,7 +208,7 @@ const PID_CALLS: [PidCall; 2] = [
         ),
         libc: (
             GETPID_LIBC,
-            "getpid through the C library wrapper (no PID cache since glibc 2.25)",
+            "getpid through the C library wrapper (whether libc caches the PID is checked at set-up)",
         ),
         key: "syscall.getpid",
     },
@@ -242,17 +242,80 @@ fn prepare_pid_raw(c: PidCall) -> Result<Box<dyn Timed>, PrepareError> {
     ))
 }
 
+/// Whether libc's getpid asks the kernel each time, checked: a child made
+/// by a raw clone system call (which bypasses libc's fork, so a PID cache
+/// would not be reset) compares libc getpid with the raw system call and
+/// exits 0 when they agree. Some(true) means libc answered from a cache.
+pub fn libc_pid_cache() -> anyhow::Result<bool> {
+    use crate::os::child::{Child, SignalsBlocked, Slot};
+    let slot = Slot::take()?;
+    let blocked = SignalsBlocked::all();
+    // SAFETY: clone with only SIGCHLD and no new stack is fork without
+    // libc's fork handlers. The child only calls getpid, the raw getpid
+    // system call and _exit, none of which takes a lock.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as c_long,
+            0 as c_long,
+            0 as c_long,
+            0 as c_long,
+            0 as c_long,
+        )
+    };
+    if pid == 0 {
+        // SAFETY: in the child, see above.
+        unsafe {
+            let via_libc = libc::getpid() as c_long;
+            let via_kernel = libc::syscall(libc::SYS_getpid);
+            libc::_exit(if via_libc == via_kernel { 0 } else { 1 });
+        }
+    }
+    drop(blocked);
+    if pid < 0 {
+        return Err(anyhow::Error::new(std::io::Error::last_os_error())
+            .context("clone system call for the PID cache check"));
+    }
+    let status = Child::new(pid as libc::pid_t, slot).wait_status()?;
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(false),
+        (true, 1) => Ok(true),
+        _ => anyhow::bail!("the PID cache check's child ended with wait status {status:#x}"),
+    }
+}
+
+/// The details the libc getpid result carries: the PID cache check, made
+/// once per process.
+fn pid_cache_details() -> serde_json::Value {
+    static CHECKED: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    CHECKED.get_or_init(check_pid_cache).clone()
+}
+
+/// Runs the PID cache check and describes its outcome.
+fn check_pid_cache() -> serde_json::Value {
+    match libc_pid_cache() {
+        Ok(cached) => serde_json::json!({
+            "pid_cache": cached,
+            "pid_cache_check": "a child made by a raw clone system call compared libc getpid with the getpid system call",
+        }),
+        Err(e) => serde_json::json!({
+            "pid_cache": null,
+            "pid_cache_check": format!("could not check: {e:#}"),
+        }),
+    }
+}
+
 /// The libc side of a [`PidCall`]: one closure per call, so each loop
 /// calls its function directly.
 fn prepare_pid_libc(c: PidCall) -> Box<dyn Timed> {
     match c.which {
-        Pid::Own => looped(
-            || {
+        Pid::Own => Box::new(Undisturbed::new(
+            Looped::new(|| {
                 // SAFETY: getpid has no preconditions.
                 black_box(unsafe { libc::getpid() });
-            },
-            Vec::new(),
-        ),
+            })
+            .with_details(pid_cache_details()),
+        )),
         Pid::Parent => looped(
             || {
                 // SAFETY: getppid has no preconditions.

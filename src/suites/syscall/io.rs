@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use super::raw::{self, nr};
-use super::undisturbed::Undisturbed;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::suites::FnBench;
+use crate::suites::undisturbed::Undisturbed;
 use crate::units::size_label;
 
 /// Request sizes of the sweep, in bytes.

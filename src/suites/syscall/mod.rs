@@ -11,7 +11,6 @@
 mod calls;
 mod io;
 mod raw;
-mod undisturbed;
 
 use super::{Suite, get, ratio_finding};
 use crate::harness::{Bench, Finding, Measurement};
@@ -77,15 +76,43 @@ fn findings(ms: &[Measurement]) -> Vec<Finding> {
         ));
     }
     if let Some(r) = ratio(ms, calls::GETPID_LIBC, calls::GETPID_RAW) {
-        out.push(ratio_finding(
-            AREA,
-            format!("libc getpid = {} raw", fmt_ratio(r)),
-            r,
-        ));
+        out.push(ratio_finding(AREA, pid_cache_text(ms, r), r));
     }
     out.extend(stdio_finding(ms, Dir::Read));
     out.extend(stdio_finding(ms, Dir::Write));
     out
+}
+
+/// A libc getpid at least this fraction of the raw call's time makes a
+/// system call each time; far below it, it answers from memory.
+const PID_CACHE_RATIO: f64 = 0.5;
+
+/// "libc getpid = R× raw", with the verdict of the PID cache check the
+/// benchmark made at set-up and whether the timing agrees with it.
+fn pid_cache_text(ms: &[Measurement], r: f64) -> String {
+    let head = format!("libc getpid = {} raw", fmt_ratio(r));
+    let cached =
+        get(ms, calls::GETPID_LIBC).and_then(|m| m.details.as_ref()?.get("pid_cache")?.as_bool());
+    let timing_says_syscall = r >= PID_CACHE_RATIO;
+    let verdict = match (cached, timing_says_syscall) {
+        (Some(false), true) => {
+            "no PID cache on this libc (checked: a child made by a raw clone saw its own pid through libc getpid, and each call costs a system call)"
+        }
+        (Some(true), false) => {
+            "this libc caches the PID (checked: a child made by a raw clone saw its parent's pid through libc getpid, and a call costs far less than a system call)"
+        }
+        (Some(false), false) => {
+            "the check found no PID cache, yet a call costs far less than a system call: something else answers getpid here"
+        }
+        (Some(true), true) => "the check found a PID cache, yet a call costs a system call",
+        (None, true) => {
+            "each call costs a system call: no PID cache by its timing (the clone check could not run)"
+        }
+        (None, false) => {
+            "a call costs far less than a system call: a PID cache by its timing (the clone check could not run)"
+        }
+    };
+    format!("{head}: {verdict}")
 }
 
 /// "stdio batching: N× faster at 4 B, gain below 1.1× from X" for one
@@ -209,7 +236,50 @@ mod tests {
         assert!((f[0].value - 15.0).abs() < 1e-9);
         assert_eq!(f[1].text, "getpid syscall = 50.0× a function call");
         assert!((f[2].value - 1.05).abs() < 1e-9);
+        assert!(
+            f[2].text.contains("no PID cache by its timing"),
+            "{}",
+            f[2].text
+        );
         assert!(f.iter().all(|f| f.unit == "x" && f.area == AREA));
+    }
+
+    #[test]
+    fn the_pid_cache_verdict_follows_the_check_and_the_timing() {
+        let with = |cached: bool, libc_ns: f64| {
+            let mut l = lat(calls::GETPID_LIBC, libc_ns);
+            l.details = Some(serde_json::json!({"pid_cache": cached}));
+            vec![lat(calls::GETPID_RAW, 100.0), l]
+        };
+        let f = findings(&with(false, 104.0));
+        let t = &f
+            .iter()
+            .find(|f| f.text.starts_with("libc getpid"))
+            .unwrap()
+            .text;
+        assert!(t.contains("no PID cache on this libc (checked"), "{t}");
+        let f = findings(&with(true, 3.0));
+        let t = &f
+            .iter()
+            .find(|f| f.text.starts_with("libc getpid"))
+            .unwrap()
+            .text;
+        assert!(t.contains("caches the PID (checked"), "{t}");
+        let f = findings(&with(false, 3.0));
+        let t = &f
+            .iter()
+            .find(|f| f.text.starts_with("libc getpid"))
+            .unwrap()
+            .text;
+        assert!(t.contains("something else answers"), "{t}");
+    }
+
+    #[test]
+    fn the_pid_cache_check_runs_here() {
+        let _g = crate::os::child::test_lock();
+        // glibc >= 2.25 and musl have no PID cache; the check must say so
+        // on the machines the tests run on.
+        assert!(!calls::libc_pid_cache().unwrap());
     }
 
     #[test]

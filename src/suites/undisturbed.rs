@@ -1,9 +1,9 @@
 //! Batches the scheduler did not interrupt.
 //!
-//! Every benchmark of this suite is CPU-bound and never blocks, so a batch
-//! during which the thread was preempted (an involuntary context switch:
-//! another task took the CPU) measured the other task's time slice, not
-//! the operation. On a busy machine that is most of the spread between
+//! The benchmarks of the syscall and cpu suites are CPU-bound and never
+//! block, so a batch during which the thread was preempted (an involuntary
+//! context switch: another task took the CPU) measured the other task's
+//! time slice, not the operation. On a busy machine that is most of the spread between
 //! runs. So a preempted batch is timed again, up to [`RETRIES`] times.
 //!
 //! A batch longer than the scheduler's time slice is preempted on every
