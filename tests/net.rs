@@ -151,7 +151,9 @@ impl NetNs {
     fn create() -> Result<NetNs, String> {
         // SAFETY: plain system call.
         if unsafe { libc::geteuid() } != 0 {
-            return Err("not root: creating a namespace and a veth pair needs CAP_NET_ADMIN".into());
+            return Err(
+                "not root: creating a namespace and a veth pair needs CAP_NET_ADMIN".into(),
+            );
         }
         let n = std::process::id() % 250 + 1;
         let ns = NetNs {
@@ -163,7 +165,9 @@ impl NetNs {
         let far = format!("{}/30", ns.far);
         let steps: [&[&str]; 7] = [
             &["netns", "add", &ns.name],
-            &["link", "add", &near_if, "type", "veth", "peer", "name", &far_if],
+            &[
+                "link", "add", &near_if, "type", "veth", "peer", "name", &far_if,
+            ],
             &["link", "set", &far_if, "netns", &ns.name],
             &["addr", "add", &near, "dev", &near_if],
             &["link", "set", &near_if, "up"],
@@ -177,7 +181,9 @@ impl NetNs {
                 .map_err(|e| format!("cannot run ip (iproute2): {e}"))?;
             if !out.status.success() {
                 // The pair goes with the namespace; a pair not yet moved goes by itself.
-                let _ = StdCommand::new("ip").args(["link", "del", &near_if]).output();
+                let _ = StdCommand::new("ip")
+                    .args(["link", "del", &near_if])
+                    .output();
                 return Err(format!(
                     "ip {}: {}",
                     args.join(" "),
@@ -191,7 +197,9 @@ impl NetNs {
 
 impl Drop for NetNs {
     fn drop(&mut self) {
-        let _ = StdCommand::new("ip").args(["netns", "del", &self.name]).output();
+        let _ = StdCommand::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
     }
 }
 
@@ -224,7 +232,10 @@ fn peer_run_reaches_serve_in_another_network_namespace() {
     for r in results {
         assert!(r["median"].as_f64().unwrap() > 0.0, "{r:#}");
     }
-    let udp = results.iter().find(|r| r["id"] == "net.peer.udp.plain/64B").unwrap();
+    let udp = results
+        .iter()
+        .find(|r| r["id"] == "net.peer.udp.plain/64B")
+        .unwrap();
     assert!(udp["details"]["received"].as_u64().unwrap() > 0);
     assert_eq!(udp["details"]["responder"], serve.addr());
     assert_eq!(doc["peer"]["addr"], serve.addr());

@@ -175,7 +175,10 @@ pub fn run_once(l: &Launch) -> Result<Usage, SpawnError> {
         .stdin(stdin)
         .stdout(out())
         .stderr(out())
-        .env(ENV_OFFSET_VAR, "X".repeat(fastrand::usize(..ENV_OFFSET_MAX)))
+        .env(
+            ENV_OFFSET_VAR,
+            "X".repeat(fastrand::usize(..ENV_OFFSET_MAX)),
+        )
         .process_group(0);
 
     let start = Instant::now();
@@ -333,7 +336,9 @@ mod tests {
 
     #[test]
     fn every_run_sees_a_padding_variable_of_at_most_a_page() {
-        let probe = format!("test ${{#{ENV_OFFSET_VAR}}} -le {ENV_OFFSET_MAX} && test -n \"${{{ENV_OFFSET_VAR}+set}}\"");
+        let probe = format!(
+            "test ${{#{ENV_OFFSET_VAR}}} -le {ENV_OFFSET_MAX} && test -n \"${{{ENV_OFFSET_VAR}+set}}\""
+        );
         let u = run_once(&launch(&["/bin/sh", "-c", &probe])).unwrap();
         assert_eq!(u.exit, Exit::Code(0));
     }

@@ -364,7 +364,10 @@ fn serve_test(
                     .split_whitespace()
                     .map(str::parse::<u64>);
                 let malformed = || anyhow::anyhow!("malformed count line");
-                let quiet_us = words.next().ok_or_else(malformed)?.map_err(|_| malformed())?;
+                let quiet_us = words
+                    .next()
+                    .ok_or_else(malformed)?
+                    .map_err(|_| malformed())?;
                 let sent = words.next().transpose().map_err(|_| malformed())?;
                 if words.next().is_some() {
                     return Err(malformed());
@@ -701,9 +704,7 @@ fn tally_udp(
     let sum = || -> u64 {
         counters
             .iter()
-            .map(|c| {
-                c.count.load(Ordering::Relaxed) - c.tallied.load(Ordering::Relaxed)
-            })
+            .map(|c| c.count.load(Ordering::Relaxed) - c.tallied.load(Ordering::Relaxed))
             .sum()
     };
     let started = Instant::now();
