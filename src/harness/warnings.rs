@@ -598,10 +598,6 @@ mod tests {
                 dir: "/dev/shm".into(),
             },
             Warning::FewHugePages { share: 0.5 },
-            Warning::GlibcThresholdUnknown {
-                above: "32MiB".into(),
-                below: "1MiB".into(),
-            },
             Warning::CurveTopInCache {
                 profile: "quick",
                 size: "64MiB".into(),
@@ -638,6 +634,10 @@ mod tests {
                 fs_type: "tmpfs".into(),
             },
             Warning::ProgramStartIncluded("wc".into()),
+            Warning::GlibcThresholdUnknown {
+                above: "32MiB".into(),
+                below: "1MiB".into(),
+            },
         ];
         let mut codes = std::collections::HashSet::new();
         for w in &all {
