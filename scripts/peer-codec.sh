@@ -92,11 +92,59 @@ median() {
     sort -g "$f" | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
 }
 
+# A third view of zstd: a plain C loop of the very calls opcost and zstd -b
+# make (ZSTD_compress2 on a kept context, ZSTD_decompressStream), linked to
+# the system's libzstd, best of five half-second loops: it tells a
+# difference in the library from one in how zstd -b runs its loop.
+cloop=""
+if [[ -r /usr/include/zstd.h ]] && command -v cc >/dev/null; then
+    cat >"$work/zloop.c" <<'EOF'
+#include <zstd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
+    char *in = malloc(n); if (fread(in, 1, n, f) != (size_t)n) return 2; fclose(f);
+    size_t cap = ZSTD_compressBound(n), csz = 0;
+    char *out = calloc(cap, 1), *back = calloc(n, 1);
+    ZSTD_CCtx *c = ZSTD_createCCtx(); ZSTD_DCtx *d = ZSTD_createDCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, atoi(argv[2]));
+    double bc = 1e30, bd = 1e30;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now(); int k = 0;
+        do { csz = ZSTD_compress2(c, out, cap, in, n); k++; } while (now() - t0 < 0.5);
+        if ((now() - t0) / k < bc) bc = (now() - t0) / k;
+    }
+    for (int r = 0; r < 5; r++) {
+        double t0 = now(); int k = 0;
+        do {
+            ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+            ZSTD_inBuffer ib = {out, csz, 0}; ZSTD_outBuffer ob = {back, n, 0}; size_t m;
+            do { m = ZSTD_decompressStream(d, &ob, &ib); } while (m != 0 && !ZSTD_isError(m));
+            k++;
+        } while (now() - t0 < 0.5);
+        if ((now() - t0) / k < bd) bd = (now() - t0) / k;
+    }
+    printf("%.4f %.2f %.2f\n", (double)n / csz, n / bc / 1e6, n / bd / 1e6);
+    return 0;
+}
+EOF
+    cc -O2 -o "$work/zloop" "$work/zloop.c" -lzstd 2>/dev/null && cloop="$work/zloop"
+fi
+
 zstd_levels=(1 3 9 19)
 peers() {
     # -q prints one line: "-L  compressed (ratio) cMB/s dMB/s name".
     for l in "${zstd_levels[@]}"; do
         zstd -q --single-thread -b"$l" -i2 "$file" 2>&1 | awk -v l="$l" '/MB\/s/ {gsub(/[()]/, "", $3); print "zstd-" l, $3, $4, $6}'
+        # Level 19 takes seconds per pass: the C loop skips it.
+        if [[ -n "$cloop" && $l != 19 ]]; then
+            "$cloop" "$file" "$l" | awk -v l="$l" '{print "cloop-zstd-" l, $1, $2, $3}'
+        fi
     done
     lz4 -q -b1 -i2 "$file" 2>&1 | awk '/MB\/s/ {gsub(/[()]/, "", $3); print "lz4-1", $3, $4, $6}'
     for tool in gzip xz; do
@@ -146,6 +194,7 @@ for what in zstd-1 zstd-3 zstd-9 zstd-19 lz4-1 gzip-6 xz-6; do
     for op in compress decompress; do
         peer_key="peer c $what"
         [[ $op == decompress ]] && peer_key="peer d $what"
+        loop=$(median "${peer_key% *} cloop-$what")
         o=$(median "opcost $op $what")
         [[ $o == nan ]] && continue
         p=$(median "$peer_key")
@@ -159,6 +208,10 @@ for what in zstd-1 zstd-3 zstd-9 zstd-19 lz4-1 gzip-6 xz-6; do
             diff = (rp == "nan" || rp == 0) ? "-" : sprintf("%+.2f%%", (ro / rp - 1) * 100);
             printf "%-8s %-10s %10.1f %10.1f %10.1f %10s %8s %8s   %9.3f %9s %7s\n", w, op, o, b, t, p, rel, trel, ro, rp, diff
         }'
+        if [[ $loop != nan ]]; then
+            awk -v o="$o" -v p="$loop" 'BEGIN {
+                printf "%-8s %-10s %10s %10s %10s %10.1f %8.2f   (C loop of the same calls, same library)\n", "", "", "", "", "", p, o / p }'
+        fi
     done
 done
 echo
@@ -168,3 +221,4 @@ echo "peer = the tool's -b figure or, for gzip and xz, one whole -k run. A -b fi
 echo "the best of one-second runs, each the bytes over the time of back-to-back calls,"
 echo "so a preemption by other load inside a run counts in it; opcost's median drops"
 echo "such samples, so under load compare tot/peer, on a quiet machine both agree."
+echo "The C-loop rows time the same zstd calls in a plain loop on the system's libzstd."
