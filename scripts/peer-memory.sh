@@ -153,7 +153,8 @@ for k in copy:perf_memcpy_*:mbw_MEMCPY write:perf_memset_*:sysbench_write_thread
     peer=$(printf '%s\n%s\n' "$p1" "$p2" | sort -k2 -g | tail -1)
     # Methods only: copy_block re-copies one cached block, not a memory copy.
     mine=$(best_of "opcost_memory.bandwidth.${kern}.*threads=1")
-    paired=$(median "paired $kern")
+    paired=nan
+    [[ -s "$(key "paired $kern")" ]] && paired=$(median "paired $kern")
     awk -v k="$kern" -v p="$peer" -v o="$mine" -v pr="$paired" 'BEGIN {
         split(p, a, " "); split(o, b, " ");
         printf "  %-6s peer %-40s %6.2f   opcost %-55s %6.2f   ratio %.2f%s\n", k, a[1], a[2]/1e9, b[1], b[2]/1e9, (a[2] > 0) ? b[2]/a[2] : 0,
