@@ -14,9 +14,17 @@ pub struct Cli {
     /// The command; without one, every benchmark runs at the quick profile.
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// The results history (default: $XDG_DATA_HOME/opcost/results.db).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// The results history: an SQLite file (default:
+    /// $XDG_DATA_HOME/opcost/results.db) or a PostgreSQL database
+    /// (postgres://USER@HOST/DB; add ?sslmode=require for TLS).
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH|URL",
+        env = "OPCOST_DB",
+        hide_env_values = true
+    )]
+    pub db: Option<String>,
 }
 
 /// The subcommands.
@@ -43,6 +51,11 @@ pub enum Command {
     Export(ExportArgs),
     /// Add run documents (JSON, e.g. from other machines) to the history.
     Import(ImportArgs),
+    /// Copy runs to another history, e.g. a fleet's shared PostgreSQL database.
+    Push(PushArgs),
+    /// The latest run of each host side by side, hosts grouped by CPU and
+    /// kernel, outliers flagged with what may explain them.
+    Fleet(FleetArgs),
     /// Be the far end of `opcost run net --peer` (the net tests' responder only).
     Serve(ServeArgs),
     /// Time whole programs as processes, each net of its baseline (start-up).
@@ -304,6 +317,41 @@ pub struct ImportArgs {
     /// Run documents (JSON, as written by `run --json` or `export`).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+}
+
+/// Options of `opcost push`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+opcost push --to postgres://opcost@db.example/opcost\n  \
+opcost push host:web1@5 3f2a --to 'postgres://opcost@db.example/opcost?sslmode=require'")]
+pub struct PushArgs {
+    /// Runs to copy: ids (or unique prefixes), `latest`, `host:NAME`,
+    /// `host:NAME@N`, `host:NAME@all`, `@all`. Default: every complete run.
+    pub runs: Vec<String>,
+    /// The history to copy them to: a postgres:// URL (or an SQLite path).
+    #[arg(long, value_name = "URL|PATH")]
+    pub to: String,
+}
+
+/// Options of `opcost fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Benchmarks to show as columns (id prefixes or globs); default: the
+    /// headline figures.
+    pub patterns: Vec<String>,
+    /// Only runs with this label (e.g. the label a fleet job ran with).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Flag a host whose figure is further than K scaled MADs from its
+    /// group's median (and at least --margin from it).
+    #[arg(long, value_name = "K", default_value_t = 4.0)]
+    pub k: f64,
+    /// The smallest relative difference from the group's median flagged, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = parse_percent)]
+    pub margin: f64,
+    /// How the view is printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 /// Options of `opcost serve`.

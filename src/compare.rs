@@ -176,6 +176,43 @@ pub struct Comparison {
     pub b_runs: Vec<RunRef>,
     /// Earlier runs of A's host whose spread gave noise floors (0: none used).
     pub floor_runs: usize,
+    /// The machine's own speed in B relative to A when every run is of one
+    /// host: the ratio of the geometric means of the runs' stability
+    /// canaries (1.15 = the canary took 15% longer in B). `None` across
+    /// hosts or without canaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_shift: Option<f64>,
+}
+
+impl Comparison {
+    /// The machine shift when it exceeds what the canary calls a slow
+    /// phase: the host ran in a different phase in A and B.
+    pub fn phase_changed(&self) -> Option<f64> {
+        self.machine_shift
+            .filter(|s| s.ln().abs() > crate::harness::canary::SLOW_PHASE.ln())
+    }
+}
+
+/// B's canary over A's (geometric means over each side's runs), when
+/// every run is of one host and has a canary.
+fn machine_shift(a: &[RunDoc], b: &[RunDoc]) -> Option<f64> {
+    let host = &a.first()?.host.hostname;
+    if a.iter().chain(b).any(|d| &d.host.hostname != host) {
+        return None;
+    }
+    let geomean = |side: &[RunDoc]| -> Option<f64> {
+        let logs: Vec<f64> = side
+            .iter()
+            .map(|d| d.stability.as_ref().map(|s| s.canary_ns))
+            .collect::<Option<Vec<f64>>>()?
+            .into_iter()
+            .filter(|c| *c > 0.0)
+            .map(f64::ln)
+            .collect();
+        (logs.len() == side.len() && !logs.is_empty())
+            .then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+    };
+    Some(geomean(b)? / geomean(a)?)
 }
 
 /// Which run a side of a comparison is.
@@ -315,6 +352,7 @@ pub fn compare_sides(
         a_runs,
         b_runs,
         floor_runs,
+        machine_shift: machine_shift(a, b),
     }
 }
 
@@ -555,6 +593,52 @@ mod tests {
         // Beyond noise but below the threshold: same.
         assert_eq!(verdict(1.02, 1.01, 1.03, 0.05), Verdict::Same);
         assert_eq!(verdict(1.02, 1.01, 1.03, 0.0), Verdict::Slower);
+    }
+
+    #[test]
+    fn a_canary_that_moved_between_the_runs_of_one_host_is_a_phase_change() {
+        use crate::harness::canary::Stability;
+        let doc = |host: &str, canary_ns: f64| {
+            let h = crate::host::Host {
+                hostname: host.into(),
+                ..Default::default()
+            };
+            let mut d = RunDoc::start(
+                h,
+                crate::harness::Profile::Quick,
+                None,
+                None,
+                chrono::Utc::now(),
+            );
+            let checks: Vec<f64> = (0..20).map(|_| canary_ns).collect();
+            d.stability = Stability::of(&checks, 10, 0, 0, 0, None, None);
+            d
+        };
+        let c = compare(&doc("h", 1000.0), &doc("h", 1250.0), &[], 0.05);
+        assert!((c.machine_shift.unwrap() - 1.25).abs() < 1e-9);
+        assert!(c.phase_changed().is_some());
+        let text = crate::report::comparison::render(&c);
+        assert!(
+            text.lines()
+                .nth(2)
+                .unwrap()
+                .contains("took 25% longer in B"),
+            "{text}"
+        );
+        let c = compare(&doc("h", 1000.0), &doc("h", 1030.0), &[], 0.05);
+        assert!(c.machine_shift.is_some() && c.phase_changed().is_none());
+        // other hosts: their canaries say nothing about phases
+        let c = compare(&doc("h", 1000.0), &doc("g", 1250.0), &[], 0.05);
+        assert_eq!(c.machine_shift, None);
+        // a side of several runs: the geometric mean of its canaries
+        let c = compare_sides(
+            &[doc("h", 1000.0)],
+            &[doc("h", 800.0), doc("h", 1250.0)],
+            &[],
+            0.05,
+            &[],
+        );
+        assert!((c.machine_shift.unwrap() - 1.0).abs() < 1e-9);
     }
 
     #[test]

@@ -19,7 +19,21 @@ fn main() {
         // done; a server must outlive whoever reads its output.
         commands::quiet_broken_pipe();
     }
-    let db = cli.db.as_deref();
+    // A URL's password never appears in a message: the parse error redacts it.
+    let db = match cli
+        .db
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .map(opcost::store::Location::parse)
+        .transpose()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: --db: {e}");
+            std::process::exit(2);
+        }
+    };
+    let db = db.as_ref();
     let result = match cli.command {
         None => commands::run::execute(&RunArgs::whole_machine(), db),
         Some(Command::Run(a)) => commands::run::execute(&a, db),
@@ -32,6 +46,8 @@ fn main() {
         Some(Command::Report(a)) => commands::report::execute(&a, db),
         Some(Command::Export(a)) => commands::export::execute(&a, db),
         Some(Command::Import(a)) => commands::import::execute(&a, db),
+        Some(Command::Push(a)) => commands::push::execute(&a, db),
+        Some(Command::Fleet(a)) => commands::fleet::execute(&a, db),
         Some(Command::Serve(a)) => commands::serve::execute(&a),
         Some(Command::Cmd(a)) => commands::cmd::execute(&a, db),
     };

@@ -23,7 +23,7 @@ use crate::cli::AbArgs;
 use crate::compare::compare_sides;
 use crate::document::RunDoc;
 use crate::harness::Measurement;
-use crate::store::{self, Store};
+use crate::store::{Location, Store};
 use crate::suites;
 
 /// One side's setting.
@@ -58,7 +58,7 @@ impl Setting {
 
 /// Measures both settings alternately, saves the two runs (unless
 /// `--no-save`) and prints their comparison.
-pub fn execute(args: &AbArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let a = Setting {
         cpu: args.a_cpu,
         env: args.a_env.clone(),
@@ -125,8 +125,10 @@ pub fn execute(args: &AbArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     let mut run_b = join_rounds(docs_b, &b, "B");
     run_a.run.interrupted |= interrupted;
     run_b.run.interrupted |= interrupted;
+    let mut copied = true;
     if !args.no_save {
-        let mut store = Store::open(&store::default_path(db)?)?;
+        let targets = super::shared::targets(db)?;
+        let mut store = Store::open(&targets.local)?;
         store.save_new(&mut run_a)?;
         store.save_new(&mut run_b)?;
         eprintln!(
@@ -135,6 +137,9 @@ pub fn execute(args: &AbArgs, db: Option<&Path>) -> anyhow::Result<i32> {
             run_b.run.id,
             store.path().display()
         );
+        if let Some(url) = &targets.shared {
+            copied = super::shared::copy_to_shared(url, None, &[&run_a, &run_b], &targets.local);
+        }
     }
     let c = compare_sides(
         std::slice::from_ref(&run_a),
@@ -145,7 +150,13 @@ pub fn execute(args: &AbArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     );
     super::quiet_broken_pipe();
     print!("{}", super::compare::render(&c, args.format)?);
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(if !copied {
+        1
+    } else if interrupted {
+        130
+    } else {
+        0
+    })
 }
 
 /// Runs one round of one side as a child and returns its exit code; a

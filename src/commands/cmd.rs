@@ -1,7 +1,6 @@
 //! `opcost cmd`: time whole programs, each net of its baseline, and save
 //! them as a run (area `cmd`) like any other.
 
-use std::path::Path;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget};
@@ -14,11 +13,11 @@ use crate::cmdtime::{self, Options, Startup, render};
 use crate::document::{RunDoc, check_writable};
 use crate::harness::Profile;
 use crate::host::Host;
-use crate::store::{self, Store};
+use crate::store::{Location, Store};
 
 /// Measures the commands, prints and saves them; 0, 1 when a run failed or
 /// saving did, 130 when interrupted.
-pub fn execute(args: &CmdArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &CmdArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     // Everything the user could have got wrong is checked before running.
     let scan = args
         .scan
@@ -40,10 +39,15 @@ pub fn execute(args: &CmdArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     if let Some(path) = &args.json {
         check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
     }
+    let targets = super::shared::targets(db)?;
     let mut store = if args.no_save {
         None
     } else {
-        Some(Store::open(&store::default_path(db)?)?)
+        Some(Store::open(&targets.local)?)
+    };
+    let shared = match (&targets.shared, args.no_save) {
+        (Some(url), false) => Some((url, super::shared::connect_early(url))),
+        _ => None,
     };
 
     child::install_ctrlc();
@@ -107,6 +111,11 @@ pub fn execute(args: &CmdArgs, db: Option<&Path>) -> anyhow::Result<i32> {
             return Ok(1);
         }
         None => {}
+    }
+    if let Some((url, conn)) = shared
+        && !super::shared::copy_to_shared(url, conn, &[&doc], &targets.local)
+    {
+        return Ok(1);
     }
     Ok(if interrupted { 130 } else { 0 })
 }

@@ -2,7 +2,7 @@
 //! B/A, its 95% confidence interval and a verdict per benchmark (method in
 //! [`crate::compare`]).
 
-use std::path::Path;
+use crate::store::Location;
 
 use crate::cli::{CompareArgs, Format};
 use crate::compare::{Comparison, compare_sides};
@@ -14,7 +14,7 @@ use crate::report::{comparison, csv, markdown};
 use super::source::Loader;
 
 /// Prints the comparison.
-pub fn execute(args: &CompareArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let mut loader = Loader::new(db);
     let a = loader.load_side(&args.a)?;
     let b = loader.load_side(&args.b)?;

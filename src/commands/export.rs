@@ -1,7 +1,7 @@
 //! `opcost export`: a saved run as JSON (the interchange format that
 //! `import` reads on another machine), CSV or Markdown.
 
-use std::path::Path;
+use crate::store::Location;
 
 use crate::cli::ExportArgs;
 use crate::document::{Sink, check_writable, sink_of, write_atomic};
@@ -10,7 +10,7 @@ use super::source::Loader;
 use super::usage;
 
 /// Writes the run to the file or standard output.
-pub fn execute(args: &ExportArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &ExportArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     if let Some(path) = &args.output {
         check_writable(path).map_err(|e| usage(format!("-o {}: {e:#}", path.display())))?;
     }

@@ -2,7 +2,7 @@
 //! Importing is idempotent: a run already present (same id, same content)
 //! is skipped, never duplicated.
 
-use std::path::Path;
+use crate::store::Location;
 
 use crate::cli::ImportArgs;
 use crate::document::RunDoc;
@@ -13,7 +13,7 @@ use super::{UsageError, usage};
 
 /// Imports each file; returns 1 when any could not be imported (the others
 /// still are), 2 when every failure was a usage error (a missing file).
-pub fn execute(args: &ImportArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &ImportArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let mut loader = Loader::new(db);
     let store = loader.store()?;
     let (mut new, mut present) = (0, 0);
@@ -58,7 +58,7 @@ pub fn execute(args: &ImportArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     eprintln!(
         "{new} imported, {present} already present, {} failed, into {}",
         failures.len(),
-        store.path().display()
+        store.shown()
     );
     if failures.is_empty() {
         Ok(0)

@@ -6,12 +6,15 @@ pub mod cmd;
 pub mod compare;
 pub mod env;
 pub mod export;
+pub mod fleet;
 pub mod import;
 pub mod list;
+pub mod push;
 pub mod report;
 pub mod run;
 pub mod runs;
 pub mod serve;
+pub mod shared;
 pub mod show;
 pub mod source;
 

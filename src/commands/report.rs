@@ -1,6 +1,6 @@
 //! `opcost report`: an offline HTML file with charts of one or more runs.
 
-use std::path::Path;
+use crate::store::Location;
 
 use crate::cli::ReportArgs;
 use crate::document::{check_writable, write_atomic};
@@ -10,7 +10,7 @@ use super::source::Loader;
 use super::usage;
 
 /// Writes the report.
-pub fn execute(args: &ReportArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &ReportArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     check_writable(&args.output)
         .map_err(|e| usage(format!("-o {}: {e:#}", args.output.display())))?;
     let mut loader = Loader::new(db);

@@ -1,6 +1,6 @@
 //! `opcost run` (and bare `opcost`): select, measure, print, write.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use crate::document::{RunDoc, Sink, check_writable, sink_of};
 use crate::harness::runner::{self, Event, RunOptions};
 use crate::harness::{Ctx, affinity};
 use crate::host::Host;
-use crate::store::{self, Store};
+use crate::store::{Location, Store};
 use crate::suites;
 
 /// The private temp dir of the current run, removed by a second Ctrl-C.
@@ -22,7 +22,7 @@ static TMP_DIR: OnceLock<PathBuf> = OnceLock::new();
 
 /// Runs the selected benchmarks and saves the run in the history (`db`)
 /// unless `--no-save`; returns 0, 1 when saving failed, 130 when interrupted.
-pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     // Everything the user could have got wrong is checked before measuring.
     if let Some(path) = &args.json {
         check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
@@ -34,10 +34,11 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
     if let Some(cpu) = args.cpu {
         affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
     }
+    let targets = super::shared::targets(db)?;
     let mut store = if args.no_save {
         None
     } else {
-        Some(Store::open(&store::default_path(db)?)?)
+        Some(Store::open(&targets.local)?)
     };
     let host = Arc::new(Host::detect());
     let mut all = suites::all_benches(&host);
@@ -111,6 +112,10 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
             .map(|c| format!(", pinned to CPU {c}"))
             .unwrap_or_default()
     );
+    let shared = match (&targets.shared, args.no_save) {
+        (Some(url), false) => Some((url, super::shared::connect_early(url))),
+        _ => None,
+    };
     let bar = progress_bar(total);
     let started_at = chrono::Utc::now();
     let started = Instant::now();
@@ -186,6 +191,11 @@ pub fn execute(args: &RunArgs, db: Option<&Path>) -> anyhow::Result<i32> {
             return Ok(1);
         }
         None => {}
+    }
+    if let Some((url, conn)) = shared
+        && !super::shared::copy_to_shared(url, conn, &[&doc], &targets.local)
+    {
+        return Ok(1);
     }
     Ok(if outcome.interrupted { 130 } else { 0 })
 }

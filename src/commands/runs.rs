@@ -1,6 +1,6 @@
 //! `opcost runs`: the saved runs, newest first.
 
-use std::path::Path;
+use crate::store::Location;
 
 use comfy_table::Table;
 use comfy_table::presets::NOTHING;
@@ -10,12 +10,12 @@ use crate::cli::RunsArgs;
 use super::source::Loader;
 
 /// Lists the runs of the history.
-pub fn execute(args: &RunsArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &RunsArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let mut loader = Loader::new(db);
     let store = loader.store()?;
     let rows = store.list(args.host.as_deref(), args.limit)?;
     let total = store.count()?;
-    let path = store.path().display().to_string();
+    let path = store.shown();
     if rows.is_empty() {
         match &args.host {
             Some(h) if total > 0 => println!("no run of host '{h}' in {path}"),

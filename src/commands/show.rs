@@ -1,7 +1,7 @@
 //! `opcost show`: a saved run (or a JSON file) as the run table, Markdown,
 //! CSV or JSON.
 
-use std::path::Path;
+use crate::store::Location;
 
 use crate::cli::{Format, ShowArgs};
 use crate::document::RunDoc;
@@ -10,7 +10,7 @@ use crate::report::{csv, markdown, table};
 use super::source::Loader;
 
 /// Prints the run.
-pub fn execute(args: &ShowArgs, db: Option<&Path>) -> anyhow::Result<i32> {
+pub fn execute(args: &ShowArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let doc = Loader::new(db).load(&args.run)?;
     print!("{}", render(&doc, args.format)?);
     Ok(0)

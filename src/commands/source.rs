@@ -9,7 +9,7 @@ use anyhow::bail;
 
 use super::usage;
 use crate::document::RunDoc;
-use crate::store::{self, Prefix, Store};
+use crate::store::{self, History, Location, Prefix};
 
 /// A run as named on the command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,24 +50,23 @@ pub fn parse(s: &str) -> anyhow::Result<Spec> {
 
 /// Loads runs by spec, opening the history on first need.
 pub struct Loader {
-    db: Option<PathBuf>,
-    store: Option<Store>,
+    db: Option<Location>,
+    store: Option<History>,
 }
 
 impl Loader {
     /// A loader for the history at `--db` (or the default path).
-    pub fn new(db: Option<&Path>) -> Loader {
+    pub fn new(db: Option<&Location>) -> Loader {
         Loader {
-            db: db.map(Path::to_path_buf),
+            db: db.cloned(),
             store: None,
         }
     }
 
     /// The history, opened (and created) on first use.
-    pub fn store(&mut self) -> anyhow::Result<&mut Store> {
+    pub fn store(&mut self) -> anyhow::Result<&mut History> {
         if self.store.is_none() {
-            let path = store::default_path(self.db.as_deref())?;
-            self.store = Some(Store::open(&path)?);
+            self.store = Some(History::open(self.db.as_ref())?);
         }
         match self.store.as_mut() {
             Some(s) => Ok(s),
@@ -81,29 +80,12 @@ impl Loader {
     pub fn load_side(&mut self, specs: &str) -> anyhow::Result<Vec<RunDoc>> {
         let mut out = Vec::new();
         for spec in specs.split(',').map(str::trim) {
-            if let Some((name, count)) = spec.strip_prefix("host:").and_then(|s| s.split_once('@'))
-            {
-                let limit = match count {
-                    "all" => 0,
-                    n => n.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                        usage(format!(
-                            "'{spec}': after @ give a number of runs or `all` (host:NAME@5)"
-                        ))
-                    })?,
-                };
-                let store = self.store()?;
-                let rows = store.list(Some(name), limit)?;
-                if rows.is_empty() {
-                    return Err(usage(format!(
-                        "no run of host '{name}' in {}; `opcost runs` lists the hosts",
-                        store.path().display()
-                    )));
-                }
-                for r in rows {
-                    out.push(store.load(&r.id)?);
-                }
-            } else {
+            if matches!(parse(spec), Ok(Spec::File(_))) {
                 out.push(self.load(spec)?);
+                continue;
+            }
+            for id in self.resolve(spec)? {
+                out.push(self.store()?.load(&id)?);
             }
         }
         Ok(out)
@@ -121,7 +103,7 @@ impl Loader {
     ) -> anyhow::Result<Vec<RunDoc>> {
         let (host, profile) = (&like.host.hostname, like.run.profile.name());
         // Only a history that exists is read: comparing files creates none.
-        if self.store.is_none() && !store::default_path(self.db.as_deref())?.exists() {
+        if self.store.is_none() && !self.exists()? {
             return Ok(Vec::new());
         }
         let store = self.store()?;
@@ -141,6 +123,104 @@ impl Loader {
         Ok(out)
     }
 
+    /// Whether the history is there already (a database always is).
+    fn exists(&self) -> anyhow::Result<bool> {
+        Ok(match &self.db {
+            Some(Location::Postgres(_)) => true,
+            Some(Location::Sqlite(p)) => p.exists(),
+            None => store::default_path(None)?.exists(),
+        })
+    }
+
+    /// The ids of the runs a spec names in the history, without loading
+    /// them: ids and prefixes, `latest`, `host:NAME`, `host:NAME@N`,
+    /// `host:NAME@all`, and `@all` (every complete run), joined by commas;
+    /// the runs of a host newest first.
+    /// JSON files are not runs of the history: they are refused here.
+    pub fn resolve(&mut self, specs: &str) -> anyhow::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for spec in specs.split(',').map(str::trim) {
+            if spec == "@all" {
+                let store = self.store()?;
+                out.extend(
+                    store
+                        .list(None, 0)?
+                        .into_iter()
+                        .filter(|r| r.complete)
+                        .map(|r| r.id),
+                );
+                continue;
+            }
+            if let Some((name, count)) = spec.strip_prefix("host:").and_then(|s| s.split_once('@'))
+            {
+                let limit = match count {
+                    "all" => 0,
+                    n => n.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        usage(format!(
+                            "'{spec}': after @ give a number of runs or `all` (host:NAME@5)"
+                        ))
+                    })?,
+                };
+                let store = self.store()?;
+                let rows = store.list(Some(name), limit)?;
+                if rows.is_empty() {
+                    return Err(usage(format!(
+                        "no run of host '{name}' in {}; `opcost runs` lists the hosts",
+                        store.shown()
+                    )));
+                }
+                out.extend(rows.into_iter().map(|r| r.id));
+                continue;
+            }
+            let id = match parse(spec)? {
+                Spec::File(p) => {
+                    return Err(usage(format!(
+                        "{}: a file, not a run of the history; `opcost import` adds it first",
+                        p.display()
+                    )));
+                }
+                Spec::Latest => self.latest_id(None)?,
+                Spec::Host(name) => self.latest_id(Some(&name))?,
+                Spec::Id(prefix) => self.find_id(&prefix)?,
+            };
+            out.push(id);
+        }
+        Ok(out)
+    }
+
+    /// The latest run's id, of one host if given.
+    fn latest_id(&mut self, host: Option<&str>) -> anyhow::Result<String> {
+        let store = self.store()?;
+        match (store.latest(host)?, host) {
+            (Some(id), _) => Ok(id),
+            (None, None) => Err(usage(format!(
+                "the history {} has no runs yet; `opcost run` saves one",
+                store.shown()
+            ))),
+            (None, Some(name)) => Err(usage(format!(
+                "no run of host '{name}' in {}; `opcost runs` lists the hosts",
+                store.shown()
+            ))),
+        }
+    }
+
+    /// The one run id starting with `prefix`.
+    fn find_id(&mut self, prefix: &str) -> anyhow::Result<String> {
+        let store = self.store()?;
+        match store.find_prefix(prefix)? {
+            Prefix::One(id) => Ok(id),
+            Prefix::None => Err(usage(format!(
+                "no run id starts with '{prefix}' in {}; `opcost runs` lists them",
+                store.shown()
+            ))),
+            Prefix::Many(ids) => Err(usage(format!(
+                "'{prefix}' is ambiguous: {}{}; give more digits",
+                ids.iter().take(10).cloned().collect::<Vec<_>>().join(", "),
+                if ids.len() > 10 { ", ..." } else { "" }
+            ))),
+        }
+    }
+
     /// Loads the run named by `spec`.
     pub fn load(&mut self, spec: &str) -> anyhow::Result<RunDoc> {
         match parse(spec)? {
@@ -151,39 +231,16 @@ impl Loader {
                 RunDoc::read_json(&path)
             }
             Spec::Latest => {
-                let store = self.store()?;
-                match store.latest(None)? {
-                    Some(id) => store.load(&id),
-                    None => Err(usage(format!(
-                        "the history {} has no runs yet; `opcost run` saves one",
-                        store.path().display()
-                    ))),
-                }
+                let id = self.latest_id(None)?;
+                self.store()?.load(&id)
             }
             Spec::Host(name) => {
-                let store = self.store()?;
-                match store.latest(Some(&name))? {
-                    Some(id) => store.load(&id),
-                    None => Err(usage(format!(
-                        "no run of host '{name}' in {}; `opcost runs` lists the hosts",
-                        store.path().display()
-                    ))),
-                }
+                let id = self.latest_id(Some(&name))?;
+                self.store()?.load(&id)
             }
             Spec::Id(prefix) => {
-                let store = self.store()?;
-                match store.find_prefix(&prefix)? {
-                    Prefix::One(id) => store.load(&id),
-                    Prefix::None => Err(usage(format!(
-                        "no run id starts with '{prefix}' in {}; `opcost runs` lists them",
-                        store.path().display()
-                    ))),
-                    Prefix::Many(ids) => Err(usage(format!(
-                        "'{prefix}' is ambiguous: {}{}; give more digits",
-                        ids.iter().take(10).cloned().collect::<Vec<_>>().join(", "),
-                        if ids.len() > 10 { ", ..." } else { "" }
-                    ))),
-                }
+                let id = self.find_id(&prefix)?;
+                self.store()?.load(&id)
             }
         }
     }

@@ -28,6 +28,9 @@ pub fn render(c: &Comparison) -> String {
             }
         }
     }
+    if let Some(note) = phase_note(c) {
+        let _ = writeln!(out, "{note}");
+    }
     let mut areas: Vec<&str> = Vec::new();
     for r in &c.rows {
         if !areas.contains(&r.area.as_str()) {
@@ -117,13 +120,25 @@ pub fn render(c: &Comparison) -> String {
     out
 }
 
+/// The warning that the host itself changed speed between the sides, as
+/// the runs' stability canaries saw it.
+pub fn phase_note(c: &Comparison) -> Option<String> {
+    let s = c.phase_changed()?;
+    Some(format!(
+        "machine speed changed: the stability canary took {:.0}% {} in B than in A, so the host ran in a different phase; differences of that size may be the machine's, not a change: measure again, or compare several runs per side",
+        (s - 1.0).abs() * 100.0,
+        if s > 1.0 { "longer" } else { "less time" },
+    ))
+}
+
 /// How the comparison was made, in words: the footer of every format.
 pub fn method_note(c: &Comparison) -> String {
     use crate::compare::CiMethod;
     let count = |m: CiMethod| c.rows.iter().filter(|r| r.method == m).count();
-    let mut parts = vec![
+    let mut parts: Vec<String> = phase_note(c).into_iter().collect();
+    parts.push(
         "B/A = median of B / median of A (a side of several runs: the geometric mean of their medians)".to_string(),
-    ];
+    );
     let mut how = Vec::new();
     if count(CiMethod::Rounds) > 0 {
         how.push(format!(

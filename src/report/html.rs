@@ -111,7 +111,14 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
             }
         }
     }
+    // Runs of several hosts: the fleet view of their latest runs.
+    let fleet = several_hosts(docs)
+        .then(|| crate::fleet::build(docs, &[], crate::fleet::Rule::default()))
+        .filter(|f| !f.columns.is_empty());
     h.push_str("<nav><a href=\"#glance\">at a glance</a>");
+    if fleet.is_some() {
+        h.push_str("<a href=\"#fleet\">fleet</a>");
+    }
     if docs.len() > 1 {
         h.push_str("<a href=\"#comparison\">comparison</a>");
     }
@@ -121,6 +128,9 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     h.push_str("<a href=\"#findings\">findings</a><a href=\"#hosts\">hosts</a></nav>\n");
 
     glance_section(&mut h, docs);
+    if let Some(f) = &fleet {
+        super::fleet::html_section(&mut h, f);
+    }
     if docs.len() > 1 {
         charts += comparison_section(&mut h, docs, &names)?;
     }
@@ -146,6 +156,12 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     hosts_section(&mut h, docs);
     h.push_str("</body>\n</html>\n");
     Ok(Report { html: h, charts })
+}
+
+/// True when the runs come from more than one host.
+fn several_hosts(docs: &[RunDoc]) -> bool {
+    docs.iter()
+        .any(|d| d.host.hostname != docs[0].host.hostname)
 }
 
 const HEAD: &str = r#"<!DOCTYPE html>
@@ -177,6 +193,7 @@ td.score { font-weight: 600; }
 tr.overall td, tr.overall th { font-weight: 700; }
 tr.diff td, tr.diff th { background: var(--diff); }
 td.gloss { color: var(--muted); }
+td.flagged { font-weight: 700; }
 .id { display: block; color: var(--muted); font-size: 0.8em; font-weight: normal; }
 .faster { color: #1b7f3b; } .slower { color: #c0392b; }
 @media (prefers-color-scheme: dark) { .faster { color: #6fd08c; } .slower { color: #ff8a80; } }

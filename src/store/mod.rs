@@ -19,7 +19,13 @@
 //!   or a corrupt one is refused with an error that says what to do, and is
 //!   never written to.
 
+mod history;
+pub mod location;
+pub mod postgres;
 pub mod schema;
+
+pub use history::History;
+pub use location::{Location, PgUrl};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -106,6 +112,59 @@ pub enum Prefix {
     One(String),
     /// Several runs: their ids.
     Many(Vec<String>),
+}
+
+impl Prefix {
+    /// The answer for the ids found.
+    pub fn of(ids: Vec<String>) -> Prefix {
+        match ids.len() {
+            0 => Prefix::None,
+            1 => Prefix::One(ids.into_iter().next().unwrap_or_default()),
+            _ => Prefix::Many(ids),
+        }
+    }
+}
+
+/// A run given to `save_all`.
+#[derive(Clone, Debug)]
+pub struct Incoming {
+    /// The run.
+    pub doc: RunDoc,
+    /// The file it was imported from, if any.
+    pub source: Option<String>,
+    /// Its JSON as a history stored it, when at hand: known to load back
+    /// equal, so it is neither made nor checked again (a bulk copy then
+    /// parses each document once).
+    pub json: Option<String>,
+}
+
+impl Incoming {
+    /// A run with no source and no stored JSON.
+    pub fn new(doc: RunDoc) -> Incoming {
+        Incoming {
+            doc,
+            source: None,
+            json: None,
+        }
+    }
+
+    /// The document and its JSON, made and checked when not at hand.
+    pub(crate) fn into_parts(self) -> anyhow::Result<(RunDoc, Option<String>, String)> {
+        let json = match self.json {
+            Some(j) => j,
+            None => checked_json(&self.doc)?,
+        };
+        Ok((self.doc, self.source, json))
+    }
+}
+
+/// What became of one run given to `save_all`.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The run's id (empty when its document could not be read).
+    pub id: String,
+    /// Saved, already present, or why not.
+    pub result: anyhow::Result<Saved>,
 }
 
 /// An open history.
@@ -258,23 +317,49 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| explain(e, &p))?;
-        let old: Option<(String, bool)> = tx
-            .query_row(
-                "SELECT doc, complete FROM runs WHERE id = ?1",
-                [&doc.run.id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| explain(e, &p))?;
-        if let Some((old, complete)) = old {
-            return match RunDoc::from_json(&old) {
-                Ok(o) if o == *doc && complete => Ok(Saved::AlreadyPresent),
-                _ => Err(IdConflict(doc.run.id.clone()).into()),
-            };
-        }
-        insert_run(&tx, doc, &text, source, true, &p)?;
+        let saved = save_in(&tx, doc, &text, source, &p)?;
         tx.commit().map_err(|e| explain(e, &p))?;
-        Ok(Saved::New)
+        Ok(saved)
+    }
+
+    /// Saves every run `docs` yields, in one transaction: all are written
+    /// or, on a database error, none. A run already there with the same
+    /// content is [`Saved::AlreadyPresent`]; a different one with the same
+    /// id, or a document that could not be read (an `Err` item), is a failed
+    /// [`Outcome`] and the others are still saved.
+    pub fn save_all(
+        &mut self,
+        docs: &mut dyn Iterator<Item = anyhow::Result<Incoming>>,
+    ) -> anyhow::Result<Vec<Outcome>> {
+        let p = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| explain(e, &p))?;
+        let mut out = Vec::new();
+        for item in docs {
+            let (doc, source, text) = match item.and_then(Incoming::into_parts) {
+                Ok(x) => x,
+                Err(e) => {
+                    out.push(Outcome {
+                        id: String::new(),
+                        result: Err(e),
+                    });
+                    continue;
+                }
+            };
+            // A database error ends it all; a conflict is this run's outcome.
+            let result = match save_in(&tx, &doc, &text, source.as_deref(), &p) {
+                Err(e) if e.downcast_ref::<IdConflict>().is_none() => return Err(e),
+                r => r.map_err(|e| e.context(format!("run {}", doc.run.id))),
+            };
+            out.push(Outcome {
+                id: doc.run.id.clone(),
+                result,
+            });
+        }
+        tx.commit().map_err(|e| explain(e, &p))?;
+        Ok(out)
     }
 
     /// Records a run that is starting, marked incomplete, with no results
@@ -337,7 +422,7 @@ impl Store {
 
 /// The document as JSON, refused when it does not load back equal (JSON
 /// has no NaN or infinity).
-fn checked_json(doc: &RunDoc) -> anyhow::Result<String> {
+pub(crate) fn checked_json(doc: &RunDoc) -> anyhow::Result<String> {
     let text = serde_json::to_string(doc).context("serialising the run")?;
     match RunDoc::from_json(&text) {
         Ok(back) if back == *doc => Ok(text),
@@ -346,6 +431,32 @@ fn checked_json(doc: &RunDoc) -> anyhow::Result<String> {
             doc.run.id
         ),
     }
+}
+
+/// Saves a run inside an open transaction unless a run with its id is there.
+fn save_in(
+    tx: &rusqlite::Transaction<'_>,
+    doc: &RunDoc,
+    text: &str,
+    source: Option<&str>,
+    p: &Path,
+) -> anyhow::Result<Saved> {
+    let old: Option<(String, bool)> = tx
+        .query_row(
+            "SELECT doc, complete FROM runs WHERE id = ?1",
+            [&doc.run.id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(|e| explain(e, p))?;
+    if let Some((old, complete)) = old {
+        return match RunDoc::from_json(&old) {
+            Ok(o) if o == *doc && complete => Ok(Saved::AlreadyPresent),
+            _ => Err(IdConflict(doc.run.id.clone()).into()),
+        };
+    }
+    insert_run(tx, doc, text, source, true, p)?;
+    Ok(Saved::New)
 }
 
 /// Inserts the run row and its index rows (results, rounds, findings).
@@ -483,6 +594,12 @@ impl Store {
 
     /// Loads the run with exactly this id.
     pub fn load(&self, id: &str) -> anyhow::Result<RunDoc> {
+        self.load_with_json(id).map(|(d, _)| d)
+    }
+
+    /// Loads the run with exactly this id, and for a complete run the
+    /// JSON it is stored as.
+    pub fn load_with_json(&self, id: &str) -> anyhow::Result<(RunDoc, Option<String>)> {
         let row: Option<(String, bool)> = self
             .conn
             .query_row("SELECT doc, complete FROM runs WHERE id = ?1", [id], |r| {
@@ -516,7 +633,7 @@ impl Store {
             }
             doc.run.incomplete = true;
         }
-        Ok(doc)
+        Ok((doc, complete.then_some(text)))
     }
 
     /// Saved runs, newest first (by start time), optionally of one host;
@@ -569,6 +686,25 @@ impl Store {
             .map_err(|e| explain(e, &self.path))
     }
 
+    /// The ids of the latest complete run of each host (with this label,
+    /// when given), by host name.
+    pub fn latest_per_host(&self, label: Option<&str>) -> anyhow::Result<Vec<String>> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id FROM (
+                    SELECT id, hostname, row_number() OVER (
+                        PARTITION BY hostname ORDER BY started DESC, rowid DESC) AS k
+                    FROM runs WHERE complete AND (?1 IS NULL OR label = ?1)
+                 ) WHERE k = 1 ORDER BY hostname",
+            )
+            .map_err(|e| explain(e, &self.path))?;
+        st.query_map([label], |r| r.get(0))
+            .map_err(|e| explain(e, &self.path))?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(|e| explain(e, &self.path))
+    }
+
     /// The runs whose id starts with `prefix` (hex digits, any case).
     pub fn find_prefix(&self, prefix: &str) -> anyhow::Result<Prefix> {
         let prefix = prefix.to_ascii_lowercase();
@@ -584,11 +720,7 @@ impl Store {
             .map_err(|e| explain(e, &self.path))?
             .collect::<Result<Vec<String>, _>>()
             .map_err(|e| explain(e, &self.path))?;
-        Ok(match ids.len() {
-            0 => Prefix::None,
-            1 => Prefix::One(ids.into_iter().next().unwrap_or_default()),
-            _ => Prefix::Many(ids),
-        })
+        Ok(Prefix::of(ids))
     }
 
     /// The number of saved runs.
@@ -600,12 +732,12 @@ impl Store {
 }
 
 /// `Some(x)` for a finite value, `None` (SQL NULL) otherwise.
-fn finite(x: f64) -> Option<f64> {
+pub(crate) fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
 /// The CPU model named in a host block, whatever its layout version.
-fn cpu_model(host: &serde_json::Value) -> Option<String> {
+pub(crate) fn cpu_model(host: &serde_json::Value) -> Option<String> {
     ["/cpu_model", "/cpu/model", "/cpu/model_name"]
         .iter()
         .find_map(|p| host.pointer(p).and_then(|v| v.as_str()))

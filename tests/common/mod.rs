@@ -170,3 +170,40 @@ pub fn real_runs(n: usize) -> Vec<RunDoc> {
         })
         .collect()
 }
+
+/// The runs of a fleet of `n` identical hosts (`node-000`...), a few
+/// percent apart, except host `outlier` whose clocksource is hpet instead
+/// of tsc, which makes its vDSO clock reads system calls (about 60x dearer).
+pub fn fleet_runs(n: usize, outlier: usize) -> Vec<RunDoc> {
+    (0..n)
+        .map(|i| {
+            let seed = 1000 + 10 * i as u64;
+            let clock = if i == outlier { 1200.0 } else { 20.0 };
+            let r = vec![
+                measurement(
+                    "syscall.function_call",
+                    "ns/op",
+                    samples(1.5, 0.03, 15, seed),
+                ),
+                measurement(
+                    "syscall.getppid.raw",
+                    "ns/op",
+                    samples(95.0 + (i % 7) as f64, 0.03, 15, seed + 1),
+                ),
+                measurement(
+                    "syscall.clock_gettime.monotonic.vdso",
+                    "ns/op",
+                    samples(clock, 0.03, 15, seed + 2),
+                ),
+            ];
+            let name = format!("node-{i:03}");
+            let started = format!("2026-03-01T{:02}:{:02}:00Z", i / 60 % 24, i % 60);
+            let mut d = doc(&format!("f1ee{i:04x}"), &name, &started, r);
+            d.run.label = Some("fleet-test".into());
+            d.host.clocksource = Some(if i == outlier { "hpet" } else { "tsc" }.into());
+            d.host.cpu.model = Some("Test CPU 9000".into());
+            d.host.kernel.release = Some("6.1.0-test".into());
+            d
+        })
+        .collect()
+}

@@ -1,0 +1,63 @@
+//! `opcost fleet [PATTERN...]`: the latest complete run of each host in the
+//! history (local or shared), hosts grouped by CPU model and kernel, the
+//! outliers of each group flagged with what may explain them (the method
+//! is in [`crate::fleet`]).
+
+use crate::cli::{FleetArgs, Format};
+use crate::fleet::{self, Rule};
+use crate::report::fleet as render;
+use crate::store::Location;
+
+use super::source::Loader;
+use super::usage;
+
+/// Prints the fleet view.
+pub fn execute(args: &FleetArgs, db: Option<&Location>) -> anyhow::Result<i32> {
+    if !(args.k.is_finite() && args.k > 0.0) {
+        return Err(usage(format!("--k {}: give a positive number", args.k)));
+    }
+    let mut loader = Loader::new(db);
+    let store = loader.store()?;
+    let ids = store.latest_per_host(args.label.as_deref())?;
+    if ids.is_empty() {
+        return Err(usage(match &args.label {
+            Some(l) => format!("no complete run labelled '{l}' in {}", store.shown()),
+            None => format!(
+                "no complete run in {}; `opcost run` or `opcost push` adds some",
+                store.shown()
+            ),
+        }));
+    }
+    let docs = ids
+        .iter()
+        .map(|id| store.load(id))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let view = fleet::build(
+        &docs,
+        &args.patterns,
+        Rule {
+            k: args.k,
+            margin: args.margin,
+        },
+    );
+    if view.columns.is_empty() {
+        return Err(usage(if args.patterns.is_empty() {
+            "none of the headline figures was measured in these runs; name benchmarks (`opcost fleet syscall`)".to_string()
+        } else {
+            format!(
+                "no benchmark of the hosts' latest runs matches {}",
+                args.patterns.join(" ")
+            )
+        }));
+    }
+    print!(
+        "{}",
+        match args.format {
+            Format::Text => render::render_text(&view),
+            Format::Md => render::render_md(&view),
+            Format::Csv => render::render_csv(&view)?,
+            Format::Json => serde_json::to_string_pretty(&view)? + "\n",
+        }
+    );
+    Ok(0)
+}

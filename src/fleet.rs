@@ -1,0 +1,441 @@
+//! The fleet view: the latest run of each host side by side, to answer
+//! "which of our hosts pays twice as much for a system call, and why".
+//!
+//! Hosts are grouped by CPU model and kernel release: only hosts of one
+//! kind are expected to agree. Within a group, each figure's spread is
+//! measured robustly (median and MAD, so the outliers themselves do not
+//! widen it), and a host outside it is flagged with the differences of its
+//! description from the rest of its group that may explain it
+//! (mitigations, clocksource, transparent huge pages, governor, microcode
+//! and a few more). The rule is in [`Rule`] and docs/DESIGN.md.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::document::RunDoc;
+use crate::harness::stats::median;
+use crate::headline;
+use crate::host::Host;
+
+/// MAD × 1.4826 estimates the standard deviation of normal data.
+const MAD_TO_SIGMA: f64 = 1.4826;
+
+/// Fewest hosts with a figure for its group's spread to mean anything.
+pub const MIN_GROUP: usize = 3;
+
+/// When a host's figure is outside its group's spread.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rule {
+    /// Scaled MADs from the median (4: about 1 in 16 000 for normal data).
+    pub k: f64,
+    /// The smallest relative distance from the median flagged (0.10 = 10%):
+    /// a group of identical hosts has a MAD near zero, and a 2% difference
+    /// is noise between runs, not a finding.
+    pub margin: f64,
+}
+
+impl Default for Rule {
+    fn default() -> Rule {
+        Rule {
+            k: 4.0,
+            margin: 0.10,
+        }
+    }
+}
+
+/// One column: a headline figure or a benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Column {
+    /// What it is (the headline label, or the benchmark id).
+    pub label: String,
+    /// The base unit (`ns/op`, `B/s`, `ops/s`).
+    pub unit: String,
+    /// True for rates and throughputs.
+    pub higher_is_better: bool,
+}
+
+/// A fact of the host description that differs from its group's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Difference {
+    /// The fact (`clocksource`, `THP`, `vulnerability spectre_v2`...).
+    pub fact: String,
+    /// This host's value.
+    pub host: String,
+    /// The value most hosts of the group have.
+    pub group: String,
+}
+
+/// A figure outside its group's spread.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Flag {
+    /// Index of the column.
+    pub column: usize,
+    /// The host's value.
+    pub value: f64,
+    /// The group's median.
+    pub median: f64,
+    /// value / median.
+    pub ratio: f64,
+    /// True when the host is worse (slower, or lower throughput).
+    pub worse: bool,
+}
+
+/// One host: its latest run's figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostRow {
+    /// Host name.
+    pub hostname: String,
+    /// The run the figures come from.
+    pub run_id: String,
+    /// Its start time.
+    pub started: String,
+    /// One value per column (base unit), None when the run has no such result.
+    pub values: Vec<Option<f64>>,
+    /// The figures outside the group's spread.
+    pub flags: Vec<Flag>,
+    /// For a flagged host: how its description differs from its group's.
+    pub differences: Vec<Difference>,
+}
+
+/// Hosts of one CPU model and kernel.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Group {
+    /// CPU model.
+    pub cpu_model: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// The hosts, by name.
+    pub hosts: Vec<HostRow>,
+    /// Per column: the median of the group's hosts.
+    pub medians: Vec<Option<f64>>,
+    /// Per column: the range a host may be in without being flagged (None
+    /// with fewer than [`MIN_GROUP`] values).
+    pub bounds: Vec<Option<(f64, f64)>>,
+}
+
+/// The whole view.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fleet {
+    /// The columns.
+    pub columns: Vec<Column>,
+    /// The groups, largest first.
+    pub groups: Vec<Group>,
+    /// The rule hosts were flagged by.
+    pub rule: Rule,
+}
+
+impl Fleet {
+    /// Every flagged host with its group.
+    pub fn flagged(&self) -> impl Iterator<Item = (&Group, &HostRow)> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.hosts.iter().map(move |h| (g, h)))
+            .filter(|(_, h)| !h.flags.is_empty())
+    }
+
+    /// The number of hosts.
+    pub fn hosts(&self) -> usize {
+        self.groups.iter().map(|g| g.hosts.len()).sum()
+    }
+}
+
+/// Builds the view of `docs` (one run per host; for a host given twice, its
+/// latest run counts). With `patterns`, the columns are the benchmarks they
+/// select; without, the headline figures any of the runs has.
+pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
+    let docs = latest_per_host(docs);
+    let columns: Vec<(Column, Picker)> = if patterns.is_empty() {
+        headline::ENTRIES
+            .iter()
+            .filter_map(|e| {
+                let m = docs.iter().find_map(|d| headline::find(d, e.pick))?;
+                Some((
+                    Column {
+                        label: e.label.to_string(),
+                        unit: m.unit.label().to_string(),
+                        higher_is_better: m.higher_is_better(),
+                    },
+                    Picker::Headline(e.pick),
+                ))
+            })
+            .collect()
+    } else {
+        let mut cols: Vec<(Column, Picker)> = Vec::new();
+        for d in &docs {
+            for m in &d.results {
+                if patterns.iter().any(|p| crate::suites::matches(p, &m.id))
+                    && !cols.iter().any(|(c, _)| c.label == m.id)
+                {
+                    cols.push((
+                        Column {
+                            label: m.id.clone(),
+                            unit: m.unit.label().to_string(),
+                            higher_is_better: m.higher_is_better(),
+                        },
+                        Picker::Id(m.id.clone()),
+                    ));
+                }
+            }
+        }
+        cols
+    };
+
+    let mut by_kind: BTreeMap<(String, String), Vec<&RunDoc>> = BTreeMap::new();
+    for d in &docs {
+        by_kind.entry(kind_of(&d.host)).or_default().push(d);
+    }
+    let mut groups: Vec<Group> = by_kind
+        .into_iter()
+        .map(|((cpu_model, kernel), runs)| group(cpu_model, kernel, &runs, &columns, rule))
+        .collect();
+    groups.sort_by(|a, b| {
+        b.hosts
+            .len()
+            .cmp(&a.hosts.len())
+            .then_with(|| a.cpu_model.cmp(&b.cpu_model))
+    });
+    Fleet {
+        columns: columns.into_iter().map(|(c, _)| c).collect(),
+        groups,
+        rule,
+    }
+}
+
+/// How a column finds its value in a run.
+enum Picker {
+    Headline(headline::Pick),
+    Id(String),
+}
+
+impl Picker {
+    fn value(&self, doc: &RunDoc) -> Option<f64> {
+        let m = match self {
+            Picker::Headline(p) => headline::find(doc, *p),
+            Picker::Id(id) => doc.results.iter().find(|m| &m.id == id),
+        }?;
+        (m.median.is_finite() && m.median > 0.0).then_some(m.median)
+    }
+}
+
+/// The latest run of each host among `docs`.
+fn latest_per_host(docs: &[RunDoc]) -> Vec<&RunDoc> {
+    let mut latest: BTreeMap<&str, &RunDoc> = BTreeMap::new();
+    for d in docs {
+        let e = latest.entry(d.host.hostname.as_str()).or_insert(d);
+        if d.run.started > e.run.started {
+            *e = d;
+        }
+    }
+    latest.into_values().collect()
+}
+
+/// The group key of a host: CPU model and kernel release.
+fn kind_of(h: &Host) -> (String, String) {
+    (
+        h.cpu.model.clone().unwrap_or_else(|| "unknown CPU".into()),
+        h.kernel
+            .release
+            .clone()
+            .unwrap_or_else(|| "unknown kernel".into()),
+    )
+}
+
+fn group(
+    cpu_model: String,
+    kernel: String,
+    runs: &[&RunDoc],
+    columns: &[(Column, Picker)],
+    rule: Rule,
+) -> Group {
+    let mut hosts: Vec<HostRow> = runs
+        .iter()
+        .map(|d| HostRow {
+            hostname: d.host.hostname.clone(),
+            run_id: d.run.id.clone(),
+            started: d.run.started.clone(),
+            values: columns.iter().map(|(_, p)| p.value(d)).collect(),
+            flags: Vec::new(),
+            differences: Vec::new(),
+        })
+        .collect();
+    let mut medians = Vec::new();
+    let mut bounds = Vec::new();
+    for (j, (col, _)) in columns.iter().enumerate() {
+        let xs: Vec<f64> = hosts.iter().filter_map(|h| h.values[j]).collect();
+        let m = median(&xs);
+        medians.push(m);
+        let b = m.filter(|_| xs.len() >= MIN_GROUP).and_then(|m| {
+            let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+            let mad = median(&dev)? * MAD_TO_SIGMA;
+            let half = (rule.k * mad).max(rule.margin * m);
+            Some((m - half, m + half))
+        });
+        bounds.push(b);
+        let (Some(m), Some((lo, hi))) = (m, b) else {
+            continue;
+        };
+        for h in &mut hosts {
+            if let Some(x) = h.values[j]
+                && (x < lo || x > hi)
+            {
+                h.flags.push(Flag {
+                    column: j,
+                    value: x,
+                    median: m,
+                    ratio: x / m,
+                    worse: (x > m) != col.higher_is_better,
+                });
+            }
+        }
+    }
+    // What sets each flagged host apart from its group.
+    let facts: Vec<Vec<(String, String)>> = runs.iter().map(|d| facts(&d.host)).collect();
+    let mut modes: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for f in &facts {
+        for (k, v) in f {
+            *modes.entry(k).or_default().entry(v).or_default() += 1;
+        }
+    }
+    for (h, f) in hosts.iter_mut().zip(&facts) {
+        if h.flags.is_empty() {
+            continue;
+        }
+        for (k, v) in f {
+            let common = modes.get(k.as_str()).and_then(|vs| {
+                vs.iter()
+                    .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                    .map(|(v, _)| *v)
+            });
+            if let Some(c) = common
+                && c != v
+            {
+                h.differences.push(Difference {
+                    fact: k.clone(),
+                    host: v.clone(),
+                    group: c.to_string(),
+                });
+            }
+        }
+    }
+    hosts.sort_by(|a, b| a.hostname.cmp(&b.hostname));
+    Group {
+        cpu_model,
+        kernel,
+        hosts,
+        medians,
+        bounds,
+    }
+}
+
+/// The facts of a host description that change what operations cost, as
+/// (name, value) pairs; unknown is `?`.
+pub fn facts(h: &Host) -> Vec<(String, String)> {
+    let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let b = |v: Option<bool>| v.map_or("?".to_string(), |x| if x { "on" } else { "off" }.into());
+    let cmdline_mitigations = h
+        .kernel
+        .cmdline
+        .as_deref()
+        .and_then(|c| {
+            c.split_whitespace()
+                .find_map(|w| w.strip_prefix("mitigations="))
+        })
+        .unwrap_or("default")
+        .to_string();
+    let mut out = vec![
+        ("clocksource".to_string(), s(&h.clocksource)),
+        ("mitigations=".to_string(), cmdline_mitigations),
+        ("THP".to_string(), s(&h.thp.enabled)),
+        ("governor".to_string(), s(&h.governor)),
+        ("microcode".to_string(), s(&h.cpu.microcode)),
+        ("SMT".to_string(), b(h.cpu.smt_active)),
+        ("boost".to_string(), b(h.freq.boost)),
+        ("cpufreq driver".to_string(), s(&h.freq.driver)),
+        (
+            "hypervisor".to_string(),
+            h.hypervisor().unwrap_or_else(|| "none".into()),
+        ),
+    ];
+    out.extend(
+        h.vulnerabilities
+            .iter()
+            .map(|(k, v)| (format!("vulnerability {k}"), v.clone())),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Measurement;
+
+    fn run(host: &str, getppid_ns: f64, clocksource: &str) -> RunDoc {
+        let mut d: RunDoc =
+            serde_json::from_str(crate::score::REFERENCE_JSON).expect("the reference is a run");
+        d.run.id = format!("{:08x}", fastrand::u32(..));
+        d.host.hostname = host.into();
+        d.host.clocksource = Some(clocksource.into());
+        d.results = vec![Measurement::point(
+            "syscall.getppid.raw",
+            "ns/op",
+            getppid_ns,
+        )];
+        d
+    }
+
+    #[test]
+    fn the_outlier_of_a_group_is_flagged_with_its_difference() {
+        let mut docs: Vec<RunDoc> = (0..20)
+            .map(|i| run(&format!("h{i:02}"), 100.0 + i as f64, "tsc"))
+            .collect();
+        docs.push(run("slow", 250.0, "hpet"));
+        let f = build(&docs, &[], Rule::default());
+        assert_eq!(f.columns.len(), 1);
+        assert_eq!(f.columns[0].label, "system call");
+        assert_eq!(f.hosts(), 21);
+        let flagged: Vec<_> = f.flagged().collect();
+        assert_eq!(flagged.len(), 1, "{flagged:?}");
+        let (_, h) = flagged[0];
+        assert_eq!(h.hostname, "slow");
+        assert!(h.flags[0].worse && h.flags[0].ratio > 2.0);
+        assert!(
+            h.differences
+                .iter()
+                .any(|d| d.fact == "clocksource" && d.host == "hpet" && d.group == "tsc"),
+            "{:?}",
+            h.differences
+        );
+    }
+
+    #[test]
+    fn small_groups_and_the_latest_run_of_a_host() {
+        let mut a = run("a", 100.0, "tsc");
+        a.run.started = "2026-01-01T00:00:00Z".into();
+        let mut a2 = run("a", 300.0, "tsc");
+        a2.run.started = "2026-01-02T00:00:00Z".into();
+        let b = run("b", 100.0, "tsc");
+        let f = build(&[a, a2, b], &["syscall".to_string()], Rule::default());
+        assert_eq!(f.hosts(), 2);
+        assert_eq!(f.columns[0].label, "syscall.getppid.raw");
+        let row = &f.groups[0].hosts[0];
+        assert_eq!((row.hostname.as_str(), row.values[0]), ("a", Some(300.0)));
+        // Two hosts are too few for a spread: nothing is flagged.
+        assert_eq!(f.groups[0].bounds[0], None);
+        assert_eq!(f.flagged().count(), 0);
+    }
+
+    #[test]
+    fn kernels_and_cpus_make_separate_groups() {
+        let mut docs: Vec<RunDoc> = (0..4)
+            .map(|i| run(&format!("x{i}"), 100.0, "tsc"))
+            .collect();
+        for (i, d) in docs.iter_mut().enumerate().take(2) {
+            d.host.kernel.release = Some("6.1.0".into());
+            d.results[0].summary.median = 500.0 + i as f64;
+        }
+        let f = build(&docs, &[], Rule::default());
+        assert_eq!(f.groups.len(), 2);
+        assert_eq!(f.flagged().count(), 0, "each kind agrees with itself");
+    }
+}

@@ -1,0 +1,117 @@
+//! The one seam between the commands and the two stores: a [`History`] is
+//! an SQLite file or a PostgreSQL database, and every command that reads
+//! or adds runs does so through it, whichever it is.
+
+use anyhow::bail;
+
+use super::location::Location;
+use super::postgres::PgStore;
+use super::{IdConflict, Incoming, Outcome, Prefix, RunRow, Saved, Store, default_path};
+use crate::document::RunDoc;
+
+/// An open history, local or shared.
+#[derive(Debug)]
+pub enum History {
+    /// An SQLite file.
+    Sqlite(Store),
+    /// A PostgreSQL database.
+    Postgres(PgStore),
+}
+
+/// Calls the same method on whichever store it is.
+macro_rules! each {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            History::Sqlite($s) => $e,
+            History::Postgres($s) => $e,
+        }
+    };
+}
+
+impl History {
+    /// Opens the history at `db` (`--db`, `OPCOST_DB`), or the default
+    /// SQLite file when none is given.
+    pub fn open(db: Option<&Location>) -> anyhow::Result<History> {
+        match db {
+            Some(Location::Postgres(url)) => Ok(History::Postgres(PgStore::open(url)?)),
+            Some(Location::Sqlite(p)) => Ok(History::Sqlite(Store::open(p)?)),
+            None => Ok(History::Sqlite(Store::open(&default_path(None)?)?)),
+        }
+    }
+
+    /// Where it is, as it may be shown (a path, or a URL without password).
+    pub fn shown(&self) -> String {
+        match self {
+            History::Sqlite(s) => s.path().display().to_string(),
+            History::Postgres(p) => p.url().to_string(),
+        }
+    }
+
+    /// The schema version.
+    pub fn version(&mut self) -> anyhow::Result<i64> {
+        each!(self, s => s.version())
+    }
+
+    /// Saves a run ([`Saved::AlreadyPresent`] when an equal one is there; a
+    /// different run with the same id is an [`IdConflict`]).
+    pub fn save(&mut self, doc: &RunDoc, source: Option<&str>) -> anyhow::Result<Saved> {
+        each!(self, s => s.save(doc, source))
+    }
+
+    /// Saves a fresh run, drawing new ids while its random one is taken.
+    pub fn save_new(&mut self, doc: &mut RunDoc) -> anyhow::Result<()> {
+        for _ in 0..16 {
+            match self.save(doc, None) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.downcast_ref::<IdConflict>().is_some() => {
+                    doc.run.id = crate::document::new_run_id();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        bail!("could not find a free run id in {}", self.shown())
+    }
+
+    /// Saves many runs in one transaction (see [`Store::save_all`]).
+    pub fn save_all(
+        &mut self,
+        docs: &mut dyn Iterator<Item = anyhow::Result<Incoming>>,
+    ) -> anyhow::Result<Vec<Outcome>> {
+        each!(self, s => s.save_all(docs))
+    }
+
+    /// Loads the run with exactly this id.
+    pub fn load(&mut self, id: &str) -> anyhow::Result<RunDoc> {
+        each!(self, s => s.load(id))
+    }
+
+    /// Loads a run, and for a complete run the JSON it is stored as.
+    pub fn load_with_json(&mut self, id: &str) -> anyhow::Result<(RunDoc, Option<String>)> {
+        each!(self, s => s.load_with_json(id))
+    }
+
+    /// Saved runs, newest first, optionally of one host; `limit` 0 means all.
+    pub fn list(&mut self, host: Option<&str>, limit: usize) -> anyhow::Result<Vec<RunRow>> {
+        each!(self, s => s.list(host, limit))
+    }
+
+    /// The id of the latest run, of one host if given.
+    pub fn latest(&mut self, host: Option<&str>) -> anyhow::Result<Option<String>> {
+        each!(self, s => s.latest(host))
+    }
+
+    /// The ids of the latest complete run of each host (with this label).
+    pub fn latest_per_host(&mut self, label: Option<&str>) -> anyhow::Result<Vec<String>> {
+        each!(self, s => s.latest_per_host(label))
+    }
+
+    /// The runs whose id starts with `prefix`.
+    pub fn find_prefix(&mut self, prefix: &str) -> anyhow::Result<Prefix> {
+        each!(self, s => s.find_prefix(prefix))
+    }
+
+    /// The number of saved runs.
+    pub fn count(&mut self) -> anyhow::Result<i64> {
+        each!(self, s => s.count())
+    }
+}
