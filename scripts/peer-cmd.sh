@@ -14,6 +14,10 @@
 # scanned over N; it should be a straight line through the origin: the
 # least-squares slope, R², and net/N per point are printed.
 #
+# Last, the E13 question for the interpreters the machine has (python3,
+# node, lua): the Mandelbrot net of start-up with opcost's default run
+# count (runs go on while the CI of the net spans zero), median and CI.
+#
 # Needs: hyperfine, jq, cc.
 # Usage: scripts/peer-cmd.sh [ROUNDS [RUNS [MANDEL_N]]]   (default 5 rounds, 50 runs, N 200)
 # Run it under the machine's timing lock when others measure too:
@@ -70,3 +74,18 @@ printf '%12s %14s %14s %12s\n' "N" "net" "95% CI ±" "net/N"
 jq -r '.results[] | select(.id | test("^cmd\\.loop/")) | [.params.n, .median, (.ci_high - .ci_low) / 2] | @tsv' "$TMP/lin.json" |
   awk -F'\t' '{printf "%12d %11.3f ms %11.3f ms %9s\n", $1, $2/1e6, $3/1e6, ($1 > 0 ? sprintf("%.3f ns", $2/$1) : "—")}'
 jq -r '.findings[] | select(.text | test("per unit of n")) | .text' "$TMP/lin.json"
+
+echo
+echo "Mandelbrot $MANDEL_N net of start-up (N = 1), opcost cmd with its default run count"
+printf '%-22s %12s %25s %6s  %s\n' "" "net" "95% CI" "pairs" "baseline share"
+for lang in python3:py node:js lua:lua; do
+  prog=${lang%%:*}
+  command -v "$prog" >/dev/null || { echo "  $prog: not installed, skipped"; continue; }
+  f=tests/fixtures/cmd/mandelbrot.${lang##*:}
+  "$OPCOST" cmd --no-save --name "mandelbrot.$prog" --json "$TMP/lang.json" \
+    "$prog $f $MANDEL_N" ::: "$prog $f 1" >/dev/null 2>&1
+  jq -r --arg p "$prog" '.results[] | select(.id | test("\\.(user|sys)$") | not) |
+    [$p, .median / 1e6, .ci_low / 1e6, .ci_high / 1e6, (.samples | length),
+     (.details.baseline_wall_ns / .details.gross_wall_ns * 100)] | @tsv' "$TMP/lang.json" |
+    awk -F'\t' '{printf "%-22s %9.2f ms %10.2f … %8.2f ms %6d  %.0f%%%s\n", $1, $2, $3, $4, $5, $6, ($3 <= 0 ? "  (unresolved)" : "")}'
+done

@@ -52,20 +52,38 @@ opcost_bw() {   # ids...
         done
 }
 
+# The best value of one round among metrics matching a pattern (B/s).
+round_best() {   # round, metric name pattern (awk regex on the id)
+    awk -v re="$2" '$1 ~ re {print $2}' "$work/round_$1" | sort -g | tail -1
+}
+
 for ((r = 1; r <= ROUNDS; r++)); do
     echo "round $r/$ROUNDS"
-    if have perf; then
-        # Every function perf offers (-f all), at 256 MB as in the targets; perf
-        # prints GB/sec with binary prefixes (GiB/s).
-        for bench in memcpy memset; do
+    : >"$work/round_$r"
+    # Each kernel's peers and opcost's methods for it run back to back, so
+    # that load from other work (which comes and goes over the minutes a
+    # round takes) hits the pair alike; the paired ratio of the round's bests
+    # is kept too.
+    for pair in memcpy:copy memset:write; do
+        bench=${pair%%:*}
+        kern=${pair##*:}
+        if have perf; then
+            # Every function perf offers (-f all), at 256 MB as in the targets;
+            # perf prints GB/sec with binary prefixes (GiB/s).
             perf bench mem "$bench" -s 256MB -l 10 -f all 2>/dev/null |
                 awk -v b="$bench" '/^# function/ {f=$3; gsub(/\047/, "", f)}
                     /B\/sec/ {u=$2; x=$1; m=(u ~ /^GB/)?1073741824:(u ~ /^MB/)?1048576:1024; printf "perf_%s_%s %.0f\n", b, f, x*m}' |
-                while read -r metric v; do record "$metric" "$v"; done
-        done
-    fi
-    # opcost's methods: glibc above/below its threshold, rep movsb/stosb, vector, non-temporal.
-    opcost_bw 'memory.bandwidth.copy.*' 'memory.bandwidth.write.*' 'memory.bandwidth.read.*'
+                while read -r metric v; do record "$metric" "$v"; echo "$metric $v" >>"$work/round_$r"; done
+        fi
+        # opcost's methods: glibc above/below its threshold, rep movsb/stosb,
+        # vector, non-temporal (the ids with a method: KERNEL.METHOD/threads=1).
+        opcost_bw "memory.bandwidth.$kern."
+        jq -r '.results[] | "opcost_\(.id) \(.samples | length / (map(1 / .) | add))"' "$work/o.json" >>"$work/round_$r"
+        p=$(round_best "$r" "^perf_${bench}_")
+        o=$(round_best "$r" "^opcost_memory.bandwidth.$kern[.]")
+        [[ -n "$p" && -n "$o" ]] && record "paired $kern" "$(awk -v o="$o" -v p="$p" 'BEGIN {print o / p}')"
+    done
+    opcost_bw memory.bandwidth.read.
     opcost_bw memory.bandwidth.copy/threads=1
     if have mbw; then
         for t in 0 1 2; do
@@ -133,10 +151,14 @@ for k in copy:perf_memcpy_*:mbw_MEMCPY write:perf_memset_*:sysbench_write_thread
     IFS=: read -r kern g1 g2 <<<"$k"
     p1=$(best_of "$g1"); p2=$(best_of "$g2")
     peer=$(printf '%s\n%s\n' "$p1" "$p2" | sort -k2 -g | tail -1)
-    mine=$(best_of "opcost_memory.bandwidth.${kern}*threads=1")
-    awk -v k="$kern" -v p="$peer" -v o="$mine" 'BEGIN {
+    # Methods only: copy_block re-copies one cached block, not a memory copy.
+    mine=$(best_of "opcost_memory.bandwidth.${kern}.*threads=1")
+    paired=nan
+    [[ -s "$(key "paired $kern")" ]] && paired=$(median "paired $kern")
+    awk -v k="$kern" -v p="$peer" -v o="$mine" -v pr="$paired" 'BEGIN {
         split(p, a, " "); split(o, b, " ");
-        printf "  %-6s peer %-40s %6.2f   opcost %-55s %6.2f   ratio %.2f\n", k, a[1], a[2]/1e9, b[1], b[2]/1e9, (a[2] > 0) ? b[2]/a[2] : 0 }'
+        printf "  %-6s peer %-40s %6.2f   opcost %-55s %6.2f   ratio %.2f%s\n", k, a[1], a[2]/1e9, b[1], b[2]/1e9, (a[2] > 0) ? b[2]/a[2] : 0,
+            (pr == "nan") ? "" : sprintf("   paired (median of the rounds'"'"' best/best) %.2f", pr) }'
 done
 echo "  (perf -f all: default=glibc, x86-64-unrolled, x86-64-movsq/stosq, x86-64-movsb/stosb at 256 MB;"
 echo "   opcost: memory.bandwidth.{copy,write,read}.METHOD/threads=1 and the plain kernels)"

@@ -13,14 +13,30 @@ const TOKEN: &str = "test-token-123";
 /// A running `opcost serve` on a free loopback port; killed on drop.
 struct Serve {
     child: Child,
+    ip: String,
     port: u16,
     _out: BufReader<std::process::ChildStdout>,
 }
 
 impl Serve {
     fn start(extra: &[&str]) -> Serve {
-        let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+        Serve::launch(&[], "127.0.0.1", extra)
+    }
+
+    /// `opcost serve` on `ip`, started through `prefix` (e.g. `ip netns exec NS`).
+    fn launch(prefix: &[&str], ip: &str, extra: &[&str]) -> Serve {
+        let bin = assert_cmd::cargo::cargo_bin("opcost");
+        let mut cmd = match prefix.split_first() {
+            Some((p, rest)) => {
+                let mut c = StdCommand::new(p);
+                c.args(rest).arg(&bin);
+                c
+            }
+            None => StdCommand::new(&bin),
+        };
+        let listen = format!("{ip}:0");
+        let mut child = cmd
+            .args(["serve", "--listen", &listen, "--token", TOKEN])
             .args(["--idle-secs", "60"])
             .args(extra)
             .stdout(Stdio::piped())
@@ -39,13 +55,14 @@ impl Serve {
             .unwrap_or_else(|| panic!("no port in {first:?}"));
         Serve {
             child,
+            ip: ip.to_string(),
             port,
             _out: out,
         }
     }
 
     fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.ip, self.port)
     }
 
     /// Sends `bytes` on a fresh connection and returns the server's answer line.
@@ -119,6 +136,112 @@ fn peer_run_measures_against_serve_and_records_both_hosts() {
     assert_eq!(doc["peer"]["addr"], serve.addr());
     let log = serve.stop();
     assert!(log.contains("tcp_echo done"), "{log}");
+}
+
+/// A network namespace joined to this one by a veth pair (this side
+/// `10.232.N.1/30`, the namespace's `10.232.N.2/30`, N from the pid so
+/// that parallel test runs do not collide); deleted, with the pair, on drop.
+struct NetNs {
+    name: String,
+    far: String,
+}
+
+impl NetNs {
+    /// Why not, when the machine cannot (not root, no `ip`, no veth).
+    fn create() -> Result<NetNs, String> {
+        // SAFETY: plain system call.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(
+                "not root: creating a namespace and a veth pair needs CAP_NET_ADMIN".into(),
+            );
+        }
+        let n = std::process::id() % 250 + 1;
+        let ns = NetNs {
+            name: format!("opcost-t{}", std::process::id()),
+            far: format!("10.232.{n}.2"),
+        };
+        let (near_if, far_if) = (format!("oct{n}a"), format!("oct{n}b"));
+        let near = format!("10.232.{n}.1/30");
+        let far = format!("{}/30", ns.far);
+        let steps: [&[&str]; 7] = [
+            &["netns", "add", &ns.name],
+            &[
+                "link", "add", &near_if, "type", "veth", "peer", "name", &far_if,
+            ],
+            &["link", "set", &far_if, "netns", &ns.name],
+            &["addr", "add", &near, "dev", &near_if],
+            &["link", "set", &near_if, "up"],
+            &["-n", &ns.name, "addr", "add", &far, "dev", &far_if],
+            &["-n", &ns.name, "link", "set", &far_if, "up"],
+        ];
+        for args in steps {
+            let out = StdCommand::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| format!("cannot run ip (iproute2): {e}"))?;
+            if !out.status.success() {
+                // The pair goes with the namespace; a pair not yet moved goes by itself.
+                let _ = StdCommand::new("ip")
+                    .args(["link", "del", &near_if])
+                    .output();
+                return Err(format!(
+                    "ip {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+        Ok(ns)
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}
+
+#[test]
+fn peer_run_reaches_serve_in_another_network_namespace() {
+    let ns = match NetNs::create() {
+        Ok(ns) => ns,
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+    // Declared after the namespace, so dropped (killed) before it goes.
+    let serve = Serve::launch(&["ip", "netns", "exec", &ns.name], &ns.far, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["run", "net.peer.tcp.rr/1B", "net.peer.udp.plain/64B"])
+        .args(["--peer", &serve.addr(), "--token", TOKEN])
+        .args(["--profile", "quick", "--no-save", "--format", "json"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{:#}", doc["skipped"]);
+    for r in results {
+        assert!(r["median"].as_f64().unwrap() > 0.0, "{r:#}");
+    }
+    let udp = results
+        .iter()
+        .find(|r| r["id"] == "net.peer.udp.plain/64B")
+        .unwrap();
+    assert!(udp["details"]["received"].as_u64().unwrap() > 0);
+    assert_eq!(udp["details"]["responder"], serve.addr());
+    assert_eq!(doc["peer"]["addr"], serve.addr());
+    let log = serve.stop();
+    assert!(log.contains("tcp_echo done"), "{log}");
+    assert!(log.contains("udp_sink done"), "{log}");
 }
 
 #[test]

@@ -1,7 +1,11 @@
 //! Running one command once: spawned in its own process group, stdin from
 //! a file or /dev/null, output discarded unless asked, timed wall-clock
-//! from just before the spawn to the moment the kernel reports its exit,
-//! with its CPU times and peak memory from `wait4`.
+//! from just before the spawn to just after `wait4` reaped it (as hyperfine
+//! and `time` count a run: the reaping is part of what a caller waits for),
+//! with its CPU times and peak memory from `wait4`. Each run's environment
+//! carries a variable of random length (0 to 4 KiB), as hyperfine's does:
+//! the environment sits above the stack, so its size shifts the stack's
+//! alignment, and one fixed size would bias every run of a program alike.
 //!
 //! No process outlives a run: after the command exits, whatever it left in
 //! its process group is killed; a run past its time limit has its whole
@@ -20,6 +24,11 @@ use anyhow::{Context, anyhow};
 
 /// The process group of the run in progress (0 when none), for Ctrl-C.
 static RUNNING: AtomicI32 = AtomicI32::new(0);
+
+/// The variable of random length added to every run's environment.
+pub const ENV_OFFSET_VAR: &str = "OPCOST_RANDOMIZED_ENVIRONMENT_OFFSET";
+/// The longest value of [`ENV_OFFSET_VAR`], bytes (a page, as hyperfine).
+const ENV_OFFSET_MAX: usize = 4096;
 
 /// Set by the first Ctrl-C: finish nothing more, report what is done.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -97,7 +106,7 @@ impl Exit {
 /// The figures of one run.
 #[derive(Clone, Copy, Debug)]
 pub struct Usage {
-    /// Wall-clock time, spawn to exit, ns.
+    /// Wall-clock time, spawn to reaped, ns.
     pub wall: f64,
     /// User CPU time of the process and its waited-for descendants, ns.
     pub user: f64,
@@ -166,6 +175,10 @@ pub fn run_once(l: &Launch) -> Result<Usage, SpawnError> {
         .stdin(stdin)
         .stdout(out())
         .stderr(out())
+        .env(
+            ENV_OFFSET_VAR,
+            "X".repeat(fastrand::usize(..ENV_OFFSET_MAX)),
+        )
         .process_group(0);
 
     let start = Instant::now();
@@ -188,12 +201,15 @@ pub fn run_once(l: &Launch) -> Result<Usage, SpawnError> {
         }
     }
     wait_exited(pid).map_err(SpawnError::Other)?;
-    let wall = start.elapsed();
     // The leader is a zombie until reaped, so its group id is still ours:
-    // clear it for Ctrl-C, then kill whatever the command left behind.
+    // clear it for Ctrl-C, then kill whatever the command left behind. That
+    // clean-up is opcost's own work, so its time is left out of the run.
+    let cleanup = Instant::now();
     RUNNING.store(0, Ordering::SeqCst);
     kill_group(pid);
+    let cleanup = cleanup.elapsed();
     let (status, ru) = wait4(pid).map_err(SpawnError::Other)?;
+    let wall = start.elapsed().saturating_sub(cleanup);
     running.reaped = true;
     let exit = if timed_out {
         Exit::TimedOut
@@ -316,6 +332,15 @@ mod tests {
         assert_eq!(u.exit, Exit::Code(0));
         assert!(u.wall > 0.0 && u.max_rss > 0.0);
         assert_eq!(run_once(&launch(&["false"])).unwrap().exit, Exit::Code(1));
+    }
+
+    #[test]
+    fn every_run_sees_a_padding_variable_of_at_most_a_page() {
+        let probe = format!(
+            "test ${{#{ENV_OFFSET_VAR}}} -le {ENV_OFFSET_MAX} && test -n \"${{{ENV_OFFSET_VAR}+set}}\""
+        );
+        let u = run_once(&launch(&["/bin/sh", "-c", &probe])).unwrap();
+        assert_eq!(u.exit, Exit::Code(0));
     }
 
     #[test]

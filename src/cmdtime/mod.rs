@@ -4,7 +4,9 @@
 //! drift and a neighbour's burst fall on both alike; the net figure of a
 //! run pair is its difference, and the result is the median of those
 //! differences with the distribution-free CI of that median (the pairs are
-//! the samples). In `--shell` mode the start-up of `/bin/sh -c ''` is
+//! the samples). Without `--runs`, a command runs for a few seconds, and
+//! one with a baseline goes on (to a longer limit) while that CI still
+//! spans zero. In `--shell` mode the start-up of `/bin/sh -c ''` is
 //! measured first and subtracted from every run, as hyperfine does.
 
 pub mod child;
@@ -25,6 +27,11 @@ use plan::Spec;
 
 /// How long each command is measured when `--runs` is not given.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(3);
+/// How long a command with a baseline goes on past [`DEFAULT_BUDGET`]
+/// while the CI of its net figure still spans zero (the work is small
+/// next to the start-up's scatter, e.g. a JIT runtime), when `--runs` is
+/// not given.
+pub const UNRESOLVED_BUDGET: Duration = Duration::from_secs(12);
 /// Fewest run pairs when `--runs` is not given.
 pub const MIN_RUNS: u32 = 10;
 /// Most run pairs when `--runs` is not given.
@@ -165,7 +172,13 @@ pub fn measure(
     loop {
         let enough = match opts.runs {
             Some(n) => i >= n,
-            None => i >= MAX_AUTO_RUNS || (i >= MIN_RUNS && start.elapsed() >= DEFAULT_BUDGET),
+            None => {
+                let t = start.elapsed();
+                i >= MAX_AUTO_RUNS
+                    || (i >= MIN_RUNS
+                        && t >= DEFAULT_BUDGET
+                        && (t >= UNRESOLVED_BUDGET || out.net_resolved()))
+            }
         };
         if enough || child::stopped() {
             break;
@@ -206,6 +219,13 @@ impl Outcome {
             .chain(&self.base)
             .filter(|u| !u.exit.success())
             .count()
+    }
+
+    /// True when the 95% CI of the net wall-clock excludes zero, or there
+    /// is no baseline (nothing to resolve).
+    fn net_resolved(&self) -> bool {
+        self.base.is_empty()
+            || Summary::of(&self.net(|u| u.wall)).is_some_and(|s| s.ci_low > 0.0 || s.ci_high < 0.0)
     }
 
     /// Per-pair values of one figure: command minus baseline, or the command alone.

@@ -131,6 +131,14 @@ pub enum Warning {
         /// The share on huge pages, 0..1.
         share: f64,
     },
+    /// glibc's non-temporal threshold could not be read, so the glibc
+    /// bandwidth methods use fixed block sizes for "above" and "below" it.
+    GlibcThresholdUnknown {
+        /// The block standing for "above" (a size label).
+        above: String,
+        /// The block standing for "below" (a size label).
+        below: String,
+    },
     /// The largest point of the latency curve at this profile stays in the caches.
     CurveTopInCache {
         /// The profile.
@@ -227,6 +235,7 @@ impl Warning {
             Warning::SpinSharedCpu => "spin_shared_cpu",
             Warning::NotTmpfs { .. } => "not_tmpfs",
             Warning::FewHugePages { .. } => "few_huge_pages",
+            Warning::GlibcThresholdUnknown { .. } => "glibc_threshold_unknown",
             Warning::CurveTopInCache { .. } => "curve_top_in_cache",
             Warning::ArraysInCache { .. } => "arrays_in_cache",
             Warning::UnevenThreads { .. } => "uneven_threads",
@@ -360,6 +369,10 @@ impl fmt::Display for Warning {
                 f,
                 "only {:.0}% of the working set is on huge pages (memory fragmented?)",
                 share * 100.0
+            ),
+            Warning::GlibcThresholdUnknown { above, below } => write!(
+                f,
+                "glibc's non-temporal threshold is not known here (no `ld.so --list-tunables`): blocks of {above} stand for \"above\" and {below} for \"below\""
             ),
             Warning::CurveTopInCache {
                 profile,
@@ -621,6 +634,10 @@ mod tests {
                 fs_type: "tmpfs".into(),
             },
             Warning::ProgramStartIncluded("wc".into()),
+            Warning::GlibcThresholdUnknown {
+                above: "32MiB".into(),
+                below: "1MiB".into(),
+            },
         ];
         let mut codes = std::collections::HashSet::new();
         for w in &all {

@@ -70,6 +70,7 @@ fn cpuid_hypervisor() -> Option<String> {
 
 /// Names a 12-byte cpuid hypervisor signature; unknown ones are shown as
 /// they are, empty ones are None.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // read from cpuid on x86-64 only; tested everywhere
 fn hypervisor_name(sig: &[u8]) -> Option<String> {
     let text: String = String::from_utf8_lossy(sig)
         .trim_matches(|c: char| c == '\0' || c.is_whitespace())

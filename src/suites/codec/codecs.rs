@@ -76,6 +76,20 @@ impl Codec {
             Codec::Snappy => "snap crate",
         }
     }
+
+    /// The version of the C library linked in, where it reports one
+    /// (zstd and lz4, the two compared with their command-line tools'
+    /// `-b` modes, which may be built on another release).
+    pub fn library_version(self) -> Option<String> {
+        match self {
+            Codec::Zstd => Some(zstd::zstd_safe::version_string().to_string()),
+            Codec::Lz4 => {
+                let v = lz4::version();
+                Some(format!("{}.{}.{}", v / 10_000, v / 100 % 100, v % 100))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A codec at a level, with the state it keeps between calls.
@@ -259,6 +273,16 @@ mod tests {
                 assert_eq!(n, n2, "{} {level}", codec.name());
             }
         }
+    }
+
+    #[test]
+    fn the_c_libraries_report_a_dotted_version() {
+        for c in [Codec::Zstd, Codec::Lz4] {
+            let v = c.library_version().unwrap();
+            assert_eq!(v.split('.').count(), 3, "{v}");
+            assert!(v.split('.').all(|p| p.parse::<u32>().is_ok()), "{v}");
+        }
+        assert!(Codec::Gzip.library_version().is_none());
     }
 
     #[test]

@@ -490,6 +490,9 @@ fn prepare(p: &Packed, op: Op, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError
     details["compressed_bytes"] = packed.len().into();
     details["ratio"] = (input.len() as f64 / packed.len().max(1) as f64).into();
     details["library"] = p.codec.library().into();
+    if let Some(v) = p.codec.library_version() {
+        details["library_version"] = v.into();
+    }
     Ok(Box::new(CodecRun {
         coder,
         op,

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::harness::warnings::Warning;
+
 use super::region::{Pages, Region};
 use super::{LLC_FACTOR, size_label};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Timed, Unit};
@@ -365,11 +367,13 @@ impl MethodBw {
         let t = tunables();
         let mut warnings = Vec::new();
         if matches!(method, Method::GlibcAbove | Method::GlibcBelow) && t.non_temporal.is_none() {
-            warnings.push(format!(
-                "glibc's non-temporal threshold is not known here (no `ld.so --list-tunables`): blocks of {} stand for \"above\" and {} for \"below\"",
-                size_label(UNKNOWN_ABOVE as u64),
-                size_label(UNKNOWN_BELOW as u64)
-            ));
+            warnings.push(
+                Warning::GlibcThresholdUnknown {
+                    above: size_label(UNKNOWN_ABOVE as u64),
+                    below: size_label(UNKNOWN_BELOW as u64),
+                }
+                .to_string(),
+            );
         }
         let details = json!({
             "method": method.name(op),

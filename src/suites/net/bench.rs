@@ -117,7 +117,7 @@ impl Timed for UdpRate {
         let sent = self.send(ops)?;
         let send_time = t0.elapsed();
         let quiet = self.target.quiet.as_micros();
-        let t = self.session.tally(&format!("count {quiet}"))?;
+        let t = self.session.tally(&format!("count {quiet} {sent}"))?;
         if t.received == 0 {
             bail!(
                 "none of {sent} datagrams arrived at {}",

@@ -7,8 +7,9 @@
 //! answers one JSON line ([`Reply`]) with the data port, then serves the
 //! test until the control connection closes. Every data connection starts
 //! with the session key from the reply, so no connection is served without
-//! the token. During a UDP or TCP-sink session the client sends `count` or
-//! `sync N` lines on the control connection and gets a [`Tally`] back.
+//! the token. During a UDP or TCP-sink session the client sends
+//! `count QUIET_US [SENT]` or `sync N` lines on the control connection and
+//! gets a [`Tally`] back.
 
 use std::io::{BufRead, Read};
 

@@ -340,6 +340,11 @@ fn serve_test(
         } => {
             let socks = udp_group(ip, sockets as usize)?;
             let port = socks[0].local_addr()?.port();
+            // The tally looks at the sockets' queues through duplicates.
+            let queues = socks
+                .iter()
+                .map(UdpSocket::try_clone)
+                .collect::<std::io::Result<Vec<_>>>()?;
             let counters: Vec<Arc<Counters>> = (0..socks.len()).map(|_| Arc::default()).collect();
             let epoch = Instant::now();
             let mut threads = Vec::new();
@@ -351,17 +356,27 @@ fn serve_test(
             }
             (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
             let res = control_loop(&mut reader, conn, run, |line| {
-                let quiet_us: u64 = line
+                // `count QUIET_US [SENT]`: SENT, when given, ends the wait
+                // as soon as every datagram sent has been counted.
+                let mut words = line
                     .strip_prefix("count")
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::parse)
-                    .transpose()
-                    .map_err(|_| anyhow::anyhow!("malformed count line"))?
-                    .ok_or_else(|| anyhow::anyhow!("unknown control line"))?;
+                    .ok_or_else(|| anyhow::anyhow!("unknown control line"))?
+                    .split_whitespace()
+                    .map(str::parse::<u64>);
+                let malformed = || anyhow::anyhow!("malformed count line");
+                let quiet_us = words
+                    .next()
+                    .ok_or_else(malformed)?
+                    .map_err(|_| malformed())?;
+                let sent = words.next().transpose().map_err(|_| malformed())?;
+                if words.next().is_some() {
+                    return Err(malformed());
+                }
                 Ok(tally_udp(
                     &counters,
+                    &queues,
                     Duration::from_micros(quiet_us.clamp(200, 1_000_000)),
+                    sent,
                     run,
                 ))
             });
@@ -660,18 +675,46 @@ fn udp_receive(s: UdpSocket, size: usize, batch: usize, c: &Counters, epoch: Ins
     }
 }
 
-/// Waits until no datagram arrived for `quiet`, then returns and resets
-/// the counts since the previous tally.
-fn tally_udp(counters: &[Arc<Counters>], quiet: Duration, run: &Run) -> Tally {
+/// How long a tally waits for the receiving threads to take datagrams
+/// already queued on their sockets (they may be starved of CPU by other
+/// load) before it counts what it has.
+const QUEUED_WAIT: Duration = Duration::from_secs(2);
+
+/// True when a datagram waits in `s`'s receive queue (FIONREAD gives the
+/// size of the next one; every datagram the benchmarks send has a payload).
+fn queued(s: &UdpSocket) -> bool {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer.
+    let r = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(s), libc::FIONREAD, &mut n) };
+    r == 0 && n > 0
+}
+
+/// Waits until every datagram sent (`sent`, when the client says) has been
+/// counted, or until no datagram arrived for `quiet` while none waits in a
+/// socket's queue (datagrams still in flight get `quiet`; queued ones are
+/// waited for, up to [`QUEUED_WAIT`], as a starved receiving thread takes
+/// them late), then returns and resets the counts since the previous tally.
+fn tally_udp(
+    counters: &[Arc<Counters>],
+    queues: &[UdpSocket],
+    quiet: Duration,
+    sent: Option<u64>,
+    run: &Run,
+) -> Tally {
     let sum = || -> u64 {
         counters
             .iter()
-            .map(|c| c.count.load(Ordering::Relaxed))
+            .map(|c| c.count.load(Ordering::Relaxed) - c.tallied.load(Ordering::Relaxed))
             .sum()
     };
+    let started = Instant::now();
     let mut seen = sum();
     let mut still = Instant::now();
-    while still.elapsed() < quiet && !run.over() {
+    while !run.over() && sent.is_none_or(|n| seen < n) {
+        let waiting = queues.iter().any(queued) && started.elapsed() < QUEUED_WAIT;
+        if still.elapsed() >= quiet && !waiting {
+            break;
+        }
         std::thread::sleep(Duration::from_micros(100));
         let now = sum();
         if now != seen {
