@@ -809,10 +809,21 @@ mod tests {
         let path = dir.path().join("big");
         let (block, _) = line_block(Shape::ALL[0], 8 << 20);
         std::fs::write(&path, &block).unwrap();
-        let whole = peak_extra(Method::WholeSplit, &path).unwrap();
-        let blocks = peak_extra(Method::MemchrBlock, &path).unwrap();
-        assert!(whole >= block.len() as u64, "{whole} < {}", block.len());
-        assert!(blocks < whole / 4, "{blocks} vs {whole}");
+        // A few tries: other tests of this process fork and allocate at
+        // the same time, and the kernel's peak counters see some of it.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let whole = peak_extra(Method::WholeSplit, &path).unwrap();
+            let blocks = peak_extra(Method::MemchrBlock, &path).unwrap();
+            if whole >= block.len() as u64 && blocks < whole / 4 {
+                return;
+            }
+            seen.push((whole, blocks));
+        }
+        panic!(
+            "(whole file, block reader) peaks {seen:?}: the whole file should cost at least {} and 4x the block reader",
+            block.len()
+        );
     }
 
     #[test]
