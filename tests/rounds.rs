@@ -38,7 +38,14 @@ fn a_run_records_its_rounds_and_the_canary() {
         let rounds = r["rounds"].as_array().unwrap();
         assert!(rounds.len() >= 4, "{}: {} rounds", r["id"], rounds.len());
         let used: Vec<&Value> = rounds.iter().filter(|x| x["used"] == true).collect();
-        assert!(used.len() >= 4);
+        // 4 used, or at least 3 fast ones with the slow rest set aside
+        let fast = used.iter().filter(|x| x["slow"] == false).count();
+        assert!(
+            used.len() >= 4 || (used.len() >= 3 && fast == used.len()),
+            "{}: {} used rounds, {fast} fast",
+            r["id"],
+            used.len()
+        );
         for x in rounds {
             assert!(x["median"].as_f64().unwrap() > 0.0);
             assert!(x["n"].as_u64().unwrap() >= 1);
