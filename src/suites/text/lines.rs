@@ -594,8 +594,15 @@ pub fn peak_extra(m: Method, path: &Path) -> anyhow::Result<u64> {
 /// In the child: return freed heap to the kernel, reset the high-water
 /// mark, do one pass, and report how far the peak rose above the start.
 fn child_measure(m: Method, path: &Path) -> anyhow::Result<u64> {
-    // SAFETY: plain glibc call.
-    unsafe { libc::malloc_trim(0) };
+    // Large buffers from fresh mappings, whatever the parent freed before:
+    // glibc raises its mmap threshold after big frees, and a buffer placed
+    // in heap pages inherited from the parent (resident, shared copy-on-
+    // write) would not raise the resident peak at all.
+    // SAFETY: plain glibc calls.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::malloc_trim(0);
+    }
     let resident = status_kib("VmRSS")?;
     std::fs::write("/proc/self/clear_refs", b"5").context("resetting VmHWM")?;
     // The mark is reset to the resident size of the moment, which may sit
