@@ -111,20 +111,15 @@ fn hello(token: &str) -> Vec<u8> {
 #[test]
 fn peer_run_measures_against_serve_and_records_both_hosts() {
     let serve = Serve::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net.peer.tcp.rr/1B", "net.peer.udp.mmsg/64B"])
-        .args(["net.peer.tcp.stream.one", "net.peer.tcp.crr"])
-        .args(["--peer", &serve.addr(), "--token", TOKEN])
-        .args(["--profile", "quick", "--no-save", "--format", "json"])
-        .arg("--json")
-        .arg(&json)
-        .assert()
-        .success();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = peer_run(
+        &serve.addr(),
+        &[
+            "net.peer.tcp.rr/1B",
+            "net.peer.udp.mmsg/64B",
+            "net.peer.tcp.stream.one",
+            "net.peer.tcp.crr",
+        ],
+    );
     let results = doc["results"].as_array().unwrap();
     assert_eq!(results.len(), 4, "{:#}", doc["skipped"]);
     for r in results {
@@ -214,19 +209,10 @@ fn peer_run_reaches_serve_in_another_network_namespace() {
     };
     // Declared after the namespace, so dropped (killed) before it goes.
     let serve = Serve::launch(&["ip", "netns", "exec", &ns.name], &ns.far, &[]);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net.peer.tcp.rr/1B", "net.peer.udp.plain/64B"])
-        .args(["--peer", &serve.addr(), "--token", TOKEN])
-        .args(["--profile", "quick", "--no-save", "--format", "json"])
-        .arg("--json")
-        .arg(&json)
-        .assert()
-        .success();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = peer_run(
+        &serve.addr(),
+        &["net.peer.tcp.rr/1B", "net.peer.udp.plain/64B"],
+    );
     let results = doc["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{:#}", doc["skipped"]);
     for r in results {
@@ -341,4 +327,21 @@ fn peer_benchmarks_need_peer_and_token() {
         .args(["serve", "--listen", "nonsense"])
         .assert()
         .code(2);
+}
+
+/// `opcost run IDS --peer ADDR` at quick; its JSON document.
+fn peer_run(addr: &str, ids: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .arg("run")
+        .args(ids)
+        .args(["--peer", addr, "--token", TOKEN])
+        .args(["--profile", "quick", "--no-save", "--format", "json"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
 }
