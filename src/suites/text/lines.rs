@@ -598,9 +598,15 @@ fn child_measure(m: Method, path: &Path) -> anyhow::Result<u64> {
     // glibc raises its mmap threshold after big frees, and a buffer placed
     // in heap pages inherited from the parent (resident, shared copy-on-
     // write) would not raise the resident peak at all.
-    // SAFETY: plain glibc calls.
+    // The mmap threshold only counts once an arena has no free memory
+    // left, and a thread's arena keeps the free top of its heap resident
+    // (malloc_trim releases only the main arena's top): a low trim
+    // threshold and one large free make glibc give that top back too.
+    // SAFETY: plain glibc calls; the block is freed once, unused.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
+        libc::free(libc::malloc(256 * 1024));
         libc::malloc_trim(0);
     }
     let resident = status_kib("VmRSS")?;
