@@ -27,15 +27,24 @@
 # libraries' versions are printed. lz4-sys has no such switch: its rows
 # compare the bundled liblz4 with the lz4 tool's (versions printed).
 #
+# The zstd tool is a build of its own: Debian's /usr/bin/zstd links the
+# library statically, compiled with the distribution's flags (-O2,
+# hardening), not the shared libzstd.so. ZSTD_BIN=path compares with
+# another zstd tool, e.g. one built from the same release's source with
+# upstream's flags (`make -C programs zstd`, -O3).
+#
 # Usage: scripts/peer-codec.sh [ROUNDS] [FILE]
-#   (env: OPCOST=path, LIB=system|bundled; default FILE: 4 MB of JSON records made here)
+#   (env: OPCOST=path, LIB=system|bundled, ZSTD_BIN=path, LEVELS="1 3 9 19";
+#   default FILE: 4 MB of JSON records made here)
 # Needs: zstd, lz4, gzip, xz, jq, python3 (for the default file); pkg-config
 # and the libzstd headers (libzstd-dev) for LIB=system.
 set -euo pipefail
 
 ROUNDS=${1:-3}
 cd "$(dirname "$0")/.."
-cli_zstd=$(zstd --version | grep -o 'v[0-9.]*' | head -1 | tr -d v)
+ZSTD_BIN=${ZSTD_BIN:-zstd}
+read -r -a zstd_levels <<<"${LEVELS:-1 3 9 19}"
+cli_zstd=$("$ZSTD_BIN" --version | grep -o 'v[0-9.]*' | head -1 | tr -d v)
 cli_lz4=$(lz4 --version 2>&1 | grep -o 'v[0-9.]*' | head -1 | tr -d v)
 sys_zstd=$(pkg-config --modversion libzstd 2>/dev/null || true)
 LIB=${LIB:-$([[ -n "$sys_zstd" && "$sys_zstd" == "$cli_zstd" ]] && echo system || echo bundled)}
@@ -51,7 +60,7 @@ if [[ -z "${OPCOST:-}" ]]; then
         OPCOST=$sysdir/release/opcost
     fi
 fi
-for t in jq zstd lz4 gzip xz; do
+for t in jq "$ZSTD_BIN" lz4 gzip xz; do
     command -v "$t" >/dev/null || { echo "$t is needed (scripts/install-test-deps.sh installs it)" >&2; exit 1; }
 done
 work=$(mktemp -d)
@@ -81,7 +90,7 @@ bytes=$(stat -c %s "$file")
 name=$(basename "$file" | tr -c 'A-Za-z0-9_\n-' '_' | cut -c1-40)
 prefix="codec.file-$name"
 echo "file: $file ($bytes bytes), $ROUNDS alternating rounds; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "opcost: $OPCOST (LIB=$LIB); zstd tool v$cli_zstd, lz4 tool v$cli_lz4"
+echo "opcost: $OPCOST (LIB=$LIB); zstd tool $ZSTD_BIN v$cli_zstd, lz4 tool v$cli_lz4"
 
 key() { echo "$work/m_${1//[^A-Za-z0-9=.-]/_}"; }
 record() { echo "$2" >>"$(key "$1")"; }
@@ -136,11 +145,10 @@ EOF
     cc -O2 -o "$work/zloop" "$work/zloop.c" -lzstd 2>/dev/null && cloop="$work/zloop"
 fi
 
-zstd_levels=(1 3 9 19)
 peers() {
     # -q prints one line: "-L  compressed (ratio) cMB/s dMB/s name".
     for l in "${zstd_levels[@]}"; do
-        zstd -q --single-thread -b"$l" -i2 "$file" 2>&1 | awk -v l="$l" '/MB\/s/ {gsub(/[()]/, "", $3); print "zstd-" l, $3, $4, $6}'
+        "$ZSTD_BIN" -q --single-thread -b"$l" -i2 "$file" 2>&1 | awk -v l="$l" '/MB\/s/ {gsub(/[()]/, "", $3); print "zstd-" l, $3, $4, $6}'
         # Level 19 takes seconds per pass: the C loop skips it.
         if [[ -n "$cloop" && $l != 19 ]]; then
             "$cloop" "$file" "$l" | awk -v l="$l" '{print "cloop-zstd-" l, $1, $2, $3}'

@@ -182,6 +182,10 @@ pub struct Comparison {
     /// hosts or without canaries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine_shift: Option<f64>,
+    /// Share of the CPUs other programs used while the runs of A and of B
+    /// went on (means over each side's runs), when every run recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub others_share: Option<[f64; 2]>,
 }
 
 impl Comparison {
@@ -191,6 +195,25 @@ impl Comparison {
         self.machine_shift
             .filter(|s| s.ln().abs() > crate::harness::canary::SLOW_PHASE.ln())
     }
+
+    /// Other programs' share of the CPUs on each side, when one side shared
+    /// the machine with them by at least [`BUSIER`] more than the other.
+    pub fn load_changed(&self) -> Option<[f64; 2]> {
+        self.others_share.filter(|[a, b]| (b - a).abs() >= BUSIER)
+    }
+}
+
+/// A difference in other programs' share of the CPUs between the sides
+/// from which compare says that one side ran on a busier machine.
+pub const BUSIER: f64 = 0.25;
+
+/// The mean share of the CPUs other programs used during a side's runs.
+fn others_share(side: &[RunDoc]) -> Option<f64> {
+    let shares: Vec<f64> = side
+        .iter()
+        .map(|d| d.stability.as_ref()?.others_share)
+        .collect::<Option<_>>()?;
+    (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
 }
 
 /// B's canary over A's (geometric means over each side's runs), when
@@ -353,6 +376,7 @@ pub fn compare_sides(
         b_runs,
         floor_runs,
         machine_shift: machine_shift(a, b),
+        others_share: others_share(a).zip(others_share(b)).map(|(a, b)| [a, b]),
     }
 }
 
@@ -611,7 +635,7 @@ mod tests {
                 chrono::Utc::now(),
             );
             let checks: Vec<f64> = (0..20).map(|_| canary_ns).collect();
-            d.stability = Stability::of(&checks, 10, 0, 0, 0, None, None);
+            d.stability = Stability::of(&checks, 10, 0, 0, 0, 0, &Default::default());
             d
         };
         let c = compare(&doc("h", 1000.0), &doc("h", 1250.0), &[], 0.05);
@@ -639,6 +663,57 @@ mod tests {
             &[],
         );
         assert!((c.machine_shift.unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_side_that_shared_its_cpus_with_other_programs_is_called_busier() {
+        use crate::harness::canary::{Interference, Stability};
+        let doc = |others: Option<f64>| {
+            let mut d = RunDoc::start(
+                crate::host::Host::default(),
+                crate::harness::Profile::Quick,
+                None,
+                None,
+                chrono::Utc::now(),
+            );
+            let i = Interference {
+                others_share: others,
+                ..Interference::default()
+            };
+            d.stability = Stability::of(&[1000.0; 20], 10, 0, 0, 0, 0, &i);
+            d
+        };
+        let c = compare(&doc(Some(0.02)), &doc(Some(0.64)), &[], 0.05);
+        assert_eq!(c.load_changed(), Some([0.02, 0.64]));
+        let text = crate::report::comparison::render(&c);
+        assert!(
+            text.contains("B ran on a busier machine: other programs used 64% of the CPUs during B and 2% during A"),
+            "{text}"
+        );
+        assert!(crate::report::comparison::method_note(&c).contains("busier machine"));
+        assert!(c.b_runs.len() == 1 && !c.a_runs.is_empty());
+        // the other way round, and a small difference that is no call
+        let c = compare(&doc(Some(0.7)), &doc(Some(0.1)), &[], 0.05);
+        assert!(crate::report::comparison::render(&c).contains("A ran on a busier machine"));
+        let c = compare(&doc(Some(0.02)), &doc(Some(0.15)), &[], 0.05);
+        assert_eq!(c.load_changed(), None);
+        // a run that did not record it (an older document): no call
+        let c = compare(&doc(None), &doc(Some(0.9)), &[], 0.05);
+        assert_eq!(c.others_share, None);
+        // the run's own line says it
+        let s = doc(Some(0.64)).stability.unwrap();
+        assert!(
+            s.shared() && s.line().contains("other programs used 64% of the CPUs"),
+            "{}",
+            s.line()
+        );
+        assert!(
+            !doc(Some(0.03))
+                .stability
+                .unwrap()
+                .line()
+                .contains("other programs")
+        );
     }
 
     #[test]

@@ -12,7 +12,11 @@
 //!
 //! The kernel's own counters explain part of it: steal time (the hypervisor
 //! ran someone else), involuntary context switches of the measuring thread
-//! (another task took its CPU), CPU migrations, and the load average.
+//! (another task took its CPU), CPU migrations, the load average, and the
+//! share of the CPUs' time other programs used while the run went on (the
+//! CPUs' busy time in /proc/stat less opcost's own, children included):
+//! the figure that says a run shared the machine, which the cpu and
+//! syscall suites' per-operation costs deliberately do not show.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -25,6 +29,9 @@ use super::stats::quantile;
 /// the round next to it as run in a slow phase (the phases seen on cloud
 /// guests are ~1.25x; a single check's noise is a few per cent).
 pub const SLOW_PHASE: f64 = 1.10;
+/// Other programs' share of the CPUs above which a run says it shared the
+/// machine (a few per cent is the kernel's and the system's own work).
+pub const BUSY_SHARE: f64 = 0.10;
 /// A run whose canary spread (p90 / p10 - 1) exceeds this is called unstable.
 pub const UNSTABLE_SPREAD: f64 = 0.10;
 /// Share of the planned run time that may go to measuring slow rounds again.
@@ -59,11 +66,16 @@ pub fn check() -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// The fast phase of a set of canary checks: their 25th percentile, so a
+/// The fast phase of a set of canary checks: their 10th percentile, so a
 /// machine that was slow for most of a run is still judged against the part
-/// in which it was fast.
+/// in which it was fast (on a host whose phases switch every second or so,
+/// a run may see the fast one in only 15–25% of its checks, and a higher
+/// percentile would then make a slow phase the run's baseline). A check is
+/// the fastest of a few passes, so there are no spuriously fast ones to
+/// guard against; the percentile only absorbs a check's few per cent of
+/// noise.
 pub fn baseline(checks: &[f64]) -> Option<f64> {
-    quantile(checks, 0.25).filter(|b| *b > 0.0)
+    quantile(checks, 0.10).filter(|b| *b > 0.0)
 }
 
 /// What a run says about the machine's stability.
@@ -87,12 +99,19 @@ pub struct Stability {
     /// the same benchmark remained.
     #[serde(default)]
     pub set_aside: usize,
+    /// Slow rounds kept in the estimate and corrected for the phase.
+    #[serde(default)]
+    pub corrected: usize,
     /// Time stolen by the hypervisor during the run, as a share of the CPUs' time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_share: Option<f64>,
     /// Involuntary context switches of the measuring thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nivcsw: Option<u64>,
+    /// Share of all CPUs' time that other programs used during the run
+    /// (0.5 = one CPU's worth of two); absent when /proc/stat is unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_share: Option<f64>,
 }
 
 impl Stability {
@@ -103,9 +122,10 @@ impl Stability {
         slow_rounds: usize,
         remeasured: usize,
         set_aside: usize,
-        steal_share: Option<f64>,
-        nivcsw: Option<u64>,
+        corrected: usize,
+        interference: &Interference,
     ) -> Option<Stability> {
+        let steal_share = interference.steal_share;
         let base = baseline(checks)?;
         let p10 = quantile(checks, 0.10)?;
         let p90 = quantile(checks, 0.90)?;
@@ -123,15 +143,22 @@ impl Stability {
             slow_rounds,
             remeasured,
             set_aside,
+            corrected,
             steal_share,
-            nivcsw,
+            nivcsw: interference.nivcsw,
+            others_share: interference.others_share,
         })
+    }
+
+    /// True when other programs used a noticeable share of the CPUs.
+    pub fn shared(&self) -> bool {
+        self.others_share.is_some_and(|o| o > BUSY_SHARE)
     }
 
     /// The one line shown at the top of a run's output.
     pub fn line(&self) -> String {
         let mut s = format!(
-            "machine {}: canary spread {:.1}% over {} checks; {} of {} rounds ran in a slow phase, {} measured again, {} set aside",
+            "machine {}: canary spread {:.1}% over {} checks; {} of {} rounds ran in a slow phase, {} measured again, {} set aside, {} corrected",
             if self.stable { "stable" } else { "UNSTABLE" },
             self.spread * 100.0,
             self.checks,
@@ -139,9 +166,16 @@ impl Stability {
             self.rounds,
             self.remeasured,
             self.set_aside,
+            self.corrected,
         );
         if let Some(st) = self.steal_share {
             s.push_str(&format!("; steal {:.1}%", st * 100.0));
+        }
+        if let Some(o) = self.others_share.filter(|_| self.shared()) {
+            s.push_str(&format!(
+                "; other programs used {:.0}% of the CPUs (per-operation costs leave out batches they interrupted; throughput and wake-up figures share the CPUs)",
+                o * 100.0
+            ));
         }
         if !self.stable {
             s.push_str("; results vary more than their intervals say: rerun on a quieter machine, or compare with several runs per side");
@@ -161,6 +195,10 @@ pub struct Snapshot {
     nivcsw: Option<u64>,
     /// CPU migrations of this thread (needs the kernel's sched statistics).
     migrations: Option<u64>,
+    /// Busy (not idle, not iowait) ticks of all CPUs, from /proc/stat.
+    busy_ticks: Option<u64>,
+    /// CPU time of this process and its reaped children, seconds.
+    own_cpu_s: f64,
 }
 
 /// Differences between two snapshots.
@@ -174,18 +212,22 @@ pub struct Interference {
     pub nivcsw: Option<u64>,
     /// CPU migrations.
     pub migrations: Option<u64>,
+    /// Share of all CPUs' time used by other programs (busy time less this
+    /// process's and its children's).
+    pub others_share: Option<f64>,
 }
 
 impl Snapshot {
     /// Reads the counters now; what the kernel does not offer stays unknown.
     pub fn now() -> Snapshot {
-        let (steal_ticks, total_ticks) = std::fs::read_to_string("/proc/stat")
+        let ticks = std::fs::read_to_string("/proc/stat")
             .ok()
-            .and_then(|t| parse_cpu_ticks(&t))
-            .map_or((None, None), |(s, t)| (Some(s), Some(t)));
+            .and_then(|t| parse_cpu_ticks(&t));
         Snapshot {
-            steal_ticks,
-            total_ticks,
+            steal_ticks: ticks.map(|t| t.steal),
+            total_ticks: ticks.map(|t| t.total),
+            busy_ticks: ticks.map(|t| t.busy),
+            own_cpu_s: own_cpu_s(),
             nivcsw: thread_nivcsw(),
             migrations: std::fs::read_to_string("/proc/thread-self/sched")
                 .ok()
@@ -206,12 +248,30 @@ impl Snapshot {
             },
             nivcsw: d(self.nivcsw, later.nivcsw),
             migrations: d(self.migrations, later.migrations),
+            others_share: match (d(self.busy_ticks, later.busy_ticks), total) {
+                (Some(busy), Some(t)) if t > 0 => {
+                    let own = (later.own_cpu_s - self.own_cpu_s) * ticks_per_second();
+                    Some(((busy as f64 - own) / t as f64).clamp(0.0, 1.0))
+                }
+                _ => None,
+            },
         }
     }
 }
 
-/// The steal and total ticks of the aggregate `cpu` line of /proc/stat.
-pub fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+/// Ticks of the aggregate `cpu` line of /proc/stat (USER_HZ).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuTicks {
+    /// Time stolen by the hypervisor.
+    pub steal: u64,
+    /// All time (user nice system idle iowait irq softirq steal).
+    pub total: u64,
+    /// Time not idle and not waiting for I/O, steal left out.
+    pub busy: u64,
+}
+
+/// The ticks of the aggregate `cpu` line of /proc/stat.
+pub fn parse_cpu_ticks(stat: &str) -> Option<CpuTicks> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
         .split_whitespace()
@@ -221,8 +281,25 @@ pub fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
     // user nice system idle iowait irq softirq steal guest guest_nice;
     // guest time is already counted in user.
     let steal = *v.get(7)?;
-    let total = v.iter().take(8).sum();
-    Some((steal, total))
+    let total: u64 = v.iter().take(8).sum();
+    let busy = total - v[3] - v[4] - steal;
+    Some(CpuTicks { steal, total, busy })
+}
+
+/// User and system CPU time of this process and its reaped children, s.
+fn own_cpu_s() -> f64 {
+    let of = |who| {
+        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: ru is a valid out-pointer for getrusage.
+        if unsafe { libc::getrusage(who, ru.as_mut_ptr()) } != 0 {
+            return 0.0;
+        }
+        // SAFETY: getrusage filled it in when it returned 0.
+        let ru = unsafe { ru.assume_init() };
+        let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        s(ru.ru_utime) + s(ru.ru_stime)
+    };
+    of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
 }
 
 /// `se.nr_migrations` from /proc/thread-self/sched.
@@ -273,7 +350,14 @@ mod tests {
     #[test]
     fn proc_stat_steal_is_the_eighth_value() {
         let stat = "cpu  100 5 50 1000 10 1 2 30 0 0\ncpu0 50 2 25 500 5 0 1 15 0 0\n";
-        assert_eq!(parse_cpu_ticks(stat), Some((30, 1198)));
+        assert_eq!(
+            parse_cpu_ticks(stat),
+            Some(CpuTicks {
+                steal: 30,
+                total: 1198,
+                busy: 1198 - 1000 - 10 - 30
+            })
+        );
         assert_eq!(parse_cpu_ticks("intr 1 2 3"), None);
     }
 
@@ -287,12 +371,16 @@ mod tests {
     #[test]
     fn stability_calls_a_steady_canary_stable_and_a_phased_one_not() {
         let steady: Vec<f64> = (0..100).map(|i| 1000.0 + (i % 5) as f64).collect();
-        let s = Stability::of(&steady, 300, 3, 3, 0, Some(0.0), None).unwrap();
+        let quiet = Interference {
+            steal_share: Some(0.0),
+            ..Interference::default()
+        };
+        let s = Stability::of(&steady, 300, 3, 3, 0, 0, &quiet).unwrap();
         assert!(s.stable, "{s:?}");
         assert!(s.line().starts_with("machine stable"));
         let mut phased = steady.clone();
         phased.extend((0..40).map(|_| 1250.0));
-        let u = Stability::of(&phased, 300, 90, 10, 0, None, None).unwrap();
+        let u = Stability::of(&phased, 300, 90, 10, 0, 0, &Interference::default()).unwrap();
         assert!(!u.stable);
         assert!(u.spread > 0.2, "{}", u.spread);
         assert!(u.line().contains("UNSTABLE"));

@@ -388,6 +388,13 @@ pub struct Round {
     /// 1-minute load average when the round began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<f64>,
+    /// A slow round kept in the estimate is brought to the machine's fast
+    /// phase: its time per operation was divided by this factor (its
+    /// canary raised to the benchmark's response to the phase), and
+    /// `median` is the corrected value (the measured one is `median` times
+    /// the factor for a time, divided by it for a rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_factor: Option<f64>,
 }
 
 fn yes() -> bool {

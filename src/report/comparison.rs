@@ -28,7 +28,7 @@ pub fn render(c: &Comparison) -> String {
             }
         }
     }
-    if let Some(note) = phase_note(c) {
+    for note in phase_note(c).into_iter().chain(load_note(c)) {
         let _ = writeln!(out, "{note}");
     }
     let mut areas: Vec<&str> = Vec::new();
@@ -131,11 +131,22 @@ pub fn phase_note(c: &Comparison) -> Option<String> {
     ))
 }
 
+/// The warning that one side ran while other programs used the CPUs.
+pub fn load_note(c: &Comparison) -> Option<String> {
+    let [a, b] = c.load_changed()?;
+    let (busy, quiet) = if b > a { ("B", "A") } else { ("A", "B") };
+    Some(format!(
+        "{busy} ran on a busier machine: other programs used {:.0}% of the CPUs during {busy} and {:.0}% during {quiet}. Per-operation costs leave out the batches they interrupted, so most rows compare the operations themselves; rows that need whole CPUs (all-thread bandwidth, cross-CPU round trips, wake-ups, timers under load) also show the sharing",
+        a.max(b) * 100.0,
+        a.min(b) * 100.0,
+    ))
+}
+
 /// How the comparison was made, in words: the footer of every format.
 pub fn method_note(c: &Comparison) -> String {
     use crate::compare::CiMethod;
     let count = |m: CiMethod| c.rows.iter().filter(|r| r.method == m).count();
-    let mut parts: Vec<String> = phase_note(c).into_iter().collect();
+    let mut parts: Vec<String> = phase_note(c).into_iter().chain(load_note(c)).collect();
     parts.push(
         "B/A = median of B / median of A (a side of several runs: the geometric mean of their medians)".to_string(),
     );
