@@ -34,6 +34,11 @@ fn a_run_records_its_rounds_and_the_canary() {
     assert!(st["canary_ns"].as_f64().unwrap() > 0.0);
     assert!(st["spread"].as_f64().unwrap() >= 0.0);
     assert!(st["stable"].is_boolean());
+    // Other programs' share of the CPUs (this test's neighbours included).
+    let others = st["others_share"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&others), "{st}");
+    let corrected = st["corrected"].as_u64().unwrap();
+    let mut factors = 0;
     for r in doc["results"].as_array().unwrap() {
         let rounds = r["rounds"].as_array().unwrap();
         assert!(rounds.len() >= 4, "{}: {} rounds", r["id"], rounds.len());
@@ -47,6 +52,14 @@ fn a_run_records_its_rounds_and_the_canary() {
             used.len()
         );
         for x in rounds {
+            // A round corrected for the phase is a used slow one, and its
+            // factor is the canary's slowdown to a power of 0 to 1.5.
+            if let Some(f) = x["phase_factor"].as_f64() {
+                factors += 1;
+                let c = x["canary"].as_f64().unwrap();
+                assert!(x["used"] == true && x["slow"] == true, "{x}");
+                assert!(f >= 1.0 && f <= c.powf(1.5) + 1e-9, "{x}");
+            }
             assert!(x["median"].as_f64().unwrap() > 0.0);
             assert!(x["n"].as_u64().unwrap() >= 1);
             assert!(x["canary"].as_f64().unwrap() > 0.0, "{x}");
@@ -60,6 +73,7 @@ fn a_run_records_its_rounds_and_the_canary() {
         );
         assert!(lo <= m && m <= hi, "{lo} {m} {hi}");
     }
+    assert_eq!(corrected, factors, "{st}");
 }
 
 /// The number of results a run has written to the history so far.

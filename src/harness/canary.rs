@@ -362,6 +362,34 @@ mod tests {
     }
 
     #[test]
+    fn others_share_is_the_busy_time_that_was_not_ours() {
+        let ticks = ticks_per_second();
+        let at = |busy: u64, total: u64, own_s: f64| Snapshot {
+            busy_ticks: Some(busy),
+            total_ticks: Some(total),
+            steal_ticks: Some(0),
+            own_cpu_s: own_s,
+            ..Snapshot::default()
+        };
+        // 2 CPUs for 10 s: 20 s of ticks; busy 14 s of which 4 s were ours
+        let t = |s: f64| (s * ticks) as u64;
+        let i = at(0, 0, 1.0).until(&at(t(14.0), t(20.0), 5.0));
+        assert!((i.others_share.unwrap() - 0.5).abs() < 0.01, "{i:?}");
+        // our own work alone is no one else's
+        let i = at(0, 0, 0.0).until(&at(t(4.0), t(20.0), 4.0));
+        assert!(i.others_share.unwrap() < 0.01, "{i:?}");
+        // unreadable /proc/stat: unknown
+        let none = Snapshot::default();
+        assert_eq!(none.until(&none).others_share, None);
+        // the live counters give a share in range
+        let now = Snapshot::now();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        if let Some(o) = now.until(&Snapshot::now()).others_share {
+            assert!((0.0..=1.0).contains(&o));
+        }
+    }
+
+    #[test]
     fn migrations_are_read_from_sched() {
         let sched = "opcost (1234, #threads: 1)\n-----\nse.exec_start : 1.0\nse.nr_migrations                             :                    7\n";
         assert_eq!(parse_migrations(sched), Some(7));
