@@ -424,8 +424,10 @@ fn phase_slope(rounds: &[Round], higher_is_better: bool) -> Option<f64> {
 }
 
 /// The range a phase slope is held to: a benchmark may ignore the phase
-/// (0) or feel it somewhat more than the canary, never the opposite way.
-const PHASE_SLOPE_RANGE: (f64, f64) = (0.0, 1.5);
+/// (0) or feel it as much as the canary, never the opposite way; a slope
+/// from a handful of rounds is noisy, so it never corrects a round by more
+/// than the canary's own slowdown (rather too little than too much).
+const PHASE_SLOPE_RANGE: (f64, f64) = (0.0, 1.0);
 
 /// Each benchmark's phase slope: its own where its rounds show it (see
 /// [`phase_slope`]), else the median of the run's benchmarks that show
