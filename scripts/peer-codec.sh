@@ -184,7 +184,21 @@ for ((r = 1; r <= ROUNDS; r++)); do
         --json "$work/o.json" >/dev/null 2>&1
     [[ $r == 1 ]] && jq -r '[.results[] | select(.details.library_version) |
         "\(.id | split(".")[2] | split("-")[0]) library \(.details.library_version)"] | unique | "opcost: " + join(", ")' "$work/o.json"
-    jq -r '.results[] | "\(.id) \(.median) \(.samples | max) \(.samples | length / (map(1 / .) | add)) \(.details.ratio)"' "$work/o.json" |
+    # best and total from the samples as measured: a slow round kept in
+    # the estimate has its samples corrected for the phase (phase_factor),
+    # which a -b run's accounting knows nothing of, so that is undone here.
+    python3 - "$work/o.json" <<'PY' |
+import json, sys
+for m in json.load(open(sys.argv[1]))["results"]:
+    raw, i = [], 0
+    for r in (x for x in m.get("rounds", []) if x.get("used", True)):
+        f = r.get("phase_factor") or 1.0
+        raw += [v / f for v in m["samples"][i:i + r["n"]]]  # rates: corrected = measured * f
+        i += r["n"]
+    raw += m["samples"][i:]
+    total = len(raw) / sum(1 / v for v in raw)
+    print(m["id"], m["median"], max(raw), total, (m.get("details") or {}).get("ratio"))
+PY
         while read -r id med best total ratio; do
             what=${id#"$prefix".}
             op=${what#*.}
