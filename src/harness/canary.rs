@@ -289,17 +289,21 @@ pub fn parse_cpu_ticks(stat: &str) -> Option<CpuTicks> {
 /// User and system CPU time of this process and its reaped children, s.
 fn own_cpu_s() -> f64 {
     let of = |who| {
-        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-        // SAFETY: ru is a valid out-pointer for getrusage.
-        if unsafe { libc::getrusage(who, ru.as_mut_ptr()) } != 0 {
-            return 0.0;
-        }
-        // SAFETY: getrusage filled it in when it returned 0.
-        let ru = unsafe { ru.assume_init() };
-        let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-        s(ru.ru_utime) + s(ru.ru_stime)
+        rusage(who).map_or(0.0, |ru| {
+            let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+            s(ru.ru_utime) + s(ru.ru_stime)
+        })
     };
     of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
+}
+
+/// `getrusage(who)`, when it succeeds.
+fn rusage(who: libc::c_int) -> Option<libc::rusage> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: ru is a valid out-pointer for getrusage.
+    let rc = unsafe { libc::getrusage(who, ru.as_mut_ptr()) };
+    // SAFETY: getrusage filled it in when it returned 0.
+    (rc == 0).then(|| unsafe { ru.assume_init() })
 }
 
 /// `se.nr_migrations` from /proc/thread-self/sched.
@@ -322,11 +326,7 @@ pub fn load1() -> Option<f64> {
 }
 
 fn thread_nivcsw() -> Option<u64> {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: ru is a valid out-pointer for getrusage.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
-    // SAFETY: getrusage filled it in when it returned 0.
-    (rc == 0).then(|| unsafe { ru.assume_init() }.ru_nivcsw as u64)
+    rusage(libc::RUSAGE_THREAD).map(|ru| ru.ru_nivcsw as u64)
 }
 
 fn ticks_per_second() -> f64 {
