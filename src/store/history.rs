@@ -2,11 +2,9 @@
 //! an SQLite file or a PostgreSQL database, and every command that reads
 //! or adds runs does so through it, whichever it is.
 
-use anyhow::bail;
-
 use super::location::Location;
 use super::postgres::PgStore;
-use super::{IdConflict, Incoming, Outcome, Prefix, RunRow, Saved, Store, default_path};
+use super::{Incoming, Outcome, Prefix, RunRow, Saved, Store, default_path};
 use crate::document::RunDoc;
 
 /// An open history, local or shared.
@@ -53,23 +51,15 @@ impl History {
     }
 
     /// Saves a run ([`Saved::AlreadyPresent`] when an equal one is there; a
-    /// different run with the same id is an [`IdConflict`]).
+    /// different run with the same id is an [`super::IdConflict`]).
     pub fn save(&mut self, doc: &RunDoc, source: Option<&str>) -> anyhow::Result<Saved> {
         each!(self, s => s.save(doc, source))
     }
 
     /// Saves a fresh run, drawing new ids while its random one is taken.
     pub fn save_new(&mut self, doc: &mut RunDoc) -> anyhow::Result<()> {
-        for _ in 0..16 {
-            match self.save(doc, None) {
-                Ok(_) => return Ok(()),
-                Err(e) if e.downcast_ref::<IdConflict>().is_some() => {
-                    doc.run.id = crate::document::new_run_id();
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        bail!("could not find a free run id in {}", self.shown())
+        let place = self.shown();
+        super::save_with_free_id(doc, &place, |d| self.save(d, None))
     }
 
     /// Saves many runs in one transaction (see [`Store::save_all`]).

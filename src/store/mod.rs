@@ -576,20 +576,32 @@ fn insert_run(
     Ok(())
 }
 
+/// Saves a fresh run with `save`; when its random id is taken (an
+/// [`IdConflict`]), draws new ids until one is free (changing
+/// `doc.run.id`). `place` names the history in the error.
+pub fn save_with_free_id(
+    doc: &mut RunDoc,
+    place: &str,
+    mut save: impl FnMut(&RunDoc) -> anyhow::Result<Saved>,
+) -> anyhow::Result<()> {
+    for _ in 0..16 {
+        match save(doc) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.downcast_ref::<IdConflict>().is_some() => {
+                doc.run.id = crate::document::new_run_id();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    bail!("could not find a free run id in {place}")
+}
+
 impl Store {
     /// Saves a fresh run; when its random id is taken, draws new ids until
     /// one is free (changing `doc.run.id`).
     pub fn save_new(&mut self, doc: &mut RunDoc) -> anyhow::Result<()> {
-        for _ in 0..16 {
-            match self.save(doc, None) {
-                Ok(_) => return Ok(()),
-                Err(e) if e.downcast_ref::<IdConflict>().is_some() => {
-                    doc.run.id = crate::document::new_run_id();
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        bail!("could not find a free run id in {}", self.path.display())
+        let place = self.path.display().to_string();
+        save_with_free_id(doc, &place, |d| self.save(d, None))
     }
 
     /// Loads the run with exactly this id.
