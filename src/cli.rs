@@ -119,6 +119,11 @@ pub struct RunArgs {
     /// The token the peer printed when it started (with --peer).
     #[arg(long, value_name = "TOKEN", requires = "peer")]
     pub token: Option<String>,
+    /// Measure every round in this process (by default each round runs in
+    /// an opcost process of its own, so that the interval holds the
+    /// variation between executions, not only within one).
+    #[arg(long)]
+    pub one_process: bool,
 }
 
 impl RunArgs {
@@ -138,6 +143,7 @@ impl RunArgs {
             format: Format::Text,
             peer: None,
             token: None,
+            one_process: false,
         }
     }
 }

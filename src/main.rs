@@ -10,6 +10,8 @@ use opcost::commands;
 fn main() {
     // The small parent the fork benchmarks fork from is opcost re-executed.
     opcost::suites::process::small_parent::serve_if_asked();
+    // So is the worker a run measures its rounds in.
+    commands::worker::serve_if_asked();
     let cli = Cli::parse();
     if !matches!(
         cli.command,

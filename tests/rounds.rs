@@ -74,6 +74,45 @@ fn a_run_records_its_rounds_and_the_canary() {
         assert!(lo <= m && m <= hi, "{lo} {m} {hi}");
     }
     assert_eq!(corrected, factors, "{st}");
+    // Each round ran in a process of its own: the first four rounds of a
+    // result (passes 0-3; re-measured ones follow) in four workers.
+    for r in doc["results"].as_array().unwrap() {
+        let procs: Vec<u64> = r["rounds"].as_array().unwrap()[..4]
+            .iter()
+            .map(|x| x["process"].as_u64().expect("a round's process"))
+            .collect();
+        let mut distinct = procs.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 4, "{}: processes {procs:?}", r["id"]);
+    }
+    // The loop overhead is the workers' (a median of theirs).
+    let call = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "syscall.function_call")
+        .unwrap();
+    assert!(call["overhead"].as_f64().unwrap() > 0.0, "{call}");
+}
+
+#[test]
+fn one_process_measures_every_round_in_the_run_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    opcost(&dir.path().join("h.db"))
+        .args(["run", "syscall.getpid.raw", "--profile", "quick"])
+        .args(["--one-process", "--no-save", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rounds = doc["results"][0]["rounds"].as_array().unwrap();
+    assert!(rounds.len() >= 3);
+    assert!(
+        rounds.iter().all(|x| x.get("process").is_none()),
+        "{rounds:?}"
+    );
 }
 
 /// The number of results a run has written to the history so far.

@@ -12,6 +12,7 @@ use super::usage;
 use crate::cli::{Format, RunArgs};
 use crate::document::{RunDoc, Sink, check_writable, sink_of};
 use crate::harness::runner::{self, Event, RunOptions};
+use crate::harness::worker::WorkerCmd;
 use crate::harness::{Ctx, affinity};
 use crate::host::Host;
 use crate::store::{Location, Store};
@@ -88,11 +89,31 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
 
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         profile: args.profile,
         samples: args.samples.map(|n| n as usize),
         rounds: args.rounds.map(|n| n as usize),
+        workers: None,
     };
+    // Each round in a process of its own, but for the net.peer.* benchmarks,
+    // whose peer connection belongs to this process.
+    if !args.one_process && args.peer.is_none() {
+        let hello = super::worker::Hello {
+            ids: benches.iter().map(|b| b.id().to_string()).collect(),
+            profile: args.profile,
+            samples: opts.samples,
+            rounds: opts.rounds,
+            cpu: args.cpu,
+            dir: args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf()),
+            tmp: tmp.path().to_path_buf(),
+            inputs: inputs.iter().map(|u| u.path.clone()).collect(),
+            host: (*host).clone(),
+        };
+        opts.workers = Some(WorkerCmd {
+            exe: std::env::current_exe().context("finding the opcost executable")?,
+            hello: serde_json::to_string(&hello)?,
+        });
+    }
     let ctx = Ctx {
         profile: args.profile,
         host: host.clone(),
@@ -225,6 +246,7 @@ fn check_dir(dir: &std::path::Path) -> anyhow::Result<()> {
 fn install_ctrlc(stop: Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {
+            crate::harness::worker::abort_all();
             crate::harness::scratch::remove_all();
             if let Some(dir) = TMP_DIR.get() {
                 let _ = std::fs::remove_dir_all(dir);

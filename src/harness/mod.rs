@@ -14,6 +14,7 @@ pub mod scratch;
 pub mod stats;
 pub mod timer;
 pub mod warnings;
+pub mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -395,6 +396,10 @@ pub struct Round {
     /// the factor for a time, divided by it for a rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase_factor: Option<f64>,
+    /// The process that measured the round: the run's worker number, from
+    /// 1 (absent when the round ran in the run's own process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u32>,
 }
 
 fn yes() -> bool {

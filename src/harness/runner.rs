@@ -21,6 +21,7 @@ use super::canary::{self, Snapshot, Stability};
 use super::stats::{Summary, is_bimodal, quantile, round_interval};
 use super::timer::{EmptyLoop, calibrate};
 use super::warnings::Warning;
+use super::worker::{Pool, WorkerCmd};
 use super::{
     Bench, Ctx, Measurement, OpStats, Overhead, PrepareError, Profile, Round, Timed, area_of,
 };
@@ -50,6 +51,10 @@ pub struct RunOptions {
     pub samples: Option<usize>,
     /// Overrides the profile's round count (`--rounds`).
     pub rounds: Option<usize>,
+    /// How to start opcost again to measure each round in a process of its
+    /// own (see [`super::worker`]); `None` measures every round in this
+    /// process.
+    pub workers: Option<WorkerCmd>,
 }
 
 impl RunOptions {
@@ -59,6 +64,7 @@ impl RunOptions {
             profile,
             samples: None,
             rounds: None,
+            workers: None,
         }
     }
 
@@ -130,20 +136,39 @@ pub enum Event<'a> {
 }
 
 /// One benchmark across its rounds.
-struct Track {
-    id: String,
-    bench: Box<dyn Bench>,
-    budget: Duration,
+pub(super) struct Track {
+    pub(super) id: String,
+    pub(super) bench: Box<dyn Bench>,
+    pub(super) budget: Duration,
     /// Per-op ns of every sample of every used round.
-    samples_ns: Vec<Vec<f64>>,
-    op_times: Vec<f64>,
-    rounds: Vec<Round>,
-    warnings: Vec<String>,
-    details: Option<serde_json::Value>,
+    pub(super) samples_ns: Vec<Vec<f64>>,
+    pub(super) op_times: Vec<f64>,
+    pub(super) rounds: Vec<Round>,
+    pub(super) warnings: Vec<String>,
+    pub(super) details: Option<serde_json::Value>,
     /// Set when the benchmark was skipped or failed: no more rounds.
-    out: bool,
+    pub(super) out: bool,
     /// The last round was cut short by a stop.
-    cut: bool,
+    pub(super) cut: bool,
+}
+
+/// The tracks of `benches`, nothing measured yet.
+pub(super) fn new_tracks(benches: Vec<Box<dyn Bench>>, opts: &RunOptions) -> Vec<Track> {
+    benches
+        .into_iter()
+        .map(|bench| Track {
+            id: bench.id().to_string(),
+            budget: opts.budget_of(bench.as_ref()),
+            bench,
+            samples_ns: Vec::new(),
+            op_times: Vec::new(),
+            rounds: Vec::new(),
+            warnings: Vec::new(),
+            details: None,
+            out: false,
+            cut: false,
+        })
+        .collect()
 }
 
 /// One benchmark being measured in one round.
@@ -172,21 +197,13 @@ pub fn run(
 ) -> RunOutcome {
     let started = Instant::now();
     let rounds = opts.rounds();
-    let mut tracks: Vec<Track> = benches
-        .into_iter()
-        .map(|bench| Track {
-            id: bench.id().to_string(),
-            budget: opts.budget_of(bench.as_ref()),
-            bench,
-            samples_ns: Vec::new(),
-            op_times: Vec::new(),
-            rounds: Vec::new(),
-            warnings: Vec::new(),
-            details: None,
-            out: false,
-            cut: false,
-        })
-        .collect();
+    let mut tracks = new_tracks(benches, opts);
+    // A run of one round has no variation between rounds to see.
+    let mut pool = opts
+        .workers
+        .clone()
+        .filter(|_| rounds >= 2)
+        .map(|cmd| Pool::new(cmd, rounds));
     let groups = group_by_interleave(tracks.iter().map(|t| t.bench.interleave()));
     let planned: Duration = tracks.iter().map(|t| t.budget).sum();
     let mut out = RunOutcome::default();
@@ -217,8 +234,9 @@ pub fn run(
                 out: &mut out,
                 progress,
                 at,
+                pool: pool.as_mut(),
             };
-            run_round(&mut tracks, &groups[g], pass, &mut rctx);
+            round(&mut tracks, &groups[g], pass, &mut rctx);
             for &i in &groups[g] {
                 if let Some(m) = interim(&tracks[i], ctx, overhead) {
                     progress(Event::Result(i, &m));
@@ -243,9 +261,11 @@ pub fn run(
             out: &mut out,
             progress,
             at: 0.0,
+            pool: pool.as_mut(),
         },
         started,
     );
+    drop(pool); // every round is measured: the workers may go
 
     let interference = run_start.until(&Snapshot::now());
     out.stability = Stability::of(
@@ -297,14 +317,28 @@ pub fn run(
 }
 
 /// What a round needs besides the tracks.
-struct RoundCtx<'a> {
-    ctx: &'a Ctx,
-    opts: &'a RunOptions,
-    overhead: &'a mut Option<f64>,
-    out: &'a mut RunOutcome,
-    progress: &'a mut dyn FnMut(Event<'_>),
+pub(super) struct RoundCtx<'a> {
+    pub(super) ctx: &'a Ctx,
+    pub(super) opts: &'a RunOptions,
+    pub(super) overhead: &'a mut Option<f64>,
+    pub(super) out: &'a mut RunOutcome,
+    pub(super) progress: &'a mut dyn FnMut(Event<'_>),
     /// Seconds since the run started.
-    at: f64,
+    pub(super) at: f64,
+    /// The processes that measure the rounds, when not this one.
+    pub(super) pool: Option<&'a mut Pool>,
+}
+
+/// Measures round `pass` of a group: in the pass's own process when the
+/// run has workers, else here.
+fn round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
+    match rc.pool.take() {
+        Some(pool) => {
+            pool.round(tracks, group, pass, rc);
+            rc.pool = Some(pool);
+        }
+        None => run_round(tracks, group, pass, rc),
+    }
 }
 
 /// Marks the rounds whose neighbouring canaries show a slow phase, then
@@ -364,7 +398,7 @@ fn judge_and_remeasure(
         }
         let before: Vec<usize> = groups[g].iter().map(|&i| tracks[i].rounds.len()).collect();
         rc.at = started.elapsed().as_secs_f64();
-        run_round(tracks, &groups[g], pass, rc);
+        round(tracks, &groups[g], pass, rc);
         let after = canary::check();
         checks.push(after);
         let fast = c.max(after) / base <= canary::SLOW_PHASE;
@@ -540,7 +574,7 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Takes a benchmark out of the run, recording why.
-fn drop_out(t: &mut Track, out: &mut RunOutcome, reason: String, failed: bool) {
+pub(super) fn drop_out(t: &mut Track, out: &mut RunOutcome, reason: String, failed: bool) {
     t.out = true;
     out.skipped.push(Skipped {
         id: t.id.clone(),
@@ -551,7 +585,7 @@ fn drop_out(t: &mut Track, out: &mut RunOutcome, reason: String, failed: bool) {
 
 /// One round of one group: prepare, calibrate and warm up each member, then
 /// sample them round-robin in a shuffled order until each has its share.
-fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
+pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
     let (ctx, opts) = (rc.ctx, rc.opts);
     let profile = opts.profile;
     let rounds = opts.rounds();
@@ -573,7 +607,7 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
     let mut live: Vec<Live> = Vec::new();
     // The budget of this round and the ones after it, for the progress of
     // a benchmark that drops out.
-    let left = |t: &Track| (t.budget / rounds as u32) * rounds.saturating_sub(pass) as u32;
+    let left = |t: &Track| budget_left(t, rounds, pass);
 
     for &i in group {
         let t = &mut tracks[i];
@@ -718,6 +752,7 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
             migrations: interference.migrations,
             load,
             phase_factor: None,
+            process: None,
         });
         t.cut = !l.done;
         t.samples_ns.push(l.samples_ns);
@@ -734,6 +769,12 @@ fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundC
             t.details = d.or(t.details.take());
         }
     }
+}
+
+/// The budget of round `pass` of a benchmark and of the rounds after it:
+/// the progress it makes when it drops out.
+pub(super) fn budget_left(t: &Track, rounds: usize, pass: usize) -> Duration {
+    (t.budget / rounds as u32) * rounds.saturating_sub(pass) as u32
 }
 
 /// Runs untimed batches for `warmup`.
@@ -963,6 +1004,7 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(8),
             rounds: None,
+            workers: None,
         };
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
@@ -1012,6 +1054,7 @@ mod tests {
             profile: Profile::Quick,
             samples: None,
             rounds: None,
+            workers: None,
         };
         let benches: Vec<Box<dyn Bench>> =
             vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
@@ -1029,6 +1072,7 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(5),
             rounds: None,
+            workers: None,
         };
         let benches: Vec<Box<dyn Bench>> = vec![
             Box::new(FakeBench {
@@ -1062,6 +1106,7 @@ mod tests {
             profile: Profile::Quick,
             samples: None,
             rounds: None,
+            workers: None,
         };
         let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
         assert!(out.interrupted);
@@ -1074,6 +1119,7 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(5),
             rounds: None,
+            workers: None,
         };
         // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
         struct Tiny;
@@ -1112,6 +1158,7 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(6),
             rounds: Some(2),
+            workers: None,
         };
         let boom = crate::suites::FnBench::new("t.boom", "x", Unit::Latency, |_| {
             Ok(Box::new(Boom) as Box<dyn Timed>)
@@ -1135,6 +1182,7 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(10),
             rounds: Some(3),
+            workers: None,
         };
         assert_eq!(
             (0..3).map(|r| opts.round_samples(r)).collect::<Vec<_>>(),
@@ -1167,6 +1215,7 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(3),
             rounds: Some(10),
+            workers: None,
         };
         assert_eq!(few.rounds(), 3);
     }
@@ -1192,6 +1241,7 @@ mod tests {
             migrations: None,
             load: None,
             phase_factor: None,
+            process: None,
         }
     }
 

@@ -1,0 +1,575 @@
+//! Rounds in processes of their own.
+//!
+//! Why: two executions of the same program differ by more than two stretches
+//! of time within one (Kalibera & Jones: variation lives at several levels,
+//! and an interval must come from the top one). Where a process's memory,
+//! its stack and heap addresses, the physical pages it got or its place in
+//! the kernel's structures land decides what an operation costs, every
+//! round of one process agrees and the next process reads otherwise: on a
+//! 2-vCPU KVM guest, `syscall.rdtsc` read 10.9 ns in eight runs out of nine
+//! and 8.6 ns in every round of the ninth. Rounds inside one process
+//! cannot see that, so two runs disagree by more than either run's
+//! interval says.
+//!
+//! So a run measures round `k` of every benchmark in worker `k`: opcost
+//! executed again ([`WORKER_ARG`]), which builds the same benchmarks and
+//! measures the rounds the run asks of it, one at a time. The run (the
+//! parent) keeps the order, the canary, the judging of slow rounds and the
+//! results; a worker only measures. The spread of the rounds then holds the
+//! variation between executions, and the interval with it.
+//!
+//! Protocol: the parent writes one line of hello (opaque here: the command
+//! that starts workers builds and reads it), then one JSON [`Request`] per
+//! line; the worker answers each with one JSON [`Reply`] line. End of input
+//! ends the worker. Workers sit in their own process group: a stop (Ctrl-C)
+//! reaches the parent, which passes it on to the worker measuring (one
+//! `SIGINT`: finish the sample, answer). A second Ctrl-C aborts the parent,
+//! which first sends every worker the second `SIGINT` that aborts it too
+//! ([`abort_all`]).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use super::runner::{
+    Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, budget_left, drop_out, new_tracks,
+    run_round,
+};
+use super::{Bench, Ctx, Round};
+
+/// The first argument that makes opcost a round worker.
+pub const WORKER_ARG: &str = "__round-worker";
+
+/// How a run starts its workers: the executable and the hello line they
+/// are given (everything they need to build the same benchmarks).
+#[derive(Clone, Debug)]
+pub struct WorkerCmd {
+    /// The opcost executable.
+    pub exe: PathBuf,
+    /// The first line each worker reads (one line of JSON).
+    pub hello: String,
+}
+
+/// Measure round `pass` of the benchmarks at these positions of the run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Request {
+    /// Positions of the group's members in the run's list of benchmarks.
+    pub group: Vec<usize>,
+    /// The round.
+    pub pass: usize,
+    /// Seconds since the run started.
+    pub at: f64,
+}
+
+/// What one round left of one benchmark.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Delta {
+    /// Its position in the run.
+    pub track: usize,
+    /// Set when it was skipped or failed in this round.
+    pub skipped: Option<Skipped>,
+    /// The round, when it produced samples.
+    pub round: Option<Round>,
+    /// The round's samples, ns per operation.
+    pub samples_ns: Vec<f64>,
+    /// Per-operation timings it recorded.
+    pub op_times: Vec<f64>,
+    /// Its warnings.
+    pub warnings: Vec<String>,
+    /// Its details, when it gave any.
+    pub details: Option<serde_json::Value>,
+    /// The round was cut short by a stop.
+    pub cut: bool,
+}
+
+/// A worker's answer to a [`Request`].
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Reply {
+    /// One per member of the group.
+    pub deltas: Vec<Delta>,
+    /// Progress: (benchmark, seconds of its budget spent), in order.
+    pub finished: Vec<(String, f64)>,
+    /// The worker's empty-loop overhead, ns, once measured.
+    pub overhead: Option<f64>,
+}
+
+/// Pids of the workers alive now, for [`abort_all`].
+static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Aborts every worker (the exit path of a second Ctrl-C, which skips
+/// destructors): the second `SIGINT` a worker sees removes its scratch
+/// files and exits it, so each gets two, a moment apart.
+pub fn abort_all() {
+    let pids = live().clone();
+    for round in 0..2 {
+        if round == 1 {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        for &p in &pids {
+            let _ = kill(Pid::from_raw(p), Signal::SIGINT);
+        }
+    }
+}
+
+/// One worker process.
+struct Worker {
+    child: Child,
+    /// Its standard input; closing it ends the worker.
+    to: Option<ChildStdin>,
+    from: BufReader<ChildStdout>,
+    /// Its number in the run, from 1 (a worker started again gets a new one).
+    serial: u32,
+}
+
+impl Worker {
+    /// Starts `cmd` as a worker in a process group of its own.
+    fn spawn(cmd: &WorkerCmd, serial: u32) -> anyhow::Result<Worker> {
+        let mut child = Command::new(&cmd.exe)
+            .arg(WORKER_ARG)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .with_context(|| format!("starting {}", cmd.exe.display()))?;
+        live().push(child.id() as i32);
+        let (Some(mut to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
+            unreachable!("both ends are piped");
+        };
+        // Dropped here, a failed worker is reaped and unlisted.
+        let mut w = Worker {
+            child,
+            to: None,
+            from: BufReader::new(from),
+            serial,
+        };
+        writeln!(to, "{}", cmd.hello)
+            .and_then(|()| to.flush())
+            .context("starting a worker")?;
+        w.to = Some(to);
+        Ok(w)
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends `req` and waits for the answer, passing a stop on to the
+    /// worker once.
+    fn exchange(&mut self, req: &Request, ctx: &Ctx) -> anyhow::Result<Reply> {
+        let line = serde_json::to_string(req)?;
+        let to = self.to.as_mut().context("the worker's input is closed")?;
+        writeln!(to, "{line}")
+            .and_then(|()| to.flush())
+            .context("sending the round")?;
+        let mut forwarded = false;
+        loop {
+            let fd = self.from.get_ref().as_fd();
+            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+            let ready = match poll(&mut fds, PollTimeout::from(50u16)) {
+                Ok(n) => n > 0,
+                Err(nix::errno::Errno::EINTR) => false,
+                Err(e) => return Err(e).context("waiting for the round"),
+            };
+            if ready {
+                break;
+            }
+            if ctx.stopping() && !forwarded {
+                let _ = kill(Pid::from_raw(self.pid()), Signal::SIGINT);
+                forwarded = true;
+            }
+        }
+        let mut answer = String::new();
+        let n = self
+            .from
+            .read_line(&mut answer)
+            .context("reading the round")?;
+        if n == 0 {
+            let status = self.child.wait().context("waiting for the worker")?;
+            bail!("its process ended ({status})");
+        }
+        serde_json::from_str(&answer).context("reading the round's answer")
+    }
+}
+
+impl Drop for Worker {
+    /// Closes its input, which ends it, and waits for it; kills one that
+    /// does not end within seconds.
+    fn drop(&mut self) {
+        let pid = self.pid();
+        drop(self.to.take());
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() >= until => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        live().retain(|&p| p != pid);
+    }
+}
+
+/// The workers of a run: worker `k` measures round `k` of every benchmark
+/// (and the slow rounds of pass `k` measured again).
+pub(super) struct Pool {
+    cmd: WorkerCmd,
+    workers: Vec<Option<Worker>>,
+    started: u32,
+    /// Each worker's empty-loop overhead, ns, by serial.
+    overheads: Vec<(u32, f64)>,
+}
+
+impl Pool {
+    /// A pool for `rounds` rounds; workers start when first needed.
+    pub(super) fn new(cmd: WorkerCmd, rounds: usize) -> Pool {
+        Pool {
+            cmd,
+            workers: (0..rounds).map(|_| None).collect(),
+            started: 0,
+            overheads: Vec::new(),
+        }
+    }
+
+    /// The worker of round `pass`, started if it is not running.
+    fn worker(&mut self, pass: usize) -> anyhow::Result<&mut Worker> {
+        let k = pass % self.workers.len();
+        if self.workers[k].is_none() {
+            self.started += 1;
+            self.workers[k] = Some(Worker::spawn(&self.cmd, self.started)?);
+        }
+        Ok(self.workers[k].as_mut().expect("just started"))
+    }
+
+    /// Measures round `pass` of `group` in its worker and files what it
+    /// measured in the tracks, as [`run_round`] would have here. A worker
+    /// that cannot measure (it died: a crash in a benchmark, the OOM
+    /// killer) fails the group's benchmarks, not the run.
+    pub(super) fn round(
+        &mut self,
+        tracks: &mut [Track],
+        group: &[usize],
+        pass: usize,
+        rc: &mut RoundCtx<'_>,
+    ) {
+        let ids: Vec<String> = group
+            .iter()
+            .filter(|&&i| !tracks[i].out)
+            .map(|&i| tracks[i].id.clone())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        (rc.progress)(Event::Started(&ids));
+        let req = Request {
+            group: group.to_vec(),
+            pass,
+            at: rc.at,
+        };
+        let answer = self
+            .worker(pass)
+            .and_then(|w| Ok((w.serial, w.exchange(&req, rc.ctx)?)));
+        let (serial, reply) = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                let k = pass % self.workers.len();
+                self.workers[k] = None;
+                let rounds = rc.opts.rounds();
+                for &i in group {
+                    let t = &mut tracks[i];
+                    if t.out {
+                        continue;
+                    }
+                    if rc.ctx.stopping() {
+                        // Stopped while its worker ended: the round is lost, not failed.
+                        t.cut = true;
+                    } else {
+                        let reason = format!("the process measuring its round failed: {e:#}");
+                        drop_out(t, rc.out, reason, true);
+                    }
+                    (rc.progress)(Event::Finished(&t.id, budget_left(t, rounds, pass)));
+                }
+                return;
+            }
+        };
+        if let Some(o) = reply.overhead.filter(|o| o.is_finite()) {
+            self.overheads.retain(|&(s, _)| s != serial);
+            self.overheads.push((serial, o));
+            let all: Vec<f64> = self.overheads.iter().map(|&(_, o)| o).collect();
+            *rc.overhead = super::stats::median(&all);
+        }
+        for d in reply.deltas {
+            let Some(t) = tracks.get_mut(d.track).filter(|_| group.contains(&d.track)) else {
+                continue;
+            };
+            apply(t, d, serial, rc.out);
+        }
+        for (id, secs) in &reply.finished {
+            (rc.progress)(Event::Finished(id, Duration::from_secs_f64(secs.max(0.0))));
+        }
+    }
+}
+
+/// Files one benchmark's round, measured by worker `serial`, in its track.
+fn apply(t: &mut Track, d: Delta, serial: u32, out: &mut RunOutcome) {
+    if let Some(s) = d.skipped {
+        t.out = true;
+        out.skipped.push(s);
+    }
+    if let Some(mut r) = d.round {
+        r.process = Some(serial);
+        t.rounds.push(r);
+        t.samples_ns.push(d.samples_ns);
+        t.cut = d.cut;
+    }
+    t.op_times.extend(d.op_times);
+    for w in d.warnings {
+        if !t.warnings.contains(&w) {
+            t.warnings.push(w);
+        }
+    }
+    t.details = d.details.or(t.details.take());
+}
+
+/// The worker's side: builds tracks of `benches` (the run's, in the run's
+/// order) and measures each requested round, until `input` ends.
+pub fn serve(
+    benches: Vec<Box<dyn Bench>>,
+    ctx: &Ctx,
+    opts: &RunOptions,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> anyhow::Result<()> {
+    let mut tracks = new_tracks(benches, opts);
+    let mut overhead: Option<f64> = None;
+    for line in input.lines() {
+        let line = line.context("reading a request")?;
+        let req: Request = serde_json::from_str(&line).context("reading a request")?;
+        if let Some(&bad) = req.group.iter().find(|&&i| i >= tracks.len()) {
+            bail!("asked for benchmark {bad} of {}", tracks.len());
+        }
+        let mut out = RunOutcome::default();
+        let mut finished: Vec<(String, f64)> = Vec::new();
+        {
+            let mut progress = |ev: Event<'_>| {
+                if let Event::Finished(id, spent) = ev {
+                    finished.push((id.to_string(), spent.as_secs_f64()));
+                }
+            };
+            let mut rc = RoundCtx {
+                ctx,
+                opts,
+                overhead: &mut overhead,
+                out: &mut out,
+                progress: &mut progress,
+                at: req.at,
+                pool: None,
+            };
+            run_round(&mut tracks, &req.group, req.pass, &mut rc);
+        }
+        let deltas = req
+            .group
+            .iter()
+            .map(|&i| take_delta(&mut tracks[i], i, &mut out.skipped))
+            .collect();
+        let reply = Reply {
+            deltas,
+            finished,
+            overhead,
+        };
+        let text = serde_json::to_string(&reply).context("writing the answer")?;
+        writeln!(output, "{text}")
+            .and_then(|()| output.flush())
+            .context("writing the answer")?;
+    }
+    Ok(())
+}
+
+/// What the last round left in a worker's track, taken out of it.
+fn take_delta(t: &mut Track, track: usize, skipped: &mut Vec<Skipped>) -> Delta {
+    let mut d = Delta {
+        track,
+        skipped: skipped
+            .iter()
+            .position(|s| s.id == t.id)
+            .map(|k| skipped.remove(k)),
+        ..Delta::default()
+    };
+    if let Some(r) = t.rounds.pop() {
+        d.round = Some(r);
+        d.samples_ns = t.samples_ns.pop().unwrap_or_default();
+        d.cut = t.cut;
+    }
+    d.op_times = std::mem::take(&mut t.op_times);
+    d.warnings = std::mem::take(&mut t.warnings);
+    d.details = t.details.take();
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::runner::run;
+    use crate::harness::{PrepareError, Profile, Timed, Unit};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    struct Fake(&'static str, u64);
+    struct FakeTimed(u64);
+    impl Timed for FakeTimed {
+        fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+            Ok(Duration::from_nanos(ops * self.0))
+        }
+        fn warnings(&self) -> Vec<String> {
+            vec!["a warning".into()]
+        }
+    }
+    impl Bench for Fake {
+        fn id(&self) -> &str {
+            self.0
+        }
+        fn summary(&self) -> &str {
+            "fake"
+        }
+        fn unit(&self) -> Unit {
+            Unit::Latency
+        }
+        fn prepare(&self, _ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+            if self.1 == 0 {
+                return Err(PrepareError::Skip("not here".into()));
+            }
+            Ok(Box::new(FakeTimed(self.1)))
+        }
+    }
+
+    fn ctx() -> Ctx {
+        let tmp = std::env::temp_dir();
+        Ctx {
+            profile: Profile::Quick,
+            host: Arc::new(crate::host::Host::default()),
+            tmp: tmp.clone(),
+            dir: tmp,
+            cpu: None,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn opts(workers: Option<WorkerCmd>) -> RunOptions {
+        RunOptions {
+            profile: Profile::Quick,
+            samples: Some(6),
+            rounds: Some(3),
+            workers,
+        }
+    }
+
+    #[test]
+    fn a_worker_answers_each_request_with_the_round_of_each_member() {
+        let benches: Vec<Box<dyn Bench>> =
+            vec![Box::new(Fake("w.a", 100)), Box::new(Fake("w.b", 0))];
+        let requests = [
+            Request {
+                group: vec![0, 1],
+                pass: 0,
+                at: 0.5,
+            },
+            Request {
+                group: vec![0],
+                pass: 1,
+                at: 1.5,
+            },
+        ]
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect::<String>();
+        let mut output = Vec::new();
+        serve(
+            benches,
+            &ctx(),
+            &opts(None),
+            requests.as_bytes(),
+            &mut output,
+        )
+        .unwrap();
+        let replies: Vec<Reply> = String::from_utf8(output)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(replies.len(), 2);
+        let first = &replies[0];
+        assert_eq!(first.deltas.len(), 2);
+        let a = &first.deltas[0];
+        let r = a.round.as_ref().expect("a measured round");
+        assert_eq!((a.track, r.n, a.samples_ns.len()), (0, 2, 2));
+        assert!((r.median - 100.0).abs() < 1e-9 && r.at_s == 0.5, "{r:?}");
+        assert_eq!(a.warnings, vec!["a warning".to_string()]);
+        assert!(a.skipped.is_none() && !a.cut);
+        // The skipped member says so once, with no round.
+        let b = &first.deltas[1];
+        assert_eq!(
+            b.skipped.as_ref().map(|s| s.reason.as_str()),
+            Some("not here")
+        );
+        assert!(b.round.is_none());
+        // Progress for both, and a second round for the one left.
+        assert_eq!(first.finished.len(), 2);
+        assert_eq!(replies[1].deltas[0].round.as_ref().unwrap().at_s, 1.5);
+    }
+
+    #[test]
+    fn a_worker_refuses_a_benchmark_it_does_not_have() {
+        let benches: Vec<Box<dyn Bench>> = vec![Box::new(Fake("w.a", 100))];
+        let req = serde_json::to_string(&Request {
+            group: vec![3],
+            pass: 0,
+            at: 0.0,
+        })
+        .unwrap();
+        let err = serve(benches, &ctx(), &opts(None), req.as_bytes(), Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("benchmark 3 of 1"), "{err}");
+    }
+
+    #[test]
+    fn a_worker_that_dies_fails_its_benchmarks_not_the_run() {
+        // `false` reads no hello and answers nothing: every round's worker is gone.
+        let cmd = WorkerCmd {
+            exe: PathBuf::from("false"),
+            hello: "{}".into(),
+        };
+        let out = run(
+            vec![Box::new(Fake("w.a", 100)), Box::new(Fake("w.b", 200))],
+            &ctx(),
+            &opts(Some(cmd)),
+            &mut |_| {},
+        );
+        assert!(out.measurements.is_empty());
+        assert_eq!(out.skipped.len(), 2);
+        for s in &out.skipped {
+            assert!(s.failed, "{s:?}");
+            assert!(
+                s.reason
+                    .starts_with("the process measuring its round failed"),
+                "{s:?}"
+            );
+        }
+    }
+}
