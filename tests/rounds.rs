@@ -286,3 +286,27 @@ fn ab_alternates_two_settings_and_compares_them() {
         .code(2)
         .stderr(predicates::str::contains("wrapper"));
 }
+
+#[test]
+fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
+    // A UDP datagram cannot carry 64 KiB: skipped in the first round, and
+    // the workers of later rounds are not asked for it again.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    opcost(&dir.path().join("h.db"))
+        .args(["run", "ipc.udp.tput/64KiB/same", "ipc.pipe.tput/64KiB/same"])
+        .args(["--profile", "quick", "--no-save", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let skipped: Vec<&str> = doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped, vec!["ipc.udp.tput/64KiB/same"]);
+    assert_eq!(doc["results"][0]["id"], "ipc.pipe.tput/64KiB/same");
+    assert!(doc["results"][0]["rounds"].as_array().unwrap().len() >= 3);
+}

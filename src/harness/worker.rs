@@ -270,17 +270,16 @@ impl Pool {
         pass: usize,
         rc: &mut RoundCtx<'_>,
     ) {
-        let ids: Vec<String> = group
-            .iter()
-            .filter(|&&i| !tracks[i].out)
-            .map(|&i| tracks[i].id.clone())
-            .collect();
-        if ids.is_empty() {
+        // Only the members still in: a worker of another pass has not seen
+        // a benchmark drop out.
+        let members: Vec<usize> = group.iter().copied().filter(|&i| !tracks[i].out).collect();
+        if members.is_empty() {
             return;
         }
+        let ids: Vec<String> = members.iter().map(|&i| tracks[i].id.clone()).collect();
         (rc.progress)(Event::Started(&ids));
         let req = Request {
-            group: group.to_vec(),
+            group: members.clone(),
             pass,
             at: rc.at,
         };
@@ -293,11 +292,8 @@ impl Pool {
                 let k = pass % self.workers.len();
                 self.workers[k] = None;
                 let rounds = rc.opts.rounds();
-                for &i in group {
+                for &i in &members {
                     let t = &mut tracks[i];
-                    if t.out {
-                        continue;
-                    }
                     if rc.ctx.stopping() {
                         // Stopped while its worker ended: the round is lost, not failed.
                         t.cut = true;
@@ -317,7 +313,10 @@ impl Pool {
             *rc.overhead = super::stats::median(&all);
         }
         for d in reply.deltas {
-            let Some(t) = tracks.get_mut(d.track).filter(|_| group.contains(&d.track)) else {
+            let Some(t) = tracks
+                .get_mut(d.track)
+                .filter(|_| members.contains(&d.track))
+            else {
                 continue;
             };
             apply(t, d, serial, rc.out);
