@@ -62,6 +62,14 @@ fn marked_processes(mark: &str) -> Vec<String> {
     found
 }
 
+/// The parent pid of process `pid`, from /proc.
+fn parent_of(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses: state, then the parent pid.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1).map(str::to_string)
+}
+
 /// Waits (a little) for processes carrying `mark` to disappear; returns those left.
 fn leftovers(mark: &str) -> Vec<String> {
     let until = Instant::now() + Duration::from_secs(3);
@@ -254,10 +262,24 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until it has forked peers (a loaded machine takes a while to get
-    // there; between groups no peer lives, so poll), then press Ctrl-C.
+    // Wait until a peer is forked (a loaded machine takes a while to get
+    // there; between groups no peer lives, so poll), then press Ctrl-C. A
+    // peer is forked by the round's worker, so it is a grandchild of the run.
+    let run = child.id().to_string();
+    let peers = || {
+        let marked = marked_processes(&mark);
+        marked
+            .iter()
+            .filter(|p| {
+                let parent = parent_of(p);
+                parent
+                    .as_deref()
+                    .is_some_and(|pp| pp != run && marked.iter().any(|m| m == pp))
+            })
+            .count()
+    };
     let until = Instant::now() + Duration::from_secs(60);
-    while marked_processes(&mark).len() <= 1 {
+    while peers() == 0 {
         assert!(Instant::now() < until, "no peer process was running");
         assert!(
             child.try_wait().unwrap().is_none(),

@@ -109,8 +109,15 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             inputs: inputs.iter().map(|u| u.path.clone()).collect(),
             host: (*host).clone(),
         };
+        // This very binary, even if the file was replaced since it started.
+        let this = PathBuf::from("/proc/self/exe");
+        let exe = if this.exists() {
+            this
+        } else {
+            std::env::current_exe().context("finding the opcost executable")?
+        };
         opts.workers = Some(WorkerCmd {
-            exe: std::env::current_exe().context("finding the opcost executable")?,
+            exe,
             hello: serde_json::to_string(&hello)?,
         });
     }
