@@ -212,6 +212,8 @@ pub fn run(
     // (group, pass) of each unit run, with the canary taken just before it.
     let mut units: Vec<(usize, usize, f64)> = Vec::new();
     let run_start = Snapshot::now();
+    // The canary a worker took after the last round it measured.
+    let mut last_after: Option<f64> = None;
 
     'passes: for pass in 0..rounds {
         let mut order: Vec<usize> = (0..groups.len()).collect();
@@ -223,9 +225,10 @@ pub fn run(
             if groups[g].iter().all(|&i| tracks[i].out) {
                 continue;
             }
-            let c = canary::check();
-            checks.push(c);
-            units.push((g, pass, c));
+            // The canary is taken where the round runs: a run with workers
+            // takes it in the worker (the run's own process, just woken
+            // from waiting, reads slow after a worker's round).
+            let here = pool.is_none().then(canary::check);
             let at = started.elapsed().as_secs_f64();
             let mut rctx = RoundCtx {
                 ctx,
@@ -236,7 +239,11 @@ pub fn run(
                 at,
                 pool: pool.as_mut(),
             };
-            round(&mut tracks, &groups[g], pass, &mut rctx);
+            let measured = round(&mut tracks, &groups[g], pass, &mut rctx);
+            let c = here.or(measured.map(|m| m.0)).unwrap_or_else(canary::check);
+            last_after = measured.map(|m| m.1);
+            checks.push(c);
+            units.push((g, pass, c));
             for &i in &groups[g] {
                 if let Some(m) = interim(&tracks[i], ctx, overhead) {
                     progress(Event::Result(i, &m));
@@ -244,7 +251,7 @@ pub fn run(
             }
         }
     }
-    checks.push(canary::check());
+    checks.push(last_after.unwrap_or_else(canary::check));
 
     // Judge every round by the canaries on either side of it, against the
     // run's fast phase, then measure slow rounds again while the budget lasts.
@@ -330,14 +337,24 @@ pub(super) struct RoundCtx<'a> {
 }
 
 /// Measures round `pass` of a group: in the pass's own process when the
-/// run has workers, else here.
-fn round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
+/// run has workers (returning the canaries it took just before and just
+/// after the round), else here.
+fn round(
+    tracks: &mut [Track],
+    group: &[usize],
+    pass: usize,
+    rc: &mut RoundCtx<'_>,
+) -> Option<(f64, f64)> {
     match rc.pool.take() {
         Some(pool) => {
-            pool.round(tracks, group, pass, rc);
+            let canaries = pool.round(tracks, group, pass, rc);
             rc.pool = Some(pool);
+            canaries
         }
-        None => run_round(tracks, group, pass, rc),
+        None => {
+            run_round(tracks, group, pass, rc);
+            None
+        }
     }
 }
 
@@ -391,15 +408,18 @@ fn judge_and_remeasure(
         if rc.ctx.stopping() || re_start.elapsed() >= allowance {
             break;
         }
-        let c = canary::check();
+        let c = rc
+            .pool
+            .as_mut()
+            .and_then(|p| p.canary(pass, rc.ctx))
+            .unwrap_or_else(canary::check);
         checks.push(c);
         if c / base > canary::SLOW_PHASE {
             continue; // still slow: keep the round, try the next one
         }
         let before: Vec<usize> = groups[g].iter().map(|&i| tracks[i].rounds.len()).collect();
         rc.at = started.elapsed().as_secs_f64();
-        round(tracks, &groups[g], pass, rc);
-        let after = canary::check();
+        let after = round(tracks, &groups[g], pass, rc).map_or_else(canary::check, |m| m.1);
         checks.push(after);
         let fast = c.max(after) / base <= canary::SLOW_PHASE;
         for (&i, &n_before) in groups[g].iter().zip(&before) {

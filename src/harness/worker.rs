@@ -45,7 +45,7 @@ use super::runner::{
     Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, budget_left, drop_out, new_tracks,
     run_round,
 };
-use super::{Bench, Ctx, Round};
+use super::{Bench, Ctx, Round, canary};
 
 /// The first argument that makes opcost a round worker.
 pub const WORKER_ARG: &str = "__round-worker";
@@ -60,7 +60,8 @@ pub struct WorkerCmd {
     pub hello: String,
 }
 
-/// Measure round `pass` of the benchmarks at these positions of the run.
+/// Measure round `pass` of the benchmarks at these positions of the run
+/// (none: only take the canary).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Request {
     /// Positions of the group's members in the run's list of benchmarks.
@@ -101,6 +102,12 @@ pub struct Reply {
     pub finished: Vec<(String, f64)>,
     /// The worker's empty-loop overhead, ns, once measured.
     pub overhead: Option<f64>,
+    /// The stability canary, ns, taken by the worker just before the round.
+    #[serde(default)]
+    pub canary_before: Option<f64>,
+    /// The canary taken just after it (absent for a canary-only request).
+    #[serde(default)]
+    pub canary_after: Option<f64>,
 }
 
 /// Pids of the workers alive now, for [`abort_all`].
@@ -269,12 +276,12 @@ impl Pool {
         group: &[usize],
         pass: usize,
         rc: &mut RoundCtx<'_>,
-    ) {
+    ) -> Option<(f64, f64)> {
         // Only the members still in: a worker of another pass has not seen
         // a benchmark drop out.
         let members: Vec<usize> = group.iter().copied().filter(|&i| !tracks[i].out).collect();
         if members.is_empty() {
-            return;
+            return None;
         }
         let ids: Vec<String> = members.iter().map(|&i| tracks[i].id.clone()).collect();
         (rc.progress)(Event::Started(&ids));
@@ -303,7 +310,7 @@ impl Pool {
                     }
                     (rc.progress)(Event::Finished(&t.id, budget_left(t, rounds, pass)));
                 }
-                return;
+                return None;
             }
         };
         if let Some(o) = reply.overhead.filter(|o| o.is_finite()) {
@@ -324,6 +331,19 @@ impl Pool {
         for (id, secs) in &reply.finished {
             (rc.progress)(Event::Finished(id, Duration::from_secs_f64(secs.max(0.0))));
         }
+        reply.canary_before.zip(reply.canary_after)
+    }
+
+    /// The canary as worker `pass` reads it now (`None` when it cannot
+    /// answer; its next round will say why).
+    pub(super) fn canary(&mut self, pass: usize, ctx: &Ctx) -> Option<f64> {
+        let req = Request {
+            group: Vec::new(),
+            pass,
+            at: 0.0,
+        };
+        let reply = self.worker(pass).ok()?.exchange(&req, ctx).ok()?;
+        reply.canary_before
     }
 }
 
@@ -365,6 +385,15 @@ pub fn serve(
         if let Some(&bad) = req.group.iter().find(|&&i| i >= tracks.len()) {
             bail!("asked for benchmark {bad} of {}", tracks.len());
         }
+        let canary_before = Some(canary::check());
+        if req.group.is_empty() {
+            let reply = Reply {
+                canary_before,
+                ..Reply::default()
+            };
+            write_reply(&mut output, &reply)?;
+            continue;
+        }
         let mut out = RunOutcome::default();
         let mut finished: Vec<(String, f64)> = Vec::new();
         {
@@ -393,13 +422,20 @@ pub fn serve(
             deltas,
             finished,
             overhead,
+            canary_before,
+            canary_after: Some(canary::check()),
         };
-        let text = serde_json::to_string(&reply).context("writing the answer")?;
-        writeln!(output, "{text}")
-            .and_then(|()| output.flush())
-            .context("writing the answer")?;
+        write_reply(&mut output, &reply)?;
     }
     Ok(())
+}
+
+/// Writes one answer line.
+fn write_reply(output: &mut impl Write, reply: &Reply) -> anyhow::Result<()> {
+    let text = serde_json::to_string(reply).context("writing the answer")?;
+    writeln!(output, "{text}")
+        .and_then(|()| output.flush())
+        .context("writing the answer")
 }
 
 /// What the last round left in a worker's track, taken out of it.
@@ -495,6 +531,11 @@ mod tests {
                 pass: 1,
                 at: 1.5,
             },
+            Request {
+                group: vec![],
+                pass: 1,
+                at: 0.0,
+            },
         ]
         .iter()
         .map(|r| serde_json::to_string(r).unwrap() + "\n")
@@ -513,7 +554,12 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(replies.len(), 2);
+        assert_eq!(replies.len(), 3);
+        // The canary is taken in the worker, on either side of a round.
+        assert!(replies[0].canary_before.is_some() && replies[0].canary_after.is_some());
+        // A request of no benchmark only takes the canary.
+        assert!(replies[2].deltas.is_empty() && replies[2].finished.is_empty());
+        assert!(replies[2].canary_before.unwrap() > 0.0 && replies[2].canary_after.is_none());
         let first = &replies[0];
         assert_eq!(first.deltas.len(), 2);
         let a = &first.deltas[0];
