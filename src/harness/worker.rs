@@ -1,22 +1,23 @@
 //! Rounds in processes of their own.
 //!
-//! Why: two executions of the same program differ by more than two stretches
-//! of time within one (Kalibera & Jones: variation lives at several levels,
-//! and an interval must come from the top one). Where a process's memory,
-//! its stack and heap addresses, the physical pages it got or its place in
-//! the kernel's structures land decides what an operation costs, every
-//! round of one process agrees and the next process reads otherwise: on a
-//! 2-vCPU KVM guest, `syscall.rdtsc` read 10.9 ns in eight runs out of nine
-//! and 8.6 ns in every round of the ninth. Rounds inside one process
-//! cannot see that, so two runs disagree by more than either run's
-//! interval says.
+//! Why: two executions of the same program can differ by more than two
+//! stretches of time within one (Kalibera & Jones: variation lives at
+//! several levels, and an interval must come from the top one). Where a
+//! process's code, stack, heap and physical pages land, and the state it
+//! starts from, hold for its whole life; rounds inside one process cannot
+//! see that level, so two runs disagreed by more than either run's
+//! interval said. Measured on a 2-vCPU KVM guest (4 quick runs of 8 rounds
+//! each way): with a process per round the runs' spread was 2.0× the
+//! rounds' standard error, against 3.7× with every round in one process.
 //!
 //! So a run measures round `k` of every benchmark in worker `k`: opcost
 //! executed again ([`WORKER_ARG`]), which builds the same benchmarks and
 //! measures the rounds the run asks of it, one at a time. The run (the
-//! parent) keeps the order, the canary, the judging of slow rounds and the
-//! results; a worker only measures. The spread of the rounds then holds the
-//! variation between executions, and the interval with it.
+//! parent) keeps the order, the judging of slow rounds and the results; a
+//! worker only measures, and takes the canary on either side of each round
+//! (the run's own process, just woken from waiting, reads slow). The
+//! spread of the rounds then holds the variation between executions, and
+//! the interval with it.
 //!
 //! Protocol: the parent writes one line of hello (opaque here: the command
 //! that starts workers builds and reads it), then one JSON [`Request`] per
