@@ -335,16 +335,23 @@ impl Pool {
         reply.canary_before.zip(reply.canary_after)
     }
 
-    /// The canary as worker `pass` reads it now (`None` when it cannot
-    /// answer; its next round will say why).
+    /// The canary as worker `pass` reads it now; `None` when it cannot
+    /// answer (a worker that failed is let go, and its pass's next round
+    /// starts a new one).
     pub(super) fn canary(&mut self, pass: usize, ctx: &Ctx) -> Option<f64> {
         let req = Request {
             group: Vec::new(),
             pass,
             at: 0.0,
         };
-        let reply = self.worker(pass).ok()?.exchange(&req, ctx).ok()?;
-        reply.canary_before
+        match self.worker(pass).and_then(|w| w.exchange(&req, ctx)) {
+            Ok(reply) => reply.canary_before,
+            Err(_) => {
+                let k = pass % self.workers.len();
+                self.workers[k] = None;
+                None
+            }
+        }
     }
 }
 
