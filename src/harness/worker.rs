@@ -306,7 +306,10 @@ impl Pool {
                         // Stopped while its worker ended: the round is lost, not failed.
                         t.cut = true;
                     } else {
-                        let reason = format!("the process measuring its round failed: {e:#}");
+                        let reason = format!(
+                            "the process measuring its round failed: {e:#} \
+                             (--one-process measures every round in opcost's own process)"
+                        );
                         drop_out(t, rc.out, reason, true);
                     }
                     (rc.progress)(Event::Finished(&t.id, budget_left(t, rounds, pass)));
