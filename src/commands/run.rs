@@ -24,6 +24,10 @@ static TMP_DIR: OnceLock<PathBuf> = OnceLock::new();
 /// Runs the selected benchmarks and saves the run in the history (`db`)
 /// unless `--no-save`; returns 0, 1 when saving failed, 130 when interrupted.
 pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
+    // First of all, so that a Ctrl-C while the run is being set up (host
+    // detection takes a few ms) stops it cleanly instead of killing it.
+    let stop = Arc::new(AtomicBool::new(false));
+    install_ctrlc(stop.clone());
     // Everything the user could have got wrong is checked before measuring.
     if let Some(path) = &args.json {
         check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
@@ -86,8 +90,6 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         .tempdir()
         .context("creating a temp dir")?;
     let _ = TMP_DIR.set(tmp.path().to_path_buf());
-    let stop = Arc::new(AtomicBool::new(false));
-    install_ctrlc(stop.clone());
 
     let mut opts = RunOptions {
         profile: args.profile,
