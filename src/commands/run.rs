@@ -96,6 +96,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         samples: args.samples.map(|n| n as usize),
         rounds: args.rounds.map(|n| n as usize),
         workers: None,
+        canary: crate::harness::canary::check,
     };
     // Each round in a process of its own, but for the net.peer.* benchmarks,
     // whose peer connection belongs to this process.

@@ -116,6 +116,7 @@ fn work() -> anyhow::Result<()> {
         samples: hello.samples,
         rounds: hello.rounds,
         workers: None,
+        canary: crate::harness::canary::check,
     };
     serve(benches, &ctx, &opts, input, BufWriter::new(output))
 }

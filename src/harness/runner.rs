@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// own (see [`super::worker`]); `None` measures every round in this
     /// process.
     pub workers: Option<WorkerCmd>,
+    /// The stability canary ([`canary::check`]; tests give a fixed one, so
+    /// that no round of theirs is judged by the machine's phase).
+    pub canary: fn() -> f64,
 }
 
 impl RunOptions {
@@ -65,6 +68,7 @@ impl RunOptions {
             samples: None,
             rounds: None,
             workers: None,
+            canary: canary::check,
         }
     }
 
@@ -228,7 +232,7 @@ pub fn run(
             // The canary is taken where the round runs: a run with workers
             // takes it in the worker (the run's own process, just woken
             // from waiting, reads slow after a worker's round).
-            let here = pool.is_none().then(canary::check);
+            let here = pool.is_none().then(opts.canary);
             let at = started.elapsed().as_secs_f64();
             let mut rctx = RoundCtx {
                 ctx,
@@ -240,7 +244,7 @@ pub fn run(
                 pool: pool.as_mut(),
             };
             let measured = round(&mut tracks, &groups[g], pass, &mut rctx);
-            let c = here.or(measured.map(|m| m.0)).unwrap_or_else(canary::check);
+            let c = here.or(measured.map(|m| m.0)).unwrap_or_else(opts.canary);
             last_after = measured.map(|m| m.1);
             checks.push(c);
             units.push((g, pass, c));
@@ -251,7 +255,7 @@ pub fn run(
             }
         }
     }
-    checks.push(last_after.unwrap_or_else(canary::check));
+    checks.push(last_after.unwrap_or_else(opts.canary));
 
     // Judge every round by the canaries on either side of it, against the
     // run's fast phase, then measure slow rounds again while the budget lasts.
@@ -412,14 +416,14 @@ fn judge_and_remeasure(
             .pool
             .as_mut()
             .and_then(|p| p.canary(pass, rc.ctx))
-            .unwrap_or_else(canary::check);
+            .unwrap_or_else(rc.opts.canary);
         checks.push(c);
         if c / base > canary::SLOW_PHASE {
             continue; // still slow: keep the round, try the next one
         }
         let before: Vec<usize> = groups[g].iter().map(|&i| tracks[i].rounds.len()).collect();
         rc.at = started.elapsed().as_secs_f64();
-        let after = round(tracks, &groups[g], pass, rc).map_or_else(canary::check, |m| m.1);
+        let after = round(tracks, &groups[g], pass, rc).map_or_else(rc.opts.canary, |m| m.1);
         checks.push(after);
         let fast = c.max(after) / base <= canary::SLOW_PHASE;
         for (&i, &n_before) in groups[g].iter().zip(&before) {
@@ -990,6 +994,11 @@ mod tests {
         })
     }
 
+    /// A canary that never moves: no round is judged by the machine's phase.
+    fn steady() -> f64 {
+        20_000.0
+    }
+
     fn ctx() -> Ctx {
         let tmp = std::env::temp_dir();
         Ctx {
@@ -1025,6 +1034,7 @@ mod tests {
             samples: Some(8),
             rounds: None,
             workers: None,
+            canary: steady,
         };
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
@@ -1075,6 +1085,7 @@ mod tests {
             samples: None,
             rounds: None,
             workers: None,
+            canary: steady,
         };
         let benches: Vec<Box<dyn Bench>> =
             vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
@@ -1093,6 +1104,7 @@ mod tests {
             samples: Some(5),
             rounds: None,
             workers: None,
+            canary: steady,
         };
         let benches: Vec<Box<dyn Bench>> = vec![
             Box::new(FakeBench {
@@ -1127,6 +1139,7 @@ mod tests {
             samples: None,
             rounds: None,
             workers: None,
+            canary: steady,
         };
         let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
         assert!(out.interrupted);
@@ -1140,6 +1153,7 @@ mod tests {
             samples: Some(5),
             rounds: None,
             workers: None,
+            canary: steady,
         };
         // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
         struct Tiny;
@@ -1179,6 +1193,7 @@ mod tests {
             samples: Some(6),
             rounds: Some(2),
             workers: None,
+            canary: steady,
         };
         let boom = crate::suites::FnBench::new("t.boom", "x", Unit::Latency, |_| {
             Ok(Box::new(Boom) as Box<dyn Timed>)
@@ -1203,6 +1218,7 @@ mod tests {
             samples: Some(10),
             rounds: Some(3),
             workers: None,
+            canary: steady,
         };
         assert_eq!(
             (0..3).map(|r| opts.round_samples(r)).collect::<Vec<_>>(),
@@ -1236,6 +1252,7 @@ mod tests {
             samples: Some(3),
             rounds: Some(10),
             workers: None,
+            canary: steady,
         };
         assert_eq!(few.rounds(), 3);
     }

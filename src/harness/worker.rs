@@ -46,7 +46,7 @@ use super::runner::{
     Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, budget_left, drop_out, new_tracks,
     run_round,
 };
-use super::{Bench, Ctx, Round, canary};
+use super::{Bench, Ctx, Round};
 
 /// The first argument that makes opcost a round worker.
 pub const WORKER_ARG: &str = "__round-worker";
@@ -396,7 +396,7 @@ pub fn serve(
         if let Some(&bad) = req.group.iter().find(|&&i| i >= tracks.len()) {
             bail!("asked for benchmark {bad} of {}", tracks.len());
         }
-        let canary_before = Some(canary::check());
+        let canary_before = Some((opts.canary)());
         if req.group.is_empty() {
             let reply = Reply {
                 canary_before,
@@ -434,7 +434,7 @@ pub fn serve(
             finished,
             overhead,
             canary_before,
-            canary_after: Some(canary::check()),
+            canary_after: Some((opts.canary)()),
         };
         write_reply(&mut output, &reply)?;
     }
@@ -524,6 +524,7 @@ mod tests {
             samples: Some(6),
             rounds: Some(3),
             workers,
+            canary: || 20_000.0,
         }
     }
 
