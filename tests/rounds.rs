@@ -217,7 +217,12 @@ fn compare_accepts_several_runs_per_side() {
     assert_eq!(c["a_runs"].as_array().unwrap().len(), 2);
     assert_eq!(c["b_runs"].as_array().unwrap().len(), 2);
     let row = &c["rows"][0];
-    assert_eq!(row["method"], "rounds");
+    // From the rounds: as stored, or as measured when both sides ran in a
+    // like mix of the machine's phases and some were corrected.
+    assert!(
+        ["rounds", "rounds_as_measured"].contains(&row["method"].as_str().unwrap()),
+        "{row}"
+    );
     assert!(row["rounds"][0].as_u64().unwrap() >= 6);
     // All runs of the host: host:NAME@all.
     let host = c["a"]["host"].as_str().unwrap().to_string();
@@ -257,7 +262,10 @@ fn ab_alternates_two_settings_and_compares_them() {
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &c["rows"][0];
     assert_eq!(row["id"], "syscall.function_call");
-    assert_eq!(row["method"], "rounds");
+    assert!(
+        ["rounds", "rounds_as_measured"].contains(&row["method"].as_str().unwrap()),
+        "{row}"
+    );
     assert_eq!(row["rounds"], serde_json::json!([3, 3]));
     assert!(c["a"]["label"].as_str().unwrap().contains("OPCOST_AB=1"));
     // Both sides are in the history, labelled with their setting.

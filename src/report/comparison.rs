@@ -157,6 +157,12 @@ pub fn method_note(c: &Comparison) -> String {
             count(CiMethod::Rounds)
         ));
     }
+    if count(CiMethod::RoundsAsMeasured) > 0 {
+        how.push(format!(
+            "{} the same on the rounds as measured (both sides ran in a like mix of the machine's phases, so the phase correction is undone; B and A are then the geometric means of the measured round medians)",
+            count(CiMethod::RoundsAsMeasured)
+        ));
+    }
     if count(CiMethod::Bootstrap) > 0 {
         how.push(format!(
             "{} by bootstrap on the samples (documents without rounds)",
