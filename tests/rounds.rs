@@ -130,8 +130,12 @@ fn partial_results(db: &Path) -> i64 {
 fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
+    // A temp dir of its own, to see what the kill leaves there.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let mut child = Std::cargo_bin("opcost")
         .unwrap()
+        .env("TMPDIR", &tmp)
         .arg("--db")
         .arg(&db)
         .args(["run", "syscall", "--profile", "quick", "--rounds", "3"])
@@ -181,6 +185,23 @@ fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
         .assert()
         .success()
         .stdout(predicates::str::contains("incomplete"));
+
+    // The killed run's temp dir is left behind; the next run removes it.
+    let left = || std::fs::read_dir(&tmp).unwrap().count();
+    assert_eq!(left(), 1, "the killed run left no temp dir");
+    opcost(&db)
+        .env("TMPDIR", &tmp)
+        .args([
+            "run",
+            "syscall.function_call",
+            "--profile",
+            "quick",
+            "--no-save",
+        ])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("left by a run that was killed"));
+    assert_eq!(left(), 0, "the leftover temp dir was not removed");
 }
 
 #[test]

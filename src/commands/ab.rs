@@ -81,10 +81,9 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     // Each child is one round: the profile's samples shared out over the rounds.
     let samples = args.profile.samples().div_ceil(rounds).max(3);
     let exe = std::env::current_exe().context("finding the opcost executable")?;
-    let tmp = tempfile::Builder::new()
-        .prefix("opcost-ab-")
-        .tempdir()
-        .context("creating a temp dir")?;
+    let temp = std::env::temp_dir();
+    let tmp = crate::harness::scratch::ScratchDir::new_in(&temp, "opcost-ab-")
+        .with_context(|| format!("creating a temp dir in {}", temp.display()))?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();

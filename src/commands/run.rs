@@ -1,8 +1,8 @@
 //! `opcost run` (and bare `opcost`): select, measure, print, write.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -12,14 +12,12 @@ use super::usage;
 use crate::cli::{Format, RunArgs};
 use crate::document::{RunDoc, Sink, check_writable, sink_of};
 use crate::harness::runner::{self, Event, RunOptions};
+use crate::harness::scratch::{self, ScratchDir};
 use crate::harness::worker::WorkerCmd;
 use crate::harness::{Ctx, affinity};
 use crate::host::Host;
 use crate::store::{Location, Store};
 use crate::suites;
-
-/// The private temp dir of the current run, removed by a second Ctrl-C.
-static TMP_DIR: OnceLock<PathBuf> = OnceLock::new();
 
 /// Runs the selected benchmarks and saves the run in the history (`db`)
 /// unless `--no-save`; returns 0, 1 when saving failed, 130 when interrupted.
@@ -85,11 +83,25 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     };
     let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
 
-    let tmp = tempfile::Builder::new()
-        .prefix("opcost-")
-        .tempdir()
-        .context("creating a temp dir")?;
-    let _ = TMP_DIR.set(tmp.path().to_path_buf());
+    // What runs killed outright left in the temp dir and in --dir.
+    let temp = std::env::temp_dir();
+    for parent in std::iter::once(&temp).chain(&args.dir) {
+        let swept = scratch::sweep_stale(parent, "opcost-");
+        match swept.as_slice() {
+            [] => {}
+            [one] => eprintln!(
+                "opcost: removed {}, left by a run that was killed",
+                one.display()
+            ),
+            more => eprintln!(
+                "opcost: removed {} opcost-* directories in {}, left by runs that were killed",
+                more.len(),
+                parent.display()
+            ),
+        }
+    }
+    let tmp = ScratchDir::new_in(&temp, "opcost-")
+        .with_context(|| format!("creating a temp dir in {}", temp.display()))?;
 
     let mut opts = RunOptions {
         profile: args.profile,
@@ -257,10 +269,8 @@ fn install_ctrlc(stop: Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {
             crate::harness::worker::abort_all();
-            crate::harness::scratch::remove_all();
-            if let Some(dir) = TMP_DIR.get() {
-                let _ = std::fs::remove_dir_all(dir);
-            }
+            // The run's temp dir too: it is a scratch dir.
+            scratch::remove_all();
             std::process::exit(130);
         }
         eprintln!("\nopcost: stopping after the current sample (Ctrl-C again to abort)");

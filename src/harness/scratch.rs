@@ -5,9 +5,24 @@
 //! Dropping it removes it with its contents; and because a second Ctrl-C
 //! exits at once without running destructors, every live scratch directory
 //! is also listed here so that the exit path can remove it first.
+//!
+//! A process killed outright (SIGKILL, the OOM killer) removes nothing, so
+//! each scratch directory holds a lock file, locked while its owner lives:
+//! [`sweep_stale`] removes the ones whose lock nobody holds any more.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use nix::fcntl::{Flock, FlockArg};
+
+/// The lock file inside a scratch directory, locked while its owner lives.
+pub const LOCK_FILE: &str = ".opcost-lock";
+
+/// Age after which an empty, lock-less `opcost-XXXXXX` temp dir (made by a
+/// version without lock files, or killed before it locked) counts as left over.
+pub const STALE_EMPTY_AGE: Duration = Duration::from_secs(600);
 
 /// Scratch directories alive now, for [`remove_all`].
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -19,15 +34,18 @@ fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 /// A private directory inside a parent, removed with its contents when dropped.
 #[derive(Debug)]
 pub struct ScratchDir {
+    // Dropped in this order: the tree first, then the lock is released.
     dir: tempfile::TempDir,
+    _lock: Option<Flock<File>>,
 }
 
 impl ScratchDir {
-    /// Creates `parent/<prefix><random>`.
+    /// Creates `parent/<prefix><random>`, with its lock file held.
     pub fn new_in(parent: &Path, prefix: &str) -> std::io::Result<ScratchDir> {
         let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
         live().push(dir.path().to_path_buf());
-        Ok(ScratchDir { dir })
+        let lock = hold_lock(dir.path());
+        Ok(ScratchDir { dir, _lock: lock })
     }
 
     /// The directory's path.
@@ -42,6 +60,78 @@ impl Drop for ScratchDir {
         live().retain(|x| x != p);
         // The TempDir field is dropped next and removes the tree.
     }
+}
+
+/// Locks a new lock file in `dir`. It is locked under another name and
+/// renamed into place, so a sweep never finds it there unlocked while its
+/// owner lives. `None` where the file system has no `flock` (the directory
+/// is then simply never swept).
+fn hold_lock(dir: &Path) -> Option<Flock<File>> {
+    let fresh = dir.join(".opcost-lock-new");
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&fresh)
+        .ok()?;
+    let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).ok()?;
+    std::fs::rename(&fresh, dir.join(LOCK_FILE)).ok()?;
+    Some(lock)
+}
+
+/// True for a name `tempfile` gives with `prefix`: the prefix and six
+/// letters or digits.
+fn generated_name(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Removes the directories `parent/<prefix>*` that opcost processes killed
+/// outright left behind, and returns them. A directory is removed with its
+/// contents when it is ours (same owner) and its lock file is there and
+/// unlocked (its owner is gone); an empty directory with a generated name,
+/// no lock file and unchanged for [`STALE_EMPTY_AGE`] is removed too.
+/// Anything else, a live run's directory included, is left alone.
+pub fn sweep_stale(parent: &Path, prefix: &str) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let path = e.path();
+        // symlink_metadata: a link is never followed, let alone removed.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != uid {
+            continue;
+        }
+        let stale = match File::open(path.join(LOCK_FILE)) {
+            // Free lock: its owner is gone. Held while the tree is removed.
+            Ok(f) => match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+                Ok(_held) => std::fs::remove_dir_all(&path).is_ok(),
+                Err(_) => false,
+            },
+            Err(_) => {
+                let old = meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| SystemTime::now().duration_since(m).ok())
+                    .is_some_and(|age| age >= STALE_EMPTY_AGE);
+                // remove_dir fails on a directory that is not empty.
+                old && generated_name(&name, prefix) && std::fs::remove_dir(&path).is_ok()
+            }
+        };
+        if stale {
+            removed.push(path);
+        }
+    }
+    removed
 }
 
 /// Removes every live scratch directory: for an exit that skips destructors.
@@ -71,6 +161,71 @@ mod tests {
         assert!(!p.exists());
         assert!(!live().contains(&p));
         assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_scratch_dir_holds_its_lock_until_dropped() {
+        let parent = tempfile::tempdir().unwrap();
+        let s = ScratchDir::new_in(parent.path(), "opcost-").unwrap();
+        let names: Vec<_> = std::fs::read_dir(s.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [LOCK_FILE]);
+        // A live directory is not swept, even by this same process.
+        assert!(sweep_stale(parent.path(), "opcost-").is_empty());
+        assert!(s.path().exists());
+        drop(s);
+        assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn sweep_removes_what_killed_owners_left_and_nothing_else() {
+        let parent = tempfile::tempdir().unwrap();
+        let p = parent.path();
+        // Killed: the lock file is there and nobody holds it; data inside.
+        let killed = p.join("opcost-storage-Ab3dE9");
+        std::fs::create_dir(&killed).unwrap();
+        std::fs::write(killed.join(LOCK_FILE), b"").unwrap();
+        std::fs::write(killed.join("data"), vec![0u8; 4096]).unwrap();
+        // Alive: held by a scratch dir of this process.
+        let alive = ScratchDir::new_in(p, "opcost-").unwrap();
+        // Old, empty, generated name, no lock file: left by an older version.
+        let legacy = p.join("opcost-0FF2QG");
+        std::fs::create_dir(&legacy).unwrap();
+        let old = SystemTime::now() - STALE_EMPTY_AGE - Duration::from_secs(60);
+        File::open(&legacy).unwrap().set_modified(old).unwrap();
+        // Not ours to remove: a recent empty one, a non-empty one without a
+        // lock, one with a name tempfile does not make, a file, a link.
+        let recent = p.join("opcost-Zz9Yy8");
+        std::fs::create_dir(&recent).unwrap();
+        let full = p.join("opcost-Kept12");
+        std::fs::create_dir(&full).unwrap();
+        std::fs::write(full.join("results.json"), b"{}").unwrap();
+        File::open(&full).unwrap().set_modified(old).unwrap();
+        let named = p.join("opcost-net");
+        std::fs::create_dir(&named).unwrap();
+        File::open(&named).unwrap().set_modified(old).unwrap();
+        std::fs::write(p.join("opcost-file"), b"x").unwrap();
+        std::os::unix::fs::symlink(&killed, p.join("opcost-link00")).unwrap();
+        let other = p.join("mine-Ab3dE9");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join(LOCK_FILE), b"").unwrap();
+
+        let mut removed = sweep_stale(p, "opcost-");
+        removed.sort();
+        assert_eq!(removed, [legacy.clone(), killed.clone()]);
+        assert!(!killed.exists() && !legacy.exists());
+        for kept in [alive.path(), &recent, &full, &named, &other] {
+            assert!(kept.exists(), "{} was removed", kept.display());
+        }
+        assert!(p.join("opcost-file").exists());
+        assert!(std::fs::symlink_metadata(p.join("opcost-link00")).is_ok());
+    }
+
+    #[test]
+    fn sweeping_a_missing_directory_finds_nothing() {
+        assert!(sweep_stale(Path::new("/nonexistent/opcost"), "opcost-").is_empty());
     }
 
     #[test]
