@@ -7,21 +7,26 @@
 # median interval half-width, and the ratio of the two runs' canary (the
 # machine's own speed in each run: 1.3 means B ran in a slow phase).
 #
-#   scripts/aa-test.sh [-r REPEATS] [-p PROFILE] [PATTERN...]
+#   scripts/aa-test.sh [-r REPEATS] [-p PROFILE] [-k DIR] [PATTERN...]
 #
 # Defaults: 5 repeats, quick profile, `syscall ipc.pipe process.fork_exit
 # process.switch.*`. Uses a throw-away history; prints one line per repeat
-# and the medians at the end.
+# and the medians at the end. With -k DIR, each repeat's two runs and their
+# comparison are kept in DIR as N-a.json, N-b.json and N-compare.json, to
+# see which results were called and why.
 set -euo pipefail
 repeats=5
 profile=quick
-while getopts "r:p:" o; do
+keep=""
+while getopts "r:p:k:" o; do
   case $o in
     r) repeats=$OPTARG ;;
     p) profile=$OPTARG ;;
-    *) echo "usage: $0 [-r REPEATS] [-p PROFILE] [PATTERN...]" >&2; exit 2 ;;
+    k) keep=$OPTARG ;;
+    *) echo "usage: $0 [-r REPEATS] [-p PROFILE] [-k DIR] [PATTERN...]" >&2; exit 2 ;;
   esac
 done
+if [ -n "$keep" ]; then mkdir -p "$keep"; fi
 shift $((OPTIND - 1))
 if [ $# -eq 0 ]; then set -- syscall ipc.pipe process.fork_exit 'process.switch.*'; fi
 cd "$(dirname "$0")/.."
@@ -57,6 +62,11 @@ shift = sb.get("canary_ns", 0) / sa["canary_ns"] if sa.get("canary_ns") else 0
 print(len(rows), called, called / max(len(rows), 1), hits / max(total, 1), statistics.median(hw), shift)
 PY
 )
+  if [ -n "$keep" ]; then
+    cp "$work/a.json" "$keep/$i-a.json"
+    cp "$work/b.json" "$keep/$i-b.json"
+    cp "$work/c.json" "$keep/$i-compare.json"
+  fi
   read -r n k rate cov hw shift <<<"$line"
   rates+=("$rate")
   printf "%-7s %8s %8s %7.1f%% %9.1f%% %9.1f%% %10.3f\n" "$i" "$n" "$k" "$(echo "$rate*100" | bc -l)" "$(echo "$cov*100" | bc -l)" "$(echo "$hw*100" | bc -l)" "$shift"
