@@ -85,8 +85,9 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
 
     // What runs killed outright left in the temp dir and in --dir.
     let temp = std::env::temp_dir();
-    for parent in std::iter::once(&temp).chain(&args.dir) {
-        let swept = scratch::sweep_stale(parent, "opcost-");
+    let dirs = std::iter::once((&temp, true)).chain(args.dir.iter().map(|d| (d, false)));
+    for (parent, is_temp) in dirs {
+        let swept = scratch::sweep_stale(parent, "opcost-", is_temp);
         match swept.as_slice() {
             [] => {}
             [one] => eprintln!(

@@ -88,10 +88,11 @@ fn generated_name(name: &str, prefix: &str) -> bool {
 /// Removes the directories `parent/<prefix>*` that opcost processes killed
 /// outright left behind, and returns them. A directory is removed with its
 /// contents when it is ours (same owner) and its lock file is there and
-/// unlocked (its owner is gone); an empty directory with a generated name,
+/// unlocked (its owner is gone). With `old_empty` (for the system's temp
+/// dir, not a user's `--dir`), an empty directory with a generated name,
 /// no lock file and unchanged for [`STALE_EMPTY_AGE`] is removed too.
 /// Anything else, a live run's directory included, is left alone.
-pub fn sweep_stale(parent: &Path, prefix: &str) -> Vec<PathBuf> {
+pub fn sweep_stale(parent: &Path, prefix: &str, old_empty: bool) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(parent) else {
         return Vec::new();
@@ -124,7 +125,10 @@ pub fn sweep_stale(parent: &Path, prefix: &str) -> Vec<PathBuf> {
                     .and_then(|m| SystemTime::now().duration_since(m).ok())
                     .is_some_and(|age| age >= STALE_EMPTY_AGE);
                 // remove_dir fails on a directory that is not empty.
-                old && generated_name(&name, prefix) && std::fs::remove_dir(&path).is_ok()
+                old_empty
+                    && old
+                    && generated_name(&name, prefix)
+                    && std::fs::remove_dir(&path).is_ok()
             }
         };
         if stale {
@@ -173,7 +177,7 @@ mod tests {
             .collect();
         assert_eq!(names, [LOCK_FILE]);
         // A live directory is not swept, even by this same process.
-        assert!(sweep_stale(parent.path(), "opcost-").is_empty());
+        assert!(sweep_stale(parent.path(), "opcost-", true).is_empty());
         assert!(s.path().exists());
         drop(s);
         assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
@@ -212,7 +216,14 @@ mod tests {
         std::fs::create_dir(&other).unwrap();
         std::fs::write(other.join(LOCK_FILE), b"").unwrap();
 
-        let mut removed = sweep_stale(p, "opcost-");
+        // In a user's directory, only what a lock shows to be ours.
+        assert_eq!(
+            sweep_stale(p, "opcost-", false),
+            std::slice::from_ref(&killed)
+        );
+        std::fs::create_dir(&killed).unwrap();
+        std::fs::write(killed.join(LOCK_FILE), b"").unwrap();
+        let mut removed = sweep_stale(p, "opcost-", true);
         removed.sort();
         assert_eq!(removed, [legacy.clone(), killed.clone()]);
         assert!(!killed.exists() && !legacy.exists());
@@ -225,7 +236,7 @@ mod tests {
 
     #[test]
     fn sweeping_a_missing_directory_finds_nothing() {
-        assert!(sweep_stale(Path::new("/nonexistent/opcost"), "opcost-").is_empty());
+        assert!(sweep_stale(Path::new("/nonexistent/opcost"), "opcost-", true).is_empty());
     }
 
     #[test]
