@@ -686,6 +686,37 @@ mod tests {
     }
 
     #[test]
+    fn one_run_a_side_without_a_floor_says_what_its_intervals_leave_out() {
+        use crate::report::comparison::{floor_note, method_note};
+        let doc = |ns: f64| {
+            let mut d = RunDoc::start(
+                crate::host::Host::default(),
+                crate::harness::Profile::Default,
+                None,
+                None,
+                chrono::Utc::now(),
+            );
+            d.results.push(phased(ns, 0, 1.0));
+            d
+        };
+        let c = compare(&doc(100.0), &doc(101.0), &[], 0.05);
+        assert_eq!(c.rows[0].method, CiMethod::Rounds);
+        let note = floor_note(&c).expect("a single pair without a floor");
+        assert!(note.starts_with("no noise floor"), "{note}");
+        assert!(method_note(&c).contains(&note));
+        // With a floor from the history, or several runs a side: no caveat.
+        let mut floored = c.clone();
+        floored.floor_runs = FLOOR_MIN_RUNS;
+        assert_eq!(floor_note(&floored), None);
+        let sides = compare_sides(&[doc(100.0), doc(99.0)], &[doc(101.0)], &[], 0.05, &[]);
+        assert_eq!(floor_note(&sides), None);
+        // Documents without rounds: their intervals say nothing of runs.
+        let mut old = doc(100.0);
+        old.results[0].rounds.clear();
+        assert_eq!(floor_note(&compare(&old, &old.clone(), &[], 0.05)), None);
+    }
+
+    #[test]
     fn sides_in_a_like_mix_of_phases_are_compared_as_measured() {
         // Both sides wholly slow, corrected by different factors (a slope
         // guessed differently in each run) though nothing changed: the

@@ -142,6 +142,24 @@ pub fn load_note(c: &Comparison) -> Option<String> {
     ))
 }
 
+/// The caveat of a comparison of one run a side without a noise floor:
+/// what moves between runs for longer than a run lasts is in none of its
+/// intervals.
+pub fn floor_note(c: &Comparison) -> Option<String> {
+    use crate::compare::{CiMethod, FLOOR_MIN_RUNS};
+    let by_rounds = c
+        .rows
+        .iter()
+        .any(|r| matches!(r.method, CiMethod::Rounds | CiMethod::RoundsAsMeasured));
+    let single = c.a_runs.len() == 1 && c.b_runs.len() == 1;
+    (by_rounds && single && c.floor_runs == 0).then(|| {
+        format!(
+            "no noise floor (one run a side, and fewer than {FLOOR_MIN_RUNS} earlier runs of {} in the history or --no-history): what moves between runs for longer than a run lasts, such as the state of a file system or a process's memory layout, is in none of these intervals, so a few rows may be called changed that did not change (0–7% of rows in A/A pairs at the default profile); several runs a side (`A1,A2,A3` or `host:NAME@N`) or {FLOOR_MIN_RUNS} earlier runs in the history take it in",
+            c.a.host
+        )
+    })
+}
+
 /// How the comparison was made, in words: the footer of every format.
 pub fn method_note(c: &Comparison) -> String {
     use crate::compare::CiMethod;
@@ -191,6 +209,7 @@ pub fn method_note(c: &Comparison) -> String {
             String::new()
         }
     ));
+    parts.extend(floor_note(c));
     parts.push(format!("{NOISY_MARK} = noisy"));
     parts.join("; ")
 }
