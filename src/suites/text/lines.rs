@@ -596,6 +596,8 @@ pub fn peak_extra(m: Method, path: &Path) -> anyhow::Result<u64> {
 /// In the child: return freed heap to the kernel, reset the high-water
 /// mark, do one pass, and report how far the peak rose above the start.
 fn child_measure(m: Method, path: &Path) -> anyhow::Result<u64> {
+    // First, so that the heap it uses is given back with the rest below.
+    map_code()?;
     // Large buffers from fresh mappings, whatever the parent freed before:
     // glibc raises its mmap threshold after big frees, and a buffer placed
     // in heap pages inherited from the parent (resident, shared copy-on-
@@ -611,7 +613,6 @@ fn child_measure(m: Method, path: &Path) -> anyhow::Result<u64> {
         libc::free(libc::malloc(256 * 1024));
         libc::malloc_trim(0);
     }
-    map_code()?;
     let resident = status_kib("VmRSS")?;
     std::fs::write("/proc/self/clear_refs", b"5").context("resetting VmHWM")?;
     // The mark is reset to the resident size of the moment, which may sit
