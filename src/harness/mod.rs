@@ -9,6 +9,7 @@
 
 pub mod affinity;
 pub mod canary;
+pub mod claims;
 pub mod runner;
 pub mod scratch;
 pub mod stats;

@@ -1,0 +1,682 @@
+//! Claims: the one place where a finding decides its words.
+//!
+//! Why: a sentence opcost prints ("pipe is faster than unix_stream",
+//! "fork+exec grows with the descriptors", "stays flat") is read and quoted
+//! more than the numbers under it, so it must come out the same when the
+//! run is repeated. A word decided by a point estimate flips whenever two
+//! values are equal within their noise, which is most of the time for
+//! alternatives that cost the same. So every word here is decided by
+//! intervals: two measurements are ordered only when the interval of their
+//! ratio excludes 1 *and* the difference is material ([`MATERIAL`]); a set
+//! is ranked into tiers whose members cannot be told apart, listed in the
+//! caller's (declaration) order, never by their point estimates; a sweep
+//! "grows" only when the interval of its slope excludes zero and the
+//! change over the sweep is material, "stays flat" only when the interval
+//! rules a material change out, and otherwise has "no clear trend".
+//!
+//! The suites' `findings.rs` build their sentences from these primitives;
+//! the numbers they print may move from run to run, the words may not.
+
+use super::Measurement;
+use super::stats::{quantile_sorted, t975};
+
+/// Two values closer than this factor are called a tie even when their
+/// intervals separate them: a difference of a few per cent is real but
+/// not worth a word, and it is the size at which repeated runs disagree.
+pub const MATERIAL: f64 = 1.05;
+
+/// The z value of a two-sided 95% interval.
+const Z95: f64 = 1.959_964;
+
+/// An estimate with its 95% interval, and which direction is better.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Est {
+    /// The point estimate (a median), in the result's base unit.
+    pub value: f64,
+    /// Lower end of its 95% interval.
+    pub low: f64,
+    /// Upper end of its 95% interval.
+    pub high: f64,
+    /// True when a larger value is better (throughputs, rates).
+    pub higher_is_better: bool,
+}
+
+impl Est {
+    /// A measurement's median and interval (an interval that does not hold
+    /// the median, as an old document may have, is widened to hold it).
+    pub fn of(m: &Measurement) -> Est {
+        Est::new(m.median, m.ci_low, m.ci_high, m.higher_is_better())
+    }
+
+    /// An estimate from its parts; the interval is widened to hold `value`.
+    pub fn new(value: f64, low: f64, high: f64, higher_is_better: bool) -> Est {
+        let (low, high) = if low.is_finite() && high.is_finite() && low > 0.0 {
+            (low.min(value), high.max(value))
+        } else {
+            (value, value)
+        };
+        Est {
+            value,
+            low,
+            high,
+            higher_is_better,
+        }
+    }
+
+    /// A cost in time (lower is better), e.g. a latency in ns.
+    pub fn cost(value: f64, low: f64, high: f64) -> Est {
+        Est::new(value, low, high, false)
+    }
+
+    /// The half-width of the interval in log terms (the larger side).
+    pub fn log_half_width(&self) -> f64 {
+        if !(self.value > 0.0 && self.low > 0.0) {
+            return 0.0;
+        }
+        (self.high / self.value)
+            .ln()
+            .max((self.value / self.low).ln())
+            .max(0.0)
+    }
+
+    /// The estimate scaled by a constant factor (its interval likewise).
+    pub fn scaled(&self, k: f64) -> Est {
+        let (a, b) = (self.low * k, self.high * k);
+        Est {
+            value: self.value * k,
+            low: a.min(b),
+            high: a.max(b),
+            higher_is_better: self.higher_is_better,
+        }
+    }
+
+    /// Speed: a value where larger is always better (a cost inverted).
+    fn speed(&self) -> (f64, f64) {
+        if self.higher_is_better {
+            (self.value, self.log_half_width())
+        } else {
+            (1.0 / self.value, self.log_half_width())
+        }
+    }
+}
+
+/// A ratio with its 95% interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ratio {
+    /// The point ratio.
+    pub ratio: f64,
+    /// Lower end of its 95% interval.
+    pub low: f64,
+    /// Upper end of its 95% interval.
+    pub high: f64,
+}
+
+impl Ratio {
+    /// `a / b` of two estimates, the interval from both half-widths in
+    /// quadrature (log scale: the two are measured independently).
+    pub fn of(a: &Est, b: &Est) -> Ratio {
+        let r = a.value / b.value;
+        let hw = a.log_half_width().hypot(b.log_half_width());
+        Ratio {
+            ratio: r,
+            low: r * (-hw).exp(),
+            high: r * hw.exp(),
+        }
+    }
+
+    /// The ratio above 1 or below 1 clearly (interval excludes 1) and by at
+    /// least [`MATERIAL`]: `Some(true)` above, `Some(false)` below, `None`
+    /// for a tie.
+    pub fn direction(&self) -> Option<bool> {
+        if self.low > 1.0 && self.ratio >= MATERIAL {
+            Some(true)
+        } else if self.high < 1.0 && self.ratio <= 1.0 / MATERIAL {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// True when the whole interval is at or above `k` (e.g. "at least 2×").
+    pub fn at_least(&self, k: f64) -> bool {
+        self.low >= k
+    }
+
+    /// True when the whole interval is at or below `k`.
+    pub fn at_most(&self, k: f64) -> bool {
+        self.high <= k
+    }
+
+    /// "1.31× (1.22–1.40)".
+    pub fn text(&self) -> String {
+        format!(
+            "{} ({}–{})",
+            crate::units::fmt_ratio(self.ratio),
+            short(self.low),
+            short(self.high)
+        )
+    }
+}
+
+fn short(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+/// The outcome of comparing `a` with `b`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Verdict {
+    /// `a` is clearly better, by `speedup` (> 1: how many times faster).
+    Better(Ratio),
+    /// `a` is clearly worse; the ratio is `b`'s speed over `a`'s (> 1).
+    Worse(Ratio),
+    /// No clear difference; the ratio is `a`'s speed over `b`'s.
+    Tie(Ratio),
+}
+
+impl Verdict {
+    /// True for a tie.
+    pub fn is_tie(&self) -> bool {
+        matches!(self, Verdict::Tie(_))
+    }
+}
+
+/// Speed of `a` over speed of `b` (above 1: `a` is faster, whatever the
+/// unit), with its interval.
+pub fn speedup(a: &Est, b: &Est) -> Ratio {
+    let (sa, ha) = a.speed();
+    let (sb, hb) = b.speed();
+    let r = sa / sb;
+    let hw = ha.hypot(hb);
+    Ratio {
+        ratio: r,
+        low: r * (-hw).exp(),
+        high: r * hw.exp(),
+    }
+}
+
+/// Compares two estimates of the same kind: better, worse or a tie.
+pub fn compare(a: &Est, b: &Est) -> Verdict {
+    let s = speedup(a, b);
+    match s.direction() {
+        Some(true) => Verdict::Better(s),
+        Some(false) => Verdict::Worse(Ratio {
+            ratio: 1.0 / s.ratio,
+            low: 1.0 / s.high,
+            high: 1.0 / s.low,
+        }),
+        None => Verdict::Tie(s),
+    }
+}
+
+/// "a is 1.3× (1.2–1.4) faster than b" / "a and b are within noise of each
+/// other", with `faster` the word for the better side ("faster", "cheaper").
+pub fn compare_text(a_name: &str, a: &Est, b_name: &str, b: &Est, faster: &str) -> String {
+    match compare(a, b) {
+        Verdict::Better(r) => format!("{a_name} is {} {faster} than {b_name}", r.text()),
+        Verdict::Worse(r) => format!("{b_name} is {} {faster} than {a_name}", r.text()),
+        Verdict::Tie(_) => format!("{a_name} and {b_name} are within noise of each other"),
+    }
+}
+
+/// A set of named estimates ranked into tiers, best tier first; members of
+/// a tier cannot be told apart from the tier's best, tiers can.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tiers {
+    /// Indices into the ranked set, per tier, each tier in the caller's order.
+    pub tiers: Vec<Vec<usize>>,
+    /// The best member of each tier (by point estimate): its representative.
+    pub leaders: Vec<usize>,
+}
+
+/// Ranks estimates into tiers. The best remaining estimate leads a tier and
+/// every remaining one that ties with it ([`compare`]) joins it; members are
+/// listed in the order given, so noise cannot reorder them.
+pub fn rank(items: &[Est]) -> Tiers {
+    let mut left: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].value.is_finite() && items[i].value > 0.0)
+        .collect();
+    let speed = |i: usize| items[i].speed().0;
+    let mut tiers = Vec::new();
+    let mut leaders = Vec::new();
+    while !left.is_empty() {
+        let lead = *left
+            .iter()
+            .max_by(|&&a, &&b| speed(a).total_cmp(&speed(b)))
+            .expect("non-empty");
+        let tier: Vec<usize> = left
+            .iter()
+            .copied()
+            .filter(|&i| i == lead || compare(&items[lead], &items[i]).is_tie())
+            .collect();
+        left.retain(|i| !tier.contains(i));
+        tiers.push(tier);
+        leaders.push(lead);
+    }
+    Tiers { tiers, leaders }
+}
+
+/// Joins names as "a", "a and b", "a, b and c".
+pub fn join_names(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The tiers of a named set in words: "fastest: a; then b and c, within
+/// noise of each other (1.6× slower); then d (3.1× slower)". `best` is the
+/// word for the top ("fastest", "cheapest"); the ratios are each tier's
+/// best against the top tier's best, in speed. A set in one tier reads
+/// "no clear order: a, b and c are within noise of each other".
+pub fn tiers_text(names: &[&str], items: &[Est], best: &str) -> String {
+    let t = rank(items);
+    if t.tiers.len() == 1 {
+        let members: Vec<&str> = t.tiers[0].iter().map(|&i| names[i]).collect();
+        if members.len() == 1 {
+            return format!("{best}: {}", members[0]);
+        }
+        return format!(
+            "no clear order: {} are within noise of each other",
+            join_names(&members)
+        );
+    }
+    let top = t.leaders[0];
+    let mut parts = Vec::new();
+    for (k, tier) in t.tiers.iter().enumerate() {
+        let members: Vec<&str> = tier.iter().map(|&i| names[i]).collect();
+        let group = join_names(&members);
+        let tie = if members.len() > 1 {
+            ", within noise of each other"
+        } else {
+            ""
+        };
+        if k == 0 {
+            parts.push(format!("{best}: {group}{tie}"));
+        } else {
+            let s = speedup(&items[top], &items[t.leaders[k]]);
+            parts.push(format!(
+                "then {group}{tie} ({} slower)",
+                crate::units::fmt_ratio(s.ratio)
+            ));
+        }
+    }
+    parts.join("; ")
+}
+
+/// The direction of a sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrendKind {
+    /// The slope's interval is above zero and the change is material.
+    Grows,
+    /// The slope's interval is below zero and the change is material.
+    Falls,
+    /// The interval rules out a material change over the sweep.
+    Flat,
+    /// Neither: the data cannot tell.
+    Unclear,
+}
+
+/// A straight-line fit of a sweep, with the slope's 95% interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Trend {
+    /// Change of the value per unit of x.
+    pub slope: f64,
+    /// Lower end of the slope's 95% interval.
+    pub low: f64,
+    /// Upper end of the slope's 95% interval.
+    pub high: f64,
+    /// The fitted value at the smallest x.
+    pub start: f64,
+    /// The span of x.
+    pub span: f64,
+    /// What the interval supports.
+    pub kind: TrendKind,
+}
+
+impl Trend {
+    /// The largest change over the sweep the interval allows, relative to
+    /// the value at its start (for "stays flat (< 3% over the sweep)").
+    pub fn max_rel_change(&self) -> f64 {
+        (self.low.abs().max(self.high.abs()) * self.span / self.start.abs()).abs()
+    }
+
+    /// The slope scaled to `per` units of x, as "X (±Z)" with `fmt` for
+    /// the values (e.g. `|v| human(v, "ns")`).
+    pub fn slope_text(&self, per: f64, fmt: impl Fn(f64) -> String) -> String {
+        let hw = (self.high - self.low) / 2.0;
+        format!("{} (±{})", fmt(self.slope * per), fmt(hw * per))
+    }
+}
+
+/// Fits `value = a + slope · x` to points with intervals (weighted least
+/// squares, each point weighted by its interval; when the points scatter
+/// more than their intervals say, the slope's interval widens by that
+/// factor, with Student's t on n − 2 degrees of freedom). `material` is the
+/// smallest change over the whole sweep, relative to its start, worth a
+/// word (0.10 = 10%). `None` with fewer than two distinct x or a
+/// non-positive value.
+pub fn trend(points: &[(f64, Est)], material: f64) -> Option<Trend> {
+    let pts: Vec<(f64, f64, f64)> = points
+        .iter()
+        .filter(|(x, e)| x.is_finite() && e.value.is_finite() && e.value > 0.0)
+        .map(|(x, e)| {
+            // Absolute 1-sigma from the log half-width; a point with no
+            // interval gets 1% so it cannot take all the weight.
+            let sigma = (e.value * e.log_half_width().max(0.01) / Z95).max(f64::MIN_POSITIVE);
+            (*x, e.value, sigma)
+        })
+        .collect();
+    let n = pts.len();
+    let xmin = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    if n < 2 || xmax <= xmin {
+        return None;
+    }
+    let w: Vec<f64> = pts.iter().map(|p| 1.0 / (p.2 * p.2)).collect();
+    let sw: f64 = w.iter().sum();
+    let xm = pts.iter().zip(&w).map(|(p, w)| w * p.0).sum::<f64>() / sw;
+    let ym = pts.iter().zip(&w).map(|(p, w)| w * p.1).sum::<f64>() / sw;
+    let sxx: f64 = pts
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.0 - xm).powi(2))
+        .sum();
+    let sxy: f64 = pts
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.0 - xm) * (p.1 - ym))
+        .sum();
+    let slope = sxy / sxx;
+    let a = ym - slope * xm;
+    let se_known = (1.0 / sxx).sqrt();
+    let (se, mult) = if n > 2 {
+        let chi2: f64 = pts
+            .iter()
+            .zip(&w)
+            .map(|(p, w)| w * (p.1 - a - slope * p.0).powi(2))
+            .sum();
+        let birge = (chi2 / (n - 2) as f64).sqrt();
+        if birge > 1.0 {
+            (se_known * birge, t975((n - 2) as f64))
+        } else {
+            (se_known, Z95)
+        }
+    } else {
+        (se_known, Z95)
+    };
+    let (low, high) = (slope - mult * se, slope + mult * se);
+    let span = xmax - xmin;
+    let start = a + slope * xmin;
+    let reference = if start > 0.0 {
+        start
+    } else {
+        pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min)
+    };
+    let change = |s: f64| s * span / reference;
+    let kind = if low > 0.0 && change(slope) >= material {
+        TrendKind::Grows
+    } else if high < 0.0 && -change(slope) >= material {
+        TrendKind::Falls
+    } else if change(low).abs() < material && change(high).abs() < material {
+        TrendKind::Flat
+    } else {
+        TrendKind::Unclear
+    };
+    Some(Trend {
+        slope,
+        low,
+        high,
+        start: reference,
+        span,
+        kind,
+    })
+}
+
+/// Two modes of a distribution, when it has them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Modes {
+    /// Median of the lower mode.
+    pub low: f64,
+    /// Median of the upper mode.
+    pub high: f64,
+    /// Share of the values in the upper mode.
+    pub high_share: f64,
+}
+
+impl Modes {
+    /// "bimodal: 1.2 µs (70%) or 31 µs (30%)", with `fmt` for the values.
+    pub fn text(&self, fmt: impl Fn(f64) -> String) -> String {
+        format!(
+            "bimodal: {} ({:.0}%) or {} ({:.0}%)",
+            fmt(self.low),
+            (1.0 - self.high_share) * 100.0,
+            fmt(self.high),
+            self.high_share * 100.0
+        )
+    }
+}
+
+/// The two modes of `values` when they are well separated: at least 20
+/// values, each mode with at least 10% of them, the upper at least twice
+/// the lower with a gap wider than either mode's own spread
+/// ([`super::stats::is_bimodal`]). `None` for a one-mode distribution.
+pub fn modes(values: &[f64]) -> Option<Modes> {
+    if !super::stats::is_bimodal(values) {
+        return None;
+    }
+    let mut s: Vec<f64> = values.iter().copied().filter(|x| *x > 0.0).collect();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    let edge = (n / 10).max(1);
+    let split = (edge..=n - edge)
+        .filter(|&i| i > 0 && i < n)
+        .max_by(|&i, &j| (s[i] / s[i - 1]).total_cmp(&(s[j] / s[j - 1])))?;
+    Some(Modes {
+        low: quantile_sorted(&s[..split], 0.5),
+        high: quantile_sorted(&s[split..], 0.5),
+        high_share: (n - split) as f64 / n as f64,
+    })
+}
+
+/// The two modes of a measurement's samples (batch times), when it has them.
+pub fn sample_modes(m: &Measurement) -> Option<Modes> {
+    modes(&m.samples)
+}
+
+/// True when the measurement timed each operation and their times have two
+/// well-separated modes.
+pub fn bimodal_per_op(m: &Measurement) -> bool {
+    m.per_op.as_ref().is_some_and(|p| p.bimodal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(v: f64, rel: f64) -> Est {
+        Est::cost(v, v * (1.0 - rel), v * (1.0 + rel))
+    }
+
+    fn rate(v: f64, rel: f64) -> Est {
+        Est::new(v, v * (1.0 - rel), v * (1.0 + rel), true)
+    }
+
+    /// A deterministic pseudo-random stream in [0, 1).
+    fn lcg(seed: &mut u64) -> f64 {
+        *seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (*seed >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    #[test]
+    fn equal_measurements_never_produce_an_order() {
+        let mut seed = 7;
+        for _ in 0..1000 {
+            // Two estimates of the same true value, each off by noise within
+            // its own interval.
+            let a = 100.0 * (1.0 + 0.04 * (lcg(&mut seed) - 0.5));
+            let b = 100.0 * (1.0 + 0.04 * (lcg(&mut seed) - 0.5));
+            assert!(compare(&cost(a, 0.03), &cost(b, 0.03)).is_tie());
+            assert!(compare(&rate(a, 0.03), &rate(b, 0.03)).is_tie());
+        }
+    }
+
+    #[test]
+    fn a_two_fold_difference_with_tight_intervals_is_always_ordered() {
+        match compare(&cost(100.0, 0.05), &cost(200.0, 0.05)) {
+            Verdict::Better(r) => assert!((r.ratio - 2.0).abs() < 1e-9 && r.low > 1.0),
+            v => panic!("{v:?}"),
+        }
+        match compare(&rate(100.0, 0.05), &rate(200.0, 0.05)) {
+            Verdict::Worse(r) => assert!((r.ratio - 2.0).abs() < 1e-9),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn a_small_difference_is_a_tie_even_when_the_intervals_separate_it() {
+        // 3% apart with ±0.5% intervals: real, but below MATERIAL.
+        assert!(compare(&cost(100.0, 0.005), &cost(103.0, 0.005)).is_tie());
+        // 2× apart but each ±80%: cannot tell.
+        assert!(compare(&cost(100.0, 0.8), &cost(200.0, 0.8)).is_tie());
+    }
+
+    #[test]
+    fn ratio_interval_combines_both_half_widths() {
+        let r = Ratio::of(&cost(200.0, 0.0), &cost(100.0, 0.0));
+        assert_eq!((r.ratio, r.low, r.high), (2.0, 2.0, 2.0));
+        let r = Ratio::of(&cost(200.0, 0.1), &cost(100.0, 0.1));
+        assert!(r.low < 2.0 && r.high > 2.0 && r.low > 1.6 && r.high < 2.5);
+        assert!(r.text().starts_with("2.00× ("));
+    }
+
+    #[test]
+    fn tiers_group_what_cannot_be_told_apart_in_the_given_order() {
+        let names = ["pipe", "ring_spin", "unix_stream", "tcp"];
+        // ring_spin clearly fastest; pipe and unix_stream equal; tcp slowest.
+        let items = [
+            cost(1000.0, 0.03),
+            cost(300.0, 0.03),
+            cost(990.0, 0.03),
+            cost(5000.0, 0.03),
+        ];
+        let t = rank(&items);
+        assert_eq!(t.tiers, vec![vec![1], vec![0, 2], vec![3]]);
+        let text = tiers_text(&names, &items, "fastest");
+        assert!(
+            text.starts_with(
+                "fastest: ring_spin; then pipe and unix_stream, within noise of each other ("
+            ),
+            "{text}"
+        );
+        assert!(text.contains("then tcp ("), "{text}");
+        // Swapping the two equal ones' point estimates changes no word.
+        let swapped = [
+            cost(990.0, 0.03),
+            cost(300.0, 0.03),
+            cost(1000.0, 0.03),
+            cost(5000.0, 0.03),
+        ];
+        let strip = |s: String| {
+            s.chars()
+                .filter(|c| !c.is_ascii_digit() && *c != '.')
+                .collect::<String>()
+        };
+        assert_eq!(
+            strip(tiers_text(&names, &swapped, "fastest")),
+            strip(text.clone())
+        );
+    }
+
+    #[test]
+    fn one_tier_reads_as_no_clear_order() {
+        let items = [rate(100.0, 0.05), rate(101.0, 0.05), rate(99.0, 0.05)];
+        assert_eq!(
+            tiers_text(&["a", "b", "c"], &items, "fastest"),
+            "no clear order: a, b and c are within noise of each other"
+        );
+        assert_eq!(tiers_text(&["a"], &items[..1], "fastest"), "fastest: a");
+    }
+
+    #[test]
+    fn a_flat_sweep_with_noise_never_grows() {
+        let mut seed = 11;
+        for _ in 0..500 {
+            let pts: Vec<(f64, Est)> = (0..5)
+                .map(|i| {
+                    let v = 100.0 * (1.0 + 0.06 * (lcg(&mut seed) - 0.5));
+                    ((i * 1000) as f64, cost(v, 0.04))
+                })
+                .collect();
+            let t = trend(&pts, 0.10).expect("fits");
+            assert!(
+                matches!(t.kind, TrendKind::Flat | TrendKind::Unclear),
+                "{t:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_clear_slope_grows_and_a_tight_flat_one_is_flat() {
+        let pts: Vec<(f64, Est)> = (0..5)
+            .map(|i| (i as f64, cost(100.0 + 50.0 * i as f64, 0.02)))
+            .collect();
+        let t = trend(&pts, 0.10).expect("fits");
+        assert_eq!(t.kind, TrendKind::Grows);
+        assert!((t.slope - 50.0).abs() < 1e-6, "{t:?}");
+        assert!(
+            t.slope_text(1.0, |v| format!("{v:.0}"))
+                .starts_with("50 (±")
+        );
+        let pts: Vec<(f64, Est)> = (0..5).map(|i| (i as f64, cost(100.0, 0.01))).collect();
+        let t = trend(&pts, 0.10).expect("fits");
+        assert_eq!(t.kind, TrendKind::Flat);
+        assert!(t.max_rel_change() < 0.10);
+        let falling: Vec<(f64, Est)> = (0..4)
+            .map(|i| (i as f64, cost(400.0 - 100.0 * i as f64, 0.02)))
+            .collect();
+        assert_eq!(trend(&falling, 0.10).unwrap().kind, TrendKind::Falls);
+    }
+
+    #[test]
+    fn a_noisy_sweep_is_unclear_and_a_degenerate_one_is_none() {
+        let pts = [(0.0, cost(100.0, 0.5)), (1.0, cost(130.0, 0.5))];
+        assert_eq!(trend(&pts, 0.10).unwrap().kind, TrendKind::Unclear);
+        assert!(trend(&pts[..1], 0.10).is_none());
+        assert!(trend(&[(1.0, cost(1.0, 0.1)), (1.0, cost(2.0, 0.1))], 0.1).is_none());
+    }
+
+    #[test]
+    fn a_two_mode_sample_is_named_bimodal_with_both_modes() {
+        let mut v: Vec<f64> = (0..70).map(|i| 1000.0 + i as f64).collect();
+        v.extend((0..30).map(|i| 30_000.0 + 10.0 * i as f64));
+        let m = modes(&v).expect("bimodal");
+        assert!((m.low - 1035.0).abs() < 2.0, "{m:?}");
+        assert!((m.high - 30_145.0).abs() < 20.0, "{m:?}");
+        assert!((m.high_share - 0.3).abs() < 1e-9);
+        let text = m.text(|x| format!("{:.0}", x.round()));
+        assert!(text.starts_with("bimodal: 103"), "{text}");
+        assert!(
+            text.contains(" (70%) or 3014") && text.ends_with(" (30%)"),
+            "{text}"
+        );
+        let one: Vec<f64> = (0..100).map(|i| 1000.0 + i as f64).collect();
+        assert!(modes(&one).is_none());
+    }
+
+    #[test]
+    fn join_names_reads_as_english() {
+        assert_eq!(join_names(&[]), "");
+        assert_eq!(join_names(&["a"]), "a");
+        assert_eq!(join_names(&["a", "b"]), "a and b");
+        assert_eq!(join_names(&["a", "b", "c"]), "a, b and c");
+    }
+}
