@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Findings stability: the same opcost binary run N times back to back; the
+# share of findings whose words come out the same in every run.
+#
+#   scripts/findings-stability.sh [-k DIR] [-p PROFILE] [N] [PATTERN...]
+#
+# Defaults: N = 3, the quick profile, `syscall ipc process codec text timer`.
+# A finding's words are its area and text with every number blanked, and a
+# number's scaled unit with it (`1.2 GB/s` and `950 MB/s` are one figure
+# read at two scales, `31 µs` and `1.2 ms` likewise): what must hold is the
+# sentence, not the figure. Prints the share of distinct findings present in
+# all N runs, each finding that is not (with the runs it appeared in), and
+# how many runs were called unstable. Runs are not saved to any history;
+# with -k DIR each run's JSON document is kept there as N.json.
+set -euo pipefail
+profile=quick
+keep=""
+while getopts "p:k:" o; do
+  case $o in
+    p) profile=$OPTARG ;;
+    k) keep=$OPTARG ;;
+    *) echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...]" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+n=3
+if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then n=$1; shift; fi
+if [ "$n" -lt 2 ]; then echo "N must be at least 2" >&2; exit 2; fi
+if [ $# -eq 0 ]; then set -- syscall ipc process codec text timer; fi
+cd "$(dirname "$0")/.."
+cargo build --release -q
+bin=target/release/opcost
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [ -n "$keep" ]; then mkdir -p "$keep"; fi
+for i in $(seq 1 "$n"); do
+  "$bin" run "$@" --profile "$profile" --no-save --json "$work/$i.json" >/dev/null 2>&1
+  if [ -n "$keep" ]; then cp "$work/$i.json" "$keep/$i.json"; fi
+  echo "run $i of $n done" >&2
+done
+python3 - "$work" "$n" <<'PY'
+import json, re, sys
+work, n = sys.argv[1], int(sys.argv[2])
+NUM = r"[-+]?\d+(?:[.,]\d+)*"
+UNIT = r"(?:\s?(?:[kMGT]?B/s|[kMGT]?op/s|[nµm]?s|[KMGT]iB|[kMG]?Hz|B|×|%))?"
+pat = re.compile(NUM + UNIT)
+def words(f):
+    return f["area"] + ": " + pat.sub("#", f["text"])
+runs, unstable = [], 0
+for i in range(1, n + 1):
+    d = json.load(open(f"{work}/{i}.json"))
+    runs.append({words(f) for f in d.get("findings", [])})
+    st = d.get("stability") or {}
+    if st.get("verdict") == "unstable" or (st.get("verdict") is None and st.get("stable") is False):
+        unstable += 1
+every = set.intersection(*runs)
+union = set.union(*runs)
+share = len(every) / len(union) if union else 1.0
+print(f"findings with the same words in all {n} runs: {len(every)} of {len(union)} ({100 * share:.1f}%)")
+print(f"runs called unstable: {unstable} of {n}")
+diff = sorted(union - every)
+if diff:
+    print("not in every run (runs it appeared in):")
+    for w in diff:
+        seen = ",".join(str(i + 1) for i, r in enumerate(runs) if w in r)
+        print(f"  [{seen}] {w}")
+PY
