@@ -73,6 +73,18 @@ pub enum Format {
     Csv,
     /// JSON.
     Json,
+    /// Bencher Metric Format (a run only): each result's median and 95% interval.
+    Bmf,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON (a run only):
+    /// each result as time per operation with its range.
+    GithubBenchmark,
+}
+
+impl Format {
+    /// True for the formats that describe one run for a dashboard.
+    pub fn is_dashboard(self) -> bool {
+        matches!(self, Format::Bmf | Format::GithubBenchmark)
+    }
 }
 
 /// Options of `opcost run`.
@@ -290,6 +302,11 @@ pub struct CompareArgs {
     /// How the comparison is printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// A CI gate: exit 1 when a row is called slower by more than PCT
+    /// (`slower[:PCT]`), or an area's geometric mean is (`area[:PCT]`);
+    /// the offending rows are printed first. Repeatable.
+    #[arg(long, value_name = "slower[:PCT]|area[:PCT]")]
+    pub fail_on: Vec<crate::compare::Gate>,
 }
 
 /// Options of `opcost report`.

@@ -115,6 +115,11 @@ pub struct Row {
     pub noise_floor: Option<f64>,
     /// Rounds behind A's and B's values (0 for documents made before rounds).
     pub rounds: (usize, usize),
+    /// The minimal detectable effect: the smallest change in time, relative
+    /// (0.04 = 4%), that this row could have called at 95% — the larger of
+    /// its interval's half-width and the threshold (or noise floor) in
+    /// force. A row called the same saw no change larger than this.
+    pub mde: f64,
 }
 
 impl Row {
@@ -124,6 +129,15 @@ impl Row {
             self.ratio
         } else {
             1.0 / self.ratio
+        }
+    }
+
+    /// The 95% interval of [`Row::time_ratio`].
+    pub fn time_ci(&self) -> (f64, f64) {
+        if !self.unit.higher_is_better() {
+            (self.ci_low, self.ci_high)
+        } else {
+            (1.0 / self.ci_high, 1.0 / self.ci_low)
         }
     }
 }
@@ -143,7 +157,98 @@ pub struct Summary {
     pub slower: usize,
     /// Benchmarks that are the same within noise.
     pub same: usize,
+    /// Benchmarks whose minimal detectable effect is at most
+    /// [`SEE_REFERENCE`] (5%): rows that could have seen a 5% change.
+    pub could_see: usize,
 }
+
+/// What makes `compare --fail-on` fail.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Gate {
+    /// Any row called slower by more than this (relative, 0.03 = 3%).
+    Slower(f64),
+    /// Any area (or all) whose geometric mean of time ratios is slower by
+    /// more than this, with at least one of its rows called slower.
+    Area(f64),
+}
+
+impl std::str::FromStr for Gate {
+    type Err = String;
+    /// `slower`, `slower:PCT`, `area` or `area:PCT` (PCT in percent; without
+    /// it, 0: the comparison's own threshold decides).
+    fn from_str(s: &str) -> Result<Gate, String> {
+        let (kind, pct) = match s.split_once(':') {
+            Some((k, p)) => {
+                let v: f64 = p
+                    .trim()
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| format!("'{p}' is not a percentage (e.g. slower:3)"))?;
+                if !(v.is_finite() && (0.0..1000.0).contains(&v)) {
+                    return Err(format!("{v} is not between 0 and 1000"));
+                }
+                (k, v / 100.0)
+            }
+            None => (s, 0.0),
+        };
+        match kind {
+            "slower" => Ok(Gate::Slower(pct)),
+            "area" => Ok(Gate::Area(pct)),
+            other => Err(format!(
+                "'{other}' is not a gate: use slower[:PCT] or area[:PCT]"
+            )),
+        }
+    }
+}
+
+/// What failed a gate: the rows slower beyond its limit, and the areas.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GateFailures {
+    /// Indices into `rows` of the rows that failed a `slower` gate.
+    pub rows: Vec<usize>,
+    /// Indices into `summaries` of the areas that failed an `area` gate.
+    pub areas: Vec<usize>,
+}
+
+impl GateFailures {
+    /// True when nothing failed.
+    pub fn passed(&self) -> bool {
+        self.rows.is_empty() && self.areas.is_empty()
+    }
+}
+
+impl Comparison {
+    /// The rows and areas that fail any of `gates`.
+    pub fn gate(&self, gates: &[Gate]) -> GateFailures {
+        let mut f = GateFailures::default();
+        for g in gates {
+            match *g {
+                Gate::Slower(pct) => {
+                    for (i, r) in self.rows.iter().enumerate() {
+                        if r.verdict == Verdict::Slower
+                            && r.time_ratio() > 1.0 + pct
+                            && !f.rows.contains(&i)
+                        {
+                            f.rows.push(i);
+                        }
+                    }
+                }
+                Gate::Area(pct) => {
+                    for (i, s) in self.summaries.iter().enumerate() {
+                        if s.geomean_time_ratio > 1.0 + pct && s.slower > 0 && !f.areas.contains(&i)
+                        {
+                            f.areas.push(i);
+                        }
+                    }
+                }
+            }
+        }
+        f
+    }
+}
+
+/// The change a summary counts the rows able to see (5%).
+pub const SEE_REFERENCE: f64 = 0.05;
 
 /// A benchmark that cannot be compared although both runs have it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -528,6 +633,8 @@ fn compare_one_sides(
     };
     // The interval always contains the point estimate.
     let (ci_low, ci_high) = (ci_low.min(ratio), ci_high.max(ratio));
+    let limit = threshold.max(floor.unwrap_or(0.0));
+    let mde = mde(ratio, ci_low, ci_high, limit);
     let (t, t_lo, t_hi) = if a0.unit.higher_is_better() {
         (1.0 / ratio, 1.0 / ci_high, 1.0 / ci_low)
     } else {
@@ -542,13 +649,27 @@ fn compare_one_sides(
         ratio,
         ci_low,
         ci_high,
-        verdict: verdict(t, t_lo, t_hi, threshold.max(floor.unwrap_or(0.0))),
+        verdict: verdict(t, t_lo, t_hi, limit),
         method,
         noisy_a: a.iter().any(|m| m.noisy),
         noisy_b: b.iter().any(|m| m.noisy),
         noise_floor: floor,
         rounds: (la.len(), lb.len()),
+        mde,
     })
+}
+
+/// The minimal detectable effect of a ratio's interval: a change is called
+/// when the interval, shifted by it, excludes 1 and it exceeds `limit`, so
+/// the smallest such change is the larger of the interval's half-width
+/// (log scale, the wider side) and `limit`.
+pub fn mde(ratio: f64, ci_low: f64, ci_high: f64, limit: f64) -> f64 {
+    let hw = if ratio > 0.0 && ci_low > 0.0 {
+        (ci_high / ratio).ln().max((ratio / ci_low).ln()).max(0.0)
+    } else {
+        f64::INFINITY
+    };
+    (hw.exp() - 1.0).max(limit.max(0.0))
 }
 
 /// The verdict from a time ratio B/A and its interval.
@@ -618,10 +739,12 @@ fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>) -> Summary {
         faster: 0,
         slower: 0,
         same: 0,
+        could_see: 0,
     };
     let mut log_sum = 0.0;
     for r in rows {
         s.n += 1;
+        s.could_see += usize::from(r.mde <= SEE_REFERENCE + 1e-9);
         log_sum += r.time_ratio().ln();
         match r.verdict {
             Verdict::Faster => s.faster += 1,
@@ -739,6 +862,162 @@ mod tests {
         assert_eq!(row.method, CiMethod::Rounds);
         assert_eq!(row.verdict, Verdict::Slower);
         assert!((row.ratio - 1.2).abs() < 1e-9, "{row:?}");
+    }
+
+    /// A result of `rounds` rounds around `ns` with log noise of sd `sd`
+    /// (seeded), shifted by `shift` (1.05 = 5% slower).
+    fn noisy(ns: f64, sd: f64, rounds: usize, seed: u64, shift: f64) -> Measurement {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let rounds: Vec<crate::harness::Round> = (0..rounds)
+            .map(|_| {
+                // Box-Muller from two uniforms.
+                let z = (-2.0 * rng.f64().max(1e-12).ln()).sqrt()
+                    * (2.0 * std::f64::consts::PI * rng.f64()).cos();
+                crate::harness::Round {
+                    median: ns * shift * (sd * z).exp(),
+                    n: 8,
+                    used: true,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let mut m = Measurement::point("t.x", "ns/op", ns * shift);
+        m.rounds = rounds;
+        m
+    }
+
+    #[test]
+    fn a_known_shift_is_called_and_no_shift_is_not() {
+        // 1% noise per round, 8 rounds a side.
+        let (sd, r) = (0.01, 8);
+        let mut called_aa = 0;
+        let mut called_shift = 0;
+        for seed in 0..200 {
+            let a = noisy(100.0, sd, r, seed, 1.0);
+            let same = noisy(100.0, sd, r, seed + 1000, 1.0);
+            // A shift three times the noise above the 5% threshold's reach.
+            let slower = noisy(100.0, sd, r, seed + 2000, 1.08);
+            called_aa +=
+                usize::from(compare_one(&a, &same, 0.05).unwrap().verdict != Verdict::Same);
+            called_shift +=
+                usize::from(compare_one(&a, &slower, 0.05).unwrap().verdict == Verdict::Slower);
+        }
+        assert_eq!(called_aa, 0);
+        assert!(called_shift >= 195, "{called_shift} of 200");
+    }
+
+    #[test]
+    fn the_minimal_detectable_effect_grows_with_noise_and_shrinks_with_rounds() {
+        let mde_of = |sd: f64, rounds: usize| {
+            let mut sum = 0.0;
+            for seed in 0..50 {
+                let a = noisy(100.0, sd, rounds, seed, 1.0);
+                let b = noisy(100.0, sd, rounds, seed + 500, 1.0);
+                sum += compare_one(&a, &b, 0.0).unwrap().mde;
+            }
+            sum / 50.0
+        };
+        let (quiet, loud) = (mde_of(0.01, 5), mde_of(0.05, 5));
+        assert!(loud > 3.0 * quiet, "{quiet} vs {loud}");
+        let (few, many) = (mde_of(0.03, 3), mde_of(0.03, 12));
+        assert!(many < few / 2.0, "{few} vs {many}");
+        // Never below the threshold in force.
+        let a = noisy(100.0, 0.001, 10, 1, 1.0);
+        assert!((compare_one(&a, &a.clone(), 0.05).unwrap().mde - 0.05).abs() < 1e-12);
+        assert!((mde(1.0, 0.9, 1.2, 0.0) - 0.2).abs() < 1e-12);
+        assert!((mde(1.0, 0.8, 1.1, 0.0) - 0.25).abs() < 1e-12);
+    }
+
+    #[test]
+    fn summaries_count_the_rows_that_could_see_five_percent() {
+        let doc = |m: Measurement| {
+            let mut d = RunDoc::start(
+                crate::host::Host::default(),
+                crate::harness::Profile::Default,
+                None,
+                None,
+                chrono::Utc::now(),
+            );
+            d.results.push(m);
+            d
+        };
+        let tight = compare(
+            &doc(noisy(100.0, 0.002, 8, 1, 1.0)),
+            &doc(noisy(100.0, 0.002, 8, 2, 1.0)),
+            &[],
+            0.03,
+        );
+        assert_eq!(tight.summaries[0].could_see, 1);
+        let wide = compare(
+            &doc(noisy(100.0, 0.2, 3, 1, 1.0)),
+            &doc(noisy(100.0, 0.2, 3, 2, 1.0)),
+            &[],
+            0.03,
+        );
+        assert_eq!(wide.summaries[0].could_see, 0);
+        let text = crate::report::comparison::render(&wide);
+        assert!(text.contains("no change > "), "{text}");
+        assert!(
+            text.contains("0 of 1 rows could have seen a 5% change"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn gates_parse_and_fail_only_on_slower_rows_and_areas() {
+        assert_eq!("slower".parse::<Gate>(), Ok(Gate::Slower(0.0)));
+        assert_eq!("slower:3".parse::<Gate>(), Ok(Gate::Slower(0.03)));
+        assert_eq!("area:2.5%".parse::<Gate>(), Ok(Gate::Area(0.025)));
+        assert!("faster".parse::<Gate>().is_err());
+        assert!("slower:x".parse::<Gate>().is_err());
+        assert!("slower:-1".parse::<Gate>().is_err());
+        let doc = |ms: Vec<Measurement>| {
+            let mut d = RunDoc::start(
+                crate::host::Host::default(),
+                crate::harness::Profile::Default,
+                None,
+                None,
+                chrono::Utc::now(),
+            );
+            d.results = ms;
+            d
+        };
+        let named = |id: &str, m: Measurement| Measurement {
+            id: id.into(),
+            area: crate::harness::area_of(id).into(),
+            ..m
+        };
+        let a = doc(vec![
+            named("x.one", noisy(100.0, 0.005, 8, 1, 1.0)),
+            named("x.two", noisy(100.0, 0.005, 8, 2, 1.0)),
+        ]);
+        let slower = doc(vec![
+            named("x.one", noisy(100.0, 0.005, 8, 3, 1.10)),
+            named("x.two", noisy(100.0, 0.005, 8, 4, 1.0)),
+        ]);
+        let faster = doc(vec![
+            named("x.one", noisy(100.0, 0.005, 8, 3, 0.8)),
+            named("x.two", noisy(100.0, 0.005, 8, 4, 1.0)),
+        ]);
+        let c = compare(&a, &slower, &[], 0.05);
+        let f = c.gate(&[Gate::Slower(0.0)]);
+        assert_eq!(f.rows, vec![0]);
+        assert!(!f.passed());
+        // A limit above the change passes it.
+        assert!(c.gate(&[Gate::Slower(0.2)]).passed());
+        // The area's geometric mean is ~4.9% slower: fails at 3%, not at 6%.
+        assert_eq!(c.gate(&[Gate::Area(0.03)]).areas, vec![0]);
+        assert!(c.gate(&[Gate::Area(0.06)]).passed());
+        let report = crate::report::comparison::gate_report(&c, &f);
+        assert!(report.starts_with("gate FAILED: 1 rows"), "{report}");
+        assert!(report.contains("x.one: time B/A 1.10×"), "{report}");
+        // Faster never fails a gate.
+        let c = compare(&a, &faster, &[], 0.05);
+        assert!(c.gate(&[Gate::Slower(0.0), Gate::Area(0.0)]).passed());
+        assert!(
+            crate::report::comparison::gate_report(&c, &GateFailures::default())
+                .starts_with("gate passed")
+        );
     }
 
     #[test]

@@ -633,3 +633,116 @@ fn concurrent_writers_do_not_lose_runs() {
     }
     assert_eq!(Store::open(&db).unwrap().count().unwrap(), 20);
 }
+
+#[test]
+fn compare_fail_on_gates_the_exit_code_and_prints_the_offenders_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("g.db");
+    let a = write(&common::run_a(), dir.path(), "a.json");
+    let b = write(&common::run_b(), dir.path(), "b.json");
+    // B's getpid takes twice A's time: the gate fails, and says why first.
+    let out = opcost(&db)
+        .args(["compare", "--fail-on", "slower:10"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("gate FAILED"), "{text}");
+    let gate = text.split("\n\n").next().unwrap();
+    assert!(gate.contains("syscall.getpid.raw"), "{gate}");
+    assert!(
+        !gate.contains("ipc.pipe.throughput"),
+        "faster never fails: {gate}"
+    );
+    // A run against itself passes.
+    opcost(&db)
+        .args(["compare", "--fail-on", "slower", "--fail-on", "area"])
+        .arg(&a)
+        .arg(&a)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::starts_with("gate passed"));
+    // A limit above the change passes it.
+    opcost(&db)
+        .args(["compare", "--fail-on", "slower:150"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(0);
+    // With a document format the gate goes to standard error, and the
+    // document stays parseable.
+    let out = opcost(&db)
+        .args(["compare", "--format", "json", "--fail-on", "slower"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("gate FAILED"))
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON on stdout");
+    assert!(
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["mde"].is_number())
+    );
+    // Bad gates and dashboard formats are usage errors.
+    opcost(&db)
+        .args(["compare", "--fail-on", "faster"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("slower[:PCT] or area[:PCT]"));
+    opcost(&db)
+        .args(["compare", "--format", "bmf"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("describe one run"));
+}
+
+#[test]
+fn show_writes_a_run_for_dashboards() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let run = common::run_a();
+    let a = write(&run, dir.path(), "a.json");
+    let out = opcost(&db)
+        .args(["show", "--format", "bmf"])
+        .arg(&a)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("BMF is JSON");
+    let obj = v.as_object().unwrap();
+    assert_eq!(obj.len(), run.results.len());
+    assert!(obj["syscall.getpid.raw"]["latency"]["value"].is_number());
+    assert!(obj["ipc.pipe.throughput"]["bytes-per-second"]["lower_value"].is_number());
+    let out = opcost(&db)
+        .args(["show", "--format", "github-benchmark"])
+        .arg(&a)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr.len(), run.results.len());
+    for e in arr {
+        assert_eq!(e["unit"], "ns/op");
+        assert!(e["value"].as_f64().unwrap() > 0.0);
+        assert!(e["name"].is_string() && e["range"].is_string());
+    }
+}

@@ -59,6 +59,11 @@ impl Setting {
 /// Measures both settings alternately, saves the two runs (unless
 /// `--no-save`) and prints their comparison.
 pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
+    if args.format.is_dashboard() {
+        return Err(super::usage(
+            "--format bmf and github-benchmark describe one run, and ab prints a comparison: use --format json, or `opcost show RUN --format bmf` for either side",
+        ));
+    }
     let a = Setting {
         cpu: args.a_cpu,
         env: args.a_env.clone(),

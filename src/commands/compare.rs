@@ -15,6 +15,11 @@ use super::source::Loader;
 
 /// Prints the comparison.
 pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32> {
+    if args.format.is_dashboard() {
+        return Err(super::usage(
+            "--format bmf and github-benchmark describe one run: use them with `opcost run`, `show` or `export` (a dashboard compares the runs it is fed), and `compare --fail-on` for a gate",
+        ));
+    }
     let mut loader = Loader::new(db);
     let a = loader.load_side(&args.a)?;
     let b = loader.load_side(&args.b)?;
@@ -29,7 +34,18 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
             .unwrap_or_default()
     };
     let c = compare_sides(&a, &b, &args.patterns, args.threshold, &history);
-    print!("{}", render(&c, args.format)?);
+    let failures = c.gate(&args.fail_on);
+    let body = render(&c, args.format)?;
+    if !args.fail_on.is_empty() {
+        // The offending rows first: on standard output before a table, on
+        // standard error before a document, which must stay parseable.
+        let gate = comparison::gate_report(&c, &failures);
+        match args.format {
+            Format::Text | Format::Md => print!("{gate}\n"),
+            _ => eprint!("{gate}"),
+        }
+    }
+    print!("{body}");
     if !args.patterns.is_empty() && c.rows.is_empty() && c.only_a.is_empty() && c.only_b.is_empty()
     {
         eprintln!(
@@ -37,7 +53,7 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
             args.patterns.join(" ")
         );
     }
-    Ok(0)
+    Ok(if failures.passed() { 0 } else { 1 })
 }
 
 /// A comparison in the chosen format.
@@ -47,5 +63,8 @@ pub fn render(c: &Comparison, format: Format) -> anyhow::Result<String> {
         Format::Md => markdown::render_compare(c),
         Format::Csv => csv::render_compare(c)?,
         Format::Json => serde_json::to_string_pretty(c)? + "\n",
+        Format::Bmf | Format::GithubBenchmark => {
+            return Err(super::usage("a comparison has no dashboard format"));
+        }
     })
 }

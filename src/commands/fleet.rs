@@ -57,6 +57,11 @@ pub fn execute(args: &FleetArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             Format::Md => render::render_md(&view),
             Format::Csv => render::render_csv(&view)?,
             Format::Json => serde_json::to_string_pretty(&view)? + "\n",
+            Format::Bmf | Format::GithubBenchmark => {
+                return Err(super::usage(
+                    "--format bmf and github-benchmark describe one run: use them with `opcost run`, `show` or `export`",
+                ));
+            }
         }
     );
     Ok(0)

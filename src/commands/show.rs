@@ -5,7 +5,7 @@ use crate::store::Location;
 
 use crate::cli::{Format, ShowArgs};
 use crate::document::RunDoc;
-use crate::report::{csv, markdown, table};
+use crate::report::{csv, dashboards, markdown, table};
 
 use super::source::Loader;
 
@@ -23,5 +23,9 @@ pub fn render(doc: &RunDoc, format: Format) -> anyhow::Result<String> {
         Format::Md => markdown::render_run(doc),
         Format::Csv => csv::render_run(doc)?,
         Format::Json => serde_json::to_string_pretty(doc)? + "\n",
+        Format::Bmf => serde_json::to_string_pretty(&dashboards::bmf(doc))? + "\n",
+        Format::GithubBenchmark => {
+            serde_json::to_string_pretty(&dashboards::github_benchmark(doc))? + "\n"
+        }
     })
 }

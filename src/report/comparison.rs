@@ -8,7 +8,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::table::NOISY_MARK;
-use crate::compare::Comparison;
+use crate::compare::{Comparison, GateFailures, Row, Verdict};
 use crate::units::fmt_ratio;
 use crate::units::human;
 
@@ -67,7 +67,7 @@ pub fn render(c: &Comparison) -> String {
                     fmt_ratio(r.ci_low),
                     fmt_ratio(r.ci_high)
                 )),
-                Cell::new(r.verdict.label()),
+                Cell::new(verdict_text(r)),
             ]);
         }
         let _ = writeln!(out, "\n{area}\n{t}");
@@ -107,6 +107,13 @@ pub fn render(c: &Comparison) -> String {
             ]);
         }
         let _ = writeln!(out, "\nsummary: geometric mean of time ratios B/A\n{t}");
+        if let Some(all) = c.summaries.last() {
+            let _ = writeln!(
+                out,
+                "{} of {} rows could have seen a 5% change (their minimal detectable effect is at most 5%)",
+                all.could_see, all.n
+            );
+        }
     }
     for (title, ids) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
         if !ids.is_empty() {
@@ -117,6 +124,62 @@ pub fn render(c: &Comparison) -> String {
         let _ = writeln!(out, "\nnot comparable: {}: {}", i.id, i.reason);
     }
     let _ = writeln!(out, "\n{}", method_note(c));
+    out
+}
+
+/// A row's verdict in words: faster or slower, or for the same the largest
+/// change it could have missed ("no change > 3.2%").
+pub fn verdict_text(r: &Row) -> String {
+    match r.verdict {
+        Verdict::Same if r.mde.is_finite() => format!("no change > {}", pct(r.mde)),
+        v => v.label().to_string(),
+    }
+}
+
+fn pct(x: f64) -> String {
+    if x < 0.095 {
+        format!("{:.1}%", x * 100.0)
+    } else {
+        format!("{:.0}%", x * 100.0)
+    }
+}
+
+/// The result of `--fail-on`: "gate passed" or "gate FAILED" with the
+/// offending rows and areas, one a line.
+pub fn gate_report(c: &Comparison, f: &GateFailures) -> String {
+    if f.passed() {
+        return "gate passed: no row or area slower beyond its limit\n".to_string();
+    }
+    let mut out = format!(
+        "gate FAILED: {} rows and {} areas slower beyond their limit\n",
+        f.rows.len(),
+        f.areas.len()
+    );
+    for &i in &f.areas {
+        let s = &c.summaries[i];
+        let _ = writeln!(
+            out,
+            "  area {}: time B/A {} (geometric mean of {} rows, {} called slower)",
+            s.area,
+            fmt_ratio(s.geomean_time_ratio),
+            s.n,
+            s.slower
+        );
+    }
+    for &i in &f.rows {
+        let r = &c.rows[i];
+        let (lo, hi) = r.time_ci();
+        let _ = writeln!(
+            out,
+            "  {}: time B/A {} (95% CI {} – {}), {} → {}",
+            r.id,
+            fmt_ratio(r.time_ratio()),
+            fmt_ratio(lo),
+            fmt_ratio(hi),
+            human(r.a, r.unit.label()),
+            human(r.b, r.unit.label())
+        );
+    }
     out
 }
 
@@ -209,6 +272,9 @@ pub fn method_note(c: &Comparison) -> String {
             String::new()
         }
     ));
+    parts.push(
+        "\"no change > X%\": the row's minimal detectable effect, the smallest change its interval and threshold could have called, so a change larger than X% would have been seen".to_string(),
+    );
     parts.extend(floor_note(c));
     parts.push(format!("{NOISY_MARK} = noisy"));
     parts.join("; ")

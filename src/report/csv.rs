@@ -32,7 +32,7 @@ pub const RUN_COLUMNS: &[&str] = &[
 /// The columns of [`render_compare`].
 pub const COMPARE_COLUMNS: &[&str] = &[
     "id", "area", "unit", "a", "b", "ratio", "ci_low", "ci_high", "verdict", "method", "noisy_a",
-    "noisy_b",
+    "noisy_b", "mde",
 ];
 
 /// Renders the measurements of a run as CSV.
@@ -90,6 +90,7 @@ pub fn render_compare(c: &Comparison) -> anyhow::Result<String> {
                 .to_string(),
             r.noisy_a.to_string(),
             r.noisy_b.to_string(),
+            n(r.mde),
         ])?;
     }
     for (ids, tag) in [(&c.only_a, "only_a"), (&c.only_b, "only_b")] {
@@ -98,7 +99,7 @@ pub fn render_compare(c: &Comparison) -> anyhow::Result<String> {
             let mut rec = vec![id.clone(), area];
             rec.extend(std::iter::repeat_n(String::new(), 6));
             rec.push(tag.to_string());
-            rec.extend(std::iter::repeat_n(String::new(), 3));
+            rec.extend(std::iter::repeat_n(String::new(), 4));
             w.write_record(&rec)?;
         }
     }

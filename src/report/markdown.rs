@@ -130,7 +130,7 @@ pub fn render_compare(c: &Comparison) -> String {
             fmt_ratio(r.ratio),
             fmt_ratio(r.ci_low),
             fmt_ratio(r.ci_high),
-            r.verdict.label()
+            super::comparison::verdict_text(r)
         );
     }
     if !c.rows.is_empty() {

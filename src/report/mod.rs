@@ -5,6 +5,7 @@
 pub mod charts;
 pub mod comparison;
 pub mod csv;
+pub mod dashboards;
 pub mod fleet;
 pub mod html;
 pub mod markdown;
