@@ -41,7 +41,7 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
         // standard error before a document, which must stay parseable.
         let gate = comparison::gate_report(&c, &failures);
         match args.format {
-            Format::Text | Format::Md => print!("{gate}\n"),
+            Format::Text | Format::Md => println!("{gate}"),
             _ => eprint!("{gate}"),
         }
     }
