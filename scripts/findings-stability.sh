@@ -3,6 +3,7 @@
 # share of findings whose words come out the same in every run.
 #
 #   scripts/findings-stability.sh [-k DIR] [-p PROFILE] [N] [PATTERN...]
+#   scripts/findings-stability.sh -r DIR     (judge documents kept with -k)
 #
 # Defaults: N = 3, the quick profile, `syscall ipc process codec text timer`.
 # A finding's words are its area and text with every number blanked, and a
@@ -11,15 +12,18 @@
 # sentence, not the figure. Prints the share of distinct findings present in
 # all N runs, each finding that is not (with the runs it appeared in), and
 # how many runs were called unstable. Runs are not saved to any history;
-# with -k DIR each run's JSON document is kept there as N.json.
+# with -k DIR each run's JSON document is kept there as N.json, and -r DIR
+# judges such documents again without running anything.
 set -euo pipefail
 profile=quick
 keep=""
-while getopts "p:k:" o; do
+reread=""
+while getopts "p:k:r:" o; do
   case $o in
     p) profile=$OPTARG ;;
     k) keep=$OPTARG ;;
-    *) echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...]" >&2; exit 2 ;;
+    r) reread=$OPTARG ;;
+    *) echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...] | $0 -r DIR" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -27,21 +31,28 @@ n=3
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then n=$1; shift; fi
 if [ "$n" -lt 2 ]; then echo "N must be at least 2" >&2; exit 2; fi
 if [ $# -eq 0 ]; then set -- syscall ipc process codec text timer; fi
-cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=target/release/opcost
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-if [ -n "$keep" ]; then mkdir -p "$keep"; fi
-for i in $(seq 1 "$n"); do
-  "$bin" run "$@" --profile "$profile" --no-save --json "$work/$i.json" >/dev/null 2>&1
-  if [ -n "$keep" ]; then cp "$work/$i.json" "$keep/$i.json"; fi
-  echo "run $i of $n done" >&2
-done
+if [ -n "$reread" ]; then
+  work=$reread
+  n=$(find "$work" -maxdepth 1 -name '[0-9]*.json' | wc -l)
+  if [ "$n" -lt 2 ]; then echo "$work holds fewer than 2 documents N.json" >&2; exit 2; fi
+else
+  cd "$(dirname "$0")/.."
+  cargo build --release -q
+  bin=target/release/opcost
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  if [ -n "$keep" ]; then mkdir -p "$keep"; fi
+  for i in $(seq 1 "$n"); do
+    "$bin" run "$@" --profile "$profile" --no-save --json "$work/$i.json" >/dev/null 2>&1
+    if [ -n "$keep" ]; then cp "$work/$i.json" "$keep/$i.json"; fi
+    echo "run $i of $n done" >&2
+  done
+fi
 python3 - "$work" "$n" <<'PY'
 import json, re, sys
 work, n = sys.argv[1], int(sys.argv[2])
-NUM = r"[-+]?\d+(?:[.,]\d+)*"
+# A digit that is part of a name (lz4, zstd3, p99) is a word, not a number.
+NUM = r"(?<![A-Za-z_\d])[-+]?\d+(?:[.,]\d+)*"
 UNIT = r"(?:\s?(?:[kMGT]?B/s|[kMGT]?op/s|[nµm]?s|[KMGT]iB|[kMG]?Hz|B|×|%))?"
 pat = re.compile(NUM + UNIT)
 def words(f):
