@@ -109,6 +109,10 @@ pub struct RunArgs {
     /// the result's interval comes from the spread of its rounds.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: Option<u32>,
+    /// Seed of the order in which each pass measures the benchmarks (default:
+    /// random); every run records its own, so `--seed` repeats an order.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Directory for file benchmarks (default: a private temp dir).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -148,6 +152,7 @@ impl RunArgs {
             cpu: None,
             samples: None,
             rounds: None,
+            seed: None,
             dir: None,
             input: Vec::new(),
             label: None,

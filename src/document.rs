@@ -40,6 +40,10 @@ pub struct RunInfo {
     /// running, or killed): its results are those completed by then.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub incomplete: bool,
+    /// Seed of the order in which each pass measured the benchmarks
+    /// (`run --seed` repeats it); absent in documents made before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
 }
 
 /// One run, as written to `--json`, exported and imported.
@@ -109,6 +113,7 @@ impl RunDoc {
                 cpu,
                 interrupted: false,
                 incomplete: false,
+                order_seed: None,
             },
             warnings: crate::harness::warnings::host_warnings(&host)
                 .iter()

@@ -23,12 +23,22 @@ fn a_run_records_its_rounds_and_the_canary() {
     let json = dir.path().join("run.json");
     opcost(&dir.path().join("h.db"))
         .args(["run", "syscall.getpid", "syscall.function_call"])
-        .args(["--profile", "quick", "--rounds", "4", "--json"])
+        .args([
+            "--profile",
+            "quick",
+            "--rounds",
+            "4",
+            "--seed",
+            "7",
+            "--json",
+        ])
         .arg(&json)
         .assert()
         .success()
         .stdout(predicates::str::contains("machine "));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The order's seed is recorded, so the order can be repeated.
+    assert_eq!(doc["run"]["order_seed"], 7);
     let st = &doc["stability"];
     assert!(st["checks"].as_u64().unwrap() >= 4, "{st}");
     assert!(st["canary_ns"].as_f64().unwrap() > 0.0);

@@ -110,6 +110,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         rounds: args.rounds.map(|n| n as usize),
         workers: None,
         canary: crate::harness::canary::check,
+        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
     };
     // Each round in a process of its own, but for the net.peer.* benchmarks,
     // whose peer connection belongs to this process.
@@ -171,6 +172,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         started_at,
     );
     doc.peer = peer;
+    doc.run.order_seed = Some(opts.seed);
     // The run is in the history from its start, each result kept as it
     // completes, so that a crash or a kill loses nothing already measured.
     let mut save_error: Option<anyhow::Error> = None;

@@ -117,6 +117,8 @@ fn work() -> anyhow::Result<()> {
         rounds: hello.rounds,
         workers: None,
         canary: crate::harness::canary::check,
+        // A worker measures the rounds it is asked for; the order is the run's.
+        seed: 0,
     };
     serve(benches, &ctx, &opts, input, BufWriter::new(output))
 }

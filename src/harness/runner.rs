@@ -58,6 +58,10 @@ pub struct RunOptions {
     /// The stability canary ([`canary::check`]; tests give a fixed one, so
     /// that no round of theirs is judged by the machine's phase).
     pub canary: fn() -> f64,
+    /// Seed of the order in which each pass measures the benchmarks (a new
+    /// shuffle every pass, all drawn from this seed): recorded in the run,
+    /// so an order can be repeated (`run --seed`).
+    pub seed: u64,
 }
 
 impl RunOptions {
@@ -69,6 +73,7 @@ impl RunOptions {
             rounds: None,
             workers: None,
             canary: canary::check,
+            seed: fastrand::u64(..),
         }
     }
 
@@ -191,6 +196,14 @@ struct Live {
     done: bool,
 }
 
+/// The order in which one pass measures `n` groups: a fresh shuffle drawn
+/// from the run's seeded generator.
+fn pass_order(rng: &mut fastrand::Rng, n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    rng.shuffle(&mut order);
+    order
+}
+
 /// Runs `benches` in rounds (interleaving those with the same
 /// [`Bench::interleave`] key) and returns their measurements in order.
 pub fn run(
@@ -219,9 +232,9 @@ pub fn run(
     // The canary a worker took after the last round it measured.
     let mut last_after: Option<f64> = None;
 
+    let mut order_rng = fastrand::Rng::with_seed(opts.seed);
     'passes: for pass in 0..rounds {
-        let mut order: Vec<usize> = (0..groups.len()).collect();
-        fastrand::shuffle(&mut order);
+        let order = pass_order(&mut order_rng, groups.len());
         for g in order {
             if ctx.stopping() {
                 break 'passes;
@@ -1035,6 +1048,7 @@ mod tests {
             rounds: None,
             workers: None,
             canary: steady,
+            seed: 1,
         };
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
@@ -1086,6 +1100,7 @@ mod tests {
             rounds: None,
             workers: None,
             canary: steady,
+            seed: 1,
         };
         let benches: Vec<Box<dyn Bench>> =
             vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
@@ -1098,6 +1113,37 @@ mod tests {
     }
 
     #[test]
+    fn the_order_of_every_pass_is_reproducible_from_the_seed() {
+        let order = |seed: u64| {
+            let opts = RunOptions {
+                profile: Profile::Quick,
+                samples: Some(3),
+                rounds: Some(3),
+                workers: None,
+                canary: steady,
+                seed,
+            };
+            let benches: Vec<Box<dyn Bench>> = ["a", "b", "c", "d", "e", "f"]
+                .iter()
+                .map(|id| fake(id, 100, None))
+                .collect();
+            let mut started: Vec<String> = Vec::new();
+            run(benches, &ctx(), &opts, &mut |e| {
+                if let Event::Started(ids) = e {
+                    started.extend(ids.iter().cloned());
+                }
+            });
+            started
+        };
+        let first = order(42);
+        assert_eq!(first.len(), 18, "{first:?}");
+        assert_eq!(order(42), first);
+        // Each pass is a fresh shuffle, and another seed another order.
+        assert_ne!(first[..6], first[6..12]);
+        assert_ne!(order(43), first);
+    }
+
+    #[test]
     fn skips_and_failures_are_reported_not_fatal() {
         let opts = RunOptions {
             profile: Profile::Quick,
@@ -1105,6 +1151,7 @@ mod tests {
             rounds: None,
             workers: None,
             canary: steady,
+            seed: 1,
         };
         let benches: Vec<Box<dyn Bench>> = vec![
             Box::new(FakeBench {
@@ -1140,6 +1187,7 @@ mod tests {
             rounds: None,
             workers: None,
             canary: steady,
+            seed: 1,
         };
         let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
         assert!(out.interrupted);
@@ -1154,6 +1202,7 @@ mod tests {
             rounds: None,
             workers: None,
             canary: steady,
+            seed: 1,
         };
         // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
         struct Tiny;
@@ -1194,6 +1243,7 @@ mod tests {
             rounds: Some(2),
             workers: None,
             canary: steady,
+            seed: 1,
         };
         let boom = crate::suites::FnBench::new("t.boom", "x", Unit::Latency, |_| {
             Ok(Box::new(Boom) as Box<dyn Timed>)
@@ -1219,6 +1269,7 @@ mod tests {
             rounds: Some(3),
             workers: None,
             canary: steady,
+            seed: 1,
         };
         assert_eq!(
             (0..3).map(|r| opts.round_samples(r)).collect::<Vec<_>>(),
@@ -1253,6 +1304,7 @@ mod tests {
             rounds: Some(10),
             workers: None,
             canary: steady,
+            seed: 1,
         };
         assert_eq!(few.rounds(), 3);
     }

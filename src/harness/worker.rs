@@ -525,6 +525,7 @@ mod tests {
             rounds: Some(3),
             workers,
             canary: || 20_000.0,
+            seed: 1,
         }
     }
 

@@ -61,6 +61,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
             cpu: None,
             interrupted: false,
             incomplete: false,
+            order_seed: None,
         },
         host: host(hostname),
         findings: vec![Finding {
