@@ -716,9 +716,11 @@ mod x86 {
     }
 }
 
-/// The best method of each operation, named as the machine's bandwidth,
-/// and how far glibc's default and the plain loop are from it.
+/// The methods of each operation ranked into tiers (the machine's
+/// bandwidth is the top tier's), and where glibc's default stands against
+/// the top: every word decided by the results' intervals.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    use crate::harness::claims::{Est, Verdict, compare, rank, tiers_text};
     use crate::units::human;
     let mut out = Vec::new();
     for op in [Op::Read, Op::Write, Op::Copy] {
@@ -727,43 +729,40 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             Op::Copy => "memcpy in 32 MiB calls",
             _ => "a plain loop",
         };
-        let mut all: Vec<(String, f64)> = op
+        let mut all: Vec<(&str, Est)> = op
             .methods()
             .iter()
             .filter_map(|&m| {
                 let r = super::super::get(ms, &method_id(op, m))?;
-                Some((m.name(op).to_string(), r.median))
+                Some((m.name(op), Est::of(r)))
             })
             .collect();
-        if let Some(p) = super::super::median_of(ms, &plain_id) {
-            all.push((plain_name.to_string(), p));
+        if let Some(p) = super::super::get(ms, &plain_id) {
+            all.push((plain_name, Est::of(p)));
         }
-        let Some((best_name, best)) = all
-            .iter()
-            .filter(|c| c.1.is_finite() && c.1 > 0.0)
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .cloned()
-        else {
-            continue;
-        };
+        all.retain(|c| c.1.value.is_finite() && c.1.value > 0.0);
         if all.len() < 2 {
             continue;
         }
-        let others: Vec<String> = match op {
-            Op::Read => all
-                .iter()
-                .filter(|c| c.0 != best_name)
-                .map(|c| format!("{} {}", c.0, crate::units::fmt_ratio(c.1 / best)))
-                .collect(),
+        let names: Vec<&str> = all.iter().map(|c| c.0).collect();
+        let ests: Vec<Est> = all.iter().map(|c| c.1).collect();
+        let tiers = rank(&ests);
+        let top = ests[tiers.leaders[0]];
+        let glibc: Vec<String> = match op {
+            Op::Read => Vec::new(),
             _ => [(Method::GlibcAbove, "above"), (Method::GlibcBelow, "below")]
                 .iter()
                 .filter_map(|&(m, side)| {
-                    let v = all.iter().find(|c| c.0 == m.name(op))?.1;
+                    let (_, e) = all.iter().find(|c| c.0 == m.name(op))?;
+                    let stands = match compare(e, &top) {
+                        Verdict::Tie(_) => "as fast as the top tier".to_string(),
+                        Verdict::Worse(r) => format!("{} slower than the top tier", r.text()),
+                        Verdict::Better(r) => format!("{} faster than the top tier", r.text()),
+                    };
                     Some(format!(
-                        "glibc {} {side} its non-temporal threshold gets {} ({})",
+                        "glibc {} {side} its non-temporal threshold: {} ({stands})",
                         if op == Op::Copy { "memcpy" } else { "memset" },
-                        human(v, "B/s"),
-                        crate::units::fmt_ratio(v / best)
+                        human(e.value, "B/s"),
                     ))
                 })
                 .collect(),
@@ -771,13 +770,14 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
         out.push(Finding {
             area: "memory".into(),
             text: format!(
-                "the machine's {} bandwidth (one thread): {} by {best_name}{}{}",
+                "the machine's {} bandwidth (one thread): {} ({}){}{}",
                 op.name(),
-                human(best, "B/s"),
-                if others.is_empty() { "" } else { "; " },
-                others.join(", ")
+                human(top.value, "B/s"),
+                tiers_text(&names, &ests, "fastest"),
+                if glibc.is_empty() { "" } else { "; " },
+                glibc.join("; ")
             ),
-            value: best,
+            value: top.value,
             unit: "B/s".into(),
         });
     }
@@ -787,6 +787,49 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bw(id: &str, v: f64, rel: f64) -> Measurement {
+        let mut m = Measurement::point(id, "B/s", v);
+        m.ci_low = v * (1.0 - rel);
+        m.ci_high = v * (1.0 + rel);
+        m
+    }
+
+    #[test]
+    fn findings_rank_methods_in_tiers_and_place_glibc_by_interval() {
+        let ms = vec![
+            bw(&method_id(Op::Copy, Method::Avx2), 20e9, 0.03),
+            bw(&method_id(Op::Copy, Method::Avx2Nt), 10e9, 0.03),
+            bw(&method_id(Op::Copy, Method::RepString), 20.3e9, 0.03),
+            bw(&method_id(Op::Copy, Method::GlibcAbove), 10.1e9, 0.03),
+            bw(&method_id(Op::Copy, Method::GlibcBelow), 19.8e9, 0.03),
+        ];
+        let f = findings(&ms);
+        assert_eq!(f.len(), 1);
+        let t = &f[0].text;
+        assert!(
+            t.contains(
+                "fastest: glibc_below_threshold, rep_movsb and avx2, within noise of each other; then glibc_above_threshold and avx2_nt, within noise of each other ("
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("glibc memcpy below its non-temporal threshold: "),
+            "{t}"
+        );
+        assert!(t.contains("(as fast as the top tier)"), "{t}");
+        assert!(t.contains("slower than the top tier)"), "{t}");
+        // Swapping the tied members' point estimates changes no word.
+        let mut swapped = ms.clone();
+        swapped[0] = bw(&method_id(Op::Copy, Method::Avx2), 20.3e9, 0.03);
+        swapped[2] = bw(&method_id(Op::Copy, Method::RepString), 20e9, 0.03);
+        let words = |s: &str| {
+            s.chars()
+                .filter(|c| !c.is_ascii_digit() && *c != '.')
+                .collect::<String>()
+        };
+        assert_eq!(words(&findings(&swapped)[0].text), words(t));
+    }
 
     #[test]
     fn tunables_are_read_from_the_loader_listing() {
