@@ -345,3 +345,77 @@ fn peer_run(addr: &str, ids: &[&str]) -> serde_json::Value {
         .success();
     serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
 }
+
+/// A client that sends `request` one byte every `gap` and returns how long
+/// the server let it go on and what it answered (bounded: 40 bytes at most).
+fn trickle(addr: String, request: Vec<u8>, gap: Duration) -> (Duration, String) {
+    let mut c = TcpStream::connect(&addr).expect("connects");
+    c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let t0 = Instant::now();
+    let mut answer = Vec::new();
+    for &b in request.iter().take(40) {
+        if c.write_all(&[b]).is_err() {
+            break;
+        }
+        let mut buf = [0u8; 512];
+        let until = Instant::now() + gap;
+        let mut closed = false;
+        while Instant::now() < until {
+            match c.read(&mut buf) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+        if closed {
+            break;
+        }
+    }
+    (t0.elapsed(), String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[test]
+fn trickling_clients_are_closed_at_the_deadline_and_a_real_client_still_runs() {
+    let serve = Serve::start(&["--max-clients", "8"]);
+    let before = serve.rss_kib();
+    // 8 clients that send a valid request a byte a second (it would take
+    // 40 s), and 50 connections of garbage without a newline, left open.
+    let tricklers: Vec<_> = (0..8)
+        .map(|_| {
+            let addr = serve.addr();
+            std::thread::spawn(move || trickle(addr, hello(TOKEN), Duration::from_secs(1)))
+        })
+        .collect();
+    let mut garbage = Vec::new();
+    for _ in 0..50 {
+        let mut c = TcpStream::connect(serve.addr()).expect("connects");
+        let _ = c.write_all(&[b'x'; 1000]);
+        garbage.push(c);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // A real client is served meanwhile, at once: a hello, then a test.
+    let t0 = Instant::now();
+    let ok = serve.ask(&hello(TOKEN));
+    assert!(ok.contains("\"ok\":true"), "{ok}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let doc = peer_run(&serve.addr(), &["net.peer.tcp.rr/1B"]);
+    assert_eq!(doc["results"].as_array().unwrap().len(), 1, "{doc:#}");
+    let during = serve.rss_kib();
+    assert!(
+        during < before + 64 * 1024,
+        "RSS grew from {before} KiB to {during} KiB"
+    );
+    // Every trickler was closed by the handshake deadline (5 s), with the reason.
+    for t in tricklers {
+        let (held, answer) = t.join().expect("trickler");
+        assert!(held < Duration::from_secs(9), "held for {held:?}");
+        assert!(answer.contains("sent too slowly"), "{answer}");
+    }
+    drop(garbage);
+    let log = serve.stop();
+    assert!(log.contains("no complete request within 5 s"), "{log}");
+    assert!(log.contains("tcp_echo done"), "{log}");
+}

@@ -145,6 +145,9 @@ pub enum LineError {
     /// Not UTF-8.
     #[error("request is not UTF-8 text")]
     NotText,
+    /// The whole line did not arrive by its deadline.
+    #[error("no complete request by the deadline")]
+    Deadline,
     /// A read failed or timed out.
     #[error("{0}")]
     Io(#[from] std::io::Error),

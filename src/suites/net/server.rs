@@ -8,6 +8,13 @@
 //! session is capped in time and bytes; at most `max_clients` sessions run
 //! at once and the rest are turned away at once, so memory stays bounded
 //! however many connections arrive. Refusals are logged with the reason.
+//!
+//! A connection still sending its request is not a session yet: it waits
+//! in a handshake slot of its own (at most [`PENDING_PER_CLIENT`] per
+//! session slot) and must finish its request line within one total
+//! deadline, however its bytes arrive, so a client trickling a byte a
+//! second is closed at the deadline and never holds a session slot that a
+//! real client needs.
 
 use std::io::{BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -73,13 +80,36 @@ pub struct Server {
     stop: Arc<AtomicBool>,
 }
 
-/// Sessions being served, decremented when a session ends.
-struct Active(Arc<AtomicUsize>);
+/// Handshake slots per session slot: connections that may be reading
+/// their request line at once, each closed at the handshake deadline.
+pub const PENDING_PER_CLIENT: usize = 8;
 
-impl Drop for Active {
+/// A slot taken in a counter (sessions, handshakes), given back on drop.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    /// Takes a slot of `counter` when fewer than `max` are taken.
+    fn take(counter: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
+        counter
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(counter.clone()))
+    }
+}
+
+impl Drop for Slot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// The counters of a running server: sessions being served, and
+/// connections still in their handshake.
+struct Slots {
+    active: Arc<AtomicUsize>,
+    pending: Arc<AtomicUsize>,
 }
 
 impl Server {
@@ -105,7 +135,15 @@ impl Server {
     /// Accepts and serves sessions until the stop flag is set or no
     /// connection came for the idle limit; waits for running sessions.
     pub fn run(self) -> anyhow::Result<()> {
-        let active = Arc::new(AtomicUsize::new(0));
+        let slots = Arc::new(Slots {
+            active: Arc::new(AtomicUsize::new(0)),
+            pending: Arc::new(AtomicUsize::new(0)),
+        });
+        let max_pending = self
+            .cfg
+            .limits
+            .max_clients
+            .saturating_mul(PENDING_PER_CLIENT);
         let mut last = Instant::now();
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
         loop {
@@ -113,7 +151,7 @@ impl Server {
                 break;
             }
             if let Some(idle) = self.cfg.limits.idle
-                && active.load(Ordering::SeqCst) == 0
+                && slots.active.load(Ordering::SeqCst) + slots.pending.load(Ordering::SeqCst) == 0
                 && last.elapsed() >= idle
             {
                 self.log(format_args!(
@@ -138,25 +176,22 @@ impl Server {
             };
             last = Instant::now();
             sessions.retain(|h| !h.is_finished());
-            if active.load(Ordering::SeqCst) >= self.cfg.limits.max_clients {
+            let Some(handshake) = Slot::take(&slots.pending, max_pending) else {
                 self.log(format_args!(
-                    "refused {from}: busy ({} sessions already)",
-                    self.cfg.limits.max_clients
+                    "refused {from}: busy ({max_pending} connections already sending their request)"
                 ));
                 let _ = conn.set_nonblocking(true);
                 let _ = (&conn).write_all(&reply_line(&refusal("busy: too many clients")));
                 continue;
-            }
-            active.fetch_add(1, Ordering::SeqCst);
-            let guard = Active(active.clone());
+            };
             let cfg = self.cfg.clone();
             let stop = self.stop.clone();
+            let slots = slots.clone();
             let spawned = std::thread::Builder::new()
                 .name("opcost-session".into())
                 .stack_size(256 << 10)
                 .spawn(move || {
-                    let _guard = guard;
-                    session(conn, from, &cfg, &stop);
+                    session(conn, from, &cfg, &stop, &slots, handshake);
                 });
             match spawned {
                 Ok(h) => sessions.push(h),
@@ -245,14 +280,62 @@ impl Run {
     }
 }
 
-/// Serves one control connection: the request, then its test.
-fn session(conn: TcpStream, from: SocketAddr, cfg: &Config, server_stop: &Arc<AtomicBool>) {
+/// Reads the request line of a control connection, which must be complete
+/// by `deadline` however its bytes arrive (each read waits only for the
+/// time left).
+fn read_request(
+    reader: &mut BufReader<&TcpStream>,
+    deadline: Instant,
+) -> Result<String, LineError> {
+    use std::io::BufRead;
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(LineError::Deadline);
+        }
+        reader.get_ref().set_read_timeout(Some(left))?;
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if timed_out(&e) => return Err(LineError::Deadline),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if chunk.is_empty() {
+            return Err(LineError::Closed);
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        buf.extend_from_slice(&chunk[..take]);
+        reader.consume(take);
+        // The line without its newline may not exceed MAX_LINE.
+        if buf.len() - usize::from(done) > super::proto::MAX_LINE {
+            return Err(LineError::TooLong);
+        }
+        if done {
+            buf.pop();
+            return String::from_utf8(buf).map_err(|_| LineError::NotText);
+        }
+    }
+}
+
+/// Serves one control connection: the request (under the handshake
+/// deadline, in a handshake slot), then, in a session slot, its test.
+fn session(
+    conn: TcpStream,
+    from: SocketAddr,
+    cfg: &Config,
+    server_stop: &Arc<AtomicBool>,
+    slots: &Slots,
+    handshake: Slot,
+) {
     let log = |msg: std::fmt::Arguments| {
         if cfg.log {
             let _ = writeln!(std::io::stderr(), "opcost serve: {from}: {msg}");
         }
     };
-    let _ = conn.set_read_timeout(Some(cfg.limits.handshake));
     let _ = conn.set_write_timeout(Some(cfg.limits.handshake));
     let _ = conn.set_nodelay(true);
     let mut reader = BufReader::with_capacity(super::proto::MAX_LINE, &conn);
@@ -260,10 +343,24 @@ fn session(conn: TcpStream, from: SocketAddr, cfg: &Config, server_stop: &Arc<At
         log(format_args!("refused: {why}"));
         let _ = (&conn).write_all(&reply_line(&refusal(&why)));
     };
-    let line = match read_line(&mut reader) {
+    let line = match read_request(&mut reader, Instant::now() + cfg.limits.handshake) {
         Ok(l) => l,
         Err(LineError::Closed) => return log(format_args!("closed before a request")),
+        Err(LineError::Deadline) => {
+            return refuse(format!(
+                "closed: no complete request within {:.0} s (sent too slowly)",
+                cfg.limits.handshake.as_secs_f64()
+            ));
+        }
         Err(e) => return refuse(format!("bad request: {e}")),
+    };
+    drop(handshake);
+    let _ = conn.set_read_timeout(Some(cfg.limits.handshake));
+    let Some(_session) = Slot::take(&slots.active, cfg.limits.max_clients) else {
+        return refuse(format!(
+            "busy: too many clients ({} sessions already)",
+            cfg.limits.max_clients
+        ));
     };
     let req: Request = match serde_json::from_str(&line) {
         Ok(r) => r,
