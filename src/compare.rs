@@ -151,6 +151,13 @@ pub struct Summary {
     pub n: usize,
     /// Geometric mean of the time ratios B/A (below 1: B faster).
     pub geomean_time_ratio: f64,
+    /// 95% interval of the geometric mean, its rows taken as samples of
+    /// the area's change (Student's t on their log time ratios; one row:
+    /// that row's interval).
+    pub geomean_ci: (f64, f64),
+    /// The area's verdict: faster or slower only when the interval of its
+    /// geometric mean excludes 1 and the mean is beyond the threshold.
+    pub verdict: Verdict,
     /// Benchmarks where B is faster.
     pub faster: usize,
     /// Benchmarks where B is slower.
@@ -167,8 +174,9 @@ pub struct Summary {
 pub enum Gate {
     /// Any row called slower by more than this (relative, 0.03 = 3%).
     Slower(f64),
-    /// Any area (or all) whose geometric mean of time ratios is slower by
-    /// more than this, with at least one of its rows called slower.
+    /// Any area (or all) whose geometric mean of time ratios is called
+    /// slower (its interval above 1, the mean beyond the threshold) and is
+    /// slower by more than this.
     Area(f64),
 }
 
@@ -235,7 +243,9 @@ impl Comparison {
                 }
                 Gate::Area(pct) => {
                     for (i, s) in self.summaries.iter().enumerate() {
-                        if s.geomean_time_ratio > 1.0 + pct && s.slower > 0 && !f.areas.contains(&i)
+                        if s.verdict == Verdict::Slower
+                            && s.geomean_time_ratio > 1.0 + pct
+                            && !f.areas.contains(&i)
                         {
                             f.areas.push(i);
                         }
@@ -464,10 +474,10 @@ pub fn compare_sides(
     }
     let mut summaries: Vec<Summary> = areas
         .iter()
-        .map(|area| summarise(area, rows.iter().filter(|r| &r.area == area)))
+        .map(|area| summarise(area, rows.iter().filter(|r| &r.area == area), threshold))
         .collect();
     if areas.len() > 1 {
-        summaries.push(summarise("all", rows.iter()));
+        summaries.push(summarise("all", rows.iter(), threshold));
     }
     let refs = |side: &[RunDoc]| side.iter().map(RunRef::of).collect::<Vec<_>>();
     let (a_runs, b_runs) = (refs(a), refs(b));
@@ -731,21 +741,25 @@ fn seed_of(id: &str) -> u64 {
     })
 }
 
-fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>) -> Summary {
+fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>, threshold: f64) -> Summary {
     let mut s = Summary {
         area: area.to_string(),
         n: 0,
         geomean_time_ratio: f64::NAN,
+        geomean_ci: (f64::NAN, f64::NAN),
+        verdict: Verdict::Same,
         faster: 0,
         slower: 0,
         same: 0,
         could_see: 0,
     };
-    let mut log_sum = 0.0;
+    let mut logs: Vec<f64> = Vec::new();
+    let mut single_ci = (f64::NAN, f64::NAN);
     for r in rows {
         s.n += 1;
         s.could_see += usize::from(r.mde <= SEE_REFERENCE + 1e-9);
-        log_sum += r.time_ratio().ln();
+        logs.push(r.time_ratio().ln());
+        single_ci = r.time_ci();
         match r.verdict {
             Verdict::Faster => s.faster += 1,
             Verdict::Slower => s.slower += 1,
@@ -753,7 +767,18 @@ fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>) -> Summary {
         }
     }
     if s.n > 0 {
-        s.geomean_time_ratio = (log_sum / s.n as f64).exp();
+        let mean = logs.iter().sum::<f64>() / s.n as f64;
+        s.geomean_time_ratio = mean.exp();
+        s.geomean_ci = match stats::log_mean_var(&logs.iter().map(|l| l.exp()).collect::<Vec<_>>())
+        {
+            Some((_, var)) => {
+                let hw = stats::t975(s.n as f64 - 1.0) * (var / s.n as f64).sqrt();
+                ((mean - hw).exp(), (mean + hw).exp())
+            }
+            None => single_ci,
+        };
+        let (lo, hi) = s.geomean_ci;
+        s.verdict = verdict(s.geomean_time_ratio, lo, hi, threshold);
     }
     s
 }
@@ -1005,9 +1030,36 @@ mod tests {
         assert!(!f.passed());
         // A limit above the change passes it.
         assert!(c.gate(&[Gate::Slower(0.2)]).passed());
-        // The area's geometric mean is ~4.9% slower: fails at 3%, not at 6%.
-        assert_eq!(c.gate(&[Gate::Area(0.03)]).areas, vec![0]);
-        assert!(c.gate(&[Gate::Area(0.06)]).passed());
+        // One row of two 10% slower: the area's mean (~4.9%) has an
+        // interval that holds 1, so the area is not called slower.
+        assert_eq!(c.summaries[0].verdict, Verdict::Same);
+        assert!(c.gate(&[Gate::Area(0.0)]).passed());
+        // Every row 7-9% slower: the area is, and fails at 3%, not at 10%.
+        let ids = ["y.a", "y.b", "y.c", "y.d"];
+        let side = |shifts: [f64; 4], seed: u64| {
+            doc(ids
+                .iter()
+                .zip(shifts)
+                .enumerate()
+                .map(|(k, (id, f))| named(id, noisy(100.0, 0.005, 8, seed + k as u64, f)))
+                .collect())
+        };
+        let area = compare(
+            &side([1.0; 4], 10),
+            &side([1.07, 1.08, 1.09, 1.08], 20),
+            &[],
+            0.05,
+        );
+        assert_eq!(
+            area.summaries[0].verdict,
+            Verdict::Slower,
+            "{:?}",
+            area.summaries
+        );
+        assert_eq!(area.gate(&[Gate::Area(0.03)]).areas, vec![0]);
+        assert!(area.gate(&[Gate::Area(0.10)]).passed());
+        let text = crate::report::comparison::gate_report(&area, &area.gate(&[Gate::Area(0.0)]));
+        assert!(text.contains("area y: time B/A 1.08× (95% CI "), "{text}");
         let report = crate::report::comparison::gate_report(&c, &f);
         assert!(report.starts_with("gate FAILED: 1 rows"), "{report}");
         assert!(report.contains("x.one: time B/A 1.10×"), "{report}");

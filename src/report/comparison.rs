@@ -89,24 +89,25 @@ pub fn render(c: &Comparison) -> String {
         }
         for s in &c.summaries {
             let g = s.geomean_time_ratio;
-            let word = if (g - 1.0).abs() < 0.005 {
-                "about the same".to_string()
-            } else if g < 1.0 {
-                format!("{} faster", fmt_ratio(1.0 / g))
-            } else {
-                format!("{} slower", fmt_ratio(g))
-            };
             t.add_row(vec![
                 s.area.clone(),
                 s.n.to_string(),
-                fmt_ratio(g),
-                word,
+                format!(
+                    "{} ({} – {})",
+                    fmt_ratio(g),
+                    fmt_ratio(s.geomean_ci.0),
+                    fmt_ratio(s.geomean_ci.1)
+                ),
+                area_word(s),
                 s.faster.to_string(),
                 s.slower.to_string(),
                 s.same.to_string(),
             ]);
         }
-        let _ = writeln!(out, "\nsummary: geometric mean of time ratios B/A\n{t}");
+        let _ = writeln!(
+            out,
+            "\nsummary: geometric mean of time ratios B/A with its 95% interval (the area's rows as samples of its change)\n{t}"
+        );
         if let Some(all) = c.summaries.last() {
             let _ = writeln!(
                 out,
@@ -125,6 +126,17 @@ pub fn render(c: &Comparison) -> String {
     }
     let _ = writeln!(out, "\n{}", method_note(c));
     out
+}
+
+/// An area's verdict in words, decided by its geometric mean's interval:
+/// "1.12× slower", "1.30× faster" or "no clear change".
+pub fn area_word(s: &crate::compare::Summary) -> String {
+    let g = s.geomean_time_ratio;
+    match s.verdict {
+        Verdict::Faster => format!("{} faster", fmt_ratio(1.0 / g)),
+        Verdict::Slower => format!("{} slower", fmt_ratio(g)),
+        Verdict::Same => "no clear change".to_string(),
+    }
 }
 
 /// A row's verdict in words: faster or slower, or for the same the largest
@@ -159,9 +171,11 @@ pub fn gate_report(c: &Comparison, f: &GateFailures) -> String {
         let s = &c.summaries[i];
         let _ = writeln!(
             out,
-            "  area {}: time B/A {} (geometric mean of {} rows, {} called slower)",
+            "  area {}: time B/A {} (95% CI {} – {}; geometric mean of {} rows, {} called slower)",
             s.area,
             fmt_ratio(s.geomean_time_ratio),
+            fmt_ratio(s.geomean_ci.0),
+            fmt_ratio(s.geomean_ci.1),
             s.n,
             s.slower
         );

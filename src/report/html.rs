@@ -730,12 +730,10 @@ fn comparison_section(h: &mut String, docs: &[RunDoc], names: &[String]) -> anyh
             match c.summaries.iter().find(|s| s.area == *area) {
                 Some(s) => {
                     let g = s.geomean_time_ratio;
-                    let class = if g < 1.0 / (1.0 + DEFAULT_THRESHOLD) {
-                        "faster"
-                    } else if g > 1.0 + DEFAULT_THRESHOLD {
-                        "slower"
-                    } else {
-                        ""
+                    let class = match s.verdict {
+                        crate::compare::Verdict::Faster => "faster",
+                        crate::compare::Verdict::Slower => "slower",
+                        crate::compare::Verdict::Same => "",
                     };
                     let _ = write!(
                         h,

@@ -142,15 +142,18 @@ pub fn render_compare(c: &Comparison) -> String {
             "## summary\n\nGeometric mean of the time ratios B/A (below 1: B is faster); verdicts beyond ±{:.0}% and outside the 95% CI.\n",
             c.threshold * 100.0
         );
-        out.push_str("| area | benchmarks | time B/A | faster | slower | same |\n");
-        out.push_str("|---|--:|--:|--:|--:|--:|\n");
+        out.push_str("| area | benchmarks | time B/A | 95% CI | B is | faster | slower | same |\n");
+        out.push_str("|---|--:|--:|--:|---|--:|--:|--:|\n");
         for s in &c.summaries {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} – {} | {} | {} | {} | {} |",
                 cell(&s.area),
                 s.n,
                 fmt_ratio(s.geomean_time_ratio),
+                fmt_ratio(s.geomean_ci.0),
+                fmt_ratio(s.geomean_ci.1),
+                super::comparison::area_word(s),
                 s.faster,
                 s.slower,
                 s.same
