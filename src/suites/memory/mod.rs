@@ -667,7 +667,9 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         ));
     }
     if let Some(m) = h.memory.filter(|_| !h.levels.is_empty()) {
-        let at_least = if h.memory_reached { "" } else { "at least " };
+        // Whether the top of the curve is a plateau or still the ramp
+        // varies from run to run near the end of a quick sweep: the words
+        // stay the same, the caveat below says how far the curve went.
         let text = match llc {
             Some(l) if top < l && h.memory_reached => format!(
                 "last plateau from {} @ {}: the curve ends at {}, inside the {} last-level cache, so memory latency was not reached; use a longer profile",
@@ -677,13 +679,13 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                 approx_size(l)
             ),
             Some(l) if top < l * LLC_FACTOR => format!(
-                "memory @ {at_least}{} from {} on; the curve stops at {}, below 4x the last-level cache",
+                "memory @ {} from {} on; the curve stops at {}, below 4x the last-level cache",
                 ns_cycles(m.ns, ghz),
                 approx_size(m.from),
                 approx_size(top)
             ),
             _ => format!(
-                "memory @ {at_least}{} from {} on",
+                "memory @ {} from {} on",
                 ns_cycles(m.ns, ghz),
                 approx_size(m.from)
             ),
