@@ -22,7 +22,9 @@ pub enum Pick {
     Prefix(&'static [&'static str]),
     /// Random-access latency inside cache level N: the largest
     /// `memory.latency.random` working set at most half of that level
-    /// (and above the level below), sizes as the run's curve shows them.
+    /// (and above the level below), sizes as the run's curve shows them;
+    /// none when the run's findings say the level was not found, or when
+    /// its fast end is not clearly between the level below and memory.
     Cache(u8),
     /// Random-access latency in main memory: the largest working set, when
     /// it is at least twice the last cache level.
@@ -183,16 +185,26 @@ pub fn find(doc: &RunDoc, pick: Pick) -> Option<&Measurement> {
                 .find(|m| m.id.starts_with(p))
         }),
         Pick::Cache(level) => {
+            if not_found(doc, level) {
+                return None;
+            }
             let size = cache_size(doc, level)?;
             let below = if level > 1 {
                 cache_size(doc, level - 1).unwrap_or(0)
             } else {
                 0
             };
-            latency_points(doc)
+            let m = latency_points(doc)
                 .filter(|(x, _)| *x <= size / 2 && *x > below)
                 .max_by_key(|(x, _)| *x)
-                .map(|(_, m)| m)
+                .map(|(_, m)| m)?;
+            // A cache's latency sits clearly between its neighbours':
+            // never a memory latency under a cache's name.
+            let step = crate::suites::memory::detect::MIN_STEP;
+            let under_memory = find(doc, Pick::Dram).is_none_or(|d| m.p5 * step <= d.p5);
+            let over_below =
+                level == 1 || find(doc, Pick::Cache(level - 1)).is_none_or(|b| m.p5 >= b.p5 * step);
+            (under_memory && over_below).then_some(m)
         }
         Pick::Dram => {
             let last = (1..=4).filter_map(|l| cache_size(doc, l)).max()?;
@@ -227,6 +239,19 @@ fn cache_size(doc: &RunDoc, level: u8) -> Option<u64> {
             .map(|c| c.size_bytes)
             .filter(|s| *s > 0)
     })
+}
+
+/// True when the memory suite's findings say the run's curve did not
+/// show cache level `level` (`L3 not found: ...`).
+fn not_found(doc: &RunDoc, level: u8) -> bool {
+    let name = if level == 1 {
+        "L1d not found".to_string()
+    } else {
+        format!("L{level} not found")
+    };
+    doc.findings
+        .iter()
+        .any(|f| f.area == "memory" && f.text.starts_with(&name))
 }
 
 /// The random-order latency curve: (working set in bytes, result).
@@ -295,16 +320,11 @@ mod tests {
         let sizes = [
             "4KiB", "16KiB", "64KiB", "512KiB", "4MiB", "16MiB", "256MiB",
         ];
+        let ns = [1.2, 1.2, 3.7, 4.0, 16.0, 17.0, 110.0];
         let d = doc(sizes
             .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                Measurement::point(
-                    &format!("memory.latency.random/{s}"),
-                    "ns/op",
-                    1.0 + i as f64,
-                )
-            })
+            .zip(ns)
+            .map(|(s, ns)| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", ns))
             .collect());
         let id = |p| find(&d, p).map(|m| m.id.clone());
         assert_eq!(
@@ -327,11 +347,54 @@ mod tests {
     }
 
     #[test]
+    fn a_level_not_found_or_at_memory_latency_gets_no_cache_line() {
+        let curve = |l3_ns: f64| {
+            let sizes = [
+                ("16KiB", 1.2),
+                ("256KiB", 3.7),
+                ("16MiB", l3_ns),
+                ("256MiB", 110.0),
+            ];
+            sizes
+                .iter()
+                .map(|(s, ns)| {
+                    Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", *ns)
+                })
+                .collect::<Vec<_>>()
+        };
+        // The curve found no L3: the line is left out, not filled from sysfs.
+        let mut d = doc(curve(16.0));
+        d.findings = vec![crate::harness::Finding {
+            area: "memory".into(),
+            text: "L3 not found: no plateau between L2 (3.7 ns) and memory (110 ns)".into(),
+            value: 32.0 * 1048576.0,
+            unit: "B".into(),
+        }];
+        assert!(find(&d, Pick::Cache(3)).is_none());
+        assert!(find(&d, Pick::Cache(2)).is_some());
+        // No findings, sysfs only, and the point inside "L3" is at memory
+        // latency (a shared host): no L3 line either.
+        let d = doc(curve(105.0));
+        assert!(find(&d, Pick::Cache(3)).is_none());
+        let d = doc(curve(16.0));
+        assert_eq!(
+            find(&d, Pick::Cache(3)).map(|m| m.id.as_str()),
+            Some("memory.latency.random/16MiB")
+        );
+    }
+
+    #[test]
     fn detected_levels_win_over_sysfs() {
-        let sizes = ["16KiB", "256KiB", "768KiB", "16MiB", "256MiB"];
+        let sizes = [
+            ("16KiB", 1.2),
+            ("256KiB", 3.7),
+            ("768KiB", 15.0),
+            ("16MiB", 100.0),
+            ("256MiB", 110.0),
+        ];
         let mut d = doc(sizes
             .iter()
-            .map(|s| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", 1.0))
+            .map(|(s, ns)| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", *ns))
             .collect());
         // sysfs says 1 MiB of L2 and 32 MiB of L3, the curve 378 KiB and 1.7 MiB.
         let level = |text: &str, value: f64| crate::harness::Finding {

@@ -4,19 +4,34 @@
 //! (the working set fits), a ramp where it stops fitting, and a last
 //! plateau for memory. Real curves are noisy (a shared machine), ramps are
 //! gradual (associativity, pseudo-LRU, physically indexed caches under
-//! 4 KiB pages) and TLB misses add steps of their own. So:
+//! 4 KiB pages, a last-level cache shared with other tenants) and TLB
+//! misses add steps of their own. The whole curve is read at once:
 //!
-//! 1. log latency, a running median of three (isolated spikes go), then
-//!    isotonic regression (a bigger working set is never faster: dips go);
-//! 2. plateaus: maximal runs of points within [`PLATEAU_TOLERANCE`] of the
-//!    run's first point that span at least [`MIN_PLATEAU_DOUBLINGS`];
-//! 3. a level's size is where the curve is half way (in log terms) to the
-//!    next plateau, at most [`MAX_KNEE_RISE`] above its own: the middle of
-//!    the ramp, which a cache shared with other work still puts at its
-//!    capacity, and not thrown off when the next level is hidden.
+//! 1. log latency over log size, a running median of three (isolated
+//!    spikes go), then isotonic regression (a bigger working set is never
+//!    faster: dips go); the noise is the spread of the raw points around
+//!    the running median;
+//! 2. an optimal piecewise-constant fit of that curve (segmented least
+//!    squares by dynamic programming, a penalty per segment that grows with
+//!    the noise): change points wherever the curve moves by more than the
+//!    noise;
+//! 3. plateaus: runs of neighbouring segments within [`PLATEAU_TOLERANCE`]
+//!    of each other spanning at least [`MIN_PLATEAU_DOUBLINGS`]; plateaus
+//!    closer than [`MIN_STEP`] in latency are one level;
+//! 4. memory: the last plateau, or, when the curve still climbs by at
+//!    least [`MIN_STEP`] past it (a short profile that stops on the ramp to
+//!    memory), the top of the curve, marked as not reached, and the last
+//!    plateau is then a cache level;
+//! 5. a level's size is where the curve crosses the middle of the step
+//!    (in log latency, at most [`MAX_KNEE_RISE`] above the level),
+//!    interpolated in log size between the sizes measured, with the
+//!    interval between the last size clearly below that middle and the
+//!    first clearly above it.
 //!
-//! With a huge-page curve, levels come from it (TLB misses are rare there)
-//! and a step that only the 4 KiB-page curve shows is reported as a TLB step.
+//! With a huge-page curve, levels come from it where 4 KiB pages are
+//! slower (TLB misses are rare on huge pages) and from the finer 4 KiB-page
+//! curve where both agree; a step that only the 4 KiB-page curve shows is
+//! reported as a TLB step.
 
 /// One point of a curve: working-set size and latency per load.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,10 +56,17 @@ pub struct Plateau {
 /// A cache level found in a curve.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Level {
-    /// Estimated capacity in bytes (the middle of the ramp after the plateau).
+    /// Estimated capacity in bytes: where the curve crosses the middle of
+    /// the step to the next level.
     pub size: u64,
+    /// The largest size measured that is clearly below that middle.
+    pub size_lo: u64,
+    /// The smallest size measured that is clearly above it.
+    pub size_hi: u64,
     /// Latency per load while the working set fits, ns.
     pub ns: f64,
+    /// Latency of what comes after it (the next level or memory), ns.
+    pub next_ns: f64,
 }
 
 /// A step the 4 KiB-page curve has and the huge-page curve has not.
@@ -61,37 +83,60 @@ pub struct TlbStep {
 pub struct Hierarchy {
     /// Cache levels, smallest first.
     pub levels: Vec<Level>,
-    /// The last plateau: memory, when the curve went far enough.
+    /// Memory: the last plateau, or the top of the curve when it ends on
+    /// the ramp to memory (then `memory_reached` is false).
     pub memory: Option<Plateau>,
+    /// False when the curve ends still climbing: memory latency is at
+    /// least `memory.ns`.
+    pub memory_reached: bool,
     /// Steps due to the TLB (only with a huge-page curve).
     pub tlb_steps: Vec<TlbStep>,
+    /// Relative noise of the curve (log units, about a fraction).
+    pub noise: f64,
 }
 
-/// Points within this fraction of a plateau's first point belong to it.
+/// Segments within this fraction of each other form one plateau.
 pub const PLATEAU_TOLERANCE: f64 = 0.25;
 /// A plateau spans at least this many doublings of the working set.
 pub const MIN_PLATEAU_DOUBLINGS: f64 = 1.0;
 /// Neighbouring plateaus closer in latency than this factor are one level
-/// (a flat stretch inside a ramp, or noise). Cache levels differ by 3x or
-/// more; a TLB step inside a level is smaller and belongs to it.
-pub const MIN_STEP: f64 = 1.6;
-/// A level ends half way (in log terms) between its plateau and the next
-/// one, but never more than this factor above its own plateau. The middle
-/// of the ramp is where a cache that other work shares (an SMT sibling, a
-/// hypervisor's other guests) still shows its capacity: such a cache
-/// starts to miss well before it is full, so a fixed small rise placed a
-/// 512 KiB L2 at 370 KiB. The cap keeps a level whose next level is
-/// hidden (a ramp straight to memory, 50x higher) from stretching up the
-/// whole ramp: a 2.5x rise comes within 1.1 C under LRU-like replacement.
+/// (a flat stretch inside a ramp, a TLB step inside a level, or noise).
+/// Cache levels differ by 2.5x or more; a gentle stretch of a long ramp to
+/// memory rises about 1.6x and must not pass for a level.
+pub const MIN_STEP: f64 = 2.0;
+/// A level ends where the curve is half way (in log terms) to the next
+/// level, but never more than this factor above its own plateau: the cap
+/// keeps a level whose next level is hidden (a ramp straight to memory,
+/// 50x higher) from stretching up the whole ramp.
 pub const MAX_KNEE_RISE: f64 = 2.5;
 /// A TLB step is reported when 4 KiB pages are at least this much slower past it.
 pub const MIN_TLB_STEP: f64 = 1.2;
+/// Below this working set 4 KiB pages cost no page walk: the first-level
+/// data TLB of current cores (64 entries or more) covers it.
+pub const SMALL_PAGES_BELOW: u64 = 256 << 10;
 /// Two step positions closer than this factor are the same step.
 pub const SAME_STEP_FACTOR: f64 = 1.6;
+/// The noise is taken as at least this (log units): timers and rounding.
+pub const NOISE_FLOOR: f64 = 0.02;
+/// Penalty of one more segment in the piecewise fit, in (log latency)^2,
+/// on top of the noise term: a step of [`MIN_STEP`] between two stretches
+/// of a few points always pays for itself, a creep along a plateau does not.
+pub const SEGMENT_PENALTY: f64 = 0.05;
+/// A size is clearly below (above) a step's middle when the curve there is
+/// this many noise widths below (above) it.
+pub const CLEAR_SIGMAS: f64 = 2.0;
 
 /// The curve cleaned for detection: sorted, finite, smoothed, non-decreasing.
-/// Returns (log2 size, ln latency) pairs.
-fn clean(points: &[Point]) -> Vec<(f64, f64)> {
+struct Clean {
+    /// log2 of each size.
+    x: Vec<f64>,
+    /// ln latency, smoothed and non-decreasing.
+    z: Vec<f64>,
+    /// Robust noise of the raw ln latencies.
+    noise: f64,
+}
+
+fn clean(points: &[Point]) -> Clean {
     let mut p: Vec<Point> = points
         .iter()
         .copied()
@@ -109,11 +154,18 @@ fn clean(points: &[Point]) -> Vec<(f64, f64)> {
             }
         })
         .collect();
-    let mono = isotonic(&smooth);
-    p.iter()
-        .zip(mono)
-        .map(|(p, z)| ((p.size as f64).log2(), z))
-        .collect()
+    let mut dev: Vec<f64> = y.iter().zip(&smooth).map(|(a, b)| (a - b).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    // Half of the points sit on the running median itself: the upper
+    // quartile of the deviations is about the MAD of the others.
+    let noise = dev
+        .get(dev.len() * 3 / 4)
+        .map_or(NOISE_FLOOR, |d| (d * 1.4826).max(NOISE_FLOOR));
+    Clean {
+        x: p.iter().map(|p| (p.size as f64).log2()).collect(),
+        z: isotonic(&smooth),
+        noise,
+    }
 }
 
 fn median3(a: f64, b: f64, c: f64) -> f64 {
@@ -143,30 +195,77 @@ fn isotonic(y: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// The plateaus of a curve, smallest working set first.
-pub fn plateaus(points: &[Point]) -> Vec<Plateau> {
-    let c = clean(points);
-    let tol = (1.0 + PLATEAU_TOLERANCE).ln();
-    // Maximal runs within the tolerance of their first point, long enough.
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < c.len() {
-        let mut j = i;
-        while j + 1 < c.len() && c[j + 1].1 - c[i].1 <= tol {
-            j += 1;
-        }
-        if c[j].0 - c[i].0 >= MIN_PLATEAU_DOUBLINGS - 1e-9 {
-            runs.push((i, j));
-        }
-        i = j + 1;
+/// The optimal piecewise-constant fit of `z` with `penalty` per segment
+/// (segmented least squares): the segments as inclusive index ranges.
+fn segments(z: &[f64], penalty: f64) -> Vec<(usize, usize)> {
+    let n = z.len();
+    if n == 0 {
+        return Vec::new();
     }
-    // Neighbours too close in height are one level: merge the closest pair
-    // first, until every step is at least MIN_STEP.
+    let mut s1 = vec![0.0; n + 1];
+    let mut s2 = vec![0.0; n + 1];
+    for (i, v) in z.iter().enumerate() {
+        s1[i + 1] = s1[i] + v;
+        s2[i + 1] = s2[i] + v * v;
+    }
+    // Squared error of z[i..j] around its mean.
+    let sse = |i: usize, j: usize| {
+        let k = (j - i) as f64;
+        let s = s1[j] - s1[i];
+        (s2[j] - s2[i] - s * s / k).max(0.0)
+    };
+    let mut best = vec![f64::INFINITY; n + 1];
+    let mut from = vec![0usize; n + 1];
+    best[0] = 0.0;
+    for j in 1..=n {
+        for i in 0..j {
+            let c = best[i] + sse(i, j) + penalty;
+            if c < best[j] {
+                best[j] = c;
+                from[j] = i;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut j = n;
+    while j > 0 {
+        let i = from[j];
+        out.push((i, j - 1));
+        j = i;
+    }
+    out.reverse();
+    out
+}
+
+/// Plateaus as index ranges into the cleaned curve, with their level (ln ns).
+fn plateau_runs(c: &Clean) -> Vec<(usize, usize, f64)> {
+    let penalty = SEGMENT_PENALTY + 2.0 * c.noise * c.noise * (c.z.len().max(2) as f64).ln();
+    let segs = segments(&c.z, penalty);
+    let tol = (1.0 + PLATEAU_TOLERANCE).ln();
+    let mean = |a: usize, b: usize| c.z[a..=b].iter().sum::<f64>() / (b - a + 1) as f64;
+    // Greedy runs of segments whose means stay within the tolerance; the
+    // fit is monotone, so the run's range is its last mean minus its first.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut k = 0;
+    while k < segs.len() {
+        let first = mean(segs[k].0, segs[k].1);
+        let mut l = k;
+        while l + 1 < segs.len() && mean(segs[l + 1].0, segs[l + 1].1) - first <= tol {
+            l += 1;
+        }
+        let (a, b) = (segs[k].0, segs[l].1);
+        if c.x[b] - c.x[a] >= MIN_PLATEAU_DOUBLINGS - 1e-9 {
+            runs.push((a, b));
+        }
+        k = l + 1;
+    }
     let level = |r: (usize, usize)| {
-        let mut zs: Vec<f64> = c[r.0..=r.1].iter().map(|p| p.1).collect();
+        let mut zs: Vec<f64> = c.z[r.0..=r.1].to_vec();
         zs.sort_by(f64::total_cmp);
         zs[zs.len() / 2]
     };
+    // Neighbours too close in height are one level: merge the closest pair
+    // first, until every step is at least MIN_STEP.
     loop {
         let closest = runs
             .windows(2)
@@ -181,44 +280,157 @@ pub fn plateaus(points: &[Point]) -> Vec<Plateau> {
             _ => break,
         }
     }
-    runs.into_iter()
-        .map(|r| Plateau {
-            from: c[r.0].0.exp2().round() as u64,
-            to: c[r.1].0.exp2().round() as u64,
-            ns: level(r).exp(),
+    runs.into_iter().map(|r| (r.0, r.1, level(r))).collect()
+}
+
+/// Where a plateau starts, in ln ns: the lower quartile of its points (a
+/// plateau that creeps up starts where the step before it ends).
+fn start_level(c: &Clean, a: usize, b: usize) -> f64 {
+    let mut zs: Vec<f64> = c.z[a..=b].to_vec();
+    zs.sort_by(f64::total_cmp);
+    zs[zs.len() / 4]
+}
+
+fn size_at(x: f64) -> u64 {
+    x.exp2().round() as u64
+}
+
+/// The plateaus of a curve, smallest working set first.
+pub fn plateaus(points: &[Point]) -> Vec<Plateau> {
+    let c = clean(points);
+    plateau_runs(&c)
+        .into_iter()
+        .map(|(a, b, z)| Plateau {
+            from: size_at(c.x[a]),
+            to: size_at(c.x[b]),
+            ns: z.exp(),
         })
         .collect()
 }
 
-/// Where the cleaned curve first reaches `ns` after `after` bytes, interpolated.
-fn crossing(c: &[(f64, f64)], after: u64, ns: f64) -> Option<u64> {
-    let target = ns.ln();
-    let start = (after as f64).log2();
-    let i = c.iter().position(|p| p.0 > start - 1e-9 && p.1 >= target)?;
-    if i == 0 {
-        return Some(c[0].0.exp2().round() as u64);
-    }
-    let (x0, y0) = c[i - 1];
-    let (x1, y1) = c[i];
-    let t = if y1 > y0 {
-        (target - y0) / (y1 - y0)
+/// Where the cleaned curve crosses `target` (ln ns) from index `from` on,
+/// interpolated in log size, with the last index clearly below and the
+/// first clearly above it.
+fn crossing(c: &Clean, from: usize, target: f64) -> Option<(f64, usize, usize)> {
+    let i = (from..c.z.len()).find(|&i| c.z[i] >= target)?;
+    let x = if i == 0 || i <= from {
+        c.x[i]
     } else {
-        1.0
+        let (x0, y0, x1, y1) = (c.x[i - 1], c.z[i - 1], c.x[i], c.z[i]);
+        let t = if y1 > y0 {
+            (target - y0) / (y1 - y0)
+        } else {
+            1.0
+        };
+        x0 + t.clamp(0.0, 1.0) * (x1 - x0)
     };
-    Some((x0 + t.clamp(0.0, 1.0) * (x1 - x0)).exp2().round() as u64)
+    let d = CLEAR_SIGMAS * c.noise;
+    let lo = (from..c.z.len())
+        .take_while(|&k| c.z[k] < target)
+        .filter(|&k| c.z[k] <= target - d)
+        .last()
+        .unwrap_or(from);
+    let hi = (from..c.z.len())
+        .find(|&k| c.z[k] >= target + d)
+        .unwrap_or(c.z.len() - 1);
+    Some((x, lo, hi))
 }
 
-/// Cache levels and the memory plateau of one curve.
-pub fn levels(points: &[Point]) -> (Vec<Level>, Option<Plateau>) {
-    let ps = plateaus(points);
+/// The hierarchy of one curve (no TLB steps: see [`analyse`]).
+pub fn levels(points: &[Point]) -> Hierarchy {
     let c = clean(points);
+    let runs = plateau_runs(&c);
+    let Some(&last) = runs.last() else {
+        return Hierarchy {
+            noise: c.noise,
+            ..Hierarchy::default()
+        };
+    };
+    // Past the last plateau the curve may still climb: a step to memory
+    // whose plateau the sweep does not reach.
+    let top = *c.z.last().unwrap_or(&last.2);
+    let climbs = last.1 + 1 < c.z.len() && top - last.2 >= MIN_STEP.ln();
+    let mut bounds: Vec<(usize, usize, f64)> = runs.clone();
+    let (memory, reached) = if climbs {
+        // Memory is at least the top of the curve: from where it passes
+        // the middle of the last step.
+        let mid = last.2 + ((top - last.2) / 2.0).min(MAX_KNEE_RISE.ln());
+        let from = (last.1..c.z.len())
+            .find(|&k| c.z[k] >= mid)
+            .unwrap_or(c.z.len() - 1);
+        bounds.push((from, c.z.len() - 1, top));
+        (
+            Plateau {
+                from: size_at(c.x[from]),
+                to: size_at(c.x[c.z.len() - 1]),
+                ns: top.exp(),
+            },
+            false,
+        )
+    } else {
+        (
+            Plateau {
+                from: size_at(c.x[last.0]),
+                to: size_at(c.x[last.1]),
+                ns: last.2.exp(),
+            },
+            true,
+        )
+    };
     let mut levels = Vec::new();
-    for w in ps.windows(2) {
-        let rise = MAX_KNEE_RISE.min((w[1].ns / w[0].ns).sqrt());
-        let size = crossing(&c, w[0].to, w[0].ns * rise).unwrap_or(w[0].to);
-        levels.push(Level { size, ns: w[0].ns });
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let top = start_level(&c, b.0, b.1).max(a.2);
+        let mid = a.2 + ((top - a.2) / 2.0).min(MAX_KNEE_RISE.ln());
+        let (x, lo, hi) = crossing(&c, a.1, mid).unwrap_or((c.x[a.1], a.1, a.1));
+        levels.push(Level {
+            size: size_at(x),
+            size_lo: size_at(c.x[lo]),
+            size_hi: size_at(c.x[hi]),
+            ns: a.2.exp(),
+            next_ns: b.2.exp(),
+        });
     }
-    (levels, ps.last().copied())
+    Hierarchy {
+        levels,
+        memory: Some(memory),
+        memory_reached: reached,
+        tlb_steps: Vec::new(),
+        noise: c.noise,
+    }
+}
+
+/// The size from which 4 KiB pages are clearly slower than huge pages:
+/// the first size measured both ways where they are [`MIN_TLB_STEP`]
+/// slower and stay so at the next such size (one slow point is noise).
+fn tlb_apart(small: &[Point], huge: &[Point]) -> Option<u64> {
+    let both: Vec<(u64, f64)> = huge
+        .iter()
+        .filter_map(|h| {
+            let s = small.iter().find(|p| p.size == h.size)?;
+            Some((h.size, s.ns / h.ns))
+        })
+        .collect();
+    (0..both.len())
+        .find(|&i| both[i].1 >= MIN_TLB_STEP && both.get(i + 1).is_none_or(|n| n.1 >= MIN_TLB_STEP))
+        .map(|i| both[i].0)
+}
+
+/// The curve detection reads when a huge-page curve is measured: 4 KiB
+/// pages (the finer sweep) below [`SMALL_PAGES_BELOW`] and below where
+/// they become slower than huge pages, huge pages from there on. Mixing
+/// the two further up would put a page walk on every other point of a
+/// ramp, a zigzag that passes for a level.
+pub fn merged(small: &[Point], huge: &[Point]) -> Vec<Point> {
+    let first_huge = huge.iter().map(|p| p.size).min().unwrap_or(0);
+    let bound = tlb_apart(small, huge)
+        .unwrap_or(u64::MAX)
+        .min(SMALL_PAGES_BELOW)
+        .max(first_huge);
+    let mut out: Vec<Point> = small.iter().copied().filter(|p| p.size < bound).collect();
+    out.extend(huge.iter().copied().filter(|p| p.size >= bound));
+    out.sort_by_key(|p| p.size);
+    out
 }
 
 /// The hierarchy from a 4 KiB-page curve and, if measured, a huge-page
@@ -226,32 +438,20 @@ pub fn levels(points: &[Point]) -> (Vec<Level>, Option<Plateau>) {
 /// are the same, since the TLB covers any tiny working set).
 pub fn analyse(small: &[Point], huge: Option<&[Point]>) -> Hierarchy {
     let Some(huge) = huge.filter(|h| h.len() >= 3) else {
-        let (levels, memory) = levels(small);
-        return Hierarchy {
-            levels,
-            memory,
-            tlb_steps: Vec::new(),
-        };
+        return levels(small);
     };
-    let first_huge = huge.iter().map(|p| p.size).min().unwrap_or(0);
-    let mut merged: Vec<Point> = small
-        .iter()
-        .copied()
-        .filter(|p| p.size < first_huge)
-        .collect();
-    merged.extend_from_slice(huge);
-    let (cache_levels, memory) = levels(&merged);
-    let (small_levels, _) = levels(small);
+    let mut h = levels(&merged(small, huge));
+    let small_levels = levels(small).levels;
     let huge_at = |size: u64| -> Option<f64> {
         huge.iter()
             .filter(|p| p.size >= size)
             .min_by_key(|p| p.size)
             .map(|p| p.ns)
     };
-    let tlb_steps = small_levels
+    h.tlb_steps = small_levels
         .iter()
         .filter(|s| {
-            !cache_levels.iter().any(|c| {
+            !h.levels.iter().any(|c| {
                 let r = s.size.max(c.size) as f64 / s.size.min(c.size).max(1) as f64;
                 r <= SAME_STEP_FACTOR
             })
@@ -272,16 +472,18 @@ pub fn analyse(small: &[Point], huge: Option<&[Point]>) -> Hierarchy {
             })
         })
         .collect();
-    Hierarchy {
-        levels: cache_levels,
-        memory,
-        tlb_steps,
-    }
+    h
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The levels and memory of one curve.
+    fn lv(points: &[Point]) -> (Vec<Level>, Option<Plateau>) {
+        let h = levels(points);
+        (h.levels, h.memory)
+    }
 
     const KIB: u64 = 1 << 10;
     const MIB: u64 = 1 << 20;
@@ -340,7 +542,7 @@ mod tests {
     #[test]
     fn clean_curve_gives_every_level_and_memory() {
         let c = ramped(&MACHINE, 100.0, &grid(4, KIB), 8.0);
-        let (levels, memory) = levels(&c);
+        let (levels, memory) = lv(&c);
         assert_eq!(levels.len(), 3, "{levels:?}");
         for (l, want) in levels.iter().zip(MACHINE) {
             assert!(within(l.size, want.0, 1.3), "{l:?} vs {want:?}");
@@ -364,7 +566,7 @@ mod tests {
                 c[i].ns *= 5.0;
             }
             c[40].ns *= 0.5;
-            let (levels, memory) = levels(&c);
+            let (levels, memory) = lv(&c);
             assert_eq!(levels.len(), 3, "seed {seed}: {levels:?}");
             for (l, want) in levels.iter().zip(MACHINE) {
                 assert!(
@@ -382,7 +584,7 @@ mod tests {
         let sizes = grid(4, KIB);
         let huge_sizes = grid(2, 32 * KIB);
         let huge = ramped(&MACHINE, 100.0, &huge_sizes, 8.0);
-        // 4 KiB pages: the L2 TLB runs out at 4 MiB, adding 80% inside L3
+        // 4 KiB pages: the L2 TLB runs out at 4 MiB, adding 120% inside L3
         // (and in memory, where a page walk comes on top of each miss).
         let small: Vec<Point> = ramped(&MACHINE, 100.0, &sizes, 8.0)
             .into_iter()
@@ -391,12 +593,12 @@ mod tests {
                 let w = 1.0 / (1.0 + (-x * 6.0).exp());
                 Point {
                     size: p.size,
-                    ns: p.ns * (1.0 + 0.8 * w),
+                    ns: p.ns * (1.0 + 1.2 * w),
                 }
             })
             .collect();
         // Alone, the 4 KiB curve shows a fourth step...
-        let (alone, _) = levels(&small);
+        let (alone, _) = lv(&small);
         assert_eq!(alone.len(), 4, "{alone:?}");
         // ...which the huge-page curve shows to be the TLB.
         let h = analyse(&small, Some(&huge));
@@ -419,7 +621,7 @@ mod tests {
     fn random_replacement_ramps_and_a_hidden_level_still_give_sizes_within_two() {
         // Under random replacement every ramp is gradual.
         let c = staircase(&MACHINE, 100.0, &grid(4, KIB));
-        let (found, _) = levels(&c);
+        let (found, _) = lv(&c);
         assert!(found.len() >= 2, "{found:?}");
         for (l, want) in found.iter().zip(MACHINE).take(2) {
             assert!(within(l.size, want.0, 2.0), "{l:?} vs {want:?}");
@@ -427,7 +629,7 @@ mod tests {
         // An L3 that never shows (shared with other tenants): L2 must not
         // stretch to the middle of the L2-to-memory ramp.
         let c = ramped(&MACHINE[..2], 300.0, &grid(4, KIB), 2.0);
-        let (levels, memory) = levels(&c);
+        let (levels, memory) = lv(&c);
         assert_eq!(levels.len(), 2, "{levels:?}");
         assert!(within(levels[1].size, MIB, 2.0), "{levels:?}");
         assert!(memory.unwrap().ns > 200.0);
@@ -522,19 +724,19 @@ mod tests {
             .into_iter()
             .map(|s| Point { size: s, ns: 1.0 })
             .collect();
-        let (levels, memory) = levels(&c);
+        let (levels, memory) = lv(&c);
         assert!(levels.is_empty());
         assert_eq!(memory.unwrap().from, KIB);
     }
 
     #[test]
     fn degenerate_input_gives_nothing_rather_than_panicking() {
-        assert_eq!(levels(&[]), (Vec::new(), None));
+        assert_eq!(lv(&[]), (Vec::new(), None));
         let one = [Point {
             size: 1024,
             ns: 1.0,
         }];
-        assert!(levels(&one).0.is_empty());
+        assert!(lv(&one).0.is_empty());
         let bad = [
             Point { size: 0, ns: 1.0 },
             Point {
@@ -550,9 +752,217 @@ mod tests {
                 ns: f64::INFINITY,
             },
         ];
-        assert_eq!(levels(&bad), (Vec::new(), None));
+        assert_eq!(lv(&bad), (Vec::new(), None));
         let h = analyse(&[], Some(&[]));
         assert!(h.levels.is_empty() && h.memory.is_none());
+    }
+
+    /// A recorded `memory.latency` curve: (4 KiB pages, huge pages, sysfs
+    /// data/unified sizes by level). Each fixture is the trimmed JSON of a
+    /// real quick run (the fields detection reads).
+    fn fixture(json: &str) -> (Vec<Point>, Vec<Point>, Vec<(u8, u64)>) {
+        let v: serde_json::Value = serde_json::from_str(json).expect("fixture is JSON");
+        let curve = |prefix: &str| -> Vec<Point> {
+            let mut c: Vec<Point> = v["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["id"].as_str().unwrap().starts_with(prefix))
+                .map(|p| Point {
+                    size: p["size"].as_u64().unwrap(),
+                    ns: p["p5"].as_f64().unwrap(),
+                })
+                .collect();
+            c.sort_by_key(|p| p.size);
+            c
+        };
+        let sysfs = v["sysfs_caches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] != "Instruction")
+            .map(|c| {
+                (
+                    c["level"].as_u64().unwrap() as u8,
+                    c["size_bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        (
+            curve("memory.latency.random/"),
+            curve("memory.latency.random_thp/"),
+            sysfs,
+        )
+    }
+
+    const EPYC_A: &str = include_str!("../../../tests/fixtures/memory/epyc-guest-a.json");
+    const EPYC_B: &str = include_str!("../../../tests/fixtures/memory/epyc-guest-b.json");
+    const EPYC_C: &str = include_str!("../../../tests/fixtures/memory/epyc-guest-c.json");
+    const EPYC_LOADED: &str = include_str!("../../../tests/fixtures/memory/epyc-guest-loaded.json");
+
+    #[test]
+    fn recorded_amd_curves_give_three_levels_at_the_sysfs_sizes_and_memory_above() {
+        for (name, json) in [("a", EPYC_A), ("b", EPYC_B), ("c", EPYC_C)] {
+            let (small, huge, sysfs) = fixture(json);
+            assert_eq!(sysfs, [(1, 32 * KIB), (2, 512 * KIB), (3, 32 * MIB)]);
+            let h = analyse(&small, Some(&huge));
+            assert_eq!(h.levels.len(), 3, "{name}: {:?}", h.levels);
+            // These curves have no point between 32 and 40 KiB: the middle.
+            assert!(
+                within(h.levels[0].size, 32 * KIB, 1.15),
+                "{name}: {:?}",
+                h.levels
+            );
+            assert!(h.levels[0].size_lo <= 32 * KIB && h.levels[0].size_hi >= 34 * KIB);
+            assert!(
+                within(h.levels[1].size, 512 * KIB, 1.25),
+                "{name}: {:?}",
+                h.levels
+            );
+            // The L3 is shared with other guests: about 16-24 MiB of it is
+            // usable, and its step lies inside that, below sysfs.
+            let l3 = h.levels[2];
+            assert!(
+                l3.size_hi < 32 * MIB && l3.size > 12 * MIB,
+                "{name}: {l3:?}"
+            );
+            // Each level's latency sits clearly between its neighbours'.
+            let mem = h.memory.unwrap();
+            let ns: Vec<f64> = h.levels.iter().map(|l| l.ns).chain([mem.ns]).collect();
+            assert!(
+                ns.windows(2).all(|w| w[1] >= w[0] * MIN_STEP),
+                "{name}: {ns:?}"
+            );
+            assert!(mem.ns > 70.0 && l3.ns < 25.0, "{name}: {mem:?} {l3:?}");
+        }
+        // One of them stops on the ramp: memory is then a lower bound.
+        let (small, huge, _) = fixture(EPYC_B);
+        assert!(!analyse(&small, Some(&huge)).memory_reached);
+    }
+
+    #[test]
+    fn a_loaded_guest_with_a_short_l3_still_gives_three_levels() {
+        let (small, huge, _) = fixture(EPYC_LOADED);
+        for h in [analyse(&small, Some(&huge)), analyse(&small, None)] {
+            assert_eq!(h.levels.len(), 3, "{:?}", h.levels);
+            assert!(within(h.levels[0].size, 32 * KIB, 1.15), "{:?}", h.levels);
+            // Only about 2-3 MiB of the L3 is usable under that load.
+            assert!(h.levels[2].size < 4 * MIB, "{:?}", h.levels);
+            assert!(h.memory.unwrap().ns > 100.0, "{:?}", h.memory);
+        }
+    }
+
+    /// A recorded curve with its L3 plateau pulled down towards L2 by
+    /// `factor` (log-linearly, L2 and memory kept): a shallow L3 step made
+    /// from a real curve, since none of the recorded ones has one.
+    fn shallow_l3(points: &[Point], l2_ns: f64, l3_ns: f64, factor: f64) -> Vec<Point> {
+        let (a, b) = (l2_ns.ln(), l3_ns.ln());
+        points
+            .iter()
+            .map(|p| {
+                let z = p.ns.ln();
+                // Between L2 and L3: squeeze; above L3: shift down with it.
+                let ns = if z <= a {
+                    p.ns
+                } else if z <= b {
+                    (a + (z - a) * factor).exp()
+                } else {
+                    let top = b - (b - a) * (1.0 - factor);
+                    let mem = 100f64.ln();
+                    let t = ((z - b) / (mem - b)).min(1.0);
+                    (top + t * (mem - top) + (z - mem).max(0.0)).exp()
+                };
+                Point { size: p.size, ns }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_shallow_l3_step_is_found_and_a_too_shallow_one_is_not_found_never_misnamed() {
+        let (small, huge, _) = fixture(EPYC_A);
+        // L2 at 3.7 ns, L3 at 16 ns on this curve: an L3 2.5x above L2.
+        let f = 2.5f64.ln() / (16.0f64 / 3.7).ln();
+        let h = analyse(&shallow_l3(&small, 3.7, 16.0, f), None);
+        assert_eq!(h.levels.len(), 3, "{:?}", h.levels);
+        assert!(
+            h.levels[2].ns < 12.0 && h.levels[2].ns > 7.0,
+            "{:?}",
+            h.levels
+        );
+        assert!(within(h.levels[1].size, 512 * KIB, 1.3), "{:?}", h.levels);
+        // 1.4x above L2: not a level of its own; L2 is followed by memory,
+        // and nothing at memory latency is taken for a cache.
+        let f = 1.4f64.ln() / (16.0f64 / 3.7).ln();
+        let h = analyse(&shallow_l3(&small, 3.7, 16.0, f), Some(&huge));
+        assert!(h.levels.len() <= 3, "{:?}", h.levels);
+        let mem = h.memory.unwrap();
+        for l in &h.levels {
+            assert!(l.ns * MIN_STEP <= mem.ns, "{l:?} vs {mem:?}");
+        }
+    }
+
+    #[test]
+    fn exact_staircase_boundaries_are_recovered() {
+        // Sharp steps (LRU-like) at sizes on and off the grid, fine grid.
+        for (l1, l2, l3) in [
+            (32 * KIB, 512 * KIB, 8 * MIB),
+            (48 * KIB, 1280 * KIB, 30 * MIB),
+            (32 * KIB, 2 * MIB, 12 * MIB),
+        ] {
+            let machine = [(l1, 1.2), (l2, 4.0), (l3, 15.0)];
+            let mut sizes = grid(4, KIB);
+            sizes.extend([l1 / 16 * 17, l1 / 8 * 9, l2 / 16 * 17, l2 / 8 * 9]);
+            sizes.sort_unstable();
+            sizes.dedup();
+            let c = ramped(&machine, 100.0, &sizes, 16.0);
+            let h = levels(&noisy(c, 0.03, l3));
+            assert_eq!(h.levels.len(), 3, "{:?}", h.levels);
+            for (l, want) in h.levels.iter().zip(machine) {
+                assert!(within(l.size, want.0, 1.15), "{l:?} vs {want:?}");
+                assert!(l.size_lo <= want.0 && l.size_hi as f64 >= want.0 as f64 * 1.06);
+            }
+            assert!(h.memory_reached);
+        }
+    }
+
+    #[test]
+    fn an_l1d_of_32_kib_reads_28_to_36_kib_with_the_boundary_points() {
+        let sizes: Vec<u64> = {
+            let mut s = grid(4, KIB);
+            s.extend([34 * KIB, 36 * KIB]);
+            s.sort_unstable();
+            s
+        };
+        for seed in 1..20 {
+            // 8-way LRU: the step is complete at 9/8 of the capacity.
+            let machine = [(32 * KIB, 1.2), MACHINE[1], MACHINE[2]];
+            let c = ramped(&machine, 100.0, &sizes, 8.0);
+            let h = levels(&noisy(c, 0.05, seed));
+            let l1 = h.levels[0].size;
+            assert!((28 * KIB..=36 * KIB).contains(&l1), "seed {seed}: {l1}");
+        }
+    }
+
+    #[test]
+    fn a_curve_without_an_l3_plateau_gives_two_levels_and_memory_not_l3() {
+        // L2 ramps straight to memory: the L3 is too small a share to show.
+        let c = ramped(&MACHINE[..2], 120.0, &grid(4, KIB), 4.0);
+        let h = levels(&c);
+        assert_eq!(h.levels.len(), 2, "{:?}", h.levels);
+        let mem = h.memory.unwrap();
+        assert!(mem.ns > 80.0, "{mem:?}");
+        assert!(h.levels.iter().all(|l| l.ns < 10.0), "{:?}", h.levels);
+    }
+
+    #[test]
+    fn a_curve_that_stops_on_the_ramp_to_memory_keeps_its_last_cache() {
+        // Sweep up to 48 MiB only: memory's plateau is never reached.
+        let sizes = super::super::sweep(KIB, 48 * MIB, 4);
+        let c = staircase_k(&MACHINE, 100.0, &sizes, 1.5);
+        let h = levels(&c);
+        assert_eq!(h.levels.len(), 3, "{:?}", h.levels);
+        assert!(!h.memory_reached);
+        assert!(h.levels[2].ns < 20.0 && h.memory.unwrap().ns > 40.0);
     }
 
     #[test]

@@ -114,6 +114,31 @@ pub fn sweep(min: u64, max: u64, per_doubling: u32) -> Vec<u64> {
     out
 }
 
+/// Extra points just past the first two cache sizes sysfs lists, as
+/// fractions of the size: a step that sharp (an L1d) otherwise falls
+/// between two points a quarter apart, and its size could only be placed
+/// somewhere between them.
+pub const BOUNDARY_POINTS: [(u64, u64); 2] = [(17, 16), (9, 8)];
+
+/// `sizes` with [`BOUNDARY_POINTS`] past the L1d and L2 sizes of `host`.
+pub fn with_boundaries(mut sizes: Vec<u64>, host: &Host) -> Vec<u64> {
+    let max = sizes.last().copied().unwrap_or(0);
+    for level in [1u8, 2] {
+        let Some(c) = host.cache(level).filter(|c| c.size_bytes >= 1024) else {
+            continue;
+        };
+        for (num, den) in BOUNDARY_POINTS {
+            let s = c.size_bytes / den * num;
+            if s <= max {
+                sizes.push(s);
+            }
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
 /// The largest working set any profile measures on `host`: at least 4x the
 /// last-level cache and 1 GiB, but never more than a quarter of the memory.
 pub fn curve_top(host: &Host) -> u64 {
@@ -294,7 +319,7 @@ fn latency_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             Order::Random,
             Pages::Small,
             "random",
-            sweep(CURVE_MIN, top, 4),
+            with_boundaries(sweep(CURVE_MIN, top, 4), host),
         ),
         (
             Order::Stride,
@@ -586,28 +611,14 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
     } else {
         " (no huge-page curve: a TLB step may pass for a level)"
     };
+    let names = name_levels(&h.levels, &sysfs);
+    let memory_ns = h.memory.map(|m| m.ns);
     for (i, l) in h.levels.iter().enumerate() {
-        let n = i + 1;
+        let n = names[i];
         let sys = sysfs.iter().find(|c| usize::from(c.0) == n).map(|c| c.1);
+        let last = sysfs.iter().map(|c| usize::from(c.0)).max() == Some(n);
         let verdict = match sys {
-            Some(s) => {
-                let r = l.size.max(s) as f64 / l.size.min(s).max(1) as f64;
-                if r <= 2.0 {
-                    format!("sysfs: {}", approx_size(s))
-                } else if n == h.levels.len() && l.size < s {
-                    format!(
-                        "sysfs: {}, of which about {} is usable here (shared with other tenants or partitioned)",
-                        approx_size(s),
-                        approx_size(l.size)
-                    )
-                } else {
-                    format!(
-                        "sysfs: {}, which the curve contradicts ({} apart)",
-                        approx_size(s),
-                        fmt_ratio(r)
-                    )
-                }
-            }
+            Some(s) => size_verdict(l, s, last),
             None if sysfs.is_empty() => "sysfs: not known".to_string(),
             None => "sysfs lists no such level".to_string(),
         };
@@ -617,26 +628,50 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                 level_name(n),
                 approx_size(l.size),
                 ns_cycles(l.ns, ghz),
-                if n == 1 { caveat } else { "" }
+                if i == 0 { caveat } else { "" }
             ),
             l.size as f64,
             "B",
         ));
     }
-    for &(level, size) in sysfs.iter().filter(|c| usize::from(c.0) > h.levels.len()) {
-        out.push(finding(
-            format!(
-                "sysfs lists {} of {}, but the curve shows no level there (shared with other tenants, or partitioned?)",
-                level_name(usize::from(level)),
+    for &(level, size) in sysfs.iter().filter(|c| !names.contains(&usize::from(c.0))) {
+        let n = usize::from(level);
+        // The neighbours the missing level would sit between.
+        let below = names
+            .iter()
+            .zip(&h.levels)
+            .rfind(|(m, _)| **m < n)
+            .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)));
+        let above = names
+            .iter()
+            .zip(&h.levels)
+            .find(|(m, _)| **m > n)
+            .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)))
+            .or_else(|| memory_ns.map(|ns| format!("memory ({})", human_ns(ns))));
+        let why = match (below, above) {
+            _ if top < size / 2 => format!("the curve ends at {}, before it", approx_size(top)),
+            (Some(b), Some(a)) => format!(
+                "no plateau between {b} and {a}; sysfs lists {}, of which too little is usable here to show (shared with other tenants, or partitioned)",
                 approx_size(size)
             ),
+            (None, Some(a)) => format!("no plateau below {a}; sysfs lists {}", approx_size(size)),
+            _ => format!(
+                "the curve shows no level; sysfs lists {}",
+                approx_size(size)
+            ),
+        };
+        out.push(finding(
+            format!("{} not found: {why}", level_name(n)),
             size as f64,
             "B",
         ));
     }
     if let Some(m) = h.memory.filter(|_| !h.levels.is_empty()) {
+        // Whether the top of the curve is a plateau or still the ramp
+        // varies from run to run near the end of a quick sweep: the words
+        // stay the same, the caveat below says how far the curve went.
         let text = match llc {
-            Some(l) if top < l => format!(
+            Some(l) if top < l && h.memory_reached => format!(
                 "last plateau from {} @ {}: the curve ends at {}, inside the {} last-level cache, so memory latency was not reached; use a longer profile",
                 approx_size(m.from),
                 ns_cycles(m.ns, ghz),
@@ -726,6 +761,112 @@ fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     out
 }
+
+/// The level number (1 = L1d) of each detected level: matched in order
+/// to the levels sysfs lists, so that a level the curve does not show is
+/// skipped rather than its name given to the next one. A detected level
+/// costs the log of its distance to the sysfs size it takes (a last level
+/// smaller than sysfs only a quarter of that: a shared cache), a level
+/// left unmatched on either side costs a factor of four.
+pub fn name_levels(levels: &[detect::Level], sysfs: &[(u8, u64)]) -> Vec<usize> {
+    if sysfs.is_empty() {
+        return (1..=levels.len()).collect();
+    }
+    let skip = 4f64.ln();
+    let last = sysfs.len() - 1;
+    let cost = |d: &detect::Level, k: usize| {
+        let r = (d.size.max(1) as f64 / sysfs[k].1.max(1) as f64).ln();
+        if k == last && r < 0.0 {
+            -r / 4.0
+        } else {
+            r.abs()
+        }
+    };
+    // best[i][k]: the cheapest match of the first i levels with the first
+    // k sysfs levels; the choice made, to walk back.
+    let (n, m) = (levels.len(), sysfs.len());
+    let mut best = vec![vec![f64::INFINITY; m + 1]; n + 1];
+    let mut step = vec![vec![0u8; m + 1]; n + 1];
+    best[0][0] = 0.0;
+    for i in 0..=n {
+        for k in 0..=m {
+            let here = best[i][k];
+            if !here.is_finite() {
+                continue;
+            }
+            if i < n && k < m && here + cost(&levels[i], k) < best[i + 1][k + 1] {
+                best[i + 1][k + 1] = here + cost(&levels[i], k);
+                step[i + 1][k + 1] = 1;
+            }
+            if k < m && here + skip < best[i][k + 1] {
+                best[i][k + 1] = here + skip;
+                step[i][k + 1] = 2;
+            }
+            if i < n && here + skip < best[i + 1][k] {
+                best[i + 1][k] = here + skip;
+                step[i + 1][k] = 3;
+            }
+        }
+    }
+    let mut out = vec![0usize; n];
+    let (mut i, mut k) = (n, m);
+    // Levels sysfs does not list are numbered on from the one below.
+    let mut extra: Vec<usize> = Vec::new();
+    while i > 0 || k > 0 {
+        match step[i][k] {
+            1 => {
+                out[i - 1] = usize::from(sysfs[k - 1].0);
+                i -= 1;
+                k -= 1;
+            }
+            2 => k -= 1,
+            _ => {
+                extra.push(i - 1);
+                i -= 1;
+            }
+        }
+    }
+    for e in extra.into_iter().rev() {
+        let below = out[..e].iter().copied().max().unwrap_or(0);
+        let mut n = below + 1;
+        while out.contains(&n) || sysfs.iter().any(|c| usize::from(c.0) == n) {
+            n += 1;
+        }
+        out[e] = n;
+    }
+    out
+}
+
+/// What sysfs's size `s` says next to a detected level, decided on the
+/// level's interval (the sizes clearly below and above its step), so that
+/// repeated runs say the same words: it agrees when the interval comes
+/// within [`SIZE_AGREES`] of `s`; the last level may be smaller than
+/// sysfs (a cache shared with other tenants); else the curve contradicts.
+pub fn size_verdict(l: &detect::Level, s: u64, last: bool) -> String {
+    let (lo, hi) = (l.size_lo.min(l.size) as f64, l.size_hi.max(l.size) as f64);
+    let sf = s as f64;
+    if hi * SIZE_AGREES >= sf && lo <= sf * SIZE_AGREES {
+        format!("sysfs: {}", approx_size(s))
+    } else if last && hi < sf {
+        format!(
+            "sysfs: {}, of which about {} is usable here (the step to memory is at {}-{}: shared with other tenants or partitioned)",
+            approx_size(s),
+            approx_size(l.size),
+            approx_size(l.size_lo),
+            approx_size(l.size_hi)
+        )
+    } else {
+        let r = l.size.max(s) as f64 / l.size.min(s).max(1) as f64;
+        format!(
+            "sysfs: {}, which the curve contradicts ({} apart)",
+            approx_size(s),
+            fmt_ratio(r)
+        )
+    }
+}
+
+/// A detected size agrees with sysfs within this factor.
+pub const SIZE_AGREES: f64 = 1.25;
 
 /// The largest working set measured on both curves before which 4 KiB
 /// pages are never [`detect::MIN_TLB_STEP`] slower than huge pages.
