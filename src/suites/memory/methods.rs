@@ -31,7 +31,7 @@ use crate::harness::warnings::Warning;
 
 use super::region::{Pages, Region};
 use super::{LLC_FACTOR, size_label};
-use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Timed, Unit};
+use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::FnBench;
 
 /// Bytes per operation of the methods that loop themselves (and of libc
@@ -716,120 +716,9 @@ mod x86 {
     }
 }
 
-/// The methods of each operation ranked into tiers (the machine's
-/// bandwidth is the top tier's), and where glibc's default stands against
-/// the top: every word decided by the results' intervals.
-pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    use crate::harness::claims::{Est, Verdict, compare, rank, tiers_text};
-    use crate::units::human;
-    let mut out = Vec::new();
-    for op in [Op::Read, Op::Write, Op::Copy] {
-        let plain_id = format!("memory.bandwidth.{}/threads=1", op.name());
-        let plain_name = match op {
-            Op::Copy => "memcpy in 32 MiB calls",
-            _ => "a plain loop",
-        };
-        let mut all: Vec<(&str, Est)> = op
-            .methods()
-            .iter()
-            .filter_map(|&m| {
-                let r = super::super::get(ms, &method_id(op, m))?;
-                Some((m.name(op), Est::of(r)))
-            })
-            .collect();
-        if let Some(p) = super::super::get(ms, &plain_id) {
-            all.push((plain_name, Est::of(p)));
-        }
-        all.retain(|c| c.1.value.is_finite() && c.1.value > 0.0);
-        if all.len() < 2 {
-            continue;
-        }
-        let names: Vec<&str> = all.iter().map(|c| c.0).collect();
-        let ests: Vec<Est> = all.iter().map(|c| c.1).collect();
-        let tiers = rank(&ests);
-        let top = ests[tiers.leaders[0]];
-        let glibc: Vec<String> = match op {
-            Op::Read => Vec::new(),
-            _ => [(Method::GlibcAbove, "above"), (Method::GlibcBelow, "below")]
-                .iter()
-                .filter_map(|&(m, side)| {
-                    let (_, e) = all.iter().find(|c| c.0 == m.name(op))?;
-                    let stands = match compare(e, &top) {
-                        Verdict::Tie(_) => "as fast as the top tier".to_string(),
-                        Verdict::Worse(r) => format!("{} slower than the top tier", r.text()),
-                        Verdict::Better(r) => format!("{} faster than the top tier", r.text()),
-                    };
-                    Some(format!(
-                        "glibc {} {side} its non-temporal threshold: {} ({stands})",
-                        if op == Op::Copy { "memcpy" } else { "memset" },
-                        human(e.value, "B/s"),
-                    ))
-                })
-                .collect(),
-        };
-        out.push(Finding {
-            area: "memory".into(),
-            text: format!(
-                "the machine's {} bandwidth (one thread): {} ({}){}{}",
-                op.name(),
-                human(top.value, "B/s"),
-                tiers_text(&names, &ests, "fastest"),
-                if glibc.is_empty() { "" } else { "; " },
-                glibc.join("; ")
-            ),
-            value: top.value,
-            unit: "B/s".into(),
-        });
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bw(id: &str, v: f64, rel: f64) -> Measurement {
-        let mut m = Measurement::point(id, "B/s", v);
-        m.ci_low = v * (1.0 - rel);
-        m.ci_high = v * (1.0 + rel);
-        m
-    }
-
-    #[test]
-    fn findings_rank_methods_in_tiers_and_place_glibc_by_interval() {
-        let ms = vec![
-            bw(&method_id(Op::Copy, Method::Avx2), 20e9, 0.03),
-            bw(&method_id(Op::Copy, Method::Avx2Nt), 10e9, 0.03),
-            bw(&method_id(Op::Copy, Method::RepString), 20.3e9, 0.03),
-            bw(&method_id(Op::Copy, Method::GlibcAbove), 10.1e9, 0.03),
-            bw(&method_id(Op::Copy, Method::GlibcBelow), 19.8e9, 0.03),
-        ];
-        let f = findings(&ms);
-        assert_eq!(f.len(), 1);
-        let t = &f[0].text;
-        assert!(
-            t.contains(
-                "fastest: glibc_below_threshold, rep_movsb and avx2, within noise of each other; then glibc_above_threshold and avx2_nt, within noise of each other ("
-            ),
-            "{t}"
-        );
-        assert!(
-            t.contains("glibc memcpy below its non-temporal threshold: "),
-            "{t}"
-        );
-        assert!(t.contains("(as fast as the top tier)"), "{t}");
-        assert!(t.contains("slower than the top tier)"), "{t}");
-        // Swapping the tied members' point estimates changes no word.
-        let mut swapped = ms.clone();
-        swapped[0] = bw(&method_id(Op::Copy, Method::Avx2), 20.3e9, 0.03);
-        swapped[2] = bw(&method_id(Op::Copy, Method::RepString), 20e9, 0.03);
-        let words = |s: &str| {
-            s.chars()
-                .filter(|c| !c.is_ascii_digit() && *c != '.')
-                .collect::<String>()
-        };
-        assert_eq!(words(&findings(&swapped)[0].text), words(t));
-    }
 
     #[test]
     fn tunables_are_read_from_the_loader_listing() {
@@ -926,29 +815,5 @@ mod tests {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             assert!(Method::Avx512.unavailable().unwrap().contains("avx512f"));
         }
-    }
-
-    #[test]
-    fn the_finding_names_the_best_method_and_glibcs_distance() {
-        let m = |id: String, v: f64| Measurement::point(&id, "B/s", v);
-        let ms = vec![
-            m(method_id(Op::Copy, Method::GlibcAbove), 10e9),
-            m(method_id(Op::Copy, Method::GlibcBelow), 6e9),
-            m(method_id(Op::Copy, Method::Avx2Nt), 12e9),
-            m("memory.bandwidth.copy/threads=1".into(), 7e9),
-        ];
-        let f = findings(&ms);
-        assert_eq!(f.len(), 1, "{f:?}");
-        assert!(
-            f[0].text.contains("copy bandwidth") && f[0].text.contains("avx2_nt"),
-            "{}",
-            f[0].text
-        );
-        assert!(
-            f[0].text.contains("above") && f[0].text.contains("below"),
-            "{}",
-            f[0].text
-        );
-        assert_eq!(f[0].value, 12e9);
     }
 }

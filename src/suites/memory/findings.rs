@@ -1,0 +1,626 @@
+//! The memory suite's findings: the cache levels read from the latency
+//! curve (named against sysfs, never a memory latency under a cache's
+//! name), the bandwidth of one thread and of all, and the copy methods
+//! ranked in tiers. Every word is decided by intervals ([`crate::harness::claims`]).
+
+use super::methods::{self, Method, Op};
+use super::*;
+
+/// The points of one latency curve (`memory.latency.NAME/SIZE`) in a run,
+/// each at its fast end ([`crate::suites::cpu::fast_ns_per_op`]): on a shared
+/// machine other tenants of the caches only ever add time.
+pub(super) fn curve(ms: &[Measurement], name: &str) -> Vec<detect::Point> {
+    let prefix = latency_prefix(name);
+    let mut pts: Vec<detect::Point> = ms
+        .iter()
+        .filter(|m| m.id.starts_with(&prefix))
+        .filter_map(|m| {
+            Some(detect::Point {
+                size: m.params.get("size")?.as_u64()?,
+                ns: crate::suites::cpu::fast_ns_per_op(m),
+            })
+        })
+        .collect();
+    pts.sort_by_key(|p| p.size);
+    pts
+}
+
+/// The data and unified cache sizes sysfs listed, by level, as recorded
+/// with the latency results.
+pub(super) fn sysfs_caches(ms: &[Measurement]) -> Vec<(u8, u64)> {
+    let mut out: Vec<(u8, u64)> = ms
+        .iter()
+        .filter(|m| m.id.starts_with("memory.latency."))
+        .find_map(|m| {
+            let list = m.details.as_ref()?.get("sysfs_caches")?.as_array()?;
+            Some(
+                list.iter()
+                    .filter_map(|c| {
+                        Some((
+                            u8::try_from(c.get("level")?.as_u64()?).ok()?,
+                            c.get("size_bytes")?.as_u64()?,
+                        ))
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.dedup_by_key(|c| c.0);
+    out
+}
+
+/// A size rounded for a finding: `48 KiB`, `4.5 MiB`.
+pub(super) fn approx_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    let (v, unit) = if b >= (1u64 << 30) as f64 {
+        (b / (1u64 << 30) as f64, "GiB")
+    } else if b >= (1u64 << 20) as f64 {
+        (b / (1u64 << 20) as f64, "MiB")
+    } else if b >= 1024.0 {
+        (b / 1024.0, "KiB")
+    } else {
+        (b, "B")
+    };
+    if v >= 10.0 || v.fract() < 0.05 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+pub(super) fn level_name(level: usize) -> String {
+    if level == 1 {
+        "L1d".to_string()
+    } else {
+        format!("L{level}")
+    }
+}
+
+/// Latency with cycles when the clock is known: `4.1 ns (11 cycles)`.
+pub(super) fn ns_cycles(ns: f64, ghz: Option<f64>) -> String {
+    let t = human_ns(ns);
+    match ghz {
+        Some(g) => {
+            let c = ns * g;
+            if c >= 9.95 {
+                format!("{t} ({c:.0} cycles)")
+            } else {
+                format!("{t} ({c:.1} cycles)")
+            }
+        }
+        None => t,
+    }
+}
+
+pub(super) fn finding(text: String, value: f64, unit: &str) -> Finding {
+    Finding {
+        area: "memory".into(),
+        text,
+        value,
+        unit: unit.into(),
+    }
+}
+
+pub(super) fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = latency_findings(ms);
+    out.extend(bandwidth_findings(ms));
+    out.extend(method_findings(ms));
+    out
+}
+
+pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let small = curve(ms, "random");
+    if small.len() < 3 {
+        return out;
+    }
+    let huge = curve(ms, "random_thp");
+    let h = detect::analyse(&small, (huge.len() >= 3).then_some(huge.as_slice()));
+    let ghz = crate::suites::cpu::run_ghz(ms);
+    let sysfs = sysfs_caches(ms);
+    let llc = sysfs.last().map(|c| c.1);
+    let top = small.last().map_or(0, |p| p.size);
+    let caveat = if huge.len() >= 3 {
+        ""
+    } else {
+        " (no huge-page curve: a TLB step may pass for a level)"
+    };
+    let names = name_levels(&h.levels, &sysfs);
+    let memory_ns = h.memory.map(|m| m.ns);
+    for (i, l) in h.levels.iter().enumerate() {
+        let n = names[i];
+        let sys = sysfs.iter().find(|c| usize::from(c.0) == n).map(|c| c.1);
+        let last = sysfs.iter().map(|c| usize::from(c.0)).max() == Some(n);
+        let verdict = match sys {
+            Some(s) => size_verdict(l, s, last),
+            None if sysfs.is_empty() => "sysfs: not known".to_string(),
+            None => "sysfs lists no such level".to_string(),
+        };
+        out.push(finding(
+            format!(
+                "{} ~{} @ {}; {verdict}{}",
+                level_name(n),
+                approx_size(l.size),
+                ns_cycles(l.ns, ghz),
+                if i == 0 { caveat } else { "" }
+            ),
+            l.size as f64,
+            "B",
+        ));
+    }
+    for &(level, size) in sysfs.iter().filter(|c| !names.contains(&usize::from(c.0))) {
+        let n = usize::from(level);
+        // The neighbours the missing level would sit between.
+        let below = names
+            .iter()
+            .zip(&h.levels)
+            .rfind(|(m, _)| **m < n)
+            .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)));
+        let above = names
+            .iter()
+            .zip(&h.levels)
+            .find(|(m, _)| **m > n)
+            .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)))
+            .or_else(|| memory_ns.map(|ns| format!("memory ({})", human_ns(ns))));
+        let why = match (below, above) {
+            _ if top < size / 2 => format!("the curve ends at {}, before it", approx_size(top)),
+            (Some(b), Some(a)) => format!(
+                "no plateau between {b} and {a}; sysfs lists {}, of which too little is usable here to show (shared with other tenants, or partitioned)",
+                approx_size(size)
+            ),
+            (None, Some(a)) => format!("no plateau below {a}; sysfs lists {}", approx_size(size)),
+            _ => format!(
+                "the curve shows no level; sysfs lists {}",
+                approx_size(size)
+            ),
+        };
+        out.push(finding(
+            format!("{} not found: {why}", level_name(n)),
+            size as f64,
+            "B",
+        ));
+    }
+    if let Some(m) = h.memory.filter(|_| !h.levels.is_empty()) {
+        // Whether the top of the curve is a plateau or still the ramp
+        // varies from run to run near the end of a quick sweep: the words
+        // stay the same, the caveat below says how far the curve went.
+        let text = match llc {
+            Some(l) if top < l && h.memory_reached => format!(
+                "last plateau from {} @ {}: the curve ends at {}, inside the {} last-level cache, so memory latency was not reached; use a longer profile",
+                approx_size(m.from),
+                ns_cycles(m.ns, ghz),
+                approx_size(top),
+                approx_size(l)
+            ),
+            Some(l) if top < l * LLC_FACTOR => format!(
+                "memory @ {} from {} on; the curve stops at {}, below 4x the last-level cache",
+                ns_cycles(m.ns, ghz),
+                approx_size(m.from),
+                approx_size(top)
+            ),
+            _ => format!(
+                "memory @ {} from {} on",
+                ns_cycles(m.ns, ghz),
+                approx_size(m.from)
+            ),
+        };
+        out.push(finding(text, m.ns, "ns/op"));
+    }
+    for t in &h.tlb_steps {
+        out.push(finding(
+            format!(
+                "TLB step at ~{} with 4 KiB pages: {} slower than on huge pages just past it (page walks, not a cache level)",
+                approx_size(t.size),
+                fmt_ratio(t.ratio)
+            ),
+            t.ratio,
+            "x",
+        ));
+    }
+    // Page-walk cost at the largest working set measured both ways.
+    let both = small
+        .iter()
+        .rev()
+        .find_map(|s| huge.iter().find(|p| p.size == s.size).map(|p| (s, p)));
+    if let Some(reach) = tlb_reach(&small, &huge) {
+        out.push(finding(
+            format!(
+                "TLB reach with 4 KiB pages: ~{} (the largest working set where 4 KiB pages are as fast as huge pages); past it a load pays a page walk",
+                approx_size(reach)
+            ),
+            reach as f64,
+            "B",
+        ));
+    }
+    if let Some((s, p)) = both {
+        out.push(finding(
+            format!(
+                "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
+                approx_size(s.size),
+                crate::units::human_ns((s.ns - p.ns).max(0.0))
+            ),
+            (s.ns - p.ns).max(0.0),
+            "ns/op",
+        ));
+        out.push(finding(
+            format!(
+                "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
+                approx_size(s.size),
+                human_ns(s.ns),
+                human_ns(p.ns),
+                fmt_ratio(s.ns / p.ns)
+            ),
+            s.ns / p.ns,
+            "x",
+        ));
+    }
+    // What the prefetcher hides: sequential vs random at the largest common size.
+    let stride = curve(ms, "stride");
+    let common = small
+        .iter()
+        .rev()
+        .find_map(|r| stride.iter().find(|p| p.size == r.size).map(|p| (r, p)));
+    if let Some((r, p)) = common {
+        out.push(finding(
+            format!(
+                "at {} a sequential 64-byte stride takes {} per load, random order {} ({} slower): the prefetcher hides the cliffs",
+                approx_size(r.size),
+                human_ns(p.ns),
+                human_ns(r.ns),
+                fmt_ratio(r.ns / p.ns)
+            ),
+            r.ns / p.ns,
+            "x",
+        ));
+    }
+    out
+}
+
+/// The level number (1 = L1d) of each detected level: matched in order
+/// to the levels sysfs lists, so that a level the curve does not show is
+/// skipped rather than its name given to the next one. A detected level
+/// costs the log of its distance to the sysfs size it takes (a last level
+/// smaller than sysfs only a quarter of that: a shared cache), a level
+/// left unmatched on either side costs a factor of four.
+pub fn name_levels(levels: &[detect::Level], sysfs: &[(u8, u64)]) -> Vec<usize> {
+    if sysfs.is_empty() {
+        return (1..=levels.len()).collect();
+    }
+    let skip = 4f64.ln();
+    let last = sysfs.len() - 1;
+    let cost = |d: &detect::Level, k: usize| {
+        let r = (d.size.max(1) as f64 / sysfs[k].1.max(1) as f64).ln();
+        if k == last && r < 0.0 {
+            -r / 4.0
+        } else {
+            r.abs()
+        }
+    };
+    // best[i][k]: the cheapest match of the first i levels with the first
+    // k sysfs levels; the choice made, to walk back.
+    let (n, m) = (levels.len(), sysfs.len());
+    let mut best = vec![vec![f64::INFINITY; m + 1]; n + 1];
+    let mut step = vec![vec![0u8; m + 1]; n + 1];
+    best[0][0] = 0.0;
+    for i in 0..=n {
+        for k in 0..=m {
+            let here = best[i][k];
+            if !here.is_finite() {
+                continue;
+            }
+            if i < n && k < m && here + cost(&levels[i], k) < best[i + 1][k + 1] {
+                best[i + 1][k + 1] = here + cost(&levels[i], k);
+                step[i + 1][k + 1] = 1;
+            }
+            if k < m && here + skip < best[i][k + 1] {
+                best[i][k + 1] = here + skip;
+                step[i][k + 1] = 2;
+            }
+            if i < n && here + skip < best[i + 1][k] {
+                best[i + 1][k] = here + skip;
+                step[i + 1][k] = 3;
+            }
+        }
+    }
+    let mut out = vec![0usize; n];
+    let (mut i, mut k) = (n, m);
+    // Levels sysfs does not list are numbered on from the one below.
+    let mut extra: Vec<usize> = Vec::new();
+    while i > 0 || k > 0 {
+        match step[i][k] {
+            1 => {
+                out[i - 1] = usize::from(sysfs[k - 1].0);
+                i -= 1;
+                k -= 1;
+            }
+            2 => k -= 1,
+            _ => {
+                extra.push(i - 1);
+                i -= 1;
+            }
+        }
+    }
+    for e in extra.into_iter().rev() {
+        let below = out[..e].iter().copied().max().unwrap_or(0);
+        let mut n = below + 1;
+        while out.contains(&n) || sysfs.iter().any(|c| usize::from(c.0) == n) {
+            n += 1;
+        }
+        out[e] = n;
+    }
+    out
+}
+
+/// What sysfs's size `s` says next to a detected level, decided on the
+/// level's interval (the sizes clearly below and above its step), so that
+/// repeated runs say the same words: it agrees when the interval comes
+/// within [`SIZE_AGREES`] of `s`; the last level may be smaller than
+/// sysfs (a cache shared with other tenants); else the curve contradicts.
+pub fn size_verdict(l: &detect::Level, s: u64, last: bool) -> String {
+    let (lo, hi) = (l.size_lo.min(l.size) as f64, l.size_hi.max(l.size) as f64);
+    let sf = s as f64;
+    if hi * SIZE_AGREES >= sf && lo <= sf * SIZE_AGREES {
+        format!("sysfs: {}", approx_size(s))
+    } else if last && hi < sf {
+        format!(
+            "sysfs: {}, of which about {} is usable here (the step to memory is at {}-{}: shared with other tenants or partitioned)",
+            approx_size(s),
+            approx_size(l.size),
+            approx_size(l.size_lo),
+            approx_size(l.size_hi)
+        )
+    } else {
+        let r = l.size.max(s) as f64 / l.size.min(s).max(1) as f64;
+        format!(
+            "sysfs: {}, which the curve contradicts ({} apart)",
+            approx_size(s),
+            fmt_ratio(r)
+        )
+    }
+}
+
+/// A detected size agrees with sysfs within this factor.
+pub const SIZE_AGREES: f64 = 1.25;
+
+/// The largest working set measured on both curves before which 4 KiB
+/// pages are never [`detect::MIN_TLB_STEP`] slower than huge pages.
+pub fn tlb_reach(small: &[detect::Point], huge: &[detect::Point]) -> Option<u64> {
+    let mut reach = None;
+    for h in huge {
+        let Some(s) = small.iter().find(|p| p.size == h.size) else {
+            continue;
+        };
+        if s.ns / h.ns >= detect::MIN_TLB_STEP {
+            return reach;
+        }
+        reach = Some(h.size);
+    }
+    None
+}
+
+pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
+    use crate::units::human;
+    let mut out = Vec::new();
+    for kernel in [
+        Kernel::Read,
+        Kernel::Write,
+        Kernel::Copy,
+        Kernel::StreamTriad,
+    ] {
+        let one = crate::suites::get(ms, &bandwidth_id(kernel, false));
+        let all = crate::suites::get(ms, &bandwidth_id(kernel, true));
+        let (Some(one), Some(all)) = (one, all) else {
+            continue;
+        };
+        let threads = all
+            .details
+            .as_ref()
+            .and_then(|d| d.get("threads")?.as_u64())
+            .unwrap_or(0);
+        let dynamic = crate::suites::median_of(
+            ms,
+            &format!("memory.bandwidth.{}/threads=all_dynamic", kernel.name()),
+        )
+        .map(|d| format!(", {} with blocks handed out dynamically", human(d, "B/s")))
+        .unwrap_or_default();
+        out.push(finding(
+            format!(
+                "{} bandwidth: {} on one thread, {} on {threads} threads in fixed slices{dynamic} ({}; {} accounting)",
+                kernel.name(),
+                human(one.median, "B/s"),
+                human(all.median, "B/s"),
+                fmt_ratio(all.median / one.median),
+                kernel.accounting()
+            ),
+            all.median / one.median,
+            "x",
+        ));
+    }
+    let memory = crate::suites::median_of(ms, &bandwidth_id(Kernel::Copy, false));
+    let cached: Vec<(String, f64)> = CACHED_COPY_SIZES
+        .iter()
+        .filter_map(|&s| {
+            let m = crate::suites::get(ms, &cached_copy_id(s))?;
+            let fits = m.param("fits").filter(|f| f != "null");
+            Some((
+                format!(
+                    "{}{} {}",
+                    approx_size(s),
+                    fits.map(|f| format!(" ({f})")).unwrap_or_default(),
+                    human(m.median, "B/s")
+                ),
+                m.median,
+            ))
+        })
+        .collect();
+    if let (Some(mem), Some(best)) = (memory, cached.iter().map(|c| c.1).max_by(f64::total_cmp)) {
+        out.push(finding(
+            format!(
+                "memcpy within caches: {}; from memory {} ({} slower than the fastest)",
+                cached
+                    .iter()
+                    .map(|c| c.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                human(mem, "B/s"),
+                fmt_ratio(best / mem)
+            ),
+            best / mem,
+            "x",
+        ));
+    }
+    out
+}
+
+/// The methods of each operation ranked into tiers (the machine's
+/// bandwidth is the top tier's), and where glibc's default stands against
+/// the top: every word decided by the results' intervals.
+pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
+    use crate::harness::claims::{Est, Verdict, compare, rank, tiers_text};
+    use crate::units::human;
+    let mut out = Vec::new();
+    for op in [Op::Read, Op::Write, Op::Copy] {
+        let plain_id = format!("memory.bandwidth.{}/threads=1", op.name());
+        let plain_name = match op {
+            Op::Copy => "memcpy in 32 MiB calls",
+            _ => "a plain loop",
+        };
+        let mut all: Vec<(&str, Est)> = op
+            .methods()
+            .iter()
+            .filter_map(|&m| {
+                let r = crate::suites::get(ms, &methods::method_id(op, m))?;
+                Some((m.name(op), Est::of(r)))
+            })
+            .collect();
+        if let Some(p) = crate::suites::get(ms, &plain_id) {
+            all.push((plain_name, Est::of(p)));
+        }
+        all.retain(|c| c.1.value.is_finite() && c.1.value > 0.0);
+        if all.len() < 2 {
+            continue;
+        }
+        let names: Vec<&str> = all.iter().map(|c| c.0).collect();
+        let ests: Vec<Est> = all.iter().map(|c| c.1).collect();
+        let tiers = rank(&ests);
+        let top = ests[tiers.leaders[0]];
+        let glibc: Vec<String> = match op {
+            Op::Read => Vec::new(),
+            _ => [(Method::GlibcAbove, "above"), (Method::GlibcBelow, "below")]
+                .iter()
+                .filter_map(|&(m, side)| {
+                    let (_, e) = all.iter().find(|c| c.0 == m.name(op))?;
+                    let stands = match compare(e, &top) {
+                        Verdict::Tie(_) => "as fast as the top tier".to_string(),
+                        Verdict::Worse(r) => format!("{} slower than the top tier", r.text()),
+                        Verdict::Better(r) => format!("{} faster than the top tier", r.text()),
+                    };
+                    Some(format!(
+                        "glibc {} {side} its non-temporal threshold: {} ({stands})",
+                        if op == Op::Copy { "memcpy" } else { "memset" },
+                        human(e.value, "B/s"),
+                    ))
+                })
+                .collect(),
+        };
+        out.push(Finding {
+            area: "memory".into(),
+            text: format!(
+                "the machine's {} bandwidth (one thread): {} ({}){}{}",
+                op.name(),
+                human(top.value, "B/s"),
+                tiers_text(&names, &ests, "fastest"),
+                if glibc.is_empty() { "" } else { "; " },
+                glibc.join("; ")
+            ),
+            value: top.value,
+            unit: "B/s".into(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bw(id: &str, v: f64, rel: f64) -> Measurement {
+        let mut m = Measurement::point(id, "B/s", v);
+        m.ci_low = v * (1.0 - rel);
+        m.ci_high = v * (1.0 + rel);
+        m
+    }
+
+    #[test]
+    fn findings_rank_methods_in_tiers_and_place_glibc_by_interval() {
+        let ms = vec![
+            bw(&methods::method_id(Op::Copy, Method::Avx2), 20e9, 0.03),
+            bw(&methods::method_id(Op::Copy, Method::Avx2Nt), 10e9, 0.03),
+            bw(
+                &methods::method_id(Op::Copy, Method::RepString),
+                20.3e9,
+                0.03,
+            ),
+            bw(
+                &methods::method_id(Op::Copy, Method::GlibcAbove),
+                10.1e9,
+                0.03,
+            ),
+            bw(
+                &methods::method_id(Op::Copy, Method::GlibcBelow),
+                19.8e9,
+                0.03,
+            ),
+        ];
+        let f = method_findings(&ms);
+        assert_eq!(f.len(), 1);
+        let t = &f[0].text;
+        assert!(
+            t.contains(
+                "fastest: glibc_below_threshold, rep_movsb and avx2, within noise of each other; then glibc_above_threshold and avx2_nt, within noise of each other ("
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("glibc memcpy below its non-temporal threshold: "),
+            "{t}"
+        );
+        assert!(t.contains("(as fast as the top tier)"), "{t}");
+        assert!(t.contains("slower than the top tier)"), "{t}");
+        // Swapping the tied members' point estimates changes no word.
+        let mut swapped = ms.clone();
+        swapped[0] = bw(&methods::method_id(Op::Copy, Method::Avx2), 20.3e9, 0.03);
+        swapped[2] = bw(&methods::method_id(Op::Copy, Method::RepString), 20e9, 0.03);
+        let words = |s: &str| {
+            s.chars()
+                .filter(|c| !c.is_ascii_digit() && *c != '.')
+                .collect::<String>()
+        };
+        assert_eq!(words(&method_findings(&swapped)[0].text), words(t));
+    }
+
+    #[test]
+    fn the_finding_names_the_best_method_and_glibcs_distance() {
+        let m = |id: String, v: f64| Measurement::point(&id, "B/s", v);
+        let ms = vec![
+            m(methods::method_id(Op::Copy, Method::GlibcAbove), 10e9),
+            m(methods::method_id(Op::Copy, Method::GlibcBelow), 6e9),
+            m(methods::method_id(Op::Copy, Method::Avx2Nt), 12e9),
+            m("memory.bandwidth.copy/threads=1".into(), 7e9),
+        ];
+        let f = method_findings(&ms);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].text.contains("copy bandwidth") && f[0].text.contains("avx2_nt"),
+            "{}",
+            f[0].text
+        );
+        assert!(
+            f[0].text.contains("above") && f[0].text.contains("below"),
+            "{}",
+            f[0].text
+        );
+        assert_eq!(f[0].value, 12e9);
+    }
+}
