@@ -548,13 +548,46 @@ pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Es
 }
 
 /// The fast end of a measurement with its interval: the 5th percentile of
-/// its samples for a time, the 95th for a rate. For properties of the
-/// hardware (cycles per instruction, a cipher's speed) on a shared
-/// machine, where interference only ever slows a sample down, this is
-/// the estimate that does not move with the neighbours' load.
+/// its samples as measured ([`measured_samples`]) for a time, the 95th
+/// for a rate. For properties of the hardware (cycles per instruction, a
+/// cipher's speed) on a shared machine, where interference only ever
+/// slows a sample down, this is the estimate that does not move with the
+/// neighbours' load.
 pub fn fast_end(m: &Measurement) -> Option<Est> {
     let hib = m.higher_is_better();
-    quantile_est(&m.samples, if hib { 0.95 } else { 0.05 }, hib)
+    quantile_est(&measured_samples(m), if hib { 0.95 } else { 0.05 }, hib)
+}
+
+/// The samples of a measurement as they were measured: a slow round kept
+/// in the estimate had its samples brought to the machine's fast phase
+/// (`phase_factor`), a model that can overshoot (a benchmark that did not
+/// slow down with the canary comes out faster than it ever ran); the fast
+/// end needs no model, so the correction is undone. The samples as stored
+/// when the rounds do not account for them.
+pub fn measured_samples(m: &Measurement) -> Vec<f64> {
+    let used: Vec<&super::Round> = m.rounds.iter().filter(|r| r.used).collect();
+    if used.iter().map(|r| r.n).sum::<usize>() != m.samples.len()
+        || used.iter().all(|r| r.phase_factor.is_none())
+    {
+        return m.samples.clone();
+    }
+    let hib = m.higher_is_better();
+    let mut out = Vec::with_capacity(m.samples.len());
+    let mut at = 0;
+    for r in used {
+        let f = r
+            .phase_factor
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .unwrap_or(1.0);
+        // A corrected time was divided by f, a corrected rate multiplied.
+        out.extend(
+            m.samples[at..at + r.n]
+                .iter()
+                .map(|v| if hib { v / f } else { v * f }),
+        );
+        at += r.n;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -776,5 +809,49 @@ mod tests {
         v.extend([3.0, 3.1, 3.2]);
         let e = quantile_est(&v, 0.05, false).unwrap();
         assert_eq!((e.value, e.low, e.high), (1.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn the_fast_end_undoes_a_phase_correction() {
+        // A rate measured at 100 in three rounds; the first round was called
+        // slow and its samples raised by 1.3 although the benchmark never
+        // slowed down: as measured, every sample is 100.
+        let mut m = Measurement::point("a.b", "ops/s", 100.0);
+        m.samples = vec![130.0, 130.0, 100.0, 100.0, 100.0, 100.0];
+        m.rounds = (0..3)
+            .map(|i| super::super::Round {
+                n: 2,
+                used: true,
+                slow: i == 0,
+                phase_factor: (i == 0).then_some(1.3),
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(measured_samples(&m), vec![100.0; 6]);
+        let e = fast_end(&m).unwrap();
+        assert!(
+            (e.value - 100.0).abs() < 1e-9 && (e.high - 100.0).abs() < 1e-9,
+            "{e:?}"
+        );
+        // A time: the corrected samples were divided by the factor.
+        let mut t = Measurement::point("a.c", "ns/op", 10.0);
+        t.samples = vec![10.0, 20.0];
+        t.rounds = vec![
+            super::super::Round {
+                n: 1,
+                used: true,
+                phase_factor: Some(2.0),
+                ..Default::default()
+            },
+            super::super::Round {
+                n: 1,
+                used: true,
+                ..Default::default()
+            },
+        ];
+        assert_eq!(measured_samples(&t), vec![20.0, 20.0]);
+        // Rounds that do not account for the samples leave them as stored.
+        t.rounds.pop();
+        assert_eq!(measured_samples(&t), vec![10.0, 20.0]);
     }
 }
