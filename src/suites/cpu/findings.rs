@@ -164,8 +164,8 @@ fn float_vs_int(ms: &[Measurement]) -> Vec<Finding> {
             "cpu",
             format!(
                 "{name}: {verdict} in a dependent chain (fastest 5%: f64 {name} {:.2} ns, i64 {name} {:.2} ns){thr}",
-                fast_ns_per_op(f),
-                fast_ns_per_op(i),
+                fe.value,
+                ie.value,
                 name = op.name()
             ),
             r,
@@ -175,14 +175,15 @@ fn float_vs_int(ms: &[Measurement]) -> Vec<Finding> {
 }
 
 /// The misprediction penalty: half of the random branches mispredict, so
-/// the difference per branch (fast ends) is half a penalty. Whether there
+/// the difference per branch (fast ends, [`est`]) is half a penalty. Whether there
 /// is a penalty at all is decided by the fast ends' intervals.
 fn branch(ms: &[Measurement], ghz: Option<f64>) -> Option<Finding> {
     let (p, u) = (get(ms, BRANCH_PREDICTABLE)?, get(ms, BRANCH_UNPREDICTABLE)?);
-    let (u_ns, p_ns) = (fast_ns_per_op(u), fast_ns_per_op(p));
+    let (pe, ue) = (est(p), est(u));
+    let (u_ns, p_ns) = (ue.value, pe.value);
     let ns = (u_ns - p_ns) * 2.0;
     let figures = format!("{u_ns:.2} ns per random branch vs {p_ns:.2} ns predicted");
-    let text = match compare(&est(p), &est(u)) {
+    let text = match compare(&pe, &ue) {
         Verdict::Better(_) => match ghz {
             Some(g) => format!(
                 "branch misprediction ≈ {} cycles ({ns:.1} ns): {figures}",
