@@ -496,6 +496,100 @@ pub fn bimodal_per_op(m: &Measurement) -> bool {
     m.per_op.as_ref().is_some_and(|p| p.bimodal)
 }
 
+/// A quantile of `values` with a distribution-free 95% interval: the
+/// order statistics that bracket the true quantile with 95% confidence
+/// (binomial ranks; the normal approximation beyond 1000 values). With
+/// too few values for a side, that side is the extreme value (the
+/// interval is then honest about how little is known, not exact).
+/// `None` for no finite positive value.
+pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Est> {
+    let mut s: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    let q = q.clamp(0.0, 1.0);
+    // 1-based ranks l and u with P(X < l) <= 2.5% and P(X < u) >= 97.5%,
+    // X ~ Binomial(n, q) the count of values below the true quantile.
+    let (l, u) = if n > 1000 {
+        let (m, sd) = (n as f64 * q, (n as f64 * q * (1.0 - q)).sqrt());
+        (
+            (m - Z95 * sd).floor() as i64,
+            (m + Z95 * sd).ceil() as i64 + 1,
+        )
+    } else {
+        let mut cdf = Vec::with_capacity(n + 1);
+        let mut pmf = (1.0 - q).powi(n as i32);
+        let mut acc = 0.0;
+        for k in 0..=n {
+            acc += pmf;
+            cdf.push(acc);
+            if q < 1.0 {
+                pmf *= (n - k) as f64 / (k + 1) as f64 * q / (1.0 - q);
+            }
+        }
+        // cdf[k] = P(X <= k); P(X < j) = cdf[j - 1].
+        let l = (1..=n).rev().find(|&j| cdf[j - 1] <= 0.025).unwrap_or(0) as i64;
+        let u = (1..=n).find(|&k| cdf[k - 1] >= 0.975).unwrap_or(n + 1) as i64;
+        (l, u)
+    };
+    let at = |r: i64| s[(r.clamp(1, n as i64) - 1) as usize];
+    Some(Est::new(
+        quantile_sorted(&s, q),
+        at(l),
+        at(u),
+        higher_is_better,
+    ))
+}
+
+/// The fast end of a measurement with its interval: the 5th percentile of
+/// its samples as measured ([`measured_samples`]) for a time, the 95th
+/// for a rate. For properties of the hardware (cycles per instruction, a
+/// cipher's speed) on a shared machine, where interference only ever
+/// slows a sample down, this is the estimate that does not move with the
+/// neighbours' load.
+pub fn fast_end(m: &Measurement) -> Option<Est> {
+    let hib = m.higher_is_better();
+    quantile_est(&measured_samples(m), if hib { 0.95 } else { 0.05 }, hib)
+}
+
+/// The samples of a measurement as they were measured: a slow round kept
+/// in the estimate had its samples brought to the machine's fast phase
+/// (`phase_factor`), a model that can overshoot (a benchmark that did not
+/// slow down with the canary comes out faster than it ever ran); the fast
+/// end needs no model, so the correction is undone. The samples as stored
+/// when the rounds do not account for them.
+pub fn measured_samples(m: &Measurement) -> Vec<f64> {
+    let used: Vec<&super::Round> = m.rounds.iter().filter(|r| r.used).collect();
+    if used.iter().map(|r| r.n).sum::<usize>() != m.samples.len()
+        || used.iter().all(|r| r.phase_factor.is_none())
+    {
+        return m.samples.clone();
+    }
+    let hib = m.higher_is_better();
+    let mut out = Vec::with_capacity(m.samples.len());
+    let mut at = 0;
+    for r in used {
+        let f = r
+            .phase_factor
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .unwrap_or(1.0);
+        // A corrected time was divided by f, a corrected rate multiplied.
+        out.extend(
+            m.samples[at..at + r.n]
+                .iter()
+                .map(|v| if hib { v / f } else { v * f }),
+        );
+        at += r.n;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -678,5 +772,86 @@ mod tests {
         assert_eq!(join_names(&["a"]), "a");
         assert_eq!(join_names(&["a", "b"]), "a and b");
         assert_eq!(join_names(&["a", "b", "c"]), "a, b and c");
+    }
+
+    #[test]
+    fn a_quantile_interval_brackets_its_quantile_by_binomial_ranks() {
+        // 15 values 1..=15: the 5th percentile's interval runs from the
+        // smallest (too few values for a lower rank) to the 4th.
+        let v: Vec<f64> = (1..=15).map(f64::from).collect();
+        let e = quantile_est(&v, 0.05, false).expect("values");
+        assert_eq!((e.low, e.high), (1.0, 4.0), "{e:?}");
+        assert!((e.value - 1.7).abs() < 1e-9, "{e:?}");
+        // The median of 100: ranks 40 and 61 (the textbook pair).
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        let e = quantile_est(&v, 0.5, false).unwrap();
+        assert_eq!((e.low, e.high), (40.0, 61.0), "{e:?}");
+        // A rate's fast end is its 95th percentile, higher being better.
+        let e = quantile_est(&v, 0.95, true).unwrap();
+        assert!(e.higher_is_better && e.low < e.value && e.value <= e.high);
+        assert!(e.high <= 100.0 && e.low >= 88.0, "{e:?}");
+        // Large samples use the normal ranks and stay ordered.
+        let v: Vec<f64> = (1..=5000).map(f64::from).collect();
+        let e = quantile_est(&v, 0.05, false).unwrap();
+        assert!(
+            e.low < e.value && e.value < e.high && e.high - e.low < 80.0,
+            "{e:?}"
+        );
+        assert!(quantile_est(&[], 0.5, false).is_none());
+        assert!(quantile_est(&[f64::NAN, -1.0], 0.5, false).is_none());
+    }
+
+    #[test]
+    fn the_fast_end_ignores_a_slow_phase() {
+        // Twelve fast samples and three slowed by a neighbour: the fast
+        // end and its interval stay on the fast level.
+        let mut v = vec![1.0; 12];
+        v.extend([3.0, 3.1, 3.2]);
+        let e = quantile_est(&v, 0.05, false).unwrap();
+        assert_eq!((e.value, e.low, e.high), (1.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn the_fast_end_undoes_a_phase_correction() {
+        // A rate measured at 100 in three rounds; the first round was called
+        // slow and its samples raised by 1.3 although the benchmark never
+        // slowed down: as measured, every sample is 100.
+        let mut m = Measurement::point("a.b", "ops/s", 100.0);
+        m.samples = vec![130.0, 130.0, 100.0, 100.0, 100.0, 100.0];
+        m.rounds = (0..3)
+            .map(|i| super::super::Round {
+                n: 2,
+                used: true,
+                slow: i == 0,
+                phase_factor: (i == 0).then_some(1.3),
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(measured_samples(&m), vec![100.0; 6]);
+        let e = fast_end(&m).unwrap();
+        assert!(
+            (e.value - 100.0).abs() < 1e-9 && (e.high - 100.0).abs() < 1e-9,
+            "{e:?}"
+        );
+        // A time: the corrected samples were divided by the factor.
+        let mut t = Measurement::point("a.c", "ns/op", 10.0);
+        t.samples = vec![10.0, 20.0];
+        t.rounds = vec![
+            super::super::Round {
+                n: 1,
+                used: true,
+                phase_factor: Some(2.0),
+                ..Default::default()
+            },
+            super::super::Round {
+                n: 1,
+                used: true,
+                ..Default::default()
+            },
+        ];
+        assert_eq!(measured_samples(&t), vec![20.0, 20.0]);
+        // Rounds that do not account for the samples leave them as stored.
+        t.rounds.pop();
+        assert_eq!(measured_samples(&t), vec![10.0, 20.0]);
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod chains;
 pub mod counters;
+mod findings;
 
 use std::hint::black_box;
 use std::sync::OnceLock;
@@ -17,11 +18,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::undisturbed::Undisturbed;
-use super::{FnBench, Suite, get, ratio_finding};
+use super::{FnBench, Suite, get};
 use crate::harness::warnings::Warning;
-use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
+use crate::harness::{Bench, Ctx, Measurement, PrepareError, Timed, Unit};
 use crate::host::Host;
-use crate::units::fmt_ratio;
 use chains::{BRANCH_DATA, Op, Ty};
 use counters::Counters;
 
@@ -66,7 +66,7 @@ pub fn suite() -> Suite {
         name: "cpu",
         summary: "cycles per add/mul/div/fma on i32/i64/f32/f64, effective clock, branch misprediction",
         benches,
-        findings,
+        findings: findings::findings,
     }
 }
 
@@ -312,156 +312,6 @@ pub fn run_ghz(ms: &[Measurement]) -> Option<f64> {
         .find(|g| g.is_finite() && *g > 0.0)
 }
 
-/// Cycles per operation of `m`: counted where counters ran, else time x clock.
-fn cycles(m: &Measurement, ghz: Option<f64>) -> Option<f64> {
-    let counted = m
-        .details
-        .as_ref()
-        .and_then(|d| d.get("cycles_per_op")?.as_f64());
-    counted.or_else(|| Some(fast_ns_per_op(m) * ghz?))
-}
-
-fn fmt_cycles(c: f64) -> String {
-    if c >= 9.95 {
-        format!("{c:.0}")
-    } else {
-        format!("{c:.1}")
-    }
-}
-
-fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let ghz = run_ghz(ms);
-    if let (Some(m), Some(g)) = (get(ms, CLOCK_ID), ghz) {
-        let counters = m
-            .details
-            .as_ref()
-            .and_then(|d| d.get("counters")?.as_str().map(str::to_string))
-            .unwrap_or_default();
-        out.push(Finding {
-            area: "cpu".into(),
-            text: format!(
-                "effective clock {g:.2} GHz (dependent single-cycle adds; cycle figures use each result's fastest 5%: interference only adds time){}",
-                if counters.starts_with("unavailable") {
-                    "; no hardware counters, so cycles are time x this clock"
-                } else {
-                    ""
-                }
-            ),
-            value: g * 1e9,
-            unit: "Hz".into(),
-        });
-    }
-    for ty in Ty::ALL {
-        let lat = |op: Op| get(ms, &chain_id(op, ty, true)).and_then(|m| cycles(m, ghz));
-        let thr = |op: Op| {
-            get(ms, &chain_id(op, ty, false))
-                .and_then(|m| cycles(m, ghz))
-                .map(|c| 1.0 / c)
-        };
-        let Some(div) = lat(Op::Div) else { continue };
-        let others: Vec<String> = [Op::Add, Op::Mul, Op::Fma]
-            .into_iter()
-            .filter_map(|op| Some(format!("{} {}", op.name(), fmt_cycles(lat(op)?))))
-            .collect();
-        let per_cycle: Vec<String> = Op::ALL
-            .into_iter()
-            .filter_map(|op| Some(format!("{} {:.2}", op.name(), thr(op)?)))
-            .collect();
-        out.push(Finding {
-            area: "cpu".into(),
-            text: format!(
-                "{} div = {} cycles latency; {}{}",
-                ty.name(),
-                fmt_cycles(div),
-                if others.is_empty() {
-                    String::new()
-                } else {
-                    format!("{} cycles", others.join(", "))
-                },
-                if per_cycle.is_empty() {
-                    String::new()
-                } else {
-                    format!("; throughput per cycle: {}", per_cycle.join(", "))
-                }
-            ),
-            value: div,
-            unit: "cycles".into(),
-        });
-    }
-    out.extend(float_vs_int(ms));
-    if let (Some(p), Some(u)) = (get(ms, BRANCH_PREDICTABLE), get(ms, BRANCH_UNPREDICTABLE)) {
-        // Half of the random branches mispredict: the difference per branch is half a penalty.
-        let (u_ns, p_ns) = (fast_ns_per_op(u), fast_ns_per_op(p));
-        let ns = (u_ns - p_ns) * 2.0;
-        let text = match ghz {
-            Some(g) => format!(
-                "branch misprediction ≈ {} cycles ({:.1} ns): {:.2} ns per random branch vs {:.2} ns predicted",
-                fmt_cycles(ns * g),
-                ns,
-                u_ns,
-                p_ns
-            ),
-            None => format!(
-                "branch misprediction ≈ {ns:.1} ns: {u_ns:.2} ns per random branch vs {p_ns:.2} ns predicted"
-            ),
-        };
-        out.push(Finding {
-            area: "cpu".into(),
-            text,
-            value: ghz.map_or(ns, |g| ns * g),
-            unit: if ghz.is_some() { "cycles" } else { "ns" }.into(),
-        });
-    }
-    out
-}
-
-/// Ratios closer to 1 than this are called the same speed.
-const SAME_SPEED: f64 = 0.05;
-
-/// The seeds' "float is N× slower on this board": per operation both types
-/// have (add, mul, div), the time of an f64 operation over an i64 one, in a
-/// dependent chain (latency) and independent (throughput), fast ends as above.
-fn float_vs_int(ms: &[Measurement]) -> Vec<Finding> {
-    let ns = |op: Op, ty: Ty, latency: bool| {
-        get(ms, &chain_id(op, ty, latency))
-            .map(fast_ns_per_op)
-            .filter(|v| v.is_finite() && *v > 0.0)
-    };
-    let mut out = Vec::new();
-    for op in [Op::Add, Op::Mul, Op::Div] {
-        let (Some(f), Some(i)) = (ns(op, Ty::F64, true), ns(op, Ty::I64, true)) else {
-            continue;
-        };
-        let r = f / i;
-        let verdict = if (r - 1.0).abs() < SAME_SPEED {
-            format!("float and int cost the same ({})", fmt_ratio(r))
-        } else if r > 1.0 {
-            format!("float is {} slower than int", fmt_ratio(r))
-        } else {
-            format!("float is {} faster than int", fmt_ratio(1.0 / r))
-        };
-        let thr = match (ns(op, Ty::F64, false), ns(op, Ty::I64, false)) {
-            (Some(ft), Some(it)) => format!(
-                "; independent operations: f64 {} the time of i64",
-                fmt_ratio(ft / it)
-            ),
-            _ => String::new(),
-        };
-        out.push(ratio_finding(
-            "cpu",
-            format!(
-                "{name}: {verdict} here (f64 {name} {:.2} ns vs i64 {name} {:.2} ns in a dependent chain){thr}",
-                f,
-                i,
-                name = op.name()
-            ),
-            r,
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,88 +322,6 @@ mod tests {
         assert_eq!(primes_by_trial_division(10), 3);
         assert_eq!(primes_by_trial_division(8), 3);
         assert_eq!(primes_by_trial_division(10_000), 1228);
-    }
-
-    fn m(id: &str, unit: &str, median: f64) -> Measurement {
-        Measurement {
-            details: Some(json!({"counters": "unavailable: test"})),
-            ..Measurement::point(id, unit, median)
-        }
-    }
-
-    #[test]
-    fn float_vs_int_gives_a_verdict_per_operation() {
-        let ms = vec![
-            m("cpu.mul.f64.latency", "ns/op", 2.0),
-            m("cpu.mul.i64.latency", "ns/op", 1.0),
-            m("cpu.mul.f64.throughput", "ops/s", 1e9),
-            m("cpu.mul.i64.throughput", "ops/s", 2e9),
-            m("cpu.div.f64.latency", "ns/op", 4.0),
-            m("cpu.div.i64.latency", "ns/op", 10.0),
-            m("cpu.add.f64.latency", "ns/op", 1.0),
-        ];
-        let f = float_vs_int(&ms);
-        assert_eq!(f.len(), 2, "add lacks i64: no verdict");
-        let mul = f.iter().find(|f| f.text.starts_with("mul")).unwrap();
-        assert_eq!((mul.value, mul.unit.as_str()), (2.0, "x"));
-        assert!(mul.text.contains("float is 2.00× slower"), "{}", mul.text);
-        assert!(mul.text.contains("independent operations"), "{}", mul.text);
-        let div = f.iter().find(|f| f.text.starts_with("div")).unwrap();
-        assert!(div.text.contains("float is 2.50× faster"), "{}", div.text);
-        let same = float_vs_int(&[
-            m("cpu.add.f64.latency", "ns/op", 1.01),
-            m("cpu.add.i64.latency", "ns/op", 1.0),
-        ]);
-        assert!(
-            same[0].text.contains("cost the same (1.01×)"),
-            "{}",
-            same[0].text
-        );
-        assert!(findings(&ms).iter().any(|x| x == mul));
-    }
-
-    #[test]
-    fn findings_turn_times_into_cycles_with_the_measured_clock() {
-        let ms = vec![
-            m(CLOCK_ID, "ops/s", 2.0e9),
-            m("cpu.div.f64.latency", "ns/op", 7.0),
-            m("cpu.add.f64.latency", "ns/op", 1.5),
-            m("cpu.div.f64.throughput", "ops/s", 0.4e9),
-            m("cpu.branch.predictable", "ns/op", 0.5),
-            m("cpu.branch.unpredictable", "ns/op", 4.5),
-        ];
-        let f = findings(&ms);
-        let clock = f.iter().find(|f| f.unit == "Hz").unwrap();
-        assert_eq!(clock.value, 2.0e9);
-        assert!(clock.text.contains("2.00 GHz") && clock.text.contains("no hardware counters"));
-        let div = f.iter().find(|f| f.text.starts_with("f64 div")).unwrap();
-        assert_eq!(div.value, 14.0);
-        assert!(div.text.contains("add 3.0"), "{}", div.text);
-        assert!(div.text.contains("div 0.20"), "{}", div.text);
-        let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
-        assert_eq!(br.value, 16.0);
-        assert_eq!(br.unit, "cycles");
-    }
-
-    #[test]
-    fn without_a_clock_findings_stay_in_nanoseconds_or_are_left_out() {
-        let ms = vec![
-            m("cpu.div.f64.latency", "ns/op", 7.0),
-            m("cpu.branch.predictable", "ns/op", 0.5),
-            m("cpu.branch.unpredictable", "ns/op", 4.5),
-        ];
-        let f = findings(&ms);
-        assert!(f.iter().all(|f| !f.text.starts_with("f64 div")));
-        let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
-        assert_eq!((br.value, br.unit.as_str()), (8.0, "ns"));
-        assert!(findings(&[]).is_empty());
-    }
-
-    #[test]
-    fn cycle_counts_round_to_a_sensible_precision() {
-        assert_eq!(fmt_cycles(3.04), "3.0");
-        assert_eq!(fmt_cycles(9.96), "10");
-        assert_eq!(fmt_cycles(13.4), "13");
     }
 
     #[test]

@@ -8,17 +8,18 @@
 //! the path the crate takes on this CPU and records in the parameters
 //! whether the instructions were there.
 
+mod findings;
+
 use std::hint::black_box;
 
 use aes_gcm::aead::{AeadInOut, KeyInit};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use sha2::{Digest, Sha256};
 
-use super::{FnBench, Looped, Suite, get};
+use super::{FnBench, Looped, Suite};
 use crate::harness::warnings::Warning;
-use crate::harness::{Bench, Ctx, Finding, Measurement, Unit};
+use crate::harness::{Bench, Ctx, Unit};
 use crate::host::Host;
-use crate::units::fmt_ratio;
 
 /// Bytes encrypted or hashed per operation.
 pub const BUF: usize = 16 * 1024;
@@ -34,7 +35,7 @@ pub fn suite() -> Suite {
         name: "crypto",
         summary: "AES-256-GCM and SHA-256 throughput through RustCrypto (hardware path when the CPU has one)",
         benches,
-        findings,
+        findings: findings::findings,
     }
 }
 
@@ -135,37 +136,6 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
     ]
 }
 
-/// The implementation recorded in a result's parameters.
-fn implementation(m: &Measurement) -> String {
-    m.param("implementation")
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
-fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if let (Some(aes), Some(sha)) = (get(ms, AES_ID), get(ms, SHA_ID))
-        && aes.median > 0.0
-        && sha.median > 0.0
-    {
-        let (fast, slow, r) = if aes.median >= sha.median {
-            ("AES-256-GCM", "SHA-256", aes.median / sha.median)
-        } else {
-            ("SHA-256", "AES-256-GCM", sha.median / aes.median)
-        };
-        out.push(super::ratio_finding(
-            "crypto",
-            format!(
-                "{fast} moves {} the bytes of {slow} ({} AES path, {} SHA path)",
-                fmt_ratio(r),
-                implementation(aes),
-                implementation(sha)
-            ),
-            r,
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,26 +174,5 @@ mod tests {
             );
             assert!(x.id().starts_with("crypto."));
         }
-    }
-
-    #[test]
-    fn finding_names_the_faster_and_the_paths() {
-        let mut a = Measurement::point(AES_ID, "B/s", 4e9);
-        a.params
-            .insert("implementation".into(), "cpu-instructions".into());
-        let s = Measurement::point(SHA_ID, "B/s", 1e9);
-        let f = findings(&[a, s]);
-        assert_eq!(f.len(), 1);
-        assert!(
-            f[0].text.starts_with("AES-256-GCM moves 4.00×"),
-            "{}",
-            f[0].text
-        );
-        assert!(
-            f[0].text.contains("cpu-instructions AES path"),
-            "{}",
-            f[0].text
-        );
-        assert!(findings(&[]).is_empty());
     }
 }
