@@ -496,6 +496,91 @@ pub fn bimodal_per_op(m: &Measurement) -> bool {
     m.per_op.as_ref().is_some_and(|p| p.bimodal)
 }
 
+/// The 1-based ranks `(j, k)` of the order statistics that bracket the
+/// `q` quantile of `n` values with 95% confidence, distribution-free: the
+/// count of values below the true quantile is Binomial(n, q), and
+/// `P(B < j) <= 2.5%`, `P(B >= k) <= 2.5%`. A side the sample is too small
+/// to bound is `None` (e.g. the upper end of a p99 from fewer than ~370
+/// values). Exact for n <= 5000, normal approximation beyond.
+pub fn quantile_ranks(n: usize, q: f64) -> (Option<usize>, Option<usize>) {
+    if n == 0 || !(0.0..=1.0).contains(&q) {
+        return (None, None);
+    }
+    // cdf[i] = P(B <= i), i = 0..n.
+    let cdf: Vec<f64> = if n <= 5000 {
+        let (lq, lp) = (q.ln(), (1.0 - q).ln());
+        let mut log_c = 0.0f64;
+        let mut acc = 0.0;
+        (0..=n)
+            .map(|i| {
+                if i > 0 {
+                    log_c += ((n - i + 1) as f64).ln() - (i as f64).ln();
+                }
+                let lpmf = log_c + i as f64 * lq + (n - i) as f64 * lp;
+                let pmf = if lpmf.is_finite() { lpmf.exp() } else { 0.0 };
+                acc += pmf;
+                acc
+            })
+            .collect()
+    } else {
+        let (nf, sd) = (n as f64, (n as f64 * q * (1.0 - q)).sqrt().max(1e-9));
+        (0..=n)
+            .map(|i| normal_cdf((i as f64 + 0.5 - nf * q) / sd))
+            .collect()
+    };
+    // Largest j >= 1 with P(B <= j - 1) <= 2.5%.
+    let j = (1..=n).take_while(|&j| cdf[j - 1] <= 0.025).last();
+    // Smallest k <= n with P(B <= k - 1) >= 97.5%.
+    let k = (1..=n).find(|&k| cdf[k - 1] >= 0.975);
+    (j, k)
+}
+
+fn normal_cdf(z: f64) -> f64 {
+    // Abramowitz and Stegun 7.1.26 through erf; ample for ranks.
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let y = 1.0
+        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t
+            * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + y)
+    } else {
+        0.5 * (1.0 - y)
+    }
+}
+
+/// The `q` quantile of `values` (e.g. a p99) with its distribution-free
+/// 95% interval from [`quantile_ranks`]. A side the sample cannot bound is
+/// open (low `f64::MIN_POSITIVE`, high infinite), so any comparison with
+/// it is a tie: a p99 of 15 values says nothing about another's. `None`
+/// with no positive finite value.
+pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Est> {
+    let mut s: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let value = quantile_sorted(&s, q);
+    let (j, k) = quantile_ranks(s.len(), q);
+    Some(Est {
+        value,
+        low: j.map_or(f64::MIN_POSITIVE, |j| s[j - 1].min(value)),
+        high: k.map_or(f64::INFINITY, |k| s[k - 1].max(value)),
+        higher_is_better,
+    })
+}
+
+/// True when both ends of an estimate's interval are bounded.
+pub fn bounded(e: &Est) -> bool {
+    e.high.is_finite() && e.low > f64::MIN_POSITIVE
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -670,6 +755,47 @@ mod tests {
         );
         let one: Vec<f64> = (0..100).map(|i| 1000.0 + i as f64).collect();
         assert!(modes(&one).is_none());
+    }
+
+    #[test]
+    fn quantile_ranks_bracket_the_quantile() {
+        // The median of 100: ranks 40 and 61 (the known distribution-free interval).
+        assert_eq!(quantile_ranks(100, 0.5), (Some(40), Some(61)));
+        // A p99 of 15 values has no upper bound, of 1000 it has.
+        let (j, k) = quantile_ranks(15, 0.99);
+        assert!(j.is_some() && k.is_none());
+        let (j, k) = quantile_ranks(1000, 0.99);
+        let (j, k) = (j.unwrap(), k.unwrap());
+        assert!(j < 990 && j > 975 && k > 990 && k <= 1000, "{j} {k}");
+        // The normal approximation agrees with the exact sum near the switch.
+        let (a, b) = quantile_ranks(5000, 0.99);
+        let (c, d) = quantile_ranks(5001, 0.99);
+        assert!(a.unwrap().abs_diff(c.unwrap()) <= 2 && b.unwrap().abs_diff(d.unwrap()) <= 2);
+        assert_eq!(quantile_ranks(0, 0.5), (None, None));
+    }
+
+    #[test]
+    fn a_p99_from_few_values_cannot_be_compared() {
+        let few: Vec<f64> = (1..=15).map(f64::from).collect();
+        let e = quantile_est(&few, 0.99, false).unwrap();
+        assert!(!bounded(&e) && e.high.is_infinite());
+        let far: Vec<f64> = few.iter().map(|v| v * 1000.0).collect();
+        let f = quantile_est(&far, 0.99, false).unwrap();
+        assert!(compare(&e, &f).is_tie());
+        // With 2000 values each, a 40-fold tail is ordered.
+        let idle: Vec<f64> = (0..2000).map(|i| 50.0 + (i % 100) as f64).collect();
+        let busy: Vec<f64> = idle
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if i % 20 == 0 { v * 40.0 } else { *v })
+            .collect();
+        let (a, b) = (
+            quantile_est(&idle, 0.99, false).unwrap(),
+            quantile_est(&busy, 0.99, false).unwrap(),
+        );
+        assert!(bounded(&a) && bounded(&b));
+        assert!(matches!(compare(&a, &b), Verdict::Better(_)));
+        assert!(quantile_est(&[], 0.99, false).is_none());
     }
 
     #[test]
