@@ -581,6 +581,129 @@ pub fn bounded(e: &Est) -> bool {
     e.high.is_finite() && e.low > f64::MIN_POSITIVE
 }
 
+/// Compares two estimates with a dead zone of `k` (> 1): better or worse
+/// only when the whole interval of the speed ratio is at least `k` one way
+/// or the other, a tie otherwise. For figures whose run-to-run spread is
+/// wider than their intervals say (a tail, a wake-up-bound median), where
+/// [`MATERIAL`] would let the word flip.
+pub fn compare_beyond(a: &Est, b: &Est, k: f64) -> Verdict {
+    let s = speedup(a, b);
+    if s.at_least(k) {
+        Verdict::Better(s)
+    } else if s.at_most(1.0 / k) {
+        Verdict::Worse(Ratio {
+            ratio: 1.0 / s.ratio,
+            low: 1.0 / s.high,
+            high: 1.0 / s.low,
+        })
+    } else {
+        Verdict::Tie(s)
+    }
+}
+
+/// Ranks estimates into tiers split only at clear, wide gaps: sorted by
+/// speed, a new tier starts where the next estimate is clearly slower than
+/// the one before it (the ratio's interval excludes 1) by at least `k`
+/// (the ratio itself, as [`Ratio::direction`] uses [`MATERIAL`]: a width
+/// test on the interval would split or join with the rounds' luck).
+/// Near-equal neighbours cannot move a boundary, so a set whose members
+/// differ by less than `k` reads the same however noise orders them.
+/// Members are listed in the caller's order; `leaders` are the fastest
+/// (point estimate) of each tier.
+pub fn rank_apart(items: &[Est], k: f64) -> Tiers {
+    let mut order: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].value.is_finite() && items[i].value > 0.0)
+        .collect();
+    order.sort_by(|&a, &b| items[b].speed().0.total_cmp(&items[a].speed().0));
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (n, &i) in order.iter().enumerate() {
+        let split = n == 0 || {
+            let gap = speedup(&items[order[n - 1]], &items[i]);
+            gap.low > 1.0 && gap.ratio >= k
+        };
+        if split {
+            groups.push(vec![i]);
+        } else if let Some(g) = groups.last_mut() {
+            g.push(i);
+        }
+    }
+    let leaders = groups.iter().map(|g| g[0]).collect();
+    let tiers = groups
+        .into_iter()
+        .map(|mut g| {
+            g.sort_unstable();
+            g
+        })
+        .collect();
+    Tiers { tiers, leaders }
+}
+
+/// The tiers of [`rank_apart`] in words: "fastest: a and b; then c, d and
+/// e (3.1× slower); then f (12× slower)", or "no clear 1.5× gap between
+/// a, b and c" for one tier. The ratios are each tier's fastest against the
+/// top tier's fastest.
+pub fn tiers_apart_text(names: &[&str], items: &[Est], best: &str, k: f64) -> String {
+    let t = rank_apart(items, k);
+    let group = |tier: &Vec<usize>| {
+        let members: Vec<&str> = tier.iter().map(|&i| names[i]).collect();
+        join_names(&members)
+    };
+    match t.tiers.len() {
+        0 => String::new(),
+        1 if t.tiers[0].len() == 1 => format!("{best}: {}", group(&t.tiers[0])),
+        1 => format!("no clear {k}× gap between {}", group(&t.tiers[0])),
+        _ => {
+            let top = t.leaders[0];
+            let mut parts = vec![format!("{best}: {}", group(&t.tiers[0]))];
+            for (tier, &lead) in t.tiers.iter().zip(&t.leaders).skip(1) {
+                let s = speedup(&items[top], &items[lead]);
+                parts.push(format!(
+                    "then {} ({} slower)",
+                    group(tier),
+                    crate::units::fmt_ratio(s.ratio)
+                ));
+            }
+            parts.join("; ")
+        }
+    }
+}
+
+/// The set's estimates, each given the set's typical interval: the median
+/// of their log half-widths, about each point. Rounds are few, so one
+/// measurement's own interval is itself noisy (three rounds give two
+/// degrees of freedom) while the typical width of a set measured side by
+/// side is steady; ranking on the pooled width keeps a lucky narrow or an
+/// unlucky wide interval from moving a tier boundary. Estimates with no
+/// positive value are returned unchanged.
+pub fn pooled(items: &[Est]) -> Vec<Est> {
+    let mut hw: Vec<f64> = items
+        .iter()
+        .filter(|e| e.value.is_finite() && e.value > 0.0)
+        .map(Est::log_half_width)
+        .filter(|h| h.is_finite())
+        .collect();
+    if hw.is_empty() {
+        return items.to_vec();
+    }
+    hw.sort_by(f64::total_cmp);
+    let h = quantile_sorted(&hw, 0.5);
+    items
+        .iter()
+        .map(|e| {
+            if e.value.is_finite() && e.value > 0.0 {
+                Est {
+                    value: e.value,
+                    low: e.value * (-h).exp(),
+                    high: e.value * h.exp(),
+                    higher_is_better: e.higher_is_better,
+                }
+            } else {
+                *e
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -796,6 +919,67 @@ mod tests {
         assert!(bounded(&a) && bounded(&b));
         assert!(matches!(compare(&a, &b), Verdict::Better(_)));
         assert!(quantile_est(&[], 0.99, false).is_none());
+    }
+
+    #[test]
+    fn compare_beyond_needs_the_whole_interval_past_the_dead_zone() {
+        // 1.16× with a tight interval: material by MATERIAL, not by 1.25.
+        assert!(matches!(
+            compare(&cost(100.0, 0.01), &cost(116.0, 0.01)),
+            Verdict::Better(_)
+        ));
+        assert!(compare_beyond(&cost(100.0, 0.01), &cost(116.0, 0.01), 1.25).is_tie());
+        match compare_beyond(&cost(300.0, 0.05), &cost(100.0, 0.05), 1.25) {
+            Verdict::Worse(r) => assert!((r.ratio - 3.0).abs() < 1e-9 && r.low > 1.25),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn tiers_apart_split_only_at_clear_wide_gaps() {
+        let names = ["a", "b", "c", "d"];
+        // a and b 1.2× apart (clearly, but under 1.5×); c 3× slower; d like c.
+        let items = [
+            rate(1200.0, 0.02),
+            rate(1000.0, 0.02),
+            rate(330.0, 0.02),
+            rate(340.0, 0.02),
+        ];
+        let t = rank_apart(&items, 1.5);
+        assert_eq!(t.tiers, vec![vec![0, 1], vec![2, 3]]);
+        let text = tiers_apart_text(&names, &items, "fastest", 1.5);
+        assert!(
+            text.starts_with("fastest: a and b; then c and d ("),
+            "{text}"
+        );
+        // Swapping near-equal point estimates changes nothing.
+        let swapped = [
+            rate(1000.0, 0.02),
+            rate(1200.0, 0.02),
+            rate(340.0, 0.02),
+            rate(330.0, 0.02),
+        ];
+        assert_eq!(rank_apart(&swapped, 1.5).tiers, t.tiers);
+        assert_eq!(
+            tiers_apart_text(&names[..2], &items[..2], "fastest", 1.5),
+            "no clear 1.5× gap between a and b"
+        );
+        assert_eq!(
+            tiers_apart_text(&names[..1], &items[..1], "fastest", 1.5),
+            "fastest: a"
+        );
+    }
+
+    #[test]
+    fn pooled_gives_every_member_the_typical_width() {
+        let items = [cost(100.0, 0.5), cost(200.0, 0.01), cost(400.0, 0.1)];
+        let p = pooled(&items);
+        let h = items[2].log_half_width();
+        for (a, b) in p.iter().zip(&items) {
+            assert_eq!(a.value, b.value);
+            assert!((a.log_half_width() - h).abs() < 1e-12, "{a:?}");
+        }
+        assert!(pooled(&[]).is_empty());
     }
 
     #[test]
