@@ -20,6 +20,13 @@ use super::peer::Placement;
 
 /// Area of every finding.
 const AREA: &str = "ipc";
+/// Rankings split mechanisms into tiers only at clear gaps this wide: on a
+/// shared machine mechanisms a few tens of per cent apart trade places
+/// from run to run, so only wider gaps are worth an order.
+pub const TIER_GAP: f64 = 2.0;
+/// Two-way comparisons (small vs large writes, splice vs pipe) call a
+/// side faster only when the whole interval is beyond this factor.
+pub const CLEAR: f64 = 1.25;
 
 /// Findings: the ranking at each size and placement, what small writes
 /// cost, zero-copy vs copying, and what crossing CPUs costs.
@@ -90,8 +97,8 @@ fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding
         return None;
     }
     let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
-    let items: Vec<Est> = set.iter().map(|(_, m)| Est::of(m)).collect();
-    let tiers = claims::rank(&items);
+    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let tiers = claims::rank_apart(&items, TIER_GAP);
     let top = items[tiers.leaders[0]].value;
     let splice = match usable(ms, &tput_id(Mech::Splice, size, p)) {
         Some(s) => format!(
@@ -103,10 +110,10 @@ fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding
     Some(Finding {
         area: AREA.into(),
         text: format!(
-            "throughput at {} ({}): {}{}{splice}",
+            "throughput at {} ({}), in tiers apart by a clear {TIER_GAP}× or more: {}{}{splice}",
             size_label(size as u64),
             p.param(),
-            claims::tiers_text(&names, &items, "fastest"),
+            claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
             bimodal_clause(&set),
         ),
         value: top,
@@ -125,16 +132,16 @@ fn rtt_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding>
         return None;
     }
     let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
-    let items: Vec<Est> = set.iter().map(|(_, m)| Est::of(m)).collect();
-    let tiers = claims::rank(&items);
+    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let tiers = claims::rank_apart(&items, TIER_GAP);
     let top = items[tiers.leaders[0]];
     Some(Finding {
         area: AREA.into(),
         text: format!(
-            "round trip of {} ({}): {} (quickest {}){}",
+            "round trip of {} ({}), in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {}){}",
             size_label(size as u64),
             p.param(),
-            claims::tiers_text(&names, &items, "fastest"),
+            claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
             human(top.value, "ns/op"),
             bimodal_clause(&set),
         ),
@@ -151,7 +158,7 @@ fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> {
     let s = usable(ms, &tput_id(Mech::Pipe, 512, p))?;
     let b = usable(ms, &tput_id(Mech::Pipe, 64 << 10, p))?;
     let pct = 100.0 * s.median / b.median;
-    let why = match claims::compare(&Est::of(b), &Est::of(s)) {
+    let why = match claims::compare_beyond(&Est::of(b), &Est::of(s), CLEAR) {
         Verdict::Better(r) => format!(
             "64KiB writes are {} faster: small writes are system-call bound",
             r.text()
@@ -160,9 +167,9 @@ fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> {
             "512B writes are {} faster: the write size is not what limits this pipe (wake-ups are)",
             r.text()
         ),
-        Verdict::Tie(_) => {
-            "no clear difference: the write size is not what limits this pipe".to_string()
-        }
+        Verdict::Tie(_) => format!(
+            "no clear difference of {CLEAR}× or more: the write size is not what limits this pipe"
+        ),
     };
     let modes = match (bimodal(s), bimodal(b)) {
         (false, false) => "",
@@ -186,10 +193,10 @@ fn splice_vs_pipe(ms: &[Measurement], size: usize, p: Placement) -> Option<Findi
     let z = usable(ms, &tput_id(Mech::Splice, size, p))?;
     let c = usable(ms, &tput_id(Mech::Pipe, size, p))?;
     let r = z.median / c.median;
-    let words = match claims::compare(&Est::of(z), &Est::of(c)) {
+    let words = match claims::compare_beyond(&Est::of(z), &Est::of(c), CLEAR) {
         Verdict::Better(x) => format!("splice is {} faster", x.text()),
         Verdict::Worse(x) => format!("the pipe is {} faster", x.text()),
-        Verdict::Tie(_) => "no clear difference".to_string(),
+        Verdict::Tie(_) => format!("no clear difference of {CLEAR}× or more"),
     };
     Some(ratio_finding(
         AREA,
@@ -273,7 +280,7 @@ mod tests {
         let s = Placement::Same;
         let ms = vec![
             m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9, 0.03),
-            m(&tput_id(Mech::Tcp, 64 << 10, s), "B/s", 5e8, 0.03),
+            m(&tput_id(Mech::Tcp, 64 << 10, s), "B/s", 3e8, 0.03),
             m(&tput_id(Mech::UnixStream, 64 << 10, s), "B/s", 1.01e9, 0.03),
             m(&tput_id(Mech::Splice, 64 << 10, s), "B/s", 9e9, 0.03),
         ];
@@ -284,7 +291,7 @@ mod tests {
             .unwrap();
         assert!(
             rank.text.contains(
-                "fastest: pipe and unix_stream, within noise of each other; then tcp (2."
+                "in tiers apart by a clear 2× or more: fastest: pipe and unix_stream; then tcp (3."
             ),
             "{}",
             rank.text
@@ -325,7 +332,7 @@ mod tests {
         let rtt = &one[0].text;
         assert!(
             rtt.starts_with(
-                "round trip of 64B (cross-cpu): fastest: ring_spin; then pipe and unix_stream, within noise of each other ("
+                "round trip of 64B (cross-cpu), in tiers apart by a clear 2× or more: fastest: ring_spin; then pipe and unix_stream ("
             ),
             "{rtt}"
         );
@@ -360,7 +367,11 @@ mod tests {
         ];
         let t = findings(&tie);
         let t = t.iter().find(|f| f.unit == "%").unwrap();
-        assert!(t.text.contains(": no clear difference"), "{}", t.text);
+        assert!(
+            t.text.contains(": no clear difference of 1.25×"),
+            "{}",
+            t.text
+        );
         let odd = [
             m(&tput_id(Mech::Pipe, 512, s), "B/s", 6e8, 0.02),
             m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 3e8, 0.02),
