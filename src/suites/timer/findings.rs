@@ -23,6 +23,11 @@ use crate::units::human_ns;
 /// shared machine, and it is the size at which repeated runs disagree.
 pub const P99_MATERIAL: f64 = 1.5;
 
+/// A busy median this many times the idle one (its whole interval) is a
+/// change worth a word: the median of a few wake-ups per round moves by
+/// ten or twenty per cent between runs.
+pub const MEDIAN_MATERIAL: f64 = 1.25;
+
 /// The p99 overshoot with its 95% interval (see the module's note), or
 /// `None` when the result has neither per-wake-up samples nor statistics.
 pub fn p99_est(m: &Measurement) -> Option<Est> {
@@ -80,10 +85,13 @@ fn describe(m: &Measurement) -> String {
 
 /// What busy CPUs do to the median overshoot, from the two intervals.
 fn median_words(idle: &Measurement, busy: &Measurement) -> String {
-    match claims::compare(&Est::of(busy), &Est::of(idle)) {
+    match claims::compare_beyond(&Est::of(busy), &Est::of(idle), MEDIAN_MATERIAL) {
         Verdict::Worse(r) => format!("busy CPUs make the median {} later", r.text()),
         Verdict::Better(r) => format!("busy CPUs make the median {} earlier", r.text()),
-        Verdict::Tie(_) => "busy CPUs leave the median within noise of the idle one".to_string(),
+        Verdict::Tie(_) => format!(
+            "busy CPUs do not clearly move the median by {MEDIAN_MATERIAL}× or more ({} the idle one)",
+            claims::Ratio::of(&Est::of(busy), &Est::of(idle)).text()
+        ),
     }
 }
 
@@ -208,7 +216,7 @@ mod tests {
         assert!(n.text.contains("busy CPUs make the p99 "), "{}", n.text);
         assert!(
             n.text
-                .contains("busy CPUs leave the median within noise of the idle one"),
+                .contains("busy CPUs do not clearly move the median by 1.25× or more"),
             "{}",
             n.text
         );
