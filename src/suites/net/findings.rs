@@ -13,9 +13,11 @@ use crate::harness::{Finding, Measurement};
 use crate::suites::{get, ratio_finding};
 use crate::units::human;
 
-/// A 64 B datagram rate at least this share of the 1472 B rate is bound by
-/// the per-packet cost; at most this share, by the payload bytes.
-const PACKET_BOUND: f64 = 0.5;
+/// The line between a packet-bound and a byte-bound path, as the 64 B
+/// datagram rate over the 1472 B rate: about 1 when the per-packet cost
+/// binds, about 23 (1472 / 64) when the bytes do; the line is their
+/// geometric middle.
+const PACKET_BOUND: f64 = 4.8;
 
 /// A usable measurement of `id` (positive, finite median).
 fn usable<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
@@ -35,9 +37,9 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             // Packets, not bytes, bound small datagrams: the 64 B rate stays
             // near the 1472 B rate while moving 23 times fewer bytes.
             let r = Ratio::of(&Est::of(small), &Est::of(big));
-            let verdict = if r.at_least(PACKET_BOUND) {
+            let verdict = if r.at_most(PACKET_BOUND) {
                 "small datagrams are bound by the per-packet cost, not by bandwidth"
-            } else if r.at_most(PACKET_BOUND) {
+            } else if r.at_least(PACKET_BOUND) {
                 "payload bytes, not the packet count, bound this path"
             } else {
                 "the timing cannot tell whether packets or bytes bound this path"
@@ -171,10 +173,10 @@ mod tests {
             ];
             findings(&ms)[0].text.clone()
         };
-        assert!(verdict(1e5, 0.03).ends_with("bound this path"));
-        assert!(verdict(1e5, 0.03).starts_with("loopback: 64 B"));
-        assert!(verdict(1e5, 0.03).contains("payload bytes, not the packet count"));
-        assert!(verdict(5e5, 0.6).contains("cannot tell"));
+        assert!(verdict(2e7, 0.03).ends_with("bound this path"));
+        assert!(verdict(2e7, 0.03).starts_with("loopback: 64 B"));
+        assert!(verdict(2e7, 0.03).contains("payload bytes, not the packet count"));
+        assert!(verdict(5e6, 0.6).contains("cannot tell"));
         assert!(verdict(9e5, 0.03).contains("per-packet cost"));
         assert!(findings(&[]).is_empty());
     }
