@@ -496,55 +496,238 @@ pub fn bimodal_per_op(m: &Measurement) -> bool {
     m.per_op.as_ref().is_some_and(|p| p.bimodal)
 }
 
-/// A quantile of `values` with a distribution-free 95% interval: the
-/// order statistics that bracket the true quantile with 95% confidence
-/// (binomial ranks; the normal approximation beyond 1000 values). With
-/// too few values for a side, that side is the extreme value (the
-/// interval is then honest about how little is known, not exact).
-/// `None` for no finite positive value.
+/// The 1-based ranks `(j, k)` of the order statistics that bracket the
+/// `q` quantile of `n` values with 95% confidence, distribution-free: the
+/// count of values below the true quantile is Binomial(n, q), and
+/// `P(B < j) <= 2.5%`, `P(B >= k) <= 2.5%`. A side the sample is too small
+/// to bound is `None` (e.g. the upper end of a p99 from fewer than ~370
+/// values). Exact for n <= 5000, normal approximation beyond.
+pub fn quantile_ranks(n: usize, q: f64) -> (Option<usize>, Option<usize>) {
+    if n == 0 || !(0.0..=1.0).contains(&q) {
+        return (None, None);
+    }
+    // cdf[i] = P(B <= i), i = 0..n.
+    let cdf: Vec<f64> = if n <= 5000 {
+        let (lq, lp) = (q.ln(), (1.0 - q).ln());
+        let mut log_c = 0.0f64;
+        let mut acc = 0.0;
+        (0..=n)
+            .map(|i| {
+                if i > 0 {
+                    log_c += ((n - i + 1) as f64).ln() - (i as f64).ln();
+                }
+                let lpmf = log_c + i as f64 * lq + (n - i) as f64 * lp;
+                let pmf = if lpmf.is_finite() { lpmf.exp() } else { 0.0 };
+                acc += pmf;
+                acc
+            })
+            .collect()
+    } else {
+        let (nf, sd) = (n as f64, (n as f64 * q * (1.0 - q)).sqrt().max(1e-9));
+        (0..=n)
+            .map(|i| normal_cdf((i as f64 + 0.5 - nf * q) / sd))
+            .collect()
+    };
+    // Largest j >= 1 with P(B <= j - 1) <= 2.5%.
+    let j = (1..=n).take_while(|&j| cdf[j - 1] <= 0.025).last();
+    // Smallest k <= n with P(B <= k - 1) >= 97.5%.
+    let k = (1..=n).find(|&k| cdf[k - 1] >= 0.975);
+    (j, k)
+}
+
+fn normal_cdf(z: f64) -> f64 {
+    // Abramowitz and Stegun 7.1.26 through erf; ample for ranks.
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let y = 1.0
+        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t
+            * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + y)
+    } else {
+        0.5 * (1.0 - y)
+    }
+}
+
+/// The `q` quantile of `values` (e.g. a p99) with its distribution-free
+/// 95% interval from [`quantile_ranks`]. A side the sample cannot bound is
+/// open (low `f64::MIN_POSITIVE`, high infinite), so any comparison with
+/// it is a tie: a p99 of 15 values says nothing about another's. `None`
+/// with no positive finite value.
 pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Est> {
     let mut s: Vec<f64> = values
         .iter()
         .copied()
-        .filter(|x| x.is_finite() && *x > 0.0)
+        .filter(|v| v.is_finite() && *v > 0.0)
         .collect();
     if s.is_empty() {
         return None;
     }
     s.sort_by(f64::total_cmp);
-    let n = s.len();
-    let q = q.clamp(0.0, 1.0);
-    // 1-based ranks l and u with P(X < l) <= 2.5% and P(X < u) >= 97.5%,
-    // X ~ Binomial(n, q) the count of values below the true quantile.
-    let (l, u) = if n > 1000 {
-        let (m, sd) = (n as f64 * q, (n as f64 * q * (1.0 - q)).sqrt());
-        (
-            (m - Z95 * sd).floor() as i64,
-            (m + Z95 * sd).ceil() as i64 + 1,
-        )
-    } else {
-        let mut cdf = Vec::with_capacity(n + 1);
-        let mut pmf = (1.0 - q).powi(n as i32);
-        let mut acc = 0.0;
-        for k in 0..=n {
-            acc += pmf;
-            cdf.push(acc);
-            if q < 1.0 {
-                pmf *= (n - k) as f64 / (k + 1) as f64 * q / (1.0 - q);
-            }
-        }
-        // cdf[k] = P(X <= k); P(X < j) = cdf[j - 1].
-        let l = (1..=n).rev().find(|&j| cdf[j - 1] <= 0.025).unwrap_or(0) as i64;
-        let u = (1..=n).find(|&k| cdf[k - 1] >= 0.975).unwrap_or(n + 1) as i64;
-        (l, u)
-    };
-    let at = |r: i64| s[(r.clamp(1, n as i64) - 1) as usize];
-    Some(Est::new(
-        quantile_sorted(&s, q),
-        at(l),
-        at(u),
+    let value = quantile_sorted(&s, q);
+    let (j, k) = quantile_ranks(s.len(), q);
+    Some(Est {
+        value,
+        low: j.map_or(f64::MIN_POSITIVE, |j| s[j - 1].min(value)),
+        high: k.map_or(f64::INFINITY, |k| s[k - 1].max(value)),
         higher_is_better,
-    ))
+    })
+}
+
+/// True when both ends of an estimate's interval are bounded.
+pub fn bounded(e: &Est) -> bool {
+    e.high.is_finite() && e.low > f64::MIN_POSITIVE
+}
+
+/// Compares two estimates with a dead zone of `k` (> 1): better or worse
+/// only when the whole interval of the speed ratio is at least `k` one way
+/// or the other, a tie otherwise. For figures whose run-to-run spread is
+/// wider than their intervals say (a tail, a wake-up-bound median), where
+/// [`MATERIAL`] would let the word flip.
+pub fn compare_beyond(a: &Est, b: &Est, k: f64) -> Verdict {
+    let s = speedup(a, b);
+    if s.at_least(k) {
+        Verdict::Better(s)
+    } else if s.at_most(1.0 / k) {
+        Verdict::Worse(Ratio {
+            ratio: 1.0 / s.ratio,
+            low: 1.0 / s.high,
+            high: 1.0 / s.low,
+        })
+    } else {
+        Verdict::Tie(s)
+    }
+}
+
+/// Ranks estimates into tiers split only at clear, wide gaps: sorted by
+/// speed, a new tier starts where the next estimate is clearly slower than
+/// the one before it (the ratio's interval excludes 1) by at least `k`
+/// (the ratio itself, as [`Ratio::direction`] uses [`MATERIAL`]: a width
+/// test on the interval would split or join with the rounds' luck).
+/// Near-equal neighbours cannot move a boundary, so a set whose members
+/// differ by less than `k` reads the same however noise orders them.
+/// Members are listed in the caller's order; `leaders` are the fastest
+/// (point estimate) of each tier.
+pub fn rank_apart(items: &[Est], k: f64) -> Tiers {
+    let mut order: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].value.is_finite() && items[i].value > 0.0)
+        .collect();
+    order.sort_by(|&a, &b| items[b].speed().0.total_cmp(&items[a].speed().0));
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (n, &i) in order.iter().enumerate() {
+        let split = n == 0 || {
+            let gap = speedup(&items[order[n - 1]], &items[i]);
+            gap.low > 1.0 && gap.ratio >= k
+        };
+        if split {
+            groups.push(vec![i]);
+        } else if let Some(g) = groups.last_mut() {
+            g.push(i);
+        }
+    }
+    let leaders = groups.iter().map(|g| g[0]).collect();
+    let tiers = groups
+        .into_iter()
+        .map(|mut g| {
+            g.sort_unstable();
+            g
+        })
+        .collect();
+    Tiers { tiers, leaders }
+}
+
+/// The tiers of [`rank_apart`] in words: "fastest: a and b; then c, d and
+/// e (3.1× slower); then f (12× slower)", or "no clear 1.5× gap between
+/// a, b and c" for one tier. The ratios are each tier's fastest against the
+/// top tier's fastest.
+pub fn tiers_apart_text(names: &[&str], items: &[Est], best: &str, k: f64) -> String {
+    let t = rank_apart(items, k);
+    let group = |tier: &Vec<usize>| {
+        let members: Vec<&str> = tier.iter().map(|&i| names[i]).collect();
+        join_names(&members)
+    };
+    match t.tiers.len() {
+        0 => String::new(),
+        1 if t.tiers[0].len() == 1 => format!("{best}: {}", group(&t.tiers[0])),
+        1 => format!("no clear {k}× gap between {}", group(&t.tiers[0])),
+        _ => {
+            let top = t.leaders[0];
+            let mut parts = vec![format!("{best}: {}", group(&t.tiers[0]))];
+            for (tier, &lead) in t.tiers.iter().zip(&t.leaders).skip(1) {
+                let s = speedup(&items[top], &items[lead]);
+                parts.push(format!(
+                    "then {} ({} slower)",
+                    group(tier),
+                    crate::units::fmt_ratio(s.ratio)
+                ));
+            }
+            parts.join("; ")
+        }
+    }
+}
+
+/// The set's estimates, each given the set's typical interval: the median
+/// of their log half-widths, about each point. Rounds are few, so one
+/// measurement's own interval is itself noisy (three rounds give two
+/// degrees of freedom) while the typical width of a set measured side by
+/// side is steady; ranking on the pooled width keeps a lucky narrow or an
+/// unlucky wide interval from moving a tier boundary. Estimates with no
+/// positive value are returned unchanged.
+pub fn pooled(items: &[Est]) -> Vec<Est> {
+    let mut hw: Vec<f64> = items
+        .iter()
+        .filter(|e| e.value.is_finite() && e.value > 0.0)
+        .map(Est::log_half_width)
+        .filter(|h| h.is_finite())
+        .collect();
+    if hw.is_empty() {
+        return items.to_vec();
+    }
+    hw.sort_by(f64::total_cmp);
+    let h = quantile_sorted(&hw, 0.5);
+    items
+        .iter()
+        .map(|e| {
+            if e.value.is_finite() && e.value > 0.0 {
+                Est {
+                    value: e.value,
+                    low: e.value * (-h).exp(),
+                    high: e.value * h.exp(),
+                    higher_is_better: e.higher_is_better,
+                }
+            } else {
+                *e
+            }
+        })
+        .collect()
+}
+
+/// [`quantile_est`] with a side the sample cannot bound taken at the
+/// sample's own extreme (its smallest or largest value) instead of left
+/// open: the interval then says what was observed, not 95% of anything,
+/// and suits a quantile near the end the runs are bounded by (the fast end
+/// of a time, which interference only ever slows).
+pub fn quantile_est_observed(values: &[f64], q: f64, higher_is_better: bool) -> Option<Est> {
+    let e = quantile_est(values, q, higher_is_better)?;
+    let finite = values.iter().copied().filter(|v| v.is_finite() && *v > 0.0);
+    let (min, max) = finite.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    Some(Est {
+        low: if e.low > f64::MIN_POSITIVE {
+            e.low
+        } else {
+            min.min(e.value)
+        },
+        high: if e.high.is_finite() {
+            e.high
+        } else {
+            max.max(e.value)
+        },
+        ..e
+    })
 }
 
 /// The fast end of a measurement with its interval: the 5th percentile of
@@ -555,7 +738,7 @@ pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Es
 /// neighbours' load.
 pub fn fast_end(m: &Measurement) -> Option<Est> {
     let hib = m.higher_is_better();
-    quantile_est(&measured_samples(m), if hib { 0.95 } else { 0.05 }, hib)
+    quantile_est_observed(&measured_samples(m), if hib { 0.95 } else { 0.05 }, hib)
 }
 
 /// The samples of a measurement as they were measured: a slow round kept
@@ -767,6 +950,108 @@ mod tests {
     }
 
     #[test]
+    fn quantile_ranks_bracket_the_quantile() {
+        // The median of 100: ranks 40 and 61 (the known distribution-free interval).
+        assert_eq!(quantile_ranks(100, 0.5), (Some(40), Some(61)));
+        // A p99 of 15 values has no upper bound, of 1000 it has.
+        let (j, k) = quantile_ranks(15, 0.99);
+        assert!(j.is_some() && k.is_none());
+        let (j, k) = quantile_ranks(1000, 0.99);
+        let (j, k) = (j.unwrap(), k.unwrap());
+        assert!(j < 990 && j > 975 && k > 990 && k <= 1000, "{j} {k}");
+        // The normal approximation agrees with the exact sum near the switch.
+        let (a, b) = quantile_ranks(5000, 0.99);
+        let (c, d) = quantile_ranks(5001, 0.99);
+        assert!(a.unwrap().abs_diff(c.unwrap()) <= 2 && b.unwrap().abs_diff(d.unwrap()) <= 2);
+        assert_eq!(quantile_ranks(0, 0.5), (None, None));
+    }
+
+    #[test]
+    fn a_p99_from_few_values_cannot_be_compared() {
+        let few: Vec<f64> = (1..=15).map(f64::from).collect();
+        let e = quantile_est(&few, 0.99, false).unwrap();
+        assert!(!bounded(&e) && e.high.is_infinite());
+        let far: Vec<f64> = few.iter().map(|v| v * 1000.0).collect();
+        let f = quantile_est(&far, 0.99, false).unwrap();
+        assert!(compare(&e, &f).is_tie());
+        // With 2000 values each, a 40-fold tail is ordered.
+        let idle: Vec<f64> = (0..2000).map(|i| 50.0 + (i % 100) as f64).collect();
+        let busy: Vec<f64> = idle
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if i % 20 == 0 { v * 40.0 } else { *v })
+            .collect();
+        let (a, b) = (
+            quantile_est(&idle, 0.99, false).unwrap(),
+            quantile_est(&busy, 0.99, false).unwrap(),
+        );
+        assert!(bounded(&a) && bounded(&b));
+        assert!(matches!(compare(&a, &b), Verdict::Better(_)));
+        assert!(quantile_est(&[], 0.99, false).is_none());
+    }
+
+    #[test]
+    fn compare_beyond_needs_the_whole_interval_past_the_dead_zone() {
+        // 1.16× with a tight interval: material by MATERIAL, not by 1.25.
+        assert!(matches!(
+            compare(&cost(100.0, 0.01), &cost(116.0, 0.01)),
+            Verdict::Better(_)
+        ));
+        assert!(compare_beyond(&cost(100.0, 0.01), &cost(116.0, 0.01), 1.25).is_tie());
+        match compare_beyond(&cost(300.0, 0.05), &cost(100.0, 0.05), 1.25) {
+            Verdict::Worse(r) => assert!((r.ratio - 3.0).abs() < 1e-9 && r.low > 1.25),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn tiers_apart_split_only_at_clear_wide_gaps() {
+        let names = ["a", "b", "c", "d"];
+        // a and b 1.2× apart (clearly, but under 1.5×); c 3× slower; d like c.
+        let items = [
+            rate(1200.0, 0.02),
+            rate(1000.0, 0.02),
+            rate(330.0, 0.02),
+            rate(340.0, 0.02),
+        ];
+        let t = rank_apart(&items, 1.5);
+        assert_eq!(t.tiers, vec![vec![0, 1], vec![2, 3]]);
+        let text = tiers_apart_text(&names, &items, "fastest", 1.5);
+        assert!(
+            text.starts_with("fastest: a and b; then c and d ("),
+            "{text}"
+        );
+        // Swapping near-equal point estimates changes nothing.
+        let swapped = [
+            rate(1000.0, 0.02),
+            rate(1200.0, 0.02),
+            rate(340.0, 0.02),
+            rate(330.0, 0.02),
+        ];
+        assert_eq!(rank_apart(&swapped, 1.5).tiers, t.tiers);
+        assert_eq!(
+            tiers_apart_text(&names[..2], &items[..2], "fastest", 1.5),
+            "no clear 1.5× gap between a and b"
+        );
+        assert_eq!(
+            tiers_apart_text(&names[..1], &items[..1], "fastest", 1.5),
+            "fastest: a"
+        );
+    }
+
+    #[test]
+    fn pooled_gives_every_member_the_typical_width() {
+        let items = [cost(100.0, 0.5), cost(200.0, 0.01), cost(400.0, 0.1)];
+        let p = pooled(&items);
+        let h = items[2].log_half_width();
+        for (a, b) in p.iter().zip(&items) {
+            assert_eq!(a.value, b.value);
+            assert!((a.log_half_width() - h).abs() < 1e-12, "{a:?}");
+        }
+        assert!(pooled(&[]).is_empty());
+    }
+
+    #[test]
     fn join_names_reads_as_english() {
         assert_eq!(join_names(&[]), "");
         assert_eq!(join_names(&["a"]), "a");
@@ -777,28 +1062,31 @@ mod tests {
     #[test]
     fn a_quantile_interval_brackets_its_quantile_by_binomial_ranks() {
         // 15 values 1..=15: the 5th percentile's interval runs from the
-        // smallest (too few values for a lower rank) to the 4th.
+        // smallest (too few values for a lower rank: open in quantile_est,
+        // the sample's extreme here) to the 4th.
         let v: Vec<f64> = (1..=15).map(f64::from).collect();
-        let e = quantile_est(&v, 0.05, false).expect("values");
+        let e = quantile_est_observed(&v, 0.05, false).expect("values");
         assert_eq!((e.low, e.high), (1.0, 4.0), "{e:?}");
+        let open = quantile_est(&v, 0.05, false).expect("values");
+        assert!(!bounded(&open) && open.high == 4.0, "{open:?}");
         assert!((e.value - 1.7).abs() < 1e-9, "{e:?}");
         // The median of 100: ranks 40 and 61 (the textbook pair).
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        let e = quantile_est(&v, 0.5, false).unwrap();
+        let e = quantile_est_observed(&v, 0.5, false).unwrap();
         assert_eq!((e.low, e.high), (40.0, 61.0), "{e:?}");
         // A rate's fast end is its 95th percentile, higher being better.
-        let e = quantile_est(&v, 0.95, true).unwrap();
+        let e = quantile_est_observed(&v, 0.95, true).unwrap();
         assert!(e.higher_is_better && e.low < e.value && e.value <= e.high);
         assert!(e.high <= 100.0 && e.low >= 88.0, "{e:?}");
         // Large samples use the normal ranks and stay ordered.
         let v: Vec<f64> = (1..=5000).map(f64::from).collect();
-        let e = quantile_est(&v, 0.05, false).unwrap();
+        let e = quantile_est_observed(&v, 0.05, false).unwrap();
         assert!(
             e.low < e.value && e.value < e.high && e.high - e.low < 80.0,
             "{e:?}"
         );
-        assert!(quantile_est(&[], 0.5, false).is_none());
-        assert!(quantile_est(&[f64::NAN, -1.0], 0.5, false).is_none());
+        assert!(quantile_est_observed(&[], 0.5, false).is_none());
+        assert!(quantile_est_observed(&[f64::NAN, -1.0], 0.5, false).is_none());
     }
 
     #[test]
@@ -807,7 +1095,7 @@ mod tests {
         // end and its interval stay on the fast level.
         let mut v = vec![1.0; 12];
         v.extend([3.0, 3.1, 3.2]);
-        let e = quantile_est(&v, 0.05, false).unwrap();
+        let e = quantile_est_observed(&v, 0.05, false).unwrap();
         assert_eq!((e.value, e.low, e.high), (1.0, 1.0, 1.0));
     }
 

@@ -19,6 +19,7 @@
 //! shapes for any [`link::End`]), and one module per mechanism family.
 
 pub mod check;
+pub mod findings;
 pub mod link;
 pub mod mqueue;
 pub mod peer;
@@ -30,11 +31,11 @@ pub mod socket;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Budget, FnBench, Suite, get, ratio_finding};
+use super::{Budget, FnBench, Suite};
 use crate::harness::warnings::Warning;
-use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
+use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::host::Host;
-use crate::units::{fmt_ratio, human, size_label};
+use crate::units::size_label;
 use link::{End, RoundTrip, Throughput};
 use peer::{Cpus, Placement};
 use shm::Wake;
@@ -45,7 +46,7 @@ pub fn suite() -> Suite {
         name: "ipc",
         summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, mqueue, eventfd, futex: throughput and round trips, same vs cross CPU",
         benches,
-        findings,
+        findings: findings::findings,
     }
 }
 
@@ -392,175 +393,10 @@ fn shares_cpu(c: &Cpus) -> bool {
     c.parent == c.peer
 }
 
-/// Findings: the ranking at each size and placement, what small writes
-/// cost, zero-copy vs copying, and what crossing CPUs costs.
-fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for p in Placement::ALL {
-        for size in TPUT_SIZES {
-            out.extend(tput_ranking(ms, size, p));
-        }
-        for size in RTT_SIZES {
-            out.extend(rtt_ranking(ms, size, p));
-        }
-    }
-    for p in Placement::ALL {
-        let small = get(ms, &tput_id(Mech::Pipe, 512, p));
-        let big = get(ms, &tput_id(Mech::Pipe, 64 << 10, p));
-        if let (Some(s), Some(b)) = (small, big) {
-            let pct = 100.0 * s.median / b.median;
-            // The conclusion follows the number: on two CPUs a 64 KiB write
-            // fills the pipe and waits for a cross-CPU wake-up, which can
-            // cost more than the system calls of small writes.
-            let why = if pct < SYSCALL_BOUND_PCT {
-                "small writes are system-call bound"
-            } else {
-                "the write size is not what limits this pipe (wake-ups are)"
-            };
-            out.push(Finding {
-                area: "ipc".into(),
-                text: format!(
-                    "a pipe moves {pct:.0}% as many bytes/s with dd's 512B writes as with 64KiB writes ({}, {} vs {}): {why}",
-                    p.param(),
-                    human(s.median, "B/s"),
-                    human(b.median, "B/s")
-                ),
-                value: pct,
-                unit: "%".into(),
-            });
-        }
-    }
-    for p in Placement::ALL {
-        for size in [64 << 10, 1 << 20] {
-            let z = get(ms, &tput_id(Mech::Splice, size, p));
-            let c = get(ms, &tput_id(Mech::Pipe, size, p));
-            if let (Some(z), Some(c)) = (z, c) {
-                let r = z.median / c.median;
-                out.push(ratio_finding(
-                    "ipc",
-                    format!(
-                        "zero-copy vmsplice/splice moves {} the bytes/s of the copying pipe at {} ({}: {} vs {})",
-                        fmt_ratio(r),
-                        size_label(size as u64),
-                        p.param(),
-                        human(z.median, "B/s"),
-                        human(c.median, "B/s")
-                    ),
-                    r,
-                ));
-            }
-        }
-    }
-    out.extend(placement_cost(ms));
-    out
-}
-
-/// Below this share of the 64 KiB pipe's throughput, 512 B writes are
-/// called system-call bound.
-const SYSCALL_BOUND_PCT: f64 = 50.0;
-
-/// "at 64KiB (same-cpu): ring_spin 3.10× pipe, pipe 1.40× unix_stream, …"
-fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
-    let mut rs: Vec<(&str, f64)> = Mech::TPUT
-        .iter()
-        .filter_map(|&m| get(ms, &tput_id(m, size, p)).map(|x| (m.name(), x.median)))
-        .collect();
-    if rs.len() < 2 {
-        return None;
-    }
-    rs.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let chain: Vec<String> = rs
-        .windows(2)
-        .map(|w| format!("{} {} {}", w[0].0, fmt_ratio(w[0].1 / w[1].1), w[1].0))
-        .collect();
-    let (best, top) = rs[0];
-    Some(Finding {
-        area: "ipc".into(),
-        text: format!(
-            "throughput at {} ({}): {}; fastest {best} at {}",
-            size_label(size as u64),
-            p.param(),
-            chain.join(", "),
-            human(top, "B/s")
-        ),
-        value: top,
-        unit: "B/s".into(),
-    })
-}
-
-/// "8B round trip (cross-cpu), fastest first: ring_spin 410 ns, pipe 55 µs, …"
-fn rtt_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
-    let mut rs: Vec<(&str, f64)> = Mech::RTT
-        .iter()
-        .filter_map(|&m| get(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x.median)))
-        .collect();
-    if rs.len() < 2 {
-        return None;
-    }
-    rs.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let list: Vec<String> = rs
-        .iter()
-        .map(|(n, v)| format!("{n} {}", human(*v, "ns/op")))
-        .collect();
-    Some(Finding {
-        area: "ipc".into(),
-        text: format!(
-            "round trip of {} ({}), fastest first: {}",
-            size_label(size as u64),
-            p.param(),
-            list.join(", ")
-        ),
-        value: rs[0].1,
-        unit: "ns/op".into(),
-    })
-}
-
-/// How much slower a round trip is when the ends are on different CPUs:
-/// the median ratio over the blocking mechanisms at 8 B, with the pipe's.
-fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
-    let blocking = Mech::RTT.iter().filter(|&&m| m != Mech::RingSpin);
-    let mut ratios: Vec<f64> = blocking
-        .filter_map(|&m| {
-            let s = get(ms, &rtt_id(m, 8, Placement::Same))?;
-            let c = get(ms, &rtt_id(m, 8, Placement::Cross))?;
-            Some(c.median / s.median)
-        })
-        .collect();
-    if ratios.is_empty() {
-        return None;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let mid = ratios[ratios.len() / 2];
-    let pipe = match (
-        get(ms, &rtt_id(Mech::Pipe, 8, Placement::Same)),
-        get(ms, &rtt_id(Mech::Pipe, 8, Placement::Cross)),
-    ) {
-        (Some(s), Some(c)) => format!(
-            "; pipe {} cross vs {} same",
-            human(c.median, "ns/op"),
-            human(s.median, "ns/op")
-        ),
-        _ => String::new(),
-    };
-    Some(ratio_finding(
-        "ipc",
-        format!(
-            "an 8B round trip between two CPUs takes {} as long as on one CPU (median of {} blocking mechanisms{pipe}): where the ends run matters as much as the mechanism",
-            fmt_ratio(mid),
-            ratios.len()
-        ),
-        mid,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::harness::Profile;
-
-    fn m(id: &str, unit: &str, median: f64) -> Measurement {
-        Measurement::point(id, unit, median)
-    }
 
     #[test]
     fn ids_follow_the_scheme_and_are_unique() {
@@ -596,58 +432,5 @@ mod tests {
         let bs = benches(&Host::default());
         let total: Duration = bs.iter().map(|b| b.budget(Profile::Quick)).sum();
         assert!(total <= Duration::from_secs(15), "{total:?}");
-    }
-
-    #[test]
-    fn findings_rank_and_compare() {
-        let s = Placement::Same;
-        let ms = vec![
-            m(&tput_id(Mech::Pipe, 512, s), "B/s", 1e8),
-            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9),
-            m(&tput_id(Mech::Splice, 64 << 10, s), "B/s", 2e9),
-            m(&tput_id(Mech::Tcp, 64 << 10, s), "B/s", 5e8),
-            m(&rtt_id(Mech::Pipe, 8, s), "ns/op", 2000.0),
-            m(&rtt_id(Mech::Pipe, 8, Placement::Cross), "ns/op", 60000.0),
-            m(&rtt_id(Mech::Tcp, 8, s), "ns/op", 9000.0),
-        ];
-        let f = findings(&ms);
-        let text: Vec<&str> = f.iter().map(|f| f.text.as_str()).collect();
-        let rank = f
-            .iter()
-            .find(|f| f.text.starts_with("throughput at 64KiB"))
-            .unwrap();
-        assert!(
-            rank.text.contains("splice 2.00× pipe, pipe 2.00× tcp"),
-            "{}",
-            rank.text
-        );
-        assert_eq!((rank.value, rank.unit.as_str()), (2e9, "B/s"));
-        let small = f.iter().find(|f| f.unit == "%").unwrap();
-        assert!((small.value - 10.0).abs() < 1e-9, "{text:?}");
-        assert!(small.text.ends_with("system-call bound"), "{}", small.text);
-        let slow_big = [
-            m(&tput_id(Mech::Pipe, 512, s), "B/s", 6e8),
-            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 5e8),
-        ];
-        let f2 = findings(&slow_big);
-        let odd = f2.iter().find(|f| f.unit == "%").unwrap();
-        assert!(odd.text.contains("not what limits"), "{}", odd.text);
-        let zc = f.iter().find(|f| f.text.starts_with("zero-copy")).unwrap();
-        assert!((zc.value - 2.0).abs() < 1e-9);
-        let rtt = f
-            .iter()
-            .find(|f| f.text.starts_with("round trip of 8B (same-cpu)"))
-            .unwrap();
-        assert!(
-            rtt.text.contains("pipe 2.00 µs, tcp 9.00 µs"),
-            "{}",
-            rtt.text
-        );
-        let cross = f
-            .iter()
-            .find(|f| f.text.contains("between two CPUs"))
-            .unwrap();
-        assert!((cross.value - 30.0).abs() < 1e-9);
-        assert!(findings(&[]).is_empty());
     }
 }

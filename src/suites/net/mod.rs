@@ -22,15 +22,16 @@
 
 pub mod bench;
 pub mod dgram;
+pub mod findings;
 pub mod netns;
 pub mod proto;
 pub mod server;
 pub mod target;
 
-use super::{FnBench, Suite, get, ratio_finding};
-use crate::harness::{Bench, Finding, Measurement, PrepareError, Profile, Unit, affinity};
+use super::{FnBench, Suite};
+use crate::harness::{Bench, PrepareError, Profile, Unit, affinity};
 use crate::host::Host;
-use crate::units::{fmt_ratio, human, size_label};
+use crate::units::size_label;
 use bench::{CHUNK, TcpCrr, TcpRr, TcpStreamBench, UdpRate};
 pub use target::{Path, Peer, set_peer};
 
@@ -40,7 +41,7 @@ pub fn suite() -> Suite {
         name: "net",
         summary: "UDP packets/s (plain, sendmmsg, SO_REUSEPORT), TCP throughput, TCP_RR and TCP_CRR, on loopback, a veth pair between namespaces, or a peer running opcost serve",
         benches,
-        findings,
+        findings: findings::findings,
     }
 }
 
@@ -209,110 +210,6 @@ impl<T: crate::harness::Timed + 'static> BoxTimed for T {
     }
 }
 
-fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut f = Vec::new();
-    for path in Path::ALL {
-        let p = path.label();
-        let id = |rest: &str| format!("net.{p}.{rest}");
-        // Packets, not bytes, bound small datagrams: the 64 B rate stays
-        // near the 1472 B rate while moving 23 times fewer bytes.
-        if let (Some(small), Some(big)) =
-            (get(ms, &id("udp.mmsg/64B")), get(ms, &id("udp.mmsg/1472B")))
-            && big.median > 0.0
-        {
-            let r = small.median / big.median;
-            let verdict = if r >= 0.5 {
-                "small datagrams are bound by the per-packet cost, not by bandwidth"
-            } else {
-                "payload bytes, not the packet count, bound this path"
-            };
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload; {verdict}",
-                    human(small.median, "ops/s"),
-                    human(small.median * 64.0, "B/s"),
-                    human(big.median, "ops/s"),
-                    human(big.median * 1472.0, "B/s"),
-                    fmt_ratio(r)
-                ),
-                r,
-            ));
-        }
-        if let (Some(small), Some(tcp)) =
-            (get(ms, &id("udp.mmsg/64B")), get(ms, &id("tcp.stream.one")))
-            && small.median > 0.0
-        {
-            let r = tcp.median / (small.median * 64.0);
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: one TCP stream moves {}, {} the payload bytes of 64 B datagrams",
-                    human(tcp.median, "B/s"),
-                    fmt_ratio(r)
-                ),
-                r,
-            ));
-        }
-        if let (Some(plain), Some(mmsg)) =
-            (get(ms, &id("udp.plain/64B")), get(ms, &id("udp.mmsg/64B")))
-            && plain.median > 0.0
-        {
-            let r = mmsg.median / plain.median;
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {} the 64 B datagrams of one call per datagram ({} vs {})",
-                    fmt_ratio(r),
-                    human(mmsg.median, "ops/s"),
-                    human(plain.median, "ops/s")
-                ),
-                r,
-            ));
-        }
-        if let (Some(one), Some(all)) = (
-            get(ms, &id("udp.mmsg/64B")),
-            get(ms, &id("udp.reuseport/64B")),
-        ) && one.median > 0.0
-        {
-            let r = all.median / one.median;
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: SO_REUSEPORT over every CPU receives {} the 64 B datagrams of one socket",
-                    fmt_ratio(r)
-                ),
-                r,
-            ));
-        }
-    }
-    // The cost a veth hop adds per packet and per round trip.
-    for (what, rest) in [
-        ("a 64 B datagram", "udp.plain/64B"),
-        ("a 1 B round trip", "tcp.rr/1B"),
-    ] {
-        if let (Some(lo), Some(ve)) = (
-            get(ms, &format!("net.loopback.{rest}")),
-            get(ms, &format!("net.veth.{rest}")),
-        ) {
-            let (a, b) = (lo.ns_per_op(), ve.ns_per_op());
-            if a > 0.0 {
-                f.push(ratio_finding(
-                    "net",
-                    format!(
-                        "{what} costs {} over veth between namespaces, {} over loopback: {}",
-                        human(b, "ns/op"),
-                        human(a, "ns/op"),
-                        fmt_ratio(b / a)
-                    ),
-                    b / a,
-                ));
-            }
-        }
-    }
-    f
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,28 +303,5 @@ mod tests {
             Err(PrepareError::Skip(why)) => assert!(why.contains("--peer")),
             _ => panic!("expected a skip"),
         }
-    }
-
-    #[test]
-    fn findings_compare_packet_and_byte_limits() {
-        let ms = vec![
-            Measurement::point("net.loopback.udp.mmsg/64B", "ops/s", 1e6),
-            Measurement::point("net.loopback.udp.mmsg/1472B", "ops/s", 8e5),
-            Measurement::point("net.loopback.udp.plain/64B", "ops/s", 4e5),
-            Measurement::point("net.veth.udp.plain/64B", "ops/s", 2e5),
-        ];
-        let f = findings(&ms);
-        assert!(
-            f.iter()
-                .any(|x| x.text.contains("per-packet cost") && (x.value - 1.25).abs() < 1e-9)
-        );
-        assert!(
-            f.iter()
-                .any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9)
-        );
-        assert!(
-            f.iter()
-                .any(|x| x.text.contains("veth") && (x.value - 2.0).abs() < 1e-9)
-        );
     }
 }

@@ -16,6 +16,8 @@
 //! when the measuring thread has not taken a sample for [`LOAD_IDLE`], so
 //! nothing is left running if the run stalls.
 
+mod findings;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -24,10 +26,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::json;
 
-use super::{Budget, FnBench, Suite, get};
-use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Timed, Unit};
+use super::{Budget, FnBench, Suite};
+use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::host::Host;
-use crate::units::human_ns;
 
 /// The area name.
 const AREA: &str = "timer";
@@ -41,7 +42,7 @@ pub fn suite() -> Suite {
         name: AREA,
         summary: "sleep and timer overshoot (nanosleep, clock_nanosleep absolute, timerfd), idle and with every CPU busy",
         benches,
-        findings,
+        findings: findings::findings,
     }
 }
 
@@ -447,97 +448,6 @@ impl Timed for Sleeper {
     }
 }
 
-/// (p50, p99, count) of a result's overshoots: per wake-up where recorded,
-/// else the median and p95 of its samples.
-fn tail(m: &Measurement) -> (f64, f64, usize) {
-    match &m.per_op {
-        Some(p) => (p.p50, p.p99, p.count),
-        None => (m.median, m.p95, m.n),
-    }
-}
-
-fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for p in PERIODS {
-        for m in Method::ALL {
-            let idle = get(ms, &id(m, p, false)).map(tail);
-            let busy = get(ms, &id(m, p, true)).map(tail);
-            let describe = |(p50, p99, n): (f64, f64, usize)| {
-                format!(
-                    "median {}, p99 {} ({n} wake-ups)",
-                    human_ns(p50),
-                    human_ns(p99)
-                )
-            };
-            let (text, value) = match (idle, busy) {
-                (Some(i), Some(b)) => {
-                    let r = b.1 / i.1;
-                    let worse = if !(i.1 > 0.0 && r.is_finite()) {
-                        String::new()
-                    } else if r >= 1.0 {
-                        format!("; busy CPUs make the p99 {r:.1}× later")
-                    } else {
-                        format!("; busy CPUs did not delay it (p99 {r:.2}× the idle one)")
-                    };
-                    (
-                        format!(
-                            "a {} {} wakes late by: idle {}; every CPU busy {}{worse}",
-                            p.label,
-                            m.call(),
-                            describe(i),
-                            describe(b)
-                        ),
-                        b.1,
-                    )
-                }
-                (Some(i), None) => (
-                    format!(
-                        "a {} {} wakes late by: idle {}",
-                        p.label,
-                        m.call(),
-                        describe(i)
-                    ),
-                    i.1,
-                ),
-                (None, Some(b)) => (
-                    format!(
-                        "a {} {} wakes late by: every CPU busy {}",
-                        p.label,
-                        m.call(),
-                        describe(b)
-                    ),
-                    b.1,
-                ),
-                (None, None) => continue,
-            };
-            let slack = [false, true]
-                .iter()
-                .filter_map(|&l| {
-                    get(ms, &id(m, p, l))?
-                        .details
-                        .as_ref()?
-                        .get("timer_slack_ns")?
-                        .as_f64()
-                })
-                .next();
-            let text = match slack {
-                Some(ns) if m != Method::Timerfd && ns > 0.0 => format!(
-                    "{text}; the kernel may defer this wake-up by the thread's timer slack, {} here (a timerfd is not deferred)",
-                    human_ns(ns)
-                ),
-                _ => text,
-            };
-            out.push(Finding {
-                area: AREA.to_string(),
-                text,
-                value,
-                unit: "ns/op".to_string(),
-            });
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,43 +518,5 @@ mod tests {
             stop.load(Ordering::Relaxed),
             "told to stop, and joined in drop"
         );
-    }
-
-    #[test]
-    fn findings_give_median_and_p99_idle_and_loaded() {
-        let mk = |id: &str, p50: f64, p99: f64| {
-            let mut m = Measurement::point(id, "ns/op", p50);
-            m.per_op = Some(crate::harness::OpStats {
-                count: 40,
-                p50,
-                p90: p99,
-                p99,
-                max: p99,
-                bimodal: false,
-            });
-            m
-        };
-        let ms = vec![
-            mk("timer.nanosleep/1ms/idle", 55_000.0, 80_000.0),
-            mk("timer.nanosleep/1ms/loaded", 60_000.0, 3_000_000.0),
-            mk("timer.timerfd/1ms/idle", 52_000.0, 70_000.0),
-        ];
-        let f = findings(&ms);
-        assert_eq!(f.len(), 2);
-        let n = f.iter().find(|f| f.text.contains("nanosleep")).unwrap();
-        assert!(n.text.contains("every CPU busy"), "{}", n.text);
-        assert!(n.text.contains("37.5× later"), "{}", n.text);
-        assert_eq!((n.value, n.unit.as_str()), (3_000_000.0, "ns/op"));
-        let ms = vec![
-            mk("timer.timerfd/1ms/idle", 14_000.0, 30_000.0),
-            mk("timer.timerfd/1ms/loaded", 7_000.0, 9_000.0),
-        ];
-        let t = &findings(&ms)[0];
-        assert!(t.text.contains("did not delay it (p99 0.30×"), "{}", t.text);
-        let ms = vec![mk("timer.timerfd/1ms/idle", 52_000.0, 70_000.0)];
-        let f = findings(&ms);
-        let t = f.iter().find(|f| f.text.contains("timerfd")).unwrap();
-        assert!(t.text.contains("idle median"), "{}", t.text);
-        assert!(findings(&[]).is_empty());
     }
 }

@@ -1,0 +1,421 @@
+//! What the IPC results say: the mechanisms ranked into tiers at each size
+//! and placement, what dd's small writes cost a pipe, zero-copy splice
+//! next to the copying pipe, and what crossing CPUs costs a round trip.
+//!
+//! Every word comes from [`crate::harness::claims`]: mechanisms that cannot
+//! be told apart share a tier and are listed in declaration order, two
+//! results are ordered only when their intervals say so, and a figure with
+//! two modes is named bimodal rather than printed at one of its levels.
+//! The `splice` throughput benchmark sends its bytes to /dev/null (its
+//! receiver never holds them), so it is reported apart from the ranking of
+//! mechanisms that deliver bytes.
+
+use super::{Mech, RTT_SIZES, TPUT_SIZES, rtt_id, tput_id};
+use crate::harness::claims::{self, Est, Verdict};
+use crate::harness::{Finding, Measurement};
+use crate::suites::{get, ratio_finding};
+use crate::units::{human, size_label};
+
+use super::peer::Placement;
+
+/// Area of every finding.
+const AREA: &str = "ipc";
+/// Rankings split mechanisms into tiers only at clear gaps this wide: on a
+/// shared machine mechanisms a few tens of per cent apart trade places
+/// from run to run, so only wider gaps are worth an order.
+pub const TIER_GAP: f64 = 2.0;
+/// The gap for throughput rankings: a stream's rate on a shared machine
+/// moves more between runs than a round trip's, so its tiers split wider.
+pub const TPUT_TIER_GAP: f64 = 3.0;
+/// Two-way comparisons (small vs large writes, splice vs pipe) call a
+/// side faster only when the whole interval is beyond this factor.
+pub const CLEAR: f64 = 1.25;
+
+/// Findings: the ranking at each size and placement, what small writes
+/// cost, zero-copy vs copying, and what crossing CPUs costs.
+pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for p in Placement::ALL {
+        for size in TPUT_SIZES {
+            out.extend(tput_ranking(ms, size, p));
+        }
+        for size in RTT_SIZES {
+            out.extend(rtt_ranking(ms, size, p));
+        }
+    }
+    for p in Placement::ALL {
+        out.extend(small_writes(ms, p));
+    }
+    for p in Placement::ALL {
+        for size in [64 << 10, 1 << 20] {
+            out.extend(splice_vs_pipe(ms, size, p));
+        }
+    }
+    out.extend(placement_cost(ms));
+    out
+}
+
+/// A usable measurement (positive, finite median) of `id`.
+fn usable<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
+    get(ms, id).filter(|m| m.median.is_finite() && m.median > 0.0)
+}
+
+/// True when a result's figure has two modes: its per-op times where it
+/// timed each operation, else its samples.
+fn bimodal(m: &Measurement) -> bool {
+    match &m.per_op {
+        Some(_) => claims::bimodal_per_op(m),
+        None => claims::sample_modes(m).is_some(),
+    }
+}
+
+/// The names of the bimodal members of a ranked set, as a trailing clause
+/// that is always present: "; bimodal: pipe" or "; bimodal: none".
+fn bimodal_clause(set: &[(&str, &Measurement)]) -> String {
+    let names: Vec<&str> = set
+        .iter()
+        .filter(|(_, m)| bimodal(m))
+        .map(|(n, _)| *n)
+        .collect();
+    if names.is_empty() {
+        "; none bimodal".to_string()
+    } else {
+        format!(
+            "; bimodal (two levels, its place in the order is not firm): {}",
+            claims::join_names(&names)
+        )
+    }
+}
+
+/// "throughput at 64KiB (same-cpu): fastest: ring_spin; then pipe and
+/// unix_stream, within noise of each other (3.1× slower); …; splice to
+/// /dev/null (sink only, not ranked): 9.8 GB/s".
+fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
+    let set: Vec<(&str, &Measurement)> = Mech::TPUT
+        .iter()
+        .filter(|&&m| m != Mech::Splice)
+        .filter_map(|&m| usable(ms, &tput_id(m, size, p)).map(|x| (m.name(), x)))
+        .collect();
+    if set.len() < 2 {
+        return None;
+    }
+    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
+    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let tiers = claims::rank_apart(&items, TPUT_TIER_GAP);
+    let top = items[tiers.leaders[0]].value;
+    let splice = match usable(ms, &tput_id(Mech::Splice, size, p)) {
+        Some(s) => format!(
+            "; splice to /dev/null (sink only, not ranked): {}",
+            human(s.median, "B/s")
+        ),
+        None => String::new(),
+    };
+    Some(Finding {
+        area: AREA.into(),
+        text: format!(
+            "throughput at {} ({}), in tiers apart by a clear {TPUT_TIER_GAP}× or more: {}{}{splice}",
+            size_label(size as u64),
+            p.param(),
+            claims::tiers_apart_text(&names, &items, "fastest", TPUT_TIER_GAP),
+            bimodal_clause(&set),
+        ),
+        value: top,
+        unit: "B/s".into(),
+    })
+}
+
+/// "round trip of 8B (cross-cpu): fastest: ring_spin; then pipe, … within
+/// noise of each other (30× slower); …".
+fn rtt_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
+    let set: Vec<(&str, &Measurement)> = Mech::RTT
+        .iter()
+        .filter_map(|&m| usable(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x)))
+        .collect();
+    if set.len() < 2 {
+        return None;
+    }
+    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
+    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let tiers = claims::rank_apart(&items, TIER_GAP);
+    let top = items[tiers.leaders[0]];
+    Some(Finding {
+        area: AREA.into(),
+        text: format!(
+            "round trip of {} ({}), in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {}){}",
+            size_label(size as u64),
+            p.param(),
+            claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
+            human(top.value, "ns/op"),
+            bimodal_clause(&set),
+        ),
+        value: top.value,
+        unit: "ns/op".into(),
+    })
+}
+
+/// How 512 B writes (dd's default block) compare with 64 KiB writes on a
+/// pipe: clearly slower means the small writes pay for their system calls;
+/// no clear difference, or faster, means the write size is not what limits
+/// the pipe (on two CPUs a 64 KiB write fills it and waits for a wake-up).
+fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> {
+    let s = usable(ms, &tput_id(Mech::Pipe, 512, p))?;
+    let b = usable(ms, &tput_id(Mech::Pipe, 64 << 10, p))?;
+    let pct = 100.0 * s.median / b.median;
+    let why = match claims::compare_beyond(&Est::of(b), &Est::of(s), CLEAR) {
+        Verdict::Better(r) => format!(
+            "64KiB writes are {} faster: small writes are system-call bound",
+            r.text()
+        ),
+        Verdict::Worse(r) => format!(
+            "512B writes are {} faster: the write size is not what limits this pipe (wake-ups are)",
+            r.text()
+        ),
+        Verdict::Tie(_) => format!(
+            "no clear difference of {CLEAR}× or more: the write size is not what limits this pipe"
+        ),
+    };
+    let modes = match (bimodal(s), bimodal(b)) {
+        (false, false) => "",
+        _ => " (bimodal: the pipe moves bytes at two levels)",
+    };
+    Some(Finding {
+        area: AREA.into(),
+        text: format!(
+            "a pipe moves {pct:.0}% as many bytes/s with dd's 512B writes as with 64KiB writes ({}, {} vs {}){modes}: {why}",
+            p.param(),
+            human(s.median, "B/s"),
+            human(b.median, "B/s")
+        ),
+        value: pct,
+        unit: "%".into(),
+    })
+}
+
+/// Zero-copy vmsplice/splice (into /dev/null) next to the copying pipe.
+fn splice_vs_pipe(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
+    let z = usable(ms, &tput_id(Mech::Splice, size, p))?;
+    let c = usable(ms, &tput_id(Mech::Pipe, size, p))?;
+    let r = z.median / c.median;
+    let words = match claims::compare_beyond(&Est::of(z), &Est::of(c), CLEAR) {
+        Verdict::Better(x) => format!("splice is {} faster", x.text()),
+        Verdict::Worse(x) => format!("the pipe is {} faster", x.text()),
+        Verdict::Tie(_) => format!("no clear difference of {CLEAR}× or more"),
+    };
+    Some(ratio_finding(
+        AREA,
+        format!(
+            "zero-copy vmsplice/splice to /dev/null vs the copying pipe at {} ({}): {words} ({} vs {})",
+            size_label(size as u64),
+            p.param(),
+            human(z.median, "B/s"),
+            human(c.median, "B/s")
+        ),
+        r,
+    ))
+}
+
+/// How much slower a round trip is when the ends are on different CPUs:
+/// the median ratio over the blocking mechanisms at 8 B, how many of them
+/// are clearly slower across CPUs, and the pipe's comparison.
+fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
+    let pairs: Vec<(Mech, Est, Est)> = Mech::RTT
+        .iter()
+        .filter(|&&m| m != Mech::RingSpin)
+        .filter_map(|&m| {
+            let s = usable(ms, &rtt_id(m, 8, Placement::Same))?;
+            let c = usable(ms, &rtt_id(m, 8, Placement::Cross))?;
+            Some((m, Est::of(s), Est::of(c)))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let mut ratios: Vec<f64> = pairs.iter().map(|(_, s, c)| c.value / s.value).collect();
+    ratios.sort_by(f64::total_cmp);
+    let mid = ratios[ratios.len() / 2];
+    let slower = pairs
+        .iter()
+        .filter(|(_, s, c)| matches!(claims::compare(s, c), Verdict::Better(_)))
+        .count();
+    let faster = pairs
+        .iter()
+        .filter(|(_, s, c)| matches!(claims::compare(s, c), Verdict::Worse(_)))
+        .count();
+    let pipe = match pairs.iter().find(|(m, _, _)| *m == Mech::Pipe) {
+        Some((_, s, c)) => format!(
+            "; pipe: {} ({} cross vs {} same)",
+            claims::compare_text("same-cpu", s, "cross-cpu", c, "faster"),
+            human(c.value, "ns/op"),
+            human(s.value, "ns/op")
+        ),
+        None => String::new(),
+    };
+    Some(ratio_finding(
+        AREA,
+        format!(
+            "an 8B round trip between two CPUs takes a median {} as long as on one CPU over {} blocking mechanisms: clearly slower across CPUs for {slower}, clearly faster for {faster}, no clear difference for {}{pipe}",
+            crate::units::fmt_ratio(mid),
+            pairs.len(),
+            pairs.len() - slower - faster
+        ),
+        mid,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measurement with `median` and a ±`rel` interval.
+    fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
+        let mut x = Measurement::point(id, unit, median);
+        x.summary.ci_low = median * (1.0 - rel);
+        x.summary.ci_high = median * (1.0 + rel);
+        x
+    }
+
+    fn texts(f: &[Finding]) -> Vec<&str> {
+        f.iter().map(|f| f.text.as_str()).collect()
+    }
+
+    #[test]
+    fn clearly_different_mechanisms_are_ranked_in_tiers() {
+        let s = Placement::Same;
+        let ms = vec![
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9, 0.03),
+            m(&tput_id(Mech::Tcp, 64 << 10, s), "B/s", 3e8, 0.03),
+            m(&tput_id(Mech::UnixStream, 64 << 10, s), "B/s", 1.01e9, 0.03),
+            m(&tput_id(Mech::Splice, 64 << 10, s), "B/s", 9e9, 0.03),
+        ];
+        let f = findings(&ms);
+        let rank = f
+            .iter()
+            .find(|f| f.text.starts_with("throughput at 64KiB (same-cpu)"))
+            .unwrap();
+        assert!(
+            rank.text.contains(
+                "in tiers apart by a clear 3× or more: fastest: pipe and unix_stream; then tcp (3."
+            ),
+            "{}",
+            rank.text
+        );
+        // splice delivers nothing: reported apart, never in the ranking.
+        assert!(
+            rank.text
+                .contains("; splice to /dev/null (sink only, not ranked): 9.00 GB/s"),
+            "{}",
+            rank.text
+        );
+        assert!(!rank.text.contains("fastest: splice"), "{}", rank.text);
+        assert!(rank.text.contains("none bimodal"), "{}", rank.text);
+        assert_eq!((rank.value, rank.unit.as_str()), (1.01e9, "B/s"));
+    }
+
+    #[test]
+    fn equal_mechanisms_give_no_order_whatever_their_point_estimates() {
+        let c = Placement::Cross;
+        let mk = |a: f64, b: f64| {
+            vec![
+                m(&rtt_id(Mech::Pipe, 64, c), "ns/op", a, 0.05),
+                m(&rtt_id(Mech::UnixStream, 64, c), "ns/op", b, 0.05),
+                m(&rtt_id(Mech::RingSpin, 64, c), "ns/op", 500.0, 0.05),
+            ]
+        };
+        let one = findings(&mk(30_000.0, 31_000.0));
+        let two = findings(&mk(31_000.0, 30_000.0));
+        let strip = |s: &str| {
+            s.chars()
+                .filter(|c| !c.is_ascii_digit() && *c != '.')
+                .collect::<String>()
+        };
+        assert_eq!(one.len(), two.len());
+        for (a, b) in one.iter().zip(&two) {
+            assert_eq!(strip(&a.text), strip(&b.text));
+        }
+        let rtt = &one[0].text;
+        assert!(
+            rtt.starts_with(
+                "round trip of 64B (cross-cpu), in tiers apart by a clear 2× or more: fastest: ring_spin; then pipe and unix_stream ("
+            ),
+            "{rtt}"
+        );
+    }
+
+    #[test]
+    fn a_two_level_figure_is_named_bimodal() {
+        let s = Placement::Same;
+        let mut pipe = m(&tput_id(Mech::Pipe, 4 << 10, s), "B/s", 1e9, 0.5);
+        pipe.samples = (0..60)
+            .map(|i| if i % 3 == 0 { 5e7 } else { 2e9 + i as f64 })
+            .collect();
+        let ms = vec![pipe, m(&tput_id(Mech::Tcp, 4 << 10, s), "B/s", 5e8, 0.03)];
+        let f = findings(&ms);
+        assert!(f[0].text.ends_with("not firm): pipe"), "{:?}", texts(&f));
+    }
+
+    #[test]
+    fn small_writes_follow_the_comparison() {
+        let s = Placement::Same;
+        let ms = vec![
+            m(&tput_id(Mech::Pipe, 512, s), "B/s", 1e8, 0.03),
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9, 0.03),
+        ];
+        let f = findings(&ms);
+        let small = f.iter().find(|f| f.unit == "%").unwrap();
+        assert!((small.value - 10.0).abs() < 1e-9, "{:?}", texts(&f));
+        assert!(small.text.ends_with("system-call bound"), "{}", small.text);
+        let tie = [
+            m(&tput_id(Mech::Pipe, 512, s), "B/s", 5.1e8, 0.05),
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 5e8, 0.05),
+        ];
+        let t = findings(&tie);
+        let t = t.iter().find(|f| f.unit == "%").unwrap();
+        assert!(
+            t.text.contains(": no clear difference of 1.25×"),
+            "{}",
+            t.text
+        );
+        let odd = [
+            m(&tput_id(Mech::Pipe, 512, s), "B/s", 6e8, 0.02),
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 3e8, 0.02),
+        ];
+        let o = findings(&odd);
+        let o = o.iter().find(|f| f.unit == "%").unwrap();
+        assert!(o.text.contains("not what limits"), "{}", o.text);
+        assert!(o.text.contains("512B writes are 2.00× ("), "{}", o.text);
+    }
+
+    #[test]
+    fn splice_and_placement_compare_by_intervals() {
+        let (s, c) = (Placement::Same, Placement::Cross);
+        let ms = vec![
+            m(&tput_id(Mech::Splice, 64 << 10, s), "B/s", 2e9, 0.03),
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9, 0.03),
+            m(&rtt_id(Mech::Pipe, 8, s), "ns/op", 2000.0, 0.03),
+            m(&rtt_id(Mech::Pipe, 8, c), "ns/op", 60000.0, 0.03),
+            m(&rtt_id(Mech::Tcp, 8, s), "ns/op", 9000.0, 0.03),
+            m(&rtt_id(Mech::Tcp, 8, c), "ns/op", 9100.0, 0.03),
+        ];
+        let f = findings(&ms);
+        let zc = f.iter().find(|f| f.text.starts_with("zero-copy")).unwrap();
+        assert!((zc.value - 2.0).abs() < 1e-9);
+        assert!(zc.text.contains("splice is 2.00× ("), "{}", zc.text);
+        let cross = f
+            .iter()
+            .find(|f| f.text.contains("between two CPUs"))
+            .unwrap();
+        assert!(
+            cross.text.contains(
+                "clearly slower across CPUs for 1, clearly faster for 0, no clear difference for 1"
+            ),
+            "{}",
+            cross.text
+        );
+        assert!(
+            cross.text.contains("pipe: same-cpu is 30.0× ("),
+            "{}",
+            cross.text
+        );
+        assert!(findings(&[]).is_empty());
+    }
+}

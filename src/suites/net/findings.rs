@@ -1,0 +1,183 @@
+//! What the network results say, per path: whether packets or bytes bound
+//! small datagrams, a TCP stream next to datagrams, what batching and
+//! SO_REUSEPORT buy, and what a veth hop adds over loopback.
+//!
+//! Every ratio is printed with its interval ([`crate::harness::claims`]),
+//! and the one verdict (packet-bound or byte-bound) holds only when the
+//! whole interval is on its side of the line; otherwise the finding says
+//! the timing cannot tell.
+
+use super::{BATCH, Path};
+use crate::harness::claims::{self, Est, Ratio};
+use crate::harness::{Finding, Measurement};
+use crate::suites::{get, ratio_finding};
+use crate::units::human;
+
+/// The line between a packet-bound and a byte-bound path, as the 64 B
+/// datagram rate over the 1472 B rate: about 1 when the per-packet cost
+/// binds, about 23 (1472 / 64) when the bytes do; the line is their
+/// geometric middle.
+const PACKET_BOUND: f64 = 4.8;
+
+/// A usable measurement of `id` (positive, finite median).
+fn usable<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
+    get(ms, id).filter(|m| m.median.is_finite() && m.median > 0.0)
+}
+
+/// The suite's findings.
+pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut f = Vec::new();
+    for path in Path::ALL {
+        let p = path.label();
+        let id = |rest: &str| format!("net.{p}.{rest}");
+        if let (Some(small), Some(big)) = (
+            usable(ms, &id("udp.mmsg/64B")),
+            usable(ms, &id("udp.mmsg/1472B")),
+        ) {
+            // Packets, not bytes, bound small datagrams: the 64 B rate stays
+            // near the 1472 B rate while moving 23 times fewer bytes.
+            let r = Ratio::of(&Est::of(small), &Est::of(big));
+            let verdict = if r.at_most(PACKET_BOUND) {
+                "small datagrams are bound by the per-packet cost, not by bandwidth"
+            } else if r.at_least(PACKET_BOUND) {
+                "payload bytes, not the packet count, bound this path"
+            } else {
+                "the timing cannot tell whether packets or bytes bound this path"
+            };
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload; {verdict}",
+                    human(small.median, "ops/s"),
+                    human(small.median * 64.0, "B/s"),
+                    human(big.median, "ops/s"),
+                    human(big.median * 1472.0, "B/s"),
+                    r.text()
+                ),
+                r.ratio,
+            ));
+        }
+        if let (Some(small), Some(tcp)) = (
+            usable(ms, &id("udp.mmsg/64B")),
+            usable(ms, &id("tcp.stream.one")),
+        ) {
+            let r = Ratio::of(&Est::of(tcp), &Est::of(small).scaled(64.0));
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: one TCP stream moves {}, {} the payload bytes of 64 B datagrams",
+                    human(tcp.median, "B/s"),
+                    r.text()
+                ),
+                r.ratio,
+            ));
+        }
+        if let (Some(plain), Some(mmsg)) = (
+            usable(ms, &id("udp.plain/64B")),
+            usable(ms, &id("udp.mmsg/64B")),
+        ) {
+            let r = Ratio::of(&Est::of(mmsg), &Est::of(plain));
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {} the 64 B datagrams of one call per datagram ({} vs {})",
+                    r.text(),
+                    human(mmsg.median, "ops/s"),
+                    human(plain.median, "ops/s")
+                ),
+                r.ratio,
+            ));
+        }
+        if let (Some(one), Some(all)) = (
+            usable(ms, &id("udp.mmsg/64B")),
+            usable(ms, &id("udp.reuseport/64B")),
+        ) {
+            let r = Ratio::of(&Est::of(all), &Est::of(one));
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{p}: SO_REUSEPORT over every CPU receives {} the 64 B datagrams of one socket",
+                    r.text()
+                ),
+                r.ratio,
+            ));
+        }
+    }
+    // The cost a veth hop adds per packet and per round trip.
+    for (what, rest) in [
+        ("a 64 B datagram", "udp.plain/64B"),
+        ("a 1 B round trip", "tcp.rr/1B"),
+    ] {
+        if let (Some(lo), Some(ve)) = (
+            usable(ms, &format!("net.loopback.{rest}")),
+            usable(ms, &format!("net.veth.{rest}")),
+        ) {
+            // Time per operation over veth against loopback (any unit).
+            let r = claims::speedup(&Est::of(lo), &Est::of(ve));
+            f.push(ratio_finding(
+                "net",
+                format!(
+                    "{what} costs {} over veth between namespaces, {} over loopback: {}",
+                    human(ve.ns_per_op(), "ns/op"),
+                    human(lo.ns_per_op(), "ns/op"),
+                    r.text()
+                ),
+                r.ratio,
+            ));
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
+        let mut x = Measurement::point(id, unit, median);
+        x.summary.ci_low = median * (1.0 - rel);
+        x.summary.ci_high = median * (1.0 + rel);
+        x
+    }
+
+    #[test]
+    fn findings_compare_packet_and_byte_limits_with_intervals() {
+        let ms = vec![
+            m("net.loopback.udp.mmsg/64B", "ops/s", 1e6, 0.03),
+            m("net.loopback.udp.mmsg/1472B", "ops/s", 8e5, 0.03),
+            m("net.loopback.udp.plain/64B", "ops/s", 4e5, 0.03),
+            m("net.veth.udp.plain/64B", "ops/s", 2e5, 0.03),
+        ];
+        let f = findings(&ms);
+        let packet = f
+            .iter()
+            .find(|x| x.text.contains("per-packet cost"))
+            .unwrap();
+        assert!((packet.value - 1.25).abs() < 1e-9);
+        assert!(packet.text.contains("1.25× ("), "{}", packet.text);
+        assert!(
+            f.iter()
+                .any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9)
+        );
+        let veth = f.iter().find(|x| x.text.contains("veth")).unwrap();
+        assert!((veth.value - 2.0).abs() < 1e-9, "{}", veth.text);
+        assert!(veth.text.ends_with("2.00× (1.92–2.09)"), "{}", veth.text);
+    }
+
+    #[test]
+    fn a_ratio_straddling_the_line_gives_no_verdict() {
+        let verdict = |small: f64, rel: f64| {
+            let ms = vec![
+                m("net.loopback.udp.mmsg/64B", "ops/s", small, rel),
+                m("net.loopback.udp.mmsg/1472B", "ops/s", 1e6, 0.03),
+            ];
+            findings(&ms)[0].text.clone()
+        };
+        assert!(verdict(2e7, 0.03).ends_with("bound this path"));
+        assert!(verdict(2e7, 0.03).starts_with("loopback: 64 B"));
+        assert!(verdict(2e7, 0.03).contains("payload bytes, not the packet count"));
+        assert!(verdict(5e6, 0.6).contains("cannot tell"));
+        assert!(verdict(9e5, 0.03).contains("per-packet cost"));
+        assert!(findings(&[]).is_empty());
+    }
+}
