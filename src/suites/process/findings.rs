@@ -76,11 +76,42 @@ fn trend_verb(t: &Trend) -> &'static str {
     }
 }
 
-/// The trend of a growth curve, when it has two points or more.
+/// A method whose slope stays within this fraction of fork+exec's (the
+/// lower end of its interval) over the curve stays flat: it does not copy
+/// the parent's page tables the way fork does.
+const FLAT_FRACTION: f64 = 0.1;
+
+/// The trend of a growth curve, when it has two points or more, with the
+/// points it has and the largest memory touched. fork+exec's own curve is
+/// judged against its start ([`GROWTH_MATERIAL`]); every other method's,
+/// when fork+exec clearly grows, against a tenth of fork+exec's slope
+/// ([`FLAT_FRACTION`]), so "stays flat" means "does not pay for the
+/// parent's memory as fork does".
 fn growth_trend(ms: &[Measurement], name: &str) -> Option<(Trend, usize, f64)> {
     let c = curve(ms, name);
     let top = c.last().map_or(0.0, |p| p.0);
-    Some((trend(&c, GROWTH_MATERIAL)?, c.len(), top))
+    let own = trend(&c, GROWTH_MATERIAL)?;
+    if name == FORK_EXEC {
+        return Some((own, c.len(), top));
+    }
+    let fork = trend(&curve(ms, FORK_EXEC), GROWTH_MATERIAL)
+        .filter(|f| f.kind == TrendKind::Grows && f.low > 0.0);
+    let t = match fork {
+        Some(f) => trend(&c, FLAT_FRACTION * f.low * own.span / own.start)?,
+        None => own,
+    };
+    Some((t, c.len(), top))
+}
+
+/// The clause naming what a method's trend was judged against.
+fn judged_against(ms: &[Measurement], name: &str) -> &'static str {
+    let fork_grows = trend(&curve(ms, FORK_EXEC), GROWTH_MATERIAL)
+        .is_some_and(|f| f.kind == TrendKind::Grows && f.low > 0.0);
+    if name != FORK_EXEC && fork_grows {
+        "; material: a tenth of fork+exec's slope"
+    } else {
+        ""
+    }
 }
 
 /// Per method of the growth curve: does it grow with the memory the parent
@@ -93,11 +124,12 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         };
         out.push(finding(
             format!(
-                "{} {} the memory the parent has touched: {} per GiB (slope over {n} points up to {})",
+                "{} {} the memory the parent has touched: {} per GiB (slope over {n} points up to {}{})",
                 g.what,
                 trend_verb(&t),
                 t.slope_text(1.0, human_ns),
-                size_label((top * GIB) as u64)
+                size_label((top * GIB) as u64),
+                judged_against(ms, g.name)
             ),
             t.slope,
             "ns/GiB",
@@ -454,6 +486,27 @@ mod tests {
             "with 256MiB touched in the parent, posix_spawn and fork+exec are within noise",
         );
         assert_eq!(r.unit, "x");
+    }
+
+    #[test]
+    fn a_noisy_flat_curve_is_flat_against_a_clearly_growing_fork() {
+        let mut ms = Vec::new();
+        for (rss, v) in [(0, 200_000.0), (256 << 20, 230_000.0)] {
+            let mut x = m(&growth_id(POSIX_SPAWN, rss), v);
+            x.summary.ci_low = v * 0.6;
+            x.summary.ci_high = v * 1.6;
+            ms.push(x);
+            let gib = rss as f64 / GIB;
+            ms.push(m(&growth_id(FORK_EXEC, rss), 250_000.0 + 35e6 * gib));
+        }
+        let f = findings(&ms);
+        find(&f, "fork+exec grows with the memory");
+        let p = find(&f, "posix_spawn stays flat with the memory");
+        assert!(
+            p.text.contains("a tenth of fork+exec's slope"),
+            "{}",
+            p.text
+        );
     }
 
     #[test]
