@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 
 use super::lines::Method;
-use crate::harness::claims::{Est, Verdict, compare, join_names, rank, speedup, tiers_text};
+use crate::harness::claims::{Est, Tiers, Verdict, compare, join_names, rank, speedup, tiers_text};
 use crate::harness::{Finding, Measurement};
 use crate::suites::{get, ratio_finding};
-use crate::units::{human, human_bytes};
+use crate::units::{fmt_ratio, human, human_bytes};
 
 /// Every text finding of a run.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
@@ -262,6 +262,28 @@ fn tier_words(names: &[&str]) -> String {
     }
 }
 
+/// The fastest and the slowest tier of a ranked set: "fastest: a and b,
+/// within noise of each other; slowest: c (5.0× slower)". The tiers
+/// between are left out: with many methods, some neighbours are always
+/// close to the edge of their noise, and a chain of every tier would change
+/// its words from run to run. Two tiers or fewer read as [`tiers_text`].
+fn ends_text(names: &[&str], items: &[Est], t: &Tiers) -> String {
+    if t.tiers.len() <= 2 {
+        return tiers_text(names, items, "fastest");
+    }
+    let group = |k: usize| {
+        let members: Vec<&str> = t.tiers[k].iter().map(|&i| names[i]).collect();
+        tier_words(&members)
+    };
+    let last = t.tiers.len() - 1;
+    format!(
+        "fastest: {}; slowest: {} ({} slower)",
+        group(0),
+        group(last),
+        fmt_ratio(speedup(&items[t.leaders[0]], &items[t.leaders[last]]).ratio)
+    )
+}
+
 /// The place of a line-reading method in the report order (unknown last).
 fn method_order(name: &str) -> usize {
     Method::ALL
@@ -310,7 +332,7 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
                 "text",
                 format!(
                     "lines of a {shape} file, {} (the fastest {}{}, the slowest {})",
-                    tiers_text(&names, &items, "fastest"),
+                    ends_text(&names, &items, &t),
                     human(items[lead].value, "B/s"),
                     lines_s(ours[lead]),
                     human(items[last].value, "B/s")
@@ -510,7 +532,8 @@ mod tests {
         let l = find("lines of a crlf-40B file");
         assert_eq!(l.value, 10.0);
         assert!(
-            l.text.contains("fastest: memchr_block; then whole_split ("),
+            l.text
+                .contains("fastest: memchr_block; slowest: lines (10.0× slower)"),
             "{}",
             l.text
         );
@@ -611,7 +634,7 @@ mod tests {
             .unwrap();
         assert!(
             l.text.contains(
-                "fastest: memchr_block and memchr_mmap, within noise of each other; then whole_split ("
+                "fastest: memchr_block and memchr_mmap, within noise of each other; slowest: lines ("
             ),
             "{}",
             l.text
