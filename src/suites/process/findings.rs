@@ -103,17 +103,6 @@ fn growth_trend(ms: &[Measurement], name: &str) -> Option<(Trend, usize, f64)> {
     Some((t, c.len(), top))
 }
 
-/// The clause naming what a method's trend was judged against.
-fn judged_against(ms: &[Measurement], name: &str) -> &'static str {
-    let fork_grows = trend(&curve(ms, FORK_EXEC), GROWTH_MATERIAL)
-        .is_some_and(|f| f.kind == TrendKind::Grows && f.low > 0.0);
-    if name != FORK_EXEC && fork_grows {
-        "; material: a tenth of fork+exec's slope"
-    } else {
-        ""
-    }
-}
-
 /// Per method of the growth curve: does it grow with the memory the parent
 /// has touched, and by how much per GiB; plus fork+exec against
 /// posix_spawn at the largest point, and popen against the clone way.
@@ -124,12 +113,11 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         };
         out.push(finding(
             format!(
-                "{} {} the memory the parent has touched: {} per GiB (slope over {n} points up to {}{})",
+                "{} {} the memory the parent has touched: {} per GiB (slope over {n} points up to {})",
                 g.what,
                 trend_verb(&t),
                 t.slope_text(1.0, human_ns),
                 size_label((top * GIB) as u64),
-                judged_against(ms, g.name)
             ),
             t.slope,
             "ns/GiB",
@@ -501,12 +489,7 @@ mod tests {
         }
         let f = findings(&ms);
         find(&f, "fork+exec grows with the memory");
-        let p = find(&f, "posix_spawn stays flat with the memory");
-        assert!(
-            p.text.contains("a tenth of fork+exec's slope"),
-            "{}",
-            p.text
-        );
+        find(&f, "posix_spawn stays flat with the memory");
     }
 
     #[test]
