@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::harness::claims::{Est, TrendKind, trend};
 use crate::harness::runner::NOISE_THRESHOLD;
 use crate::harness::stats::{Summary, median};
 use crate::harness::warnings::Warning;
@@ -341,7 +342,9 @@ fn measurement(
 }
 
 /// Findings: for each scanned command, the slope of its net time against
-/// the parameter (least squares) and how straight the line is (R²); for
+/// the parameter with its interval (weighted by each point's CI), the word
+/// ("grows", "stays flat", "shows no clear trend") decided by that
+/// interval, and how straight the line is (R²); for
 /// each command with a baseline, the share of its time the baseline takes.
 pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -352,15 +355,19 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
         }
     }
     for t in templates {
-        let pts: Vec<(f64, f64)> = outcomes
+        // Each point's net time with the CI of its median: the slope's
+        // interval, and so the word, comes from them.
+        let pts: Vec<(f64, Est)> = outcomes
             .iter()
             .filter(|o| o.spec.template == t)
             .filter_map(|o| {
                 let (_, v) = o.spec.point.as_ref()?;
-                Some((*v as f64, median(&o.net(|u| u.wall))?))
+                let s = Summary::of(&o.net(|u| u.wall))?;
+                Some((*v as f64, Est::cost(s.median, s.ci_low, s.ci_high)))
             })
             .collect();
-        let Some((slope, r2)) = fit(&pts) else {
+        let medians: Vec<(f64, f64)> = pts.iter().map(|(x, e)| (*x, e.value)).collect();
+        let (Some(tr), Some((_, r2))) = (trend(&pts, SCAN_MATERIAL), fit(&medians)) else {
             continue;
         };
         let name = &outcomes
@@ -370,14 +377,20 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
             .map(|p| p.0)
             .unwrap_or_default();
         let (lo, hi) = (pts[0].0, pts[pts.len() - 1].0);
+        let verb = match tr.kind {
+            TrendKind::Grows => "grows",
+            TrendKind::Falls => "falls",
+            TrendKind::Flat => "stays flat",
+            TrendKind::Unclear => "shows no clear trend",
+        };
         out.push(Finding {
             area: "cmd".into(),
             text: format!(
-                "'{t}': the net time grows {} per unit of {name} (least squares over {name} = {lo}…{hi}, {} points, R² {r2:.4})",
-                crate::units::human_ns(slope),
+                "'{t}': the net time {verb} with {name}: {} per unit of {name} (weighted least squares over {name} = {lo}…{hi}, {} points, R² {r2:.4})",
+                tr.slope_text(1.0, crate::units::human_ns),
                 pts.len()
             ),
-            value: slope,
+            value: tr.slope,
             unit: "ns".into(),
         });
     }
@@ -406,6 +419,11 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
     }
     out
 }
+
+/// The smallest change of a scan's net time over its range, relative to its
+/// start, worth "grows" or "falls"; a scan whose slope's interval keeps the
+/// change within it "stays flat".
+const SCAN_MATERIAL: f64 = 0.10;
 
 /// Slope and R² of the least-squares line through the points; `None` for
 /// fewer than 2 distinct x values.
@@ -452,6 +470,68 @@ mod tests {
         assert!((r2 - 1.0).abs() < 1e-12);
         assert!(fit(&[(1.0, 1.0)]).is_none());
         assert!(fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
+    }
+
+    /// A scan over n = 1, 4, 7 whose runs take `wall(n, i)` ns (no baseline).
+    fn scan(wall: impl Fn(i64, usize) -> f64) -> Vec<Outcome> {
+        let specs = plan::expand(&plan::Request {
+            words: vec!["sleep {n}".into()],
+            scan: Some(plan::Scan::parse(&["n".into(), "1".into(), "7".into()], 3).unwrap()),
+            ..Default::default()
+        })
+        .unwrap();
+        specs
+            .into_iter()
+            .map(|spec| {
+                let n = spec.point.as_ref().unwrap().1;
+                let runs = (0..20)
+                    .map(|i| Usage {
+                        wall: wall(n, i),
+                        user: 0.0,
+                        sys: 0.0,
+                        max_rss: 0.0,
+                        exit: child::Exit::Code(0),
+                    })
+                    .collect();
+                Outcome {
+                    spec,
+                    runs,
+                    base: Vec::new(),
+                    shell: Startup::default(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_scan_grows_or_stays_flat_by_the_interval_of_its_slope() {
+        // 1 ms per unit of n, each run off by up to ±1%.
+        let jitter = |i: usize| 1.0 + 0.02 * ((i * 7 % 20) as f64 / 20.0 - 0.5);
+        let f = findings(&scan(|n, i| (1e6 + 1e6 * n as f64) * jitter(i)));
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].text
+                .starts_with("'sleep {n}': the net time grows with n: "),
+            "{}",
+            f[0].text
+        );
+        assert!(f[0].text.contains("per unit of n"), "{}", f[0].text);
+        assert!((f[0].value - 1e6).abs() < 5e4, "{}", f[0].value);
+        // The same cost at every n: flat, whatever the noise.
+        let f = findings(&scan(|_, i| 5e6 * jitter(i)));
+        assert!(
+            f[0].text.contains("the net time stays flat with n"),
+            "{}",
+            f[0].text
+        );
+        // Runs scattered by ±50%: no clear trend.
+        let wild = |i: usize| 1.0 + ((i * 7 % 20) as f64 / 20.0 - 0.5);
+        let f = findings(&scan(|n, i| (5e6 + 1e5 * n as f64) * wild(i)));
+        assert!(
+            f[0].text.contains("shows no clear trend with n"),
+            "{}",
+            f[0].text
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::harness::claims::{Est, Verdict, compare, join_names, rank};
 use crate::harness::{Finding, Measurement};
 use crate::units::{fmt_ratio, human, sig3};
 
@@ -18,35 +19,52 @@ const RATIO_CLASSES: [f64; 7] = [1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0];
 const INCOMPRESSIBLE: f64 = 1.01;
 /// Link speeds (bytes per second) at which the best codec is named: 100 Mbit/s and 1 Gbit/s.
 const LINKS: [f64; 2] = [100e6 / 8.0, 1e9 / 8.0];
-/// Smallest speed-up over sending raw that is worth naming at a link speed.
-const MIN_GAIN: f64 = 1.05;
 
 /// One codec level on one input: its ratio and speeds.
 #[derive(Clone, Debug, PartialEq)]
 struct Row {
     codec: String,
+    /// Input size over output size (exact: the codecs are deterministic).
     ratio: f64,
     /// Compress speed, uncompressed B/s.
-    c: f64,
+    c: Est,
     /// Decompress speed, uncompressed B/s, when measured.
-    d: Option<f64>,
+    d: Option<Est>,
 }
 
 impl Row {
     /// Bytes of output avoided per second of compressing.
-    fn saved_per_s(&self) -> f64 {
-        self.c * (1.0 - 1.0 / self.ratio)
+    fn saved_per_s(&self) -> Est {
+        self.c.scaled((1.0 - 1.0 / self.ratio).max(0.0))
     }
 
-    /// Time to compress, send over `link` B/s and decompress one byte of input.
-    fn send_time(&self, link: f64) -> Option<f64> {
-        Some(1.0 / self.c + 1.0 / (self.ratio * link) + 1.0 / self.d?)
+    /// Time to compress, send over `link` B/s and decompress one byte of
+    /// input, a cost with its interval (the ends from the speeds' ends).
+    fn send_time(&self, link: f64) -> Option<Est> {
+        let d = self.d?;
+        let t = |c: f64, d: f64| 1.0 / c + 1.0 / (self.ratio * link) + 1.0 / d;
+        Some(Est::cost(
+            t(self.c.value, d.value),
+            t(self.c.high, d.high),
+            t(self.c.low, d.low),
+        ))
     }
 
     /// The link speed below which compress, send, decompress beats sending raw:
-    /// 1/L > 1/c + 1/(rL) + 1/d, so L < (1 - 1/r) / (1/c + 1/d).
-    fn break_even(&self) -> Option<f64> {
-        Some((1.0 - 1.0 / self.ratio) / (1.0 / self.c + 1.0 / self.d?))
+    /// 1/L > 1/c + 1/(rL) + 1/d, so L < (1 - 1/r) / (1/c + 1/d); a rate with
+    /// its interval.
+    fn break_even(&self) -> Option<Est> {
+        let d = self.d?;
+        if self.ratio <= 1.0 {
+            return None;
+        }
+        let l = |c: f64, d: f64| (1.0 - 1.0 / self.ratio) / (1.0 / c + 1.0 / d);
+        Some(Est::new(
+            l(self.c.value, d.value),
+            l(self.c.low, d.low),
+            l(self.c.high, d.high),
+            true,
+        ))
     }
 }
 
@@ -85,8 +103,8 @@ fn groups(ms: &[Measurement]) -> Groups {
         let row = Row {
             codec: codec.to_string(),
             ratio,
-            c: m.median,
-            d: super::super::median_of(ms, &d_id),
+            c: Est::of(m),
+            d: super::super::get(ms, &d_id).map(Est::of),
         };
         let sizes = out.entry(input.to_string()).or_default();
         match sizes.iter_mut().find(|(_, s, _)| s == size) {
@@ -142,6 +160,52 @@ fn bits(bytes_per_s: f64) -> String {
     format!("{} {u}", sig3(v))
 }
 
+/// The best tier of `rows` by `key` (rows without a value left out): the
+/// members, in the rows' order, and the tier's best member. Members cannot
+/// be told apart from the best by their intervals.
+fn top_tier<'a>(
+    rows: &[&'a Row],
+    key: impl Fn(&Row) -> Option<Est>,
+) -> Option<(Vec<&'a Row>, &'a Row)> {
+    let valued: Vec<(&Row, Est)> = rows.iter().filter_map(|r| Some((*r, key(r)?))).collect();
+    let items: Vec<Est> = valued.iter().map(|v| v.1).collect();
+    let t = rank(&items);
+    let tier = t.tiers.first()?;
+    let members = tier.iter().map(|&i| valued[i].0).collect();
+    Some((members, valued[t.leaders[0]].0))
+}
+
+/// "lz4-1" or "lz4-1 and snappy, within noise of each other".
+fn tier_names(members: &[&Row]) -> String {
+    let names: Vec<&str> = members.iter().map(|r| r.codec.as_str()).collect();
+    if names.len() > 1 {
+        format!("{}, within noise of each other", join_names(&names))
+    } else {
+        join_names(&names)
+    }
+}
+
+/// "lz4-1 3.26×, 1.27 GB/s compress, 3.00 GB/s decompress" per member.
+fn tier_details(members: &[&Row]) -> String {
+    members
+        .iter()
+        .map(|r| {
+            format!(
+                "{}{}, {} compress, {} decompress",
+                if members.len() > 1 {
+                    format!("{} ", r.codec)
+                } else {
+                    String::new()
+                },
+                fmt_ratio(r.ratio),
+                speed(r.c.value),
+                r.d.map(|d| speed(d.value)).unwrap_or_else(|| "?".into())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The findings of one input at one size.
 fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -159,48 +223,43 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
         best.ratio,
         "x",
     ));
+    let all: Vec<&Row> = rows.iter().collect();
     if best.ratio < INCOMPRESSIBLE {
-        let fastest = rows.iter().max_by(|a, b| a.c.total_cmp(&b.c));
-        if let Some(f) = fastest {
-            out.push(finding(
-                format!(
-                    "{name}: incompressible (no codec saves 1%); compressing it only costs time, {} even with {}",
-                    speed(f.c),
-                    f.codec
-                ),
-                f.c,
-                "B/s",
-            ));
-        }
+        // Which codec is fastest on incompressible data is not the point
+        // (and mostly noise): the figure is what the fastest spends.
+        let top = rows.iter().map(|r| r.c.value).fold(0.0, f64::max);
+        out.push(finding(
+            format!(
+                "{name}: incompressible (no codec saves 1%); compressing it only costs time, at most {} here",
+                speed(top)
+            ),
+            top,
+            "B/s",
+        ));
         return out;
     }
 
-    // The fastest compressor of each ratio class, each codec named once
-    // (at the highest class it is the fastest for).
-    let mut classes: Vec<(f64, &Row)> = Vec::new();
+    // The fastest compressors of each ratio class (the tier that cannot be
+    // told apart), each tier named once, at the highest class it leads.
+    let mut classes: Vec<(f64, Vec<&Row>, &Row)> = Vec::new();
     for t in RATIO_CLASSES {
-        let fastest = rows
-            .iter()
-            .filter(|r| r.ratio >= t)
-            .max_by(|a, b| a.c.total_cmp(&b.c));
-        if let Some(r) = fastest {
+        let cands: Vec<&Row> = rows.iter().filter(|r| r.ratio >= t).collect();
+        if let Some((members, lead)) = top_tier(&cands, |r| Some(r.c)) {
             match classes.last_mut() {
-                Some(last) if last.1.codec == r.codec => *last = (t, r),
-                _ => classes.push((t, r)),
+                Some(last) if last.1 == members => *last = (t, members, lead),
+                _ => classes.push((t, members, lead)),
             }
         }
     }
-    if let Some(&(_, top)) = classes.last() {
+    if let Some((_, _, top)) = classes.last() {
         let text: Vec<String> = classes
             .iter()
-            .map(|(t, r)| {
+            .map(|(t, members, _)| {
                 format!(
-                    "≥{}: {} ({}, {} compress, {} decompress)",
+                    "≥{}: {} ({})",
                     fmt_ratio(*t),
-                    r.codec,
-                    fmt_ratio(r.ratio),
-                    speed(r.c),
-                    r.d.map(speed).unwrap_or_else(|| "?".into())
+                    tier_names(members),
+                    tier_details(members)
                 )
             })
             .collect();
@@ -209,57 +268,68 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
                 "{name}: fastest compressor per ratio class: {}",
                 text.join("; ")
             ),
-            top.c,
+            top.c.value,
             "B/s",
         ));
     }
 
-    if let Some(r) = rows
-        .iter()
-        .max_by(|a, b| a.saved_per_s().total_cmp(&b.saved_per_s()))
-    {
+    let compressible: Vec<&Row> = rows.iter().filter(|r| r.ratio > 1.0).collect();
+    if let Some((members, lead)) = top_tier(&compressible, |r| Some(r.saved_per_s())) {
+        let each: Vec<String> = members
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}, {} compress, so {} of output avoided per second spent",
+                    r.codec,
+                    fmt_ratio(r.ratio),
+                    speed(r.c.value),
+                    speed(r.saved_per_s().value)
+                )
+            })
+            .collect();
         out.push(finding(
             format!(
-                "{name}: most bytes saved per second of compressing: {} ({}, {} compress, so {} of output avoided per second spent)",
-                r.codec,
-                fmt_ratio(r.ratio),
-                speed(r.c),
-                speed(r.saved_per_s())
+                "{name}: most bytes saved per second of compressing: {} ({})",
+                tier_names(&members),
+                each.join("; ")
             ),
-            r.saved_per_s(),
+            lead.saved_per_s().value,
             "B/s",
         ));
     }
 
-    let even = rows
-        .iter()
-        .filter_map(|r| Some((r, r.break_even()?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((r, l)) = even {
+    if let Some((members, lead)) = top_tier(&compressible, Row::break_even) {
+        let l = lead.break_even().map_or(0.0, |e| e.value);
         let mut at = Vec::new();
         for link in LINKS {
-            let best = rows
-                .iter()
-                .filter_map(|r| Some((r, r.send_time(link)?)))
-                .min_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((b, t)) = best {
-                let gain = 1.0 / link / t;
-                if gain >= MIN_GAIN {
-                    at.push(format!(
-                        "at {} {} is best, {} faster than sending raw",
-                        bits(link),
-                        b.codec,
-                        fmt_ratio(gain)
-                    ));
-                }
-            }
+            let Some((best, blead)) = top_tier(&all, |r| r.send_time(link)) else {
+                continue;
+            };
+            let Some(t) = blead.send_time(link) else {
+                continue;
+            };
+            let raw = Est::cost(1.0 / link, 1.0 / link, 1.0 / link);
+            let names: Vec<&str> = best.iter().map(|r| r.codec.as_str()).collect();
+            let verb = if names.len() > 1 { "are" } else { "is" };
+            at.push(match compare(&t, &raw) {
+                Verdict::Better(r) => format!(
+                    "at {} {} {verb} best, {} faster than sending raw",
+                    bits(link),
+                    join_names(&names),
+                    r.text()
+                ),
+                Verdict::Worse(_) => format!("at {} sending raw is faster", bits(link)),
+                Verdict::Tie(_) => format!(
+                    "at {} compressing gains nothing over sending raw that can be told from noise",
+                    bits(link)
+                ),
+            });
         }
         out.push(finding(
             format!(
-                "{name}: compressing before sending pays off on links slower than {} ({}; compress, send and decompress in turn){}{}",
+                "{name}: compressing before sending pays off on links slower than {} ({}; compress, send and decompress in turn); {}",
                 bits(l),
-                r.codec,
-                if at.is_empty() { "" } else { "; " },
+                tier_names(&members),
                 at.join(", ")
             ),
             l,
@@ -269,7 +339,13 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
     out
 }
 
-/// Whether the smallest and the largest size of an input rank the codecs alike.
+/// Whether the smallest and the largest size of an input rank the codecs
+/// alike: per pair of codecs, their compress speeds compared at each size
+/// (by intervals) and their ratios (exact). "differently" when some pair is
+/// clearly ordered one way at one size and the other way at the other;
+/// "alike" when no pair is, and every pair ordered at one size is ordered
+/// the same at the other; otherwise the pairs that cannot be told apart at
+/// one of the sizes are named.
 fn small_vs_large(
     input: &str,
     (_, s_size, small): &(u64, String, Vec<Row>),
@@ -283,58 +359,56 @@ fn small_vs_large(
         return None;
     }
     let rho_c = spearman(
-        &both.iter().map(|(s, _)| s.c).collect::<Vec<_>>(),
-        &both.iter().map(|(_, l)| l.c).collect::<Vec<_>>(),
+        &both.iter().map(|(s, _)| s.c.value).collect::<Vec<_>>(),
+        &both.iter().map(|(_, l)| l.c.value).collect::<Vec<_>>(),
     )?;
-    let best = |f: &dyn Fn(&Row) -> f64, pick_small: bool| {
-        both.iter()
-            .map(|(s, l)| if pick_small { *s } else { *l })
-            .max_by(|a, b| f(a).total_cmp(&f(b)))
-            .map(|r| r.codec.clone())
+    let dir = |v: Verdict| match v {
+        Verdict::Better(_) => Some(true),
+        Verdict::Worse(_) => Some(false),
+        Verdict::Tie(_) => None,
     };
-    let ratio = |r: &Row| r.ratio;
-    let fast = |r: &Row| r.c;
-    let mut diffs = Vec::new();
-    let (br_s, br_l) = (best(&ratio, true)?, best(&ratio, false)?);
-    // Which codec "wins" on incompressible data is noise, not a ranking.
-    let compressible = both
-        .iter()
-        .any(|(s, l)| s.ratio >= INCOMPRESSIBLE && l.ratio >= INCOMPRESSIBLE);
-    if br_s != br_l && compressible {
-        diffs.push(format!(
-            "the best ratio is {br_s}'s at {s_size} but {br_l}'s at {l_size}"
-        ));
+    let exact = |r: f64| Est::new(r, r, r, true);
+    let mut flips = Vec::new();
+    let mut unclear = Vec::new();
+    for (i, (si, li)) in both.iter().enumerate() {
+        for (sj, lj) in &both[i + 1..] {
+            let (a, b) = (&si.codec, &sj.codec);
+            let at_s = dir(compare(&si.c, &sj.c));
+            let at_l = dir(compare(&li.c, &lj.c));
+            match (at_s, at_l) {
+                (Some(x), Some(y)) if x != y => {
+                    let (f, g) = if x { (a, b) } else { (b, a) };
+                    flips.push(format!(
+                        "{f} compresses faster than {g} at {s_size} but slower at {l_size}"
+                    ));
+                }
+                (Some(_), None) | (None, Some(_)) => unclear.push(format!("{a} and {b}")),
+                _ => {}
+            }
+            let rs = dir(compare(&exact(si.ratio), &exact(sj.ratio)));
+            let rl = dir(compare(&exact(li.ratio), &exact(lj.ratio)));
+            if let (Some(x), Some(y)) = (rs, rl)
+                && x != y
+            {
+                let (f, g) = if x { (a, b) } else { (b, a) };
+                flips.push(format!(
+                    "{f}'s output is smaller than {g}'s at {s_size} but larger at {l_size}"
+                ));
+            }
+        }
     }
-    let (fc_s, fc_l) = (best(&fast, true)?, best(&fast, false)?);
-    if fc_s != fc_l {
-        diffs.push(format!(
-            "the fastest compressor is {fc_s} at {s_size} but {fc_l} at {l_size}"
-        ));
-    }
-    // The codec whose compress speed changes most between the sizes, relative to the others.
-    let mut change: Vec<(&str, f64)> = both
-        .iter()
-        .map(|(s, l)| (s.codec.as_str(), l.c / s.c))
-        .collect();
-    change.sort_by(|a, b| a.1.total_cmp(&b.1));
-    if let (Some(lo), Some(hi)) = (change.first(), change.last())
-        && hi.1 / lo.1 > 2.0
-    {
-        diffs.push(format!(
-            "from {s_size} to {l_size} {} compresses {} as fast while {} does {}",
-            hi.0,
-            fmt_ratio(hi.1),
-            lo.0,
-            fmt_ratio(lo.1)
-        ));
-    }
-    let verdict = if diffs.is_empty() {
-        format!("{input}: {s_size} and {l_size} inputs rank the codecs alike")
-    } else {
+    let verdict = if !flips.is_empty() {
         format!(
             "{input}: {s_size} and {l_size} inputs rank the codecs differently: {}",
-            diffs.join("; ")
+            flips.join("; ")
         )
+    } else if !unclear.is_empty() {
+        format!(
+            "{input}: {s_size} and {l_size} inputs rank the codecs with no clear swap, but {} cannot be told apart by speed at one of the sizes",
+            unclear.join(", ")
+        )
+    } else {
+        format!("{input}: {s_size} and {l_size} inputs rank the codecs alike")
     };
     Some(finding(
         format!(
@@ -505,12 +579,95 @@ mod tests {
         assert!(sl.text.contains("differently"), "{}", sl.text);
         assert!(
             sl.text
-                .contains("the best ratio is zstd-19's at 40KiB but xz-9's at 16MiB"),
+                .contains("zstd-19's output is smaller than xz-9's at 40KiB but larger at 16MiB"),
             "{}",
             sl.text
         );
         assert!(sl.value <= 1.0 && sl.value >= -1.0);
         assert_eq!(sl.unit, "ρ");
+    }
+
+    /// Three codecs at two sizes with ±2% intervals: `speeds` per size.
+    fn three(speeds: [[f64; 3]; 2]) -> Vec<Measurement> {
+        let mut ms = Vec::new();
+        for ((size, bytes), sp) in [("40KiB", 40u64 << 10), ("1MiB", 1 << 20)]
+            .into_iter()
+            .zip(speeds)
+        {
+            for (codec, c) in ["lz4-1", "snappy", "zstd-1"].into_iter().zip(sp) {
+                let mut p = pair("json", codec, size, bytes, 3.0, c, 2e9);
+                for m in &mut p {
+                    m.summary.ci_low = m.median * 0.98;
+                    m.summary.ci_high = m.median * 1.02;
+                }
+                ms.extend(p);
+            }
+        }
+        ms
+    }
+
+    fn small_vs_large_text(ms: &[Measurement]) -> String {
+        findings(ms)
+            .into_iter()
+            .find(|f| f.unit == "ρ")
+            .expect("a small-vs-large finding")
+            .text
+    }
+
+    #[test]
+    fn rank_agreement_is_decided_by_intervals() {
+        // Same clear order at both sizes: alike.
+        let t = small_vs_large_text(&three([[1.2e9, 0.8e9, 0.4e9], [0.9e9, 0.6e9, 0.3e9]]));
+        assert!(
+            t.starts_with("json: 40KiB and 1MiB inputs rank the codecs alike ("),
+            "{t}"
+        );
+        // lz4-1 and snappy tie at both sizes, points swapped: still alike.
+        let t = small_vs_large_text(&three([[1.2e9, 1.19e9, 0.4e9], [0.90e9, 0.91e9, 0.3e9]]));
+        assert!(t.contains("rank the codecs alike"), "{t}");
+        // lz4-1 clearly faster at 40KiB, clearly slower at 1MiB: differently.
+        let t = small_vs_large_text(&three([[1.2e9, 0.8e9, 0.4e9], [0.6e9, 0.9e9, 0.3e9]]));
+        assert!(
+            t.contains(
+                "differently: lz4-1 compresses faster than snappy at 40KiB but slower at 1MiB"
+            ),
+            "{t}"
+        );
+        // Ordered at one size, within noise at the other: named, not decided.
+        let t = small_vs_large_text(&three([[1.2e9, 0.8e9, 0.4e9], [0.9e9, 0.89e9, 0.3e9]]));
+        assert!(
+            t.contains("inputs rank the codecs with no clear swap, but lz4-1 and snappy cannot be told apart"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn codecs_within_noise_share_the_top() {
+        let ms = three([[1.2e9, 1.19e9, 0.4e9], [0.90e9, 0.91e9, 0.3e9]]);
+        let f = findings(&ms);
+        let saved = f
+            .iter()
+            .find(|f| f.text.starts_with("json 1MiB: most bytes saved per second"))
+            .expect("a saved-per-second finding");
+        assert!(
+            saved
+                .text
+                .contains(": lz4-1 and snappy, within noise of each other ("),
+            "{}",
+            saved.text
+        );
+        let class = f
+            .iter()
+            .find(|f| {
+                f.text
+                    .starts_with("json 1MiB: fastest compressor per ratio class")
+            })
+            .unwrap();
+        assert!(
+            class.text.contains("lz4-1 and snappy, within noise"),
+            "{}",
+            class.text
+        );
     }
 
     #[test]

@@ -12,17 +12,18 @@
 
 mod fault;
 mod fds;
+mod findings;
 mod sched;
 pub mod small_parent;
 mod spawn;
 mod switch;
 mod target;
 
-use super::{FnBench, Suite, get, median_of, ratio_finding};
+use super::{FnBench, Suite};
 use crate::harness::warnings::Warning;
-use crate::harness::{Bench, Finding, Measurement, PrepareError, Profile, Unit};
+use crate::harness::{Bench, PrepareError, Profile, Unit};
 use crate::host::Host;
-use crate::units::{fmt_ratio, human_ns, size_label};
+use crate::units::size_label;
 use fault::{Faults, Kind};
 use spawn::{Method, Region, Spawner};
 use switch::{Peer, PingPong};
@@ -156,16 +157,13 @@ fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
 /// the default profile.
 const FDS_QUICK_MAX: u64 = 1_000;
 
-/// A growth method's slope below this fraction of fork's counts as flat.
-const FLAT_FRACTION: f64 = 0.1;
-
 /// The process suite.
 pub fn suite() -> Suite {
     Suite {
         name: AREA,
         summary: "fork, vfork, posix_spawn, popen, threads; fork vs parent memory; context switches; page faults",
         benches,
-        findings,
+        findings: findings::findings,
     }
 }
 
@@ -408,289 +406,6 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
     v
 }
 
-/// Least-squares slope of `y` over `x`; `None` with fewer than two distinct x.
-pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
-    let n = points.len() as f64;
-    if points.len() < 2 {
-        return None;
-    }
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
-}
-
-/// The growth curve of one method: (GiB touched, ns per spawn) for the points measured.
-fn curve(ms: &[Measurement], name: &str) -> Vec<(f64, f64)> {
-    RSS_POINTS
-        .iter()
-        .filter_map(|&rss| median_of(ms, &growth_id(name, rss)).map(|ns| (rss as f64 / GIB, ns)))
-        .collect()
-}
-
-/// A finding stated in `unit`.
-fn finding(text: String, value: f64, unit: &str) -> Finding {
-    Finding {
-        area: AREA.to_string(),
-        text,
-        value,
-        unit: unit.to_string(),
-    }
-}
-
-fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    growth_findings(ms, &mut out);
-    fds_findings(ms, &mut out);
-    out.extend(small_parent::findings(ms));
-
-    let spawn0 = median_of(ms, &growth_id(POSIX_SPAWN, 0));
-    if let (Some(sp), Some(th)) = (spawn0, median_of(ms, THREAD))
-        && th > 0.0
-    {
-        out.push(ratio_finding(
-            AREA,
-            format!(
-                "starting a process (posix_spawn of a static program, exit, wait) costs {} a thread spawn+join ({} vs {})",
-                fmt_ratio(sp / th),
-                human_ns(sp),
-                human_ns(th)
-            ),
-            sp / th,
-        ));
-    }
-    if let (Some(sp), Some(dy)) = (spawn0, median_of(ms, POSIX_SPAWN_DYNAMIC)) {
-        let dynamic = get(ms, POSIX_SPAWN_DYNAMIC)
-            .and_then(|m| m.details.as_ref())
-            .and_then(|d| d.get("dynamic"))
-            .and_then(serde_json::Value::as_bool);
-        if dynamic != Some(false) {
-            out.push(finding(
-                format!(
-                    "the dynamic loader and libc start-up of /bin/true add {} per exec ({} vs {} for a static program)",
-                    human_ns(dy - sp),
-                    human_ns(dy),
-                    human_ns(sp)
-                ),
-                dy - sp,
-                "ns/op",
-            ));
-        }
-    }
-
-    let alone = median_of(ms, PIPE_ALONE);
-    for (id, what) in [
-        (PINGPONG_PROCESS, "processes"),
-        (PINGPONG_THREAD, "threads"),
-    ] {
-        let rt = median_of(ms, id);
-        if let (Some(rt), Some(alone)) = (rt, alone) {
-            let sw = (rt - 2.0 * alone) / 2.0;
-            if sw > 0.0 {
-                out.push(finding(
-                    format!(
-                        "a context switch between two {what} on one CPU costs {} (half a pipe round trip, {}, net of the pipe cost, {} per write+read)",
-                        human_ns(sw),
-                        human_ns(rt),
-                        human_ns(alone)
-                    ),
-                    sw,
-                    "ns/op",
-                ));
-            }
-        }
-    }
-
-    let per_byte = |id: &str| {
-        let m = get(ms, id)?;
-        let bytes = m.details.as_ref()?.get("touch_bytes")?.as_f64()?;
-        (bytes > 0.0).then(|| (m.median / bytes, m.median, bytes))
-    };
-    if let (Some((base, base_ns, base_b)), Some((huge, huge_ns, huge_b))) =
-        (per_byte(FAULT_ANON), per_byte(FAULT_ANON_THP))
-        && huge > 0.0
-    {
-        out.push(ratio_finding(
-            AREA,
-            format!(
-                "first touch of anonymous memory costs {} less per byte with huge pages ({} per {} fault vs {} per {} fault)",
-                fmt_ratio(base / huge),
-                human_ns(huge_ns),
-                size_label(huge_b as u64),
-                human_ns(base_ns),
-                size_label(base_b as u64)
-            ),
-            base / huge,
-        ));
-    }
-    out
-}
-
-/// Slopes of the growth curve: fork's cost per GiB, and whether vfork and
-/// posix_spawn stay flat; plus fork vs posix_spawn at the largest point.
-fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
-    let fork = curve(ms, FORK_EXEC);
-    let fork_slope = slope(&fork);
-    if let Some(s) = fork_slope {
-        let top = fork.last().map_or(0.0, |p| p.0);
-        out.push(finding(
-            format!(
-                "fork+exec costs {} more per GiB of memory the parent has touched (slope over {} points up to {})",
-                human_ns(s),
-                fork.len(),
-                size_label((top * GIB) as u64)
-            ),
-            s,
-            "ns/GiB",
-        ));
-    }
-    for g in &GROWTH[1..] {
-        let (name, what) = (g.name, g.what);
-        let c = curve(ms, name);
-        let Some(s) = slope(&c) else { continue };
-        let flat = match fork_slope {
-            Some(f) if f > 0.0 => s.abs() < FLAT_FRACTION * f,
-            // Without fork to compare: flat when the range adds < 10% to the base.
-            _ => {
-                let base = c.first().map_or(0.0, |p| p.1);
-                let span = c.last().map_or(0.0, |p| p.0) - c.first().map_or(0.0, |p| p.0);
-                base > 0.0 && (s * span).abs() < FLAT_FRACTION * base
-            }
-        };
-        let vs_fork = fork_slope
-            .map(|f| format!(" (fork+exec: {} per GiB)", human_ns(f)))
-            .unwrap_or_default();
-        let text = if flat {
-            format!(
-                "{what} stays flat: {} per GiB of parent memory{vs_fork}",
-                human_ns(s)
-            )
-        } else {
-            format!(
-                "{what} does not stay flat here: {} per GiB of parent memory{vs_fork}",
-                human_ns(s)
-            )
-        };
-        out.push(finding(text, s, "ns/GiB"));
-    }
-    if let Some((rss, f, p)) = top_pair(ms, FORK_EXEC, POSIX_SPAWN) {
-        out.push(ratio_finding(
-            AREA,
-            format!(
-                "with {} touched in the parent, fork+exec costs {} posix_spawn ({} vs {})",
-                size_label(rss),
-                fmt_ratio(f / p),
-                human_ns(f),
-                human_ns(p)
-            ),
-            f / p,
-        ));
-    }
-    popen_findings(ms, out);
-}
-
-/// A spawn whose cost at the most descriptors is at least this much above
-/// its cost at the fewest grows with them.
-const FDS_GROWS: f64 = 1.1;
-
-/// Per spawn method: does it grow with the descriptors the parent holds,
-/// and by how much per 1000 of them.
-fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
-    for (_, name, what) in FD_SPAWNS {
-        let pts: Vec<(f64, f64)> = fds::FD_POINTS
-            .iter()
-            .filter_map(|&n| median_of(ms, &fds_id(name, n)).map(|ns| (n as f64, ns)))
-            .collect();
-        let (Some(&(n0, lo)), Some(&(n1, hi))) = (pts.first(), pts.last()) else {
-            continue;
-        };
-        let Some(s) = slope(&pts) else { continue };
-        let per_k = s * 1000.0;
-        let verb = if lo > 0.0 && hi / lo >= FDS_GROWS {
-            "grows with"
-        } else {
-            "stays flat with"
-        };
-        out.push(finding(
-            format!(
-                "{what} {verb} the descriptors the parent holds open: {} with {n0:.0} open, {} with {n1:.0} ({} per 1000 descriptors)",
-                human_ns(lo),
-                human_ns(hi),
-                human_ns(per_k)
-            ),
-            per_k,
-            "ns/1000fd",
-        ));
-    }
-}
-
-/// The largest growth point (above 0) where both `a` and `b` were measured:
-/// (bytes touched, median of a, median of b).
-fn top_pair(ms: &[Measurement], a: &str, b: &str) -> Option<(u64, f64, f64)> {
-    RSS_POINTS.iter().rev().find_map(|&rss| {
-        let x = median_of(ms, &growth_id(a, rss))?;
-        let y = median_of(ms, &growth_id(b, rss))?;
-        (rss > 0 && y > 0.0).then_some((rss, x, y))
-    })
-}
-
-/// popen from a big parent against doing its job without the shell
-/// (clone+vfork+exec with a stdout pipe): cost per GiB of parent memory, the
-/// ratio at the largest point, and what the shell adds per child.
-fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
-    let per_gib = |name| slope(&curve(ms, name));
-    if let (Some((rss, p, c)), Some(ps), Some(cs)) = (
-        top_pair(ms, POPEN, CLONE_VFORK_EXEC),
-        per_gib(POPEN),
-        per_gib(CLONE_VFORK_EXEC),
-    ) {
-        // Whether popen copies the parent's page tables here, judged
-        // against fork's slope when the run has it.
-        let like_fork = match per_gib(FORK_EXEC) {
-            Some(f) if f > 0.0 && ps.abs() < FLAT_FRACTION * f => format!(
-                " (fork+exec: {} per GiB), so popen here does not copy the parent's page tables",
-                human_ns(f)
-            ),
-            Some(f) if f > 0.0 => format!(
-                " (fork+exec: {} per GiB), so popen here pays for the parent's memory as fork does",
-                human_ns(f)
-            ),
-            _ => String::new(),
-        };
-        out.push(ratio_finding(
-            AREA,
-            format!(
-                "popen from a parent with {} touched costs {} the clone(CLONE_VM|CLONE_VFORK)+exec way with a pipe ({} vs {}); per GiB of parent memory popen adds {}, the clone way {}{like_fork}",
-                size_label(rss),
-                fmt_ratio(p / c),
-                human_ns(p),
-                human_ns(c),
-                human_ns(ps),
-                human_ns(cs)
-            ),
-            p / c,
-        ));
-    }
-    let clone0 = median_of(ms, &growth_id(CLONE_VFORK_EXEC, 0));
-    let popen0 = median_of(ms, &growth_id(POPEN, 0));
-    if let (Some(c), Some(p)) = (clone0, popen0) {
-        let system = median_of(ms, &growth_id(SYSTEM, 0))
-            .map(|s| format!("; system() {} ({} more)", human_ns(s), human_ns(s - c)))
-            .unwrap_or_default();
-        out.push(finding(
-            format!(
-                "the shell adds {} per child: popen {} vs {} for clone(CLONE_VM|CLONE_VFORK)+exec with the same stdout pipe{system}",
-                human_ns(p - c),
-                human_ns(p),
-                human_ns(c)
-            ),
-            p - c,
-            "ns/op",
-        ));
-    }
-}
-
 /// A context for unit tests: quick profile, the system temp dir, no pinning.
 #[cfg(test)]
 pub(crate) fn tests_ctx() -> crate::harness::Ctx {
@@ -709,18 +424,6 @@ pub(crate) fn tests_ctx() -> crate::harness::Ctx {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn m(id: &str, median: f64) -> Measurement {
-        Measurement::point(id, "ns/op", median)
-    }
-
-    #[test]
-    fn slope_of_a_line_and_of_too_little() {
-        let s = slope(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]).unwrap();
-        assert!((s - 2.0).abs() < 1e-12);
-        assert!(slope(&[(1.0, 1.0)]).is_none());
-        assert!(slope(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
-    }
 
     #[test]
     fn ids_follow_the_design() {
@@ -748,70 +451,6 @@ mod tests {
     }
 
     #[test]
-    fn growth_findings_state_fork_slope_and_flat_spawn() {
-        let mut ms = Vec::new();
-        for rss in RSS_POINTS {
-            let gib = rss as f64 / GIB;
-            ms.push(m(&growth_id("fork_exec", rss), 100_000.0 + 20e6 * gib));
-            ms.push(m(&growth_id("posix_spawn", rss), 80_000.0 + 1_000.0 * gib));
-            ms.push(m(&growth_id("vfork_exec", rss), 70_000.0 + 5e6 * gib));
-        }
-        let f = findings(&ms);
-        let fork = f
-            .iter()
-            .find(|f| f.text.starts_with("fork+exec costs"))
-            .unwrap();
-        assert!((fork.value - 20e6).abs() < 1.0, "{}", fork.value);
-        assert_eq!(fork.unit, "ns/GiB");
-        let ps = f
-            .iter()
-            .find(|f| f.text.starts_with("posix_spawn"))
-            .unwrap();
-        assert!(ps.text.contains("stays flat"), "{}", ps.text);
-        let vf = f.iter().find(|f| f.text.starts_with("vfork+exec")).unwrap();
-        assert!(vf.text.contains("does not stay flat"), "{}", vf.text);
-        let ratio = f.iter().find(|f| f.text.starts_with("with 1GiB")).unwrap();
-        assert_eq!(ratio.unit, "x");
-        assert!(ratio.value > 100.0);
-    }
-
-    #[test]
-    fn popen_findings_compare_with_the_clone_way_and_price_the_shell() {
-        let mut ms = Vec::new();
-        for rss in RSS_POINTS {
-            let gib = rss as f64 / GIB;
-            ms.push(m(&growth_id(FORK_EXEC, rss), 500_000.0 + 80e6 * gib));
-            ms.push(m(&growth_id(CLONE_VFORK_EXEC, rss), 150_000.0));
-            ms.push(m(&growth_id(POPEN, rss), 900_000.0 + 1_000.0 * gib));
-            ms.push(m(&growth_id(SYSTEM, rss), 850_000.0));
-        }
-        let f = findings(&ms);
-        let p = f
-            .iter()
-            .find(|f| f.text.starts_with("popen from a parent with 1GiB"))
-            .unwrap();
-        assert_eq!(p.unit, "x");
-        assert!(
-            (p.value - 901_000.0 / 150_000.0).abs() < 1e-9,
-            "{}",
-            p.value
-        );
-        assert!(
-            p.text.contains("does not copy the parent's page tables"),
-            "{}",
-            p.text
-        );
-        let sh = f
-            .iter()
-            .find(|f| f.text.starts_with("the shell adds"))
-            .unwrap();
-        assert_eq!((sh.value, sh.unit.as_str()), (750_000.0, "ns/op"));
-        assert!(sh.text.contains("system()"), "{}", sh.text);
-        let flat = f.iter().find(|f| f.text.starts_with("popen stays flat"));
-        assert!(flat.is_some(), "{f:?}");
-    }
-
-    #[test]
     fn helper_rows_run_at_the_curve_ends_at_quick_and_everywhere_after() {
         let b = benches(&Host::default());
         let runs = |id: &str, p: Profile| b.iter().find(|b| b.id() == id).unwrap().runs_at(p);
@@ -824,56 +463,5 @@ mod tests {
         assert!(runs("process.fds.command/fds=1000", Profile::Quick));
         assert!(!runs("process.fds.command/fds=100000", Profile::Quick));
         assert!(runs("process.fds.command/fds=100000", Profile::Default));
-    }
-
-    #[test]
-    fn descriptor_findings_say_which_spawns_grow() {
-        let ms = vec![
-            m(&fds_id(POSIX_SPAWN, 10), 200_000.0),
-            m(&fds_id(POSIX_SPAWN, 1_000), 290_000.0),
-            m(&fds_id(FORK_EXEC, 10), 500_000.0),
-            m(&fds_id(FORK_EXEC, 1_000), 510_000.0),
-        ];
-        let f = findings(&ms);
-        let ps = f
-            .iter()
-            .find(|f| f.text.starts_with("posix_spawn grows"))
-            .unwrap();
-        assert_eq!(ps.unit, "ns/1000fd");
-        assert!((ps.value - 90_909.09).abs() < 1.0, "{}", ps.value);
-        assert!(f.iter().any(|f| f.text.starts_with("fork+exec stays flat")));
-        assert!(
-            !f.iter().any(|f| f.text.contains("Command")),
-            "not measured"
-        );
-    }
-
-    #[test]
-    fn switch_and_thread_findings() {
-        let ms = vec![
-            m("process.switch.pingpong_process", 5_000.0),
-            m("process.switch.pingpong_thread", 4_000.0),
-            m("process.switch.pipe_alone", 1_000.0),
-            m("process.posix_spawn/rss=0B", 200_000.0),
-            m("process.thread", 20_000.0),
-        ];
-        let f = findings(&ms);
-        let p = f.iter().find(|f| f.text.contains("two processes")).unwrap();
-        assert_eq!((p.value, p.unit.as_str()), (1_500.0, "ns/op"));
-        let t = f.iter().find(|f| f.text.contains("two threads")).unwrap();
-        assert_eq!(t.value, 1_000.0);
-        let r = f.iter().find(|f| f.text.contains("thread spawn")).unwrap();
-        assert_eq!(r.value, 10.0);
-    }
-
-    #[test]
-    fn missing_measurements_give_no_findings() {
-        assert!(findings(&[]).is_empty());
-        // A switch "cost" below zero (noise) is not stated.
-        let ms = vec![
-            m("process.switch.pingpong_process", 1_000.0),
-            m("process.switch.pipe_alone", 1_000.0),
-        ];
-        assert!(findings(&ms).is_empty());
     }
 }

@@ -297,36 +297,13 @@ impl Drop for SmallParent {
     }
 }
 
-/// fork+exit from the small parent beside fork+exit from opcost, with
-/// what each parent weighed.
-pub fn findings(ms: &[crate::harness::Measurement]) -> Vec<crate::harness::Finding> {
-    use crate::units::{human_bytes, human_ns};
-    let small = crate::suites::get(ms, "process.fork_exit");
-    let big = crate::suites::get(ms, "process.fork_exit.from_opcost");
-    let (Some(small), Some(big)) = (small, big) else {
-        return Vec::new();
-    };
-    let detail = |key: &str| {
-        small
-            .details
-            .as_ref()
-            .and_then(|d| d.get(key)?.as_u64())
-            .map_or_else(|| "?".to_string(), |b| human_bytes(b as f64))
-    };
-    vec![crate::suites::ratio_finding(
-        "process",
-        format!(
-            "fork+exit costs {} from a small parent (RSS {}, mapped {}) and {} from opcost itself (RSS {}, mapped {}): {}; a program pays for what it has mapped",
-            human_ns(small.median),
-            detail("helper_rss_bytes"),
-            detail("helper_vm_bytes"),
-            human_ns(big.median),
-            detail("opcost_rss_bytes"),
-            detail("opcost_vm_bytes"),
-            crate::units::fmt_ratio(big.median / small.median)
-        ),
-        big.median / small.median,
-    )]
+/// A parent's weight recorded in a fork result's details (`key` in bytes),
+/// as "12.3 MiB", or "?" when the result does not have it.
+pub(super) fn weight(m: &crate::harness::Measurement, key: &str) -> String {
+    m.details
+        .as_ref()
+        .and_then(|d| d.get(key)?.as_u64())
+        .map_or_else(|| "?".to_string(), |b| crate::units::human_bytes(b as f64))
 }
 
 #[cfg(test)]
@@ -340,6 +317,14 @@ mod tests {
         assert_eq!(parse_status(""), (None, None));
         let (rss, vm) = status_of("self");
         assert!(rss.unwrap() > 0 && vm.unwrap() >= rss.unwrap());
+    }
+
+    #[test]
+    fn weight_reads_bytes_from_the_details() {
+        let mut m = crate::harness::Measurement::point("process.fork_exit", "ns/op", 1.0);
+        assert_eq!(weight(&m, "helper_rss_bytes"), "?");
+        m.details = Some(json!({"helper_rss_bytes": 2u64 << 20}));
+        assert!(weight(&m, "helper_rss_bytes").contains("MiB"));
     }
 
     #[test]

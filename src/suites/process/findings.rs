@@ -1,0 +1,624 @@
+//! What the process results say: how each way to start a program grows
+//! with the memory and the descriptors the parent holds, the ways ranked
+//! into tiers, what the shell and the dynamic loader add, what a context
+//! switch and a first page touch cost.
+//!
+//! Every word is decided by intervals ([`crate::harness::claims`]): a curve
+//! "grows" or "stays flat" by the interval of its slope, one method is
+//! cheaper than another by the interval of their ratio, and methods that
+//! cannot be told apart are named as a tier, in declaration order.
+
+use super::{
+    AREA, FAULT_ANON, FAULT_ANON_THP, FD_SPAWNS, GIB, GROWTH, PINGPONG_PROCESS, PINGPONG_THREAD,
+    PIPE_ALONE, POSIX_SPAWN_DYNAMIC, RSS_POINTS, THREAD, fds, fds_id, growth_id, small_parent,
+};
+use super::{CLONE_VFORK_EXEC, FORK_EXEC, POPEN, POSIX_SPAWN, SYSTEM};
+use crate::harness::claims::{
+    Est, Trend, TrendKind, Verdict, compare, compare_text, speedup, tiers_text, trend,
+};
+use crate::harness::{Finding, Measurement};
+use crate::suites::{get, ratio_finding};
+use crate::units::{human_ns, size_label};
+
+/// The smallest change over the growth curve, relative to its start, that
+/// is worth "grows": a quarter more. A spawn that stays within it over the
+/// curve (up to 256 MiB at the quick profile) is called flat.
+const GROWTH_MATERIAL: f64 = 0.25;
+
+/// The smallest change between the fewest and the most descriptors,
+/// relative to the cost with the fewest, that is worth "grows".
+const FDS_MATERIAL: f64 = 0.10;
+
+/// The estimate of the measurement with id `id`, if the run has it.
+fn est(ms: &[Measurement], id: &str) -> Option<Est> {
+    get(ms, id).map(Est::of)
+}
+
+/// A finding stated in `unit`.
+fn finding(text: String, value: f64, unit: &str) -> Finding {
+    Finding {
+        area: AREA.to_string(),
+        text,
+        value,
+        unit: unit.to_string(),
+    }
+}
+
+/// Every process finding of a run.
+pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    growth_findings(ms, &mut out);
+    fds_findings(ms, &mut out);
+    out.extend(small_parent_finding(ms));
+    rank_finding(ms, &mut out);
+    thread_finding(ms, &mut out);
+    loader_finding(ms, &mut out);
+    switch_findings(ms, &mut out);
+    fault_finding(ms, &mut out);
+    out
+}
+
+/// The growth curve of one method: (GiB touched, estimate) for the points measured.
+fn curve(ms: &[Measurement], name: &str) -> Vec<(f64, Est)> {
+    RSS_POINTS
+        .iter()
+        .filter_map(|&rss| est(ms, &growth_id(name, rss)).map(|e| (rss as f64 / GIB, e)))
+        .collect()
+}
+
+/// "grows with", "stays flat with", "falls with", or "shows no clear trend with".
+fn trend_verb(t: &Trend) -> &'static str {
+    match t.kind {
+        TrendKind::Grows => "grows with",
+        TrendKind::Falls => "falls with",
+        TrendKind::Flat => "stays flat with",
+        TrendKind::Unclear => "shows no clear trend with",
+    }
+}
+
+/// A method whose slope stays within this fraction of fork+exec's (the
+/// lower end of its interval) over the curve stays flat: it does not copy
+/// the parent's page tables the way fork does.
+const FLAT_FRACTION: f64 = 0.1;
+
+/// The trend of a growth curve, when it has two points or more, with the
+/// points it has and the largest memory touched. fork+exec's own curve is
+/// judged against its start ([`GROWTH_MATERIAL`]); every other method's,
+/// when fork+exec clearly grows, against a tenth of fork+exec's slope
+/// ([`FLAT_FRACTION`]), so "stays flat" means "does not pay for the
+/// parent's memory as fork does".
+fn growth_trend(ms: &[Measurement], name: &str) -> Option<(Trend, usize, f64)> {
+    let c = curve(ms, name);
+    let top = c.last().map_or(0.0, |p| p.0);
+    let own = trend(&c, GROWTH_MATERIAL)?;
+    if name == FORK_EXEC {
+        return Some((own, c.len(), top));
+    }
+    let fork = trend(&curve(ms, FORK_EXEC), GROWTH_MATERIAL)
+        .filter(|f| f.kind == TrendKind::Grows && f.low > 0.0);
+    let t = match fork {
+        Some(f) => trend(&c, FLAT_FRACTION * f.low * own.span / own.start)?,
+        None => own,
+    };
+    Some((t, c.len(), top))
+}
+
+/// Per method of the growth curve: does it grow with the memory the parent
+/// has touched, and by how much per GiB; plus fork+exec against
+/// posix_spawn at the largest point, and popen against the clone way.
+fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    for g in &GROWTH {
+        let Some((t, n, top)) = growth_trend(ms, g.name) else {
+            continue;
+        };
+        out.push(finding(
+            format!(
+                "{} {} the memory the parent has touched: {} per GiB (slope over {n} points up to {})",
+                g.what,
+                trend_verb(&t),
+                t.slope_text(1.0, human_ns),
+                size_label((top * GIB) as u64),
+            ),
+            t.slope,
+            "ns/GiB",
+        ));
+    }
+    if let Some((rss, f, p)) = top_pair(ms, FORK_EXEC, POSIX_SPAWN) {
+        out.push(ratio_finding(
+            AREA,
+            format!(
+                "with {} touched in the parent, {} ({} vs {})",
+                size_label(rss),
+                compare_text("posix_spawn", &p, "fork+exec", &f, "faster"),
+                human_ns(p.value),
+                human_ns(f.value)
+            ),
+            f.value / p.value,
+        ));
+    }
+    popen_findings(ms, out);
+}
+
+/// The largest growth point (above 0) where both `a` and `b` were measured:
+/// (bytes touched, estimate of a, estimate of b).
+fn top_pair(ms: &[Measurement], a: &str, b: &str) -> Option<(u64, Est, Est)> {
+    RSS_POINTS.iter().rev().find_map(|&rss| {
+        let x = est(ms, &growth_id(a, rss))?;
+        let y = est(ms, &growth_id(b, rss))?;
+        (rss > 0).then_some((rss, x, y))
+    })
+}
+
+/// popen from a big parent against doing its job without the shell
+/// (clone+vfork+exec with a stdout pipe), whether popen pays for the
+/// parent's memory, and what the shell adds per child.
+fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    if let (Some((rss, p, c)), Some((pt, _, _))) = (
+        top_pair(ms, POPEN, CLONE_VFORK_EXEC),
+        growth_trend(ms, POPEN),
+    ) {
+        let memory = match pt.kind {
+            TrendKind::Flat => "popen here does not pay for the parent's memory",
+            TrendKind::Grows => "popen here pays for the parent's memory as fork does",
+            TrendKind::Falls | TrendKind::Unclear => {
+                "whether popen here pays for the parent's memory is not clear"
+            }
+        };
+        out.push(ratio_finding(
+            AREA,
+            format!(
+                "popen from a parent with {} touched against the clone(CLONE_VM|CLONE_VFORK)+exec way with a pipe: {} ({} vs {}); {memory} ({} per GiB)",
+                size_label(rss),
+                compare_text("the clone way", &c, "popen", &p, "faster"),
+                human_ns(c.value),
+                human_ns(p.value),
+                pt.slope_text(1.0, human_ns)
+            ),
+            p.value / c.value,
+        ));
+    }
+    let clone0 = est(ms, &growth_id(CLONE_VFORK_EXEC, 0));
+    let popen0 = est(ms, &growth_id(POPEN, 0));
+    if let (Some(c), Some(p)) = (clone0, popen0) {
+        let system = est(ms, &growth_id(SYSTEM, 0))
+            .map(|s| format!("; system() {}", human_ns(s.value)))
+            .unwrap_or_default();
+        let what = match compare(&p, &c) {
+            Verdict::Worse(r) => format!(
+                "the shell adds {} per child ({})",
+                human_ns(p.value - c.value),
+                r.text()
+            ),
+            Verdict::Tie(_) => {
+                "the shell adds no cost per child that can be told from noise".to_string()
+            }
+            Verdict::Better(r) => format!(
+                "popen through the shell is {} faster per child than without it",
+                r.text()
+            ),
+        };
+        out.push(finding(
+            format!(
+                "{what}: popen {} vs {} for clone(CLONE_VM|CLONE_VFORK)+exec with the same stdout pipe{system}",
+                human_ns(p.value),
+                human_ns(c.value)
+            ),
+            p.value - c.value,
+            "ns/op",
+        ));
+    }
+}
+
+/// Per spawn method: does it grow with the descriptors the parent holds,
+/// and by how much per 1000 of them.
+fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    for (_, name, what) in FD_SPAWNS {
+        let pts: Vec<(f64, Est)> = fds::FD_POINTS
+            .iter()
+            .filter_map(|&n| est(ms, &fds_id(name, n)).map(|e| (n as f64, e)))
+            .collect();
+        let (Some(&(n0, lo)), Some(&(n1, hi))) = (pts.first(), pts.last()) else {
+            continue;
+        };
+        let Some(t) = trend(&pts, FDS_MATERIAL) else {
+            continue;
+        };
+        out.push(finding(
+            format!(
+                "{what} {} the descriptors the parent holds open: {} with {n0:.0} open, {} with {n1:.0}; {} per 1000 descriptors",
+                trend_verb(&t),
+                human_ns(lo.value),
+                human_ns(hi.value),
+                t.slope_text(1000.0, human_ns)
+            ),
+            t.slope * 1000.0,
+            "ns/1000fd",
+        ));
+    }
+}
+
+/// fork+exit from the small parent beside fork+exit from opcost, with
+/// what each parent weighed.
+fn small_parent_finding(ms: &[Measurement]) -> Option<Finding> {
+    let small = get(ms, "process.fork_exit")?;
+    let big = get(ms, "process.fork_exit.from_opcost")?;
+    let detail = |key: &str| small_parent::weight(small, key);
+    let (s, b) = (Est::of(small), Est::of(big));
+    let verdict = match compare(&s, &b) {
+        Verdict::Better(r) => format!(
+            "from opcost it is {} slower: a program pays for what it has mapped",
+            r.text()
+        ),
+        Verdict::Worse(r) => format!(
+            "from the small parent it is {} slower, against what each has mapped",
+            r.text()
+        ),
+        Verdict::Tie(_) => "the two are within noise of each other".to_string(),
+    };
+    Some(ratio_finding(
+        AREA,
+        format!(
+            "fork+exit costs {} from a small parent (RSS {}, mapped {}) and {} from opcost itself (RSS {}, mapped {}); {verdict}",
+            human_ns(s.value),
+            detail("helper_rss_bytes"),
+            detail("helper_vm_bytes"),
+            human_ns(b.value),
+            detail("opcost_rss_bytes"),
+            detail("opcost_vm_bytes"),
+        ),
+        b.value / s.value,
+    ))
+}
+
+/// Every way to start the static program with nothing touched, in tiers.
+fn rank_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let rows: Vec<(&str, Est)> = GROWTH
+        .iter()
+        .filter_map(|g| Some((g.what, est(ms, &growth_id(g.name, 0))?)))
+        .collect();
+    if rows.len() < 2 {
+        return;
+    }
+    let names: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    let items: Vec<Est> = rows.iter().map(|r| r.1).collect();
+    let best = items.iter().map(|e| e.value).fold(f64::INFINITY, f64::min);
+    out.push(finding(
+        format!(
+            "ways to start the static program from a parent with nothing touched, {}",
+            tiers_text(&names, &items, "cheapest")
+        ),
+        best,
+        "ns/op",
+    ));
+}
+
+/// A process start against a thread start.
+fn thread_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let (Some(sp), Some(th)) = (est(ms, &growth_id(POSIX_SPAWN, 0)), est(ms, THREAD)) else {
+        return;
+    };
+    out.push(ratio_finding(
+        AREA,
+        format!(
+            "starting a process against a thread: {} ({} vs {})",
+            compare_text(
+                "a thread spawn+join",
+                &th,
+                "posix_spawn of a static program, exit, wait",
+                &sp,
+                "cheaper"
+            ),
+            human_ns(th.value),
+            human_ns(sp.value)
+        ),
+        sp.value / th.value,
+    ));
+}
+
+/// What the dynamic loader adds: /bin/true against the static program.
+fn loader_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let (Some(sp), Some(m)) = (
+        est(ms, &growth_id(POSIX_SPAWN, 0)),
+        get(ms, POSIX_SPAWN_DYNAMIC),
+    ) else {
+        return;
+    };
+    let dynamic = m
+        .details
+        .as_ref()
+        .and_then(|d| d.get("dynamic"))
+        .and_then(serde_json::Value::as_bool);
+    if dynamic == Some(false) {
+        return;
+    }
+    let dy = Est::of(m);
+    let what = match compare(&dy, &sp) {
+        Verdict::Worse(r) => format!(
+            "add {} per exec ({})",
+            human_ns(dy.value - sp.value),
+            r.text()
+        ),
+        Verdict::Tie(_) => "add no cost per exec that can be told from noise".to_string(),
+        Verdict::Better(r) => format!("come out {} faster than the static program", r.text()),
+    };
+    out.push(finding(
+        format!(
+            "the dynamic loader and libc start-up of /bin/true {what} ({} vs {} for a static program)",
+            human_ns(dy.value),
+            human_ns(sp.value)
+        ),
+        dy.value - sp.value,
+        "ns/op",
+    ));
+}
+
+/// A context switch: half a ping-pong round trip, net of the pipe cost.
+fn switch_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let Some(alone) = est(ms, PIPE_ALONE) else {
+        return;
+    };
+    for (id, what) in [
+        (PINGPONG_PROCESS, "processes"),
+        (PINGPONG_THREAD, "threads"),
+    ] {
+        let Some(rt) = est(ms, id) else { continue };
+        let pipes = alone.scaled(2.0);
+        let sw = (rt.value - pipes.value) / 2.0;
+        let cost = match compare(&rt, &pipes) {
+            Verdict::Worse(_) => format!("costs {}", human_ns(sw)),
+            _ => "costs too little to tell from the pipe's own cost".to_string(),
+        };
+        out.push(finding(
+            format!(
+                "a context switch between two {what} on one CPU {cost} (half a pipe round trip, {}, net of the pipe cost, {} per write+read)",
+                human_ns(rt.value),
+                human_ns(alone.value)
+            ),
+            sw,
+            "ns/op",
+        ));
+    }
+}
+
+/// First touch of anonymous memory per byte, base pages against huge pages.
+fn fault_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let per_byte = |id: &str| {
+        let m = get(ms, id)?;
+        let bytes = m.details.as_ref()?.get("touch_bytes")?.as_f64()?;
+        (bytes > 0.0).then(|| (Est::of(m).scaled(1.0 / bytes), m.median, bytes))
+    };
+    let (Some((base, base_ns, base_b)), Some((huge, huge_ns, huge_b))) =
+        (per_byte(FAULT_ANON), per_byte(FAULT_ANON_THP))
+    else {
+        return;
+    };
+    let what = match compare(&huge, &base) {
+        Verdict::Better(r) => format!("costs {} less per byte with huge pages", r.text()),
+        Verdict::Worse(r) => format!("costs {} more per byte with huge pages", r.text()),
+        Verdict::Tie(_) => "costs the same per byte with huge pages, within noise".to_string(),
+    };
+    out.push(ratio_finding(
+        AREA,
+        format!(
+            "first touch of anonymous memory {what} ({} per {} fault vs {} per {} fault)",
+            human_ns(huge_ns),
+            size_label(huge_b as u64),
+            human_ns(base_ns),
+            size_label(base_b as u64)
+        ),
+        speedup(&huge, &base).ratio,
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A latency with a ±2% interval.
+    fn m(id: &str, median: f64) -> Measurement {
+        let mut m = Measurement::point(id, "ns/op", median);
+        m.summary.ci_low = median * 0.98;
+        m.summary.ci_high = median * 1.02;
+        m
+    }
+
+    fn find<'a>(f: &'a [Finding], start: &str) -> &'a Finding {
+        f.iter()
+            .find(|f| f.text.starts_with(start))
+            .unwrap_or_else(|| panic!("no '{start}' in {f:#?}"))
+    }
+
+    #[test]
+    fn growth_findings_state_fork_slope_and_flat_spawn() {
+        let mut ms = Vec::new();
+        for rss in RSS_POINTS {
+            let gib = rss as f64 / GIB;
+            ms.push(m(&growth_id(FORK_EXEC, rss), 100_000.0 + 20e6 * gib));
+            ms.push(m(&growth_id(POSIX_SPAWN, rss), 80_000.0 + 1_000.0 * gib));
+            ms.push(m(&growth_id("vfork_exec", rss), 70_000.0 + 5e6 * gib));
+        }
+        let f = findings(&ms);
+        let fork = find(&f, "fork+exec grows with the memory");
+        assert!((fork.value - 20e6).abs() < 1e3, "{}", fork.value);
+        assert_eq!(fork.unit, "ns/GiB");
+        assert!(
+            fork.text
+                .contains("per GiB (slope over 5 points up to 1GiB)")
+        );
+        find(&f, "posix_spawn stays flat with the memory");
+        find(&f, "vfork+exec grows with the memory");
+        let ratio = find(&f, "with 1GiB");
+        assert!(
+            ratio.text.contains("posix_spawn is ") && ratio.text.contains("faster than fork+exec"),
+            "{}",
+            ratio.text
+        );
+        assert_eq!(ratio.unit, "x");
+        assert!(ratio.value > 100.0);
+    }
+
+    #[test]
+    fn a_noisy_curve_has_no_clear_trend_and_equal_ends_tie() {
+        let mut ms = Vec::new();
+        for (rss, v) in [(0, 100_000.0), (256 << 20, 115_000.0)] {
+            let mut x = m(&growth_id(POSIX_SPAWN, rss), v);
+            x.summary.ci_low = v * 0.7;
+            x.summary.ci_high = v * 1.4;
+            ms.push(x);
+            ms.push(m(&growth_id(FORK_EXEC, rss), v * 1.01));
+        }
+        let f = findings(&ms);
+        find(&f, "posix_spawn shows no clear trend with the memory");
+        let r = find(
+            &f,
+            "with 256MiB touched in the parent, posix_spawn and fork+exec are within noise",
+        );
+        assert_eq!(r.unit, "x");
+    }
+
+    #[test]
+    fn a_noisy_flat_curve_is_flat_against_a_clearly_growing_fork() {
+        let mut ms = Vec::new();
+        for (rss, v) in [(0, 200_000.0), (256 << 20, 230_000.0)] {
+            let mut x = m(&growth_id(POSIX_SPAWN, rss), v);
+            x.summary.ci_low = v * 0.6;
+            x.summary.ci_high = v * 1.6;
+            ms.push(x);
+            let gib = rss as f64 / GIB;
+            ms.push(m(&growth_id(FORK_EXEC, rss), 250_000.0 + 35e6 * gib));
+        }
+        let f = findings(&ms);
+        find(&f, "fork+exec grows with the memory");
+        find(&f, "posix_spawn stays flat with the memory");
+    }
+
+    #[test]
+    fn popen_findings_compare_with_the_clone_way_and_price_the_shell() {
+        let mut ms = Vec::new();
+        for rss in RSS_POINTS {
+            let gib = rss as f64 / GIB;
+            ms.push(m(&growth_id(FORK_EXEC, rss), 500_000.0 + 80e6 * gib));
+            ms.push(m(&growth_id(CLONE_VFORK_EXEC, rss), 150_000.0));
+            ms.push(m(&growth_id(POPEN, rss), 900_000.0 + 1_000.0 * gib));
+            ms.push(m(&growth_id(SYSTEM, rss), 850_000.0));
+        }
+        let f = findings(&ms);
+        let p = find(&f, "popen from a parent with 1GiB");
+        assert_eq!(p.unit, "x");
+        assert!(
+            (p.value - 901_000.0 / 150_000.0).abs() < 1e-9,
+            "{}",
+            p.value
+        );
+        assert!(p.text.contains("the clone way is "), "{}", p.text);
+        assert!(
+            p.text
+                .contains("popen here does not pay for the parent's memory"),
+            "{}",
+            p.text
+        );
+        let sh = find(&f, "the shell adds");
+        assert_eq!((sh.value, sh.unit.as_str()), (750_000.0, "ns/op"));
+        assert!(sh.text.contains("system()"), "{}", sh.text);
+        find(&f, "popen stays flat with the memory");
+        // The shell's cost within noise is named as such.
+        let tie = vec![
+            m(&growth_id(CLONE_VFORK_EXEC, 0), 150_000.0),
+            m(&growth_id(POPEN, 0), 151_000.0),
+        ];
+        find(
+            &findings(&tie),
+            "the shell adds no cost per child that can be told from noise",
+        );
+    }
+
+    #[test]
+    fn spawn_methods_are_ranked_into_tiers() {
+        let ms = vec![
+            m(&growth_id(FORK_EXEC, 0), 300_000.0),
+            m(&growth_id("vfork_exec", 0), 100_000.0),
+            m(&growth_id(POSIX_SPAWN, 0), 101_000.0),
+            m(&growth_id(POPEN, 0), 900_000.0),
+        ];
+        let f = findings(&ms);
+        let r = find(&f, "ways to start the static program");
+        assert!(
+            r.text.contains(
+                "cheapest: vfork+exec and posix_spawn, within noise of each other; then fork+exec ("
+            ),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("; then popen ("), "{}", r.text);
+        assert_eq!(r.value, 100_000.0);
+    }
+
+    #[test]
+    fn descriptor_findings_say_which_spawns_grow() {
+        let ms = vec![
+            m(&fds_id(POSIX_SPAWN, 10), 200_000.0),
+            m(&fds_id(POSIX_SPAWN, 1_000), 290_000.0),
+            m(&fds_id(FORK_EXEC, 10), 500_000.0),
+            m(&fds_id(FORK_EXEC, 1_000), 501_000.0),
+        ];
+        let f = findings(&ms);
+        let ps = find(&f, "posix_spawn grows with the descriptors");
+        assert_eq!(ps.unit, "ns/1000fd");
+        assert!((ps.value - 90_909.09).abs() < 1.0, "{}", ps.value);
+        find(&f, "fork+exec stays flat with the descriptors");
+        assert!(
+            !f.iter().any(|f| f.text.contains("Command")),
+            "not measured"
+        );
+    }
+
+    #[test]
+    fn switch_thread_loader_and_fault_findings() {
+        let mut anon = m(FAULT_ANON, 1_000.0);
+        anon.details = Some(serde_json::json!({"touch_bytes": 4096}));
+        let mut thp = m(FAULT_ANON_THP, 50_000.0);
+        thp.details = Some(serde_json::json!({"touch_bytes": 2 << 20}));
+        let ms = vec![
+            m(PINGPONG_PROCESS, 5_000.0),
+            m(PINGPONG_THREAD, 2_010.0),
+            m(PIPE_ALONE, 1_000.0),
+            m(&growth_id(POSIX_SPAWN, 0), 200_000.0),
+            m(POSIX_SPAWN_DYNAMIC, 600_000.0),
+            m(THREAD, 20_000.0),
+            anon,
+            thp,
+        ];
+        let f = findings(&ms);
+        let p = find(
+            &f,
+            "a context switch between two processes on one CPU costs 1.5",
+        );
+        assert_eq!((p.value, p.unit.as_str()), (1_500.0, "ns/op"));
+        // A round trip within noise of two pipe costs: no switch cost stated.
+        find(
+            &f,
+            "a context switch between two threads on one CPU costs too little to tell",
+        );
+        let r = find(
+            &f,
+            "starting a process against a thread: a thread spawn+join is 10",
+        );
+        assert_eq!(r.value, 10.0);
+        let d = find(
+            &f,
+            "the dynamic loader and libc start-up of /bin/true add 400",
+        );
+        assert_eq!(d.value, 400_000.0);
+        let h = find(&f, "first touch of anonymous memory costs");
+        assert!(
+            h.text.contains("less per byte with huge pages"),
+            "{}",
+            h.text
+        );
+    }
+
+    #[test]
+    fn missing_measurements_give_no_findings() {
+        assert!(findings(&[]).is_empty());
+    }
+}

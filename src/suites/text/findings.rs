@@ -1,0 +1,664 @@
+//! What the text results say: which methods order each language right,
+//! what the right order costs, the fastest right methods as a tier, what
+//! sort keys save, the ways to read lines ranked into tiers, and the memory
+//! each way takes.
+//!
+//! Every comparison of timings is decided by intervals
+//! ([`crate::harness::claims`]): methods that cannot be told apart are
+//! named together, in a fixed order, never ordered by their point
+//! estimates. The order checks and the memory figures are counts, not
+//! timings, and are stated as they are.
+
+use std::collections::BTreeMap;
+
+use super::lines::Method;
+use crate::harness::claims::{Est, Tiers, Verdict, compare, join_names, rank, speedup, tiers_text};
+use crate::harness::{Finding, Measurement};
+use crate::suites::{get, ratio_finding};
+use crate::units::{fmt_ratio, human, human_bytes};
+
+/// Every text finding of a run.
+pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = order_findings(ms);
+    out.extend(speed_findings(ms));
+    out.extend(lines_findings(ms));
+    out
+}
+
+/// A detail of a measurement as text.
+fn detail_str<'a>(m: &'a Measurement, key: &str) -> Option<&'a str> {
+    m.details.as_ref()?.get(key)?.as_str()
+}
+
+/// The order check of each method of each language, from whichever
+/// compare or sort result of it the run has: lang -> method -> wrong pair.
+fn order_checks(
+    ms: &[Measurement],
+) -> BTreeMap<String, BTreeMap<String, Option<(String, String)>>> {
+    let mut by_lang: BTreeMap<String, BTreeMap<String, Option<(String, String)>>> = BTreeMap::new();
+    for m in ms.iter().filter(|m| m.area == "text") {
+        let Some(d) = &m.details else { continue };
+        let (Some(lang), Some(method), Some(ok)) = (
+            d.get("lang").and_then(|v| v.as_str()),
+            d.get("method").and_then(|v| v.as_str()),
+            d.get("order_correct").and_then(|v| v.as_bool()),
+        ) else {
+            continue;
+        };
+        let pair = d
+            .get("first_wrong_pair")
+            .and_then(|p| p.as_array())
+            .and_then(|p| {
+                Some((
+                    p.first()?.as_str()?.to_string(),
+                    p.get(1)?.as_str()?.to_string(),
+                ))
+            });
+        let wrong = if ok {
+            None
+        } else {
+            Some(pair.unwrap_or_default())
+        };
+        by_lang
+            .entry(lang.to_string())
+            .or_default()
+            .insert(method.to_string(), wrong);
+    }
+    by_lang
+}
+
+/// Per language: which methods order its fixed list right, and how the
+/// others go wrong; and where the C library and ICU disagree.
+fn order_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (lang, methods) in order_checks(ms) {
+        let right: Vec<&str> = methods
+            .iter()
+            .filter(|(_, w)| w.is_none())
+            .map(|(m, _)| m.as_str())
+            .collect();
+        // Group the wrong ones by the pair they get wrong.
+        let mut wrong: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
+        for (m, w) in &methods {
+            if let Some(pair) = w {
+                wrong.entry(pair.clone()).or_default().push(m);
+            }
+        }
+        let wrong_text: Vec<String> = wrong
+            .iter()
+            .map(|((a, b), ms)| format!("{} fail '{a}' < '{b}'", ms.join(", ")))
+            .collect();
+        out.push(Finding {
+            area: "text".into(),
+            text: format!(
+                "order check for {lang}: right with {}; wrong: {}",
+                if right.is_empty() {
+                    "no method".to_string()
+                } else {
+                    right.join(", ")
+                },
+                if wrong_text.is_empty() {
+                    "none".to_string()
+                } else {
+                    wrong_text.join("; ")
+                }
+            ),
+            value: right.len() as f64,
+            unit: "methods".into(),
+        });
+    }
+    for m in ms.iter().filter(|m| m.id.starts_with("text.cmp.strcoll/")) {
+        let Some(d) = m.details.as_ref().and_then(|d| d.get("icu_disagreement")) else {
+            continue;
+        };
+        let (Some(n), Some(of)) = (
+            d.get("pairs").and_then(|v| v.as_u64()),
+            d.get("of").and_then(|v| v.as_u64()),
+        ) else {
+            continue;
+        };
+        let locale = detail_str(m, "locale").unwrap_or("?");
+        let against = d.get("against").and_then(|v| v.as_str()).unwrap_or("ICU");
+        let example = d
+            .get("first")
+            .and_then(|p| p.as_array())
+            .and_then(|p| {
+                Some(format!(
+                    ", e.g. glibc puts '{}' before '{}'",
+                    p.first()?.as_str()?,
+                    p.get(1)?.as_str()?
+                ))
+            })
+            .unwrap_or_default();
+        out.push(Finding {
+            area: "text".into(),
+            text: if n == 0 {
+                format!("glibc strcoll under {locale} and {against} agree on all {of} neighbouring pairs of the generated words")
+            } else {
+                format!("glibc strcoll under {locale} and {against} disagree on {n} of {of} neighbouring pairs of the generated words{example}")
+            },
+            value: n as f64,
+            unit: "pairs".into(),
+        });
+    }
+    out
+}
+
+/// Per language: what correct collation costs against ASCII folding, the
+/// fastest method with the right order, and what sort keys save.
+fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let checks = order_checks(ms);
+    for (lang, methods) in &checks {
+        let cmp = |method: &str| get(ms, &format!("text.cmp.{method}/{lang}")).map(Est::of);
+        if let (Some(icu), Some(ascii)) = (cmp("icu.tertiary"), cmp("ascii_ci")) {
+            let lower = match methods.get("lower_alloc") {
+                Some(Some((a, b))) => {
+                    format!("; lowercase-then-compare gets '{a}' < '{b}' wrong for {lang}")
+                }
+                _ => String::new(),
+            };
+            let what = match compare(&icu, &ascii) {
+                Verdict::Worse(r) => format!(
+                    "ICU {lang} collation (tertiary) is {} slower per comparison than ASCII case folding",
+                    r.text()
+                ),
+                Verdict::Better(r) => format!(
+                    "ICU {lang} collation (tertiary) is {} faster per comparison than ASCII case folding",
+                    r.text()
+                ),
+                Verdict::Tie(_) => format!(
+                    "ICU {lang} collation (tertiary) and ASCII case folding cost the same per comparison, within noise"
+                ),
+            };
+            out.push(ratio_finding(
+                "text",
+                format!(
+                    "{what} ({} vs {}){lower}",
+                    human(icu.value, "ns"),
+                    human(ascii.value, "ns")
+                ),
+                icu.value / ascii.value,
+            ));
+        }
+        // The fastest methods with the right order, as the tier that cannot
+        // be told apart (members in name order).
+        let fastest = |keyed: bool| {
+            let rows: Vec<(&str, Est)> = methods
+                .iter()
+                .filter(|(m, w)| {
+                    w.is_none() && (m.starts_with("icu_keys") || m.as_str() == "strxfrm") == keyed
+                })
+                .filter_map(|(m, _)| Some((m.as_str(), cmp(m)?)))
+                .collect();
+            let items: Vec<Est> = rows.iter().map(|r| r.1).collect();
+            let t = rank(&items);
+            let tier = t.tiers.first()?;
+            let names: Vec<&str> = tier.iter().map(|&i| rows[i].0).collect();
+            Some((tier_words(&names), rows[t.leaders[0]].1.value))
+        };
+        if let Some((m, ns)) = fastest(false) {
+            let keys = fastest(true)
+                .map(|(k, kns)| {
+                    format!(
+                        "; with sort keys built beforehand: {k}, {} per comparison",
+                        human(kns, "ns")
+                    )
+                })
+                .unwrap_or_default();
+            out.push(Finding {
+                area: "text".into(),
+                text: format!(
+                    "fastest comparison with the right order for {lang}: {m}, {} per comparison{keys}",
+                    human(ns, "ns")
+                ),
+                value: ns,
+                unit: "ns/op".into(),
+            });
+        }
+        // Sorting with keys against comparing, at the largest size measured.
+        let sort = |method: &str, n: u64| get(ms, &format!("text.sort.{method}/{lang}/n={n}"));
+        for n in [1_000_000u64, 100_000, 1_000] {
+            let (Some(keys), Some(direct)) =
+                (sort("icu_keys.tertiary", n), sort("icu.tertiary", n))
+            else {
+                continue;
+            };
+            let (k, d) = (Est::of(keys), Est::of(direct));
+            let share = keys
+                .details
+                .as_ref()
+                .and_then(|d| d.get("key_build_share")?.as_f64())
+                .map(|s| format!(", building the keys is {:.0}% of that", s * 100.0))
+                .unwrap_or_default();
+            let verdict = match compare(&k, &d) {
+                Verdict::Better(r) => format!("{} faster with keys", r.text()),
+                Verdict::Worse(r) => format!("{} slower with keys", r.text()),
+                Verdict::Tie(_) => {
+                    "keys make no difference that can be told from noise".to_string()
+                }
+            };
+            out.push(ratio_finding(
+                "text",
+                format!(
+                    "sorting {n} {lang} words with ICU tertiary: {} comparing strings, {} with sort keys{share} ({verdict})",
+                    human(d.value, "ns"),
+                    human(k.value, "ns")
+                ),
+                d.value / k.value,
+            ));
+            break;
+        }
+    }
+    out
+}
+
+/// "a" or "a and b, within noise of each other".
+fn tier_words(names: &[&str]) -> String {
+    if names.len() > 1 {
+        format!("{}, within noise of each other", join_names(names))
+    } else {
+        join_names(names)
+    }
+}
+
+/// The fastest and the slowest tier of a ranked set: "fastest: a and b,
+/// within noise of each other; slowest: c (5.0× slower)". The tiers
+/// between are left out: with many methods, some neighbours are always
+/// close to the edge of their noise, and a chain of every tier would change
+/// its words from run to run. Two tiers or fewer read as [`tiers_text`].
+fn ends_text(names: &[&str], items: &[Est], t: &Tiers) -> String {
+    if t.tiers.len() <= 2 {
+        return tiers_text(names, items, "fastest");
+    }
+    let group = |k: usize| {
+        let members: Vec<&str> = t.tiers[k].iter().map(|&i| names[i]).collect();
+        tier_words(&members)
+    };
+    let last = t.tiers.len() - 1;
+    format!(
+        "fastest: {}; slowest: {} ({} slower)",
+        group(0),
+        group(last),
+        fmt_ratio(speedup(&items[t.leaders[0]], &items[t.leaders[last]]).ratio)
+    )
+}
+
+/// The place of a line-reading method in the report order (unknown last).
+fn method_order(name: &str) -> usize {
+    Method::ALL
+        .iter()
+        .position(|m| m.name() == name)
+        .unwrap_or(Method::ALL.len())
+}
+
+/// Per file shape: the ways to read its lines in tiers, `wc -l` for scale,
+/// the memory of every way, and the cost of a cold cache.
+fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut shapes: BTreeMap<String, Vec<&Measurement>> = BTreeMap::new();
+    for m in ms
+        .iter()
+        .filter(|m| m.id.starts_with("text.lines.") && !m.id.ends_with("/cold"))
+    {
+        if let Some(shape) = m.id.split('/').nth(1) {
+            shapes.entry(shape.to_string()).or_default().push(m);
+        }
+    }
+    let method = |m: &Measurement| m.param("method").unwrap_or_default();
+    for (shape, rows) in &mut shapes {
+        rows.sort_by_key(|m| (method_order(&method(m)), m.id.clone()));
+        let ours: Vec<&Measurement> = rows
+            .iter()
+            .copied()
+            .filter(|m| method(m) != "wc_l")
+            .collect();
+        let names: Vec<String> = ours.iter().map(|m| method(m)).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let items: Vec<Est> = ours.iter().map(|m| Est::of(m)).collect();
+        let t = rank(&items);
+        if ours.len() > 1
+            && let (Some(top), Some(&lead), Some(&last)) =
+                (t.tiers.first(), t.leaders.first(), t.leaders.last())
+        {
+            let lines_s = |m: &Measurement| {
+                m.details
+                    .as_ref()
+                    .and_then(|d| d.get("lines_per_s")?.as_f64())
+                    .map(|l| format!(", {} lines/s", human_count(l)))
+                    .unwrap_or_default()
+            };
+            out.push(ratio_finding(
+                "text",
+                format!(
+                    "lines of a {shape} file, {} (the fastest {}{}, the slowest {})",
+                    ends_text(&names, &items, &t),
+                    human(items[lead].value, "B/s"),
+                    lines_s(ours[lead]),
+                    human(items[last].value, "B/s")
+                ),
+                speedup(&items[lead], &items[last]).ratio,
+            ));
+            if let Some(wc) = rows.iter().find(|m| method(m) == "wc_l") {
+                let w = Est::of(wc);
+                let top_names: Vec<&str> = top.iter().map(|&i| names[i]).collect();
+                let group = join_names(&top_names);
+                let verb = if top_names.len() > 1 { "are" } else { "is" };
+                let verdict = match compare(&items[lead], &w) {
+                    Verdict::Better(r) => {
+                        format!("the fastest here, {group}, {verb} {} faster", r.text())
+                    }
+                    Verdict::Worse(r) => {
+                        format!("it is {} faster than the fastest here, {group}", r.text())
+                    }
+                    Verdict::Tie(_) => format!(
+                        "the fastest here, {group}, and wc -l are within noise of each other"
+                    ),
+                };
+                out.push(ratio_finding(
+                    "text",
+                    format!(
+                        "wc -l counts the lines of the {shape} file at {} (its process start included); {verdict}",
+                        human(w.value, "B/s")
+                    ),
+                    items[lead].value / w.value,
+                ));
+            }
+        }
+        // Peak extra memory of every method on this shape, in report order;
+        // the largest named with every method within 5% of it.
+        let peaks: Vec<(String, f64, f64)> = ours
+            .iter()
+            .filter_map(|m| {
+                let d = m.details.as_ref()?;
+                Some((
+                    method(m),
+                    d.get("peak_extra_bytes")?.as_f64()?,
+                    d.get("file_bytes")?.as_f64()?,
+                ))
+            })
+            .collect();
+        let top_bytes = peaks.iter().map(|p| p.1).fold(0.0, f64::max);
+        if let Some(&(_, _, file)) = peaks.first()
+            && peaks.len() > 1
+            && file > 0.0
+        {
+            let list: Vec<String> = peaks
+                .iter()
+                .map(|(m, b, _)| format!("{m} {}", human_bytes(*b)))
+                .collect();
+            let largest: Vec<&str> = peaks
+                .iter()
+                .filter(|p| p.1 * crate::harness::claims::MATERIAL >= top_bytes)
+                .map(|p| p.0.as_str())
+                .collect();
+            out.push(Finding {
+                area: "text".into(),
+                text: format!(
+                    "peak extra memory reading the {} {shape} file: {} (the most: {}, {:.1}× the file; mmap counts the mapped page cache)",
+                    human_bytes(file),
+                    list.join(", "),
+                    join_names(&largest),
+                    top_bytes / file
+                ),
+                value: top_bytes,
+                unit: "B".into(),
+            });
+        }
+        for m in ours {
+            let cold = get(ms, &format!("{}/cold", m.id));
+            if let Some(cold) = cold {
+                let r = m.median / cold.median;
+                out.push(ratio_finding(
+                    "text",
+                    format!(
+                        "{} over the {shape} file: {} from the page cache, {} after dropping it",
+                        method(m),
+                        human(m.median, "B/s"),
+                        human(cold.median, "B/s")
+                    ),
+                    r,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A count per second as `16.8 M`, `912 k`.
+fn human_count(v: f64) -> String {
+    human(v, "ops/s")
+        .trim_end_matches("op/s")
+        .trim()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn m(
+        id: &str,
+        unit: &str,
+        median: f64,
+        params: serde_json::Value,
+        details: serde_json::Value,
+    ) -> Measurement {
+        let mut m = Measurement::point(id, unit, median);
+        m.params = serde_json::from_value(params).unwrap();
+        m.details = Some(details);
+        m
+    }
+
+    fn cmp(method: &str, lang: &str, ns: f64, wrong: Option<[&str; 2]>) -> Measurement {
+        m(
+            &format!("text.cmp.{method}/{lang}"),
+            "ns/op",
+            ns,
+            json!({"method": method, "lang": lang}),
+            json!({"method": method, "lang": lang, "order_correct": wrong.is_none(), "first_wrong_pair": wrong}),
+        )
+    }
+
+    #[test]
+    fn order_and_speed_findings_name_the_wrong_pair_and_the_ratio() {
+        let ms = vec![
+            cmp("ascii_ci", "sv", 10.0, Some(["zebra", "åsna"])),
+            cmp("lower_alloc", "sv", 50.0, Some(["åsna", "Älg"])),
+            cmp("lower_buf", "sv", 30.0, Some(["åsna", "Älg"])),
+            cmp("icu.tertiary", "sv", 140.0, None),
+            cmp("strcoll", "sv", 200.0, None),
+            cmp("icu_keys.primary", "sv", 8.0, None),
+        ];
+        let f = findings(&ms);
+        let find = |s: &str| {
+            f.iter()
+                .find(|f| f.text.contains(s))
+                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
+        };
+        let order = find("order check for sv");
+        assert!(
+            order
+                .text
+                .contains("lower_alloc, lower_buf fail 'åsna' < 'Älg'"),
+            "{}",
+            order.text
+        );
+        assert_eq!(order.value, 3.0);
+        let ratio = find("ICU sv collation");
+        assert_eq!(ratio.value, 14.0);
+        assert!(
+            ratio.text.contains("'åsna' < 'Älg' wrong"),
+            "{}",
+            ratio.text
+        );
+        let fastest = find("fastest comparison with the right order for sv");
+        assert!(fastest.text.contains("icu.tertiary"), "{}", fastest.text);
+        assert!(
+            fastest.text.contains("icu_keys.primary"),
+            "{}",
+            fastest.text
+        );
+    }
+
+    #[test]
+    fn lines_findings_compare_methods_wc_memory_and_cold() {
+        let row = |method: &str, bps: f64, peak: f64, cold: bool| {
+            m(
+                &format!(
+                    "text.lines.{method}/crlf-40B{}",
+                    if cold { "/cold" } else { "" }
+                ),
+                "B/s",
+                bps,
+                json!({"method": method}),
+                json!({"peak_extra_bytes": peak, "file_bytes": 4e6, "lines_per_s": bps / 40.0}),
+            )
+        };
+        let ms = vec![
+            row("lines", 2e8, 1e5, false),
+            row("memchr_block", 2e9, 7e4, false),
+            row("whole_split", 1e9, 1.2e7, false),
+            row("wc_l", 1e9, 0.0, false),
+            row("memchr_block", 5e8, 7e4, true),
+        ];
+        let f = findings(&ms);
+        let find = |s: &str| {
+            f.iter()
+                .find(|f| f.text.contains(s))
+                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
+        };
+        let l = find("lines of a crlf-40B file");
+        assert_eq!(l.value, 10.0);
+        assert!(
+            l.text
+                .contains("fastest: memchr_block; slowest: lines (10.0× slower)"),
+            "{}",
+            l.text
+        );
+        assert!(
+            find("wc -l counts")
+                .text
+                .contains("the fastest here, memchr_block, is 2.00×")
+        );
+        assert_eq!(find("wc -l counts").value, 2.0);
+        let mem = find("peak extra memory");
+        assert!(
+            mem.text.contains("(the most: whole_split, 3.0× the file"),
+            "{}",
+            mem.text
+        );
+        assert!(mem.text.contains("memchr_block 68.4 KiB"), "{}", mem.text);
+        assert_eq!(mem.value, 1.2e7);
+        assert_eq!(find("after dropping it").value, 4.0);
+    }
+
+    /// A compare result with a ±3% interval.
+    fn cmp_ci(method: &str, lang: &str, ns: f64) -> Measurement {
+        let mut x = cmp(method, lang, ns, None);
+        x.summary.ci_low = ns * 0.97;
+        x.summary.ci_high = ns * 1.03;
+        x
+    }
+
+    #[test]
+    fn methods_within_noise_are_named_as_a_tier_in_name_order() {
+        let f = |p: f64, s: f64, t: f64| {
+            let ms = vec![
+                cmp_ci("icu.tertiary", "sv", t),
+                cmp_ci("icu.primary", "sv", p),
+                cmp_ci("icu.secondary", "sv", s),
+                cmp_ci("icu_keys.primary", "sv", 6.0),
+                cmp_ci("icu_keys.secondary", "sv", 6.1),
+                cmp_ci("strcoll", "sv", 400.0),
+            ];
+            findings(&ms)
+                .into_iter()
+                .find(|f| {
+                    f.text
+                        .starts_with("fastest comparison with the right order for sv")
+                })
+                .expect("a fastest finding")
+                .text
+        };
+        let strip = |s: String| {
+            s.chars()
+                .filter(|c| !c.is_ascii_digit() && *c != '.')
+                .collect::<String>()
+        };
+        let a = f(129.0, 131.0, 132.0);
+        assert!(
+            a.contains(
+                "for sv: icu.primary, icu.secondary and icu.tertiary, within noise of each other, "
+            ),
+            "{a}"
+        );
+        assert!(
+            a.contains(
+                "with sort keys built beforehand: icu_keys.primary and icu_keys.secondary, within noise of each other, "
+            ),
+            "{a}"
+        );
+        // Other point estimates within the same noise: the same words.
+        assert_eq!(strip(f(133.0, 130.0, 128.0)), strip(a));
+        // A clearly faster method stands alone.
+        let b = f(80.0, 131.0, 132.0);
+        assert!(b.contains("for sv: icu.primary, "), "{b}");
+    }
+
+    #[test]
+    fn line_methods_within_noise_share_a_tier_and_equal_peaks_share_the_most() {
+        let row = |method: &str, bps: f64, peak: f64| {
+            let mut x = m(
+                &format!("text.lines.{method}/lf-80B"),
+                "B/s",
+                bps,
+                json!({"method": method}),
+                json!({"peak_extra_bytes": peak, "file_bytes": 4e6}),
+            );
+            x.summary.ci_low = bps * 0.97;
+            x.summary.ci_high = bps * 1.03;
+            x
+        };
+        let ms = vec![
+            row("memchr_mmap", 2.7e9, 4e6),
+            row("lines", 5e8, 0.0),
+            row("memchr_block", 2.6e9, 6.4e4),
+            row("whole_split", 1e9, 4.1e6),
+        ];
+        let f = findings(&ms);
+        let l = f
+            .iter()
+            .find(|f| f.text.starts_with("lines of a lf-80B"))
+            .unwrap();
+        assert!(
+            l.text.contains(
+                "fastest: memchr_block and memchr_mmap, within noise of each other; slowest: lines ("
+            ),
+            "{}",
+            l.text
+        );
+        let mem = f
+            .iter()
+            .find(|f| f.text.starts_with("peak extra memory"))
+            .unwrap();
+        assert!(
+            mem.text
+                .contains(": lines 0 B, memchr_block 62.5 KiB, memchr_mmap"),
+            "{}",
+            mem.text
+        );
+        assert!(
+            mem.text
+                .contains("(the most: memchr_mmap and whole_split, 1.0× the file"),
+            "{}",
+            mem.text
+        );
+    }
+
+    #[test]
+    fn no_results_no_findings() {
+        assert!(findings(&[]).is_empty());
+    }
+}
