@@ -773,6 +773,64 @@ pub fn measured_samples(m: &Measurement) -> Vec<f64> {
     out
 }
 
+/// The smallest ratio a ranking or comparison of a run's alternatives puts
+/// a word to when its members are close: below it, "no clear gap". Three
+/// rounds at the quick profile leave a result's run-to-run spread wider
+/// than a 5% step, so a tier boundary or an order set at [`MATERIAL`]
+/// moves between runs; 1.25× is where the spread of the quick profile's
+/// medians (a few per cent to ~15% between runs on a shared guest) no
+/// longer reaches.
+pub const CLEAR_GAP: f64 = 1.25;
+
+/// The typical width of the intervals of a run's results, per area: the
+/// median of their log half-widths. Three rounds give an interval whose
+/// own width varies about twofold from run to run (two degrees of freedom
+/// behind its standard deviation), so a word decided on one result's own
+/// interval flips with that luck; the median over the dozens of results
+/// an area measured in the same interleaved rounds is steady. Findings
+/// use it ([`Widths::est`]) to decide words; the results keep their own
+/// intervals.
+#[derive(Clone, Debug, Default)]
+pub struct Widths(std::collections::BTreeMap<String, f64>);
+
+impl Widths {
+    /// The median log half-width of each area's results (those with a
+    /// positive median and interval).
+    pub fn of(ms: &[Measurement]) -> Widths {
+        let mut by_area: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+        for m in ms {
+            let h = Est::of(m).log_half_width();
+            if m.median > 0.0 && h.is_finite() && h > 0.0 {
+                by_area.entry(m.area.clone()).or_default().push(h);
+            }
+        }
+        Widths(
+            by_area
+                .into_iter()
+                .map(|(a, mut v)| {
+                    v.sort_by(f64::total_cmp);
+                    (a, quantile_sorted(&v, 0.5))
+                })
+                .collect(),
+        )
+    }
+
+    /// `m`'s median with its area's typical interval (its own interval when
+    /// the area has no width).
+    pub fn est(&self, m: &Measurement) -> Est {
+        let e = Est::of(m);
+        match self.0.get(&m.area) {
+            Some(&h) if e.value > 0.0 => Est {
+                value: e.value,
+                low: e.value * (-h).exp(),
+                high: e.value * h.exp(),
+                higher_is_better: e.higher_is_better,
+            },
+            _ => e,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1141,5 +1199,29 @@ mod tests {
         // Rounds that do not account for the samples leave them as stored.
         t.rounds.pop();
         assert_eq!(measured_samples(&t), vec![10.0, 20.0]);
+    }
+
+    #[test]
+    fn an_area_width_is_the_median_of_its_results_and_keeps_each_point() {
+        let m = |id: &str, v: f64, rel: f64| {
+            let mut m = Measurement::point(id, "ns/op", v);
+            m.ci_low = v * (1.0 - rel);
+            m.ci_high = v * (1.0 + rel);
+            m
+        };
+        let ms = vec![
+            m("p.a", 100.0, 0.02),
+            m("p.b", 200.0, 0.04),
+            m("p.c", 300.0, 0.60),
+            m("q.a", 10.0, 0.10),
+        ];
+        let w = Widths::of(&ms);
+        let e = w.est(&ms[2]);
+        // The median of p's widths is b's (about 4%), whatever c's luck.
+        assert_eq!(e.value, 300.0);
+        assert!((e.log_half_width() - (1.04f64).ln()).abs() < 0.01, "{e:?}");
+        // Another area keeps its own.
+        let q = w.est(&ms[3]);
+        assert!((q.log_half_width() - Est::of(&ms[3]).log_half_width()).abs() < 1e-12);
     }
 }

@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::harness::claims::{Est, Verdict, compare, join_names, rank};
+use crate::harness::claims::{
+    CLEAR_GAP, Est, Verdict, Widths, compare, compare_beyond, join_names, rank_apart,
+};
 use crate::harness::{Finding, Measurement};
 use crate::units::{fmt_ratio, human, sig3};
 
@@ -80,6 +82,8 @@ fn parse_id(id: &str) -> Option<(&str, &str, &str, &str)> {
 type Groups = BTreeMap<String, Vec<(u64, String, Vec<Row>)>>;
 
 fn groups(ms: &[Measurement]) -> Groups {
+    // Words are decided on the area's typical interval (see `Widths`).
+    let widths = Widths::of(ms);
     let mut out: Groups = BTreeMap::new();
     for m in ms {
         let Some((input, codec, "compress", size)) = parse_id(&m.id) else {
@@ -103,8 +107,8 @@ fn groups(ms: &[Measurement]) -> Groups {
         let row = Row {
             codec: codec.to_string(),
             ratio,
-            c: Est::of(m),
-            d: super::super::get(ms, &d_id).map(Est::of),
+            c: widths.est(m),
+            d: super::super::get(ms, &d_id).map(|d| widths.est(d)),
         };
         let sizes = out.entry(input.to_string()).or_default();
         match sizes.iter_mut().find(|(_, s, _)| s == size) {
@@ -161,25 +165,26 @@ fn bits(bytes_per_s: f64) -> String {
 }
 
 /// The best tier of `rows` by `key` (rows without a value left out): the
-/// members, in the rows' order, and the tier's best member. Members cannot
-/// be told apart from the best by their intervals.
+/// members, in the rows' order, and the tier's best member. The tier ends
+/// at the first clear gap of [`CLEAR_GAP`] ([`rank_apart`]): codecs a few
+/// per cent apart are one tier, whatever order noise puts them in.
 fn top_tier<'a>(
     rows: &[&'a Row],
     key: impl Fn(&Row) -> Option<Est>,
 ) -> Option<(Vec<&'a Row>, &'a Row)> {
     let valued: Vec<(&Row, Est)> = rows.iter().filter_map(|r| Some((*r, key(r)?))).collect();
     let items: Vec<Est> = valued.iter().map(|v| v.1).collect();
-    let t = rank(&items);
+    let t = rank_apart(&items, CLEAR_GAP);
     let tier = t.tiers.first()?;
     let members = tier.iter().map(|&i| valued[i].0).collect();
     Some((members, valued[t.leaders[0]].0))
 }
 
-/// "lz4-1" or "lz4-1 and snappy, within noise of each other".
+/// "lz4-1" or "lz4-1 and snappy, with no clear gap between them".
 fn tier_names(members: &[&Row]) -> String {
     let names: Vec<&str> = members.iter().map(|r| r.codec.as_str()).collect();
     if names.len() > 1 {
-        format!("{}, within noise of each other", join_names(&names))
+        format!("{}, with no clear gap between them", join_names(&names))
     } else {
         join_names(&names)
     }
@@ -369,12 +374,11 @@ fn small_vs_large(
     };
     let exact = |r: f64| Est::new(r, r, r, true);
     let mut flips = Vec::new();
-    let mut unclear = Vec::new();
     for (i, (si, li)) in both.iter().enumerate() {
         for (sj, lj) in &both[i + 1..] {
             let (a, b) = (&si.codec, &sj.codec);
-            let at_s = dir(compare(&si.c, &sj.c));
-            let at_l = dir(compare(&li.c, &lj.c));
+            let at_s = dir(compare_beyond(&si.c, &sj.c, CLEAR_GAP));
+            let at_l = dir(compare_beyond(&li.c, &lj.c, CLEAR_GAP));
             match (at_s, at_l) {
                 (Some(x), Some(y)) if x != y => {
                     let (f, g) = if x { (a, b) } else { (b, a) };
@@ -382,7 +386,6 @@ fn small_vs_large(
                         "{f} compresses faster than {g} at {s_size} but slower at {l_size}"
                     ));
                 }
-                (Some(_), None) | (None, Some(_)) => unclear.push(format!("{a} and {b}")),
                 _ => {}
             }
             let rs = dir(compare(&exact(si.ratio), &exact(sj.ratio)));
@@ -402,13 +405,10 @@ fn small_vs_large(
             "{input}: {s_size} and {l_size} inputs rank the codecs differently: {}",
             flips.join("; ")
         )
-    } else if !unclear.is_empty() {
-        format!(
-            "{input}: {s_size} and {l_size} inputs rank the codecs with no clear swap, but {} cannot be told apart by speed at one of the sizes",
-            unclear.join(", ")
-        )
     } else {
-        format!("{input}: {s_size} and {l_size} inputs rank the codecs alike")
+        format!(
+            "{input}: {s_size} and {l_size} inputs rank the codecs alike (no pair clearly {CLEAR_GAP}× apart in opposite orders)"
+        )
     };
     Some(finding(
         format!(

@@ -14,7 +14,8 @@ use super::{
 };
 use super::{CLONE_VFORK_EXEC, FORK_EXEC, POPEN, POSIX_SPAWN, SYSTEM};
 use crate::harness::claims::{
-    Est, Trend, TrendKind, Verdict, compare, compare_text, speedup, tiers_text, trend,
+    CLEAR_GAP, Est, Trend, TrendKind, Verdict, Widths, compare, compare_text, speedup,
+    tiers_apart_text, trend,
 };
 use crate::harness::{Finding, Measurement};
 use crate::suites::{get, ratio_finding};
@@ -29,9 +30,11 @@ const GROWTH_MATERIAL: f64 = 0.25;
 /// relative to the cost with the fewest, that is worth "grows".
 const FDS_MATERIAL: f64 = 0.10;
 
-/// The estimate of the measurement with id `id`, if the run has it.
+/// The estimate of the measurement with id `id`, if the run has it, with
+/// the area's typical interval ([`Widths`]): words about spawn costs are
+/// decided on it, so one result's luck with three rounds cannot flip them.
 fn est(ms: &[Measurement], id: &str) -> Option<Est> {
-    get(ms, id).map(Est::of)
+    get(ms, id).map(|m| Widths::of(ms).est(m))
 }
 
 /// A finding stated in `unit`.
@@ -243,7 +246,8 @@ fn small_parent_finding(ms: &[Measurement]) -> Option<Finding> {
     let small = get(ms, "process.fork_exit")?;
     let big = get(ms, "process.fork_exit.from_opcost")?;
     let detail = |key: &str| small_parent::weight(small, key);
-    let (s, b) = (Est::of(small), Est::of(big));
+    let w = Widths::of(ms);
+    let (s, b) = (w.est(small), w.est(big));
     let verdict = match compare(&s, &b) {
         Verdict::Better(r) => format!(
             "from opcost it is {} slower: a program pays for what it has mapped",
@@ -285,7 +289,7 @@ fn rank_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
     out.push(finding(
         format!(
             "ways to start the static program from a parent with nothing touched, {}",
-            tiers_text(&names, &items, "cheapest")
+            tiers_apart_text(&names, &items, "cheapest", CLEAR_GAP)
         ),
         best,
         "ns/op",
@@ -331,7 +335,7 @@ fn loader_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
     if dynamic == Some(false) {
         return;
     }
-    let dy = Est::of(m);
+    let dy = Widths::of(ms).est(m);
     let what = match compare(&dy, &sp) {
         Verdict::Worse(r) => format!(
             "add {} per exec ({})",
@@ -385,7 +389,7 @@ fn fault_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
     let per_byte = |id: &str| {
         let m = get(ms, id)?;
         let bytes = m.details.as_ref()?.get("touch_bytes")?.as_f64()?;
-        (bytes > 0.0).then(|| (Est::of(m).scaled(1.0 / bytes), m.median, bytes))
+        (bytes > 0.0).then(|| (Widths::of(ms).est(m).scaled(1.0 / bytes), m.median, bytes))
     };
     let (Some((base, base_ns, base_b)), Some((huge, huge_ns, huge_b))) =
         (per_byte(FAULT_ANON), per_byte(FAULT_ANON_THP))
