@@ -38,15 +38,20 @@ pub const BUSY_SHARE: f64 = 0.10;
 /// break intervals).
 pub const PHASED_SPREAD: f64 = 0.10;
 /// Share of a run's rounds that may stay in the estimate although they ran
-/// in a slow phase (neither measured again nor set aside) before the run
-/// is graded `unstable`: beyond it, which results a slow phase hit is
-/// chance, and a result moves more than its interval between runs.
-pub const SLOW_LEFT_SHARE: f64 = 0.15;
+/// in a slow phase (neither measured again nor set aside, only corrected
+/// for the phase) before the run is graded `unstable`: beyond it most of
+/// the estimate is a correction, not a measurement of the fast phase. Runs
+/// with 10-40% of their rounds left slow (a cache-thrashing load in
+/// phases) held their A/A compares; the one quiet-machine run with 78%
+/// did not (see docs/DESIGN.md).
+pub const SLOW_LEFT_SHARE: f64 = 0.50;
 /// Change of the canary's mean from the first to the last third of a run
 /// above which the run is graded `unstable`: the machine's speed drifted
 /// (a load that grew or eased, a frequency change), and a drift moves the
 /// rounds of every benchmark the same way, which rounds cannot average out.
-pub const DRIFT: f64 = 0.10;
+/// The mix of ~1.3x phases alone moves it by up to ±15% in runs whose
+/// intervals held.
+pub const DRIFT: f64 = 0.20;
 /// Steal (share of the CPUs' time the hypervisor gave to others) above which
 /// a run is graded `unstable`.
 pub const STEAL_SHARE: f64 = 0.05;
@@ -614,13 +619,15 @@ mod tests {
         );
         assert!(line.contains("100 of 300 rounds ran in a slow phase: 60 measured again, 30 set aside, 10 left in the estimate"), "{line}");
         assert!(line.contains("intervals hold"), "{line}");
-        // the same phases with most slow rounds left in: unstable
-        let u = Stability::of(&c, &t, 300, 100, 10, 0, 90, &quiet()).unwrap();
+        // a machine slow for most of the run, the slow rounds left in
+        // (only corrected): most of the estimate is a correction
+        let (t, c) = series(300, |i| if (i / 10) % 3 == 0 { 1.0 } else { 1.3 });
+        let u = Stability::of(&c, &t, 300, 200, 20, 0, 180, &quiet()).unwrap();
         assert_eq!(u.verdict, Some(Verdict::Unstable), "{u:?}");
         assert!(!u.stable);
         assert!(
             u.line()
-                .contains("90 slow rounds (30%) stayed in the estimate"),
+                .contains("180 slow rounds (60%) stayed in the estimate"),
             "{}",
             u.line()
         );
@@ -628,19 +635,19 @@ mod tests {
 
     #[test]
     fn a_drifting_canary_is_unstable() {
-        // the machine slows down steadily by 30% over the run; no round is
+        // the machine slows down steadily by 50% over the run; no round is
         // far enough from its neighbours to leave many slow ones behind
-        let (t, c) = series(300, |i| 1.0 + 0.3 * i as f64 / 300.0);
+        let (t, c) = series(300, |i| 1.0 + 0.5 * i as f64 / 300.0);
         let s = Stability::of(&c, &t, 300, 20, 20, 0, 0, &quiet()).unwrap();
         let d = s.drift.unwrap();
-        assert!(d > 0.15 && d < 0.3, "{d}");
+        assert!(d > 0.25 && d < 0.5, "{d}");
         assert_eq!(s.verdict, Some(Verdict::Unstable), "{s:?}");
         assert!(s.line().starts_with("machine UNSTABLE: "), "{}", s.line());
         assert!(s.line().contains("the canary drifted +"), "{}", s.line());
         // and one that speeds up (a load that ends) is as much a change
-        let (t, c) = series(300, |i| if i < 150 { 1.25 } else { 1.0 });
+        let (t, c) = series(300, |i| if i < 150 { 1.4 } else { 1.0 });
         let s = Stability::of(&c, &t, 300, 20, 20, 0, 0, &quiet()).unwrap();
-        assert!(s.drift.unwrap() < -0.15, "{s:?}");
+        assert!(s.drift.unwrap() < -0.25, "{s:?}");
         assert_eq!(s.verdict, Some(Verdict::Unstable));
     }
 
@@ -704,7 +711,7 @@ mod tests {
         // and one with most slow rounds left in
         let old = old
             .replace("\"remeasured\": 49", "\"remeasured\": 0")
-            .replace("\"slow_rounds\": 52", "\"slow_rounds\": 120");
+            .replace("\"slow_rounds\": 52", "\"slow_rounds\": 300");
         let s: Stability = serde_json::from_str(&old).unwrap();
         assert_eq!(s.grade(), Verdict::Unstable);
         // a new document says its verdict in lower case, next to `stable`
