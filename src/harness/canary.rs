@@ -350,10 +350,14 @@ impl Stability {
         match grade {
             Verdict::Steady => {}
             Verdict::Shared => s.push_str("; the rounds absorbed it: intervals hold"),
-            Verdict::Unstable => s.push_str(&format!(
-                "; {}: results vary more than their intervals say: rerun on a quieter machine, or compare with several runs per side",
-                self.unstable_because().join(", ")
-            )),
+            Verdict::Unstable => {
+                // A document graded by other thresholds may name no reason
+                // by today's; its verdict stands.
+                for why in self.unstable_because() {
+                    s.push_str(&format!("; {why}"));
+                }
+                s.push_str(": results vary more than their intervals say: rerun on a quieter machine, or compare with several runs per side");
+            }
         }
         s
     }
@@ -714,6 +718,22 @@ mod tests {
             .replace("\"slow_rounds\": 52", "\"slow_rounds\": 300");
         let s: Stability = serde_json::from_str(&old).unwrap();
         assert_eq!(s.grade(), Verdict::Unstable);
+        // a verdict recorded under other thresholds stands, said plainly
+        let graded = old
+            .replace(
+                "\"stable\": false",
+                "\"stable\": false, \"verdict\": \"unstable\"",
+            )
+            .replace("\"slow_rounds\": 300", "\"slow_rounds\": 0");
+        let s: Stability = serde_json::from_str(&graded).unwrap();
+        assert_eq!(s.grade(), Verdict::Unstable);
+        assert!(s.unstable_because().is_empty());
+        let line = s.line();
+        assert!(
+            line.starts_with("machine UNSTABLE: ") && !line.contains("; :"),
+            "{line}"
+        );
+        assert!(line.ends_with("several runs per side"), "{line}");
         // a new document says its verdict in lower case, next to `stable`
         let (t, c) = series(100, |_| 1.0);
         let new = Stability::of(&c, &t, 100, 0, 0, 0, 0, &quiet()).unwrap();
