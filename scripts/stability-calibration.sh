@@ -3,8 +3,9 @@
 # the same binary, each run under the same kind of load, compared with
 # `opcost compare --no-history`. A pair's A/A held when at most 5% of its
 # results were called faster or slower. Prints one line per pair: the
-# false-verdict rate and each run's verdict and the figures it rests on;
-# at the end, the 2x2 table (verdict steady or not x A/A held or not).
+# false-verdict rate and each run's verdict and the figures it rests on.
+# The tables (verdict x A/A held or not) come from the kept pairs:
+# `scripts/stability-table.py DIR`.
 #
 #   scripts/stability-calibration.sh [-r PAIRS] [-p PROFILE] [-l LOAD] [-k DIR] [PATTERN...]
 #
@@ -60,16 +61,17 @@ cleanup() { stop_load; rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The load's script, run in a process group of its own so that it stops whole.
+# The load's script, run in a process group of its own so that it stops
+# whole (`timeout --foreground` keeps stress-ng in that group).
 load_script() {
-  local phases='on=$1; off=$2; shift 2; while :; do timeout "$on" stress-ng "$@" --quiet || true; sleep "$off"; done'
+  local phases='on=$1; off=$2; shift 2; while :; do timeout --foreground "$on" stress-ng "$@" --quiet || true; sleep "$off"; done'
   case $1 in
     cpu) echo "$phases" ;;
     stream) echo "$phases" ;;
     cache) echo "$phases" ;;
-    ramp) echo 'sleep 4; timeout 5 stress-ng --stream 1 --quiet || true; exec stress-ng --stream 2 --quiet' ;;
+    ramp) echo 'sleep 4; timeout --foreground 5 stress-ng --stream 1 --quiet || true; exec stress-ng --stream 2 --quiet' ;;
     step) echo 'sleep "$((RANDOM % 12))"; exec stress-ng --cache 2 --stream 1 --quiet' ;;
-    random) echo 'while :; do s=$((RANDOM % 2)); on=$((1 + RANDOM % 8)); off=$((1 + RANDOM % 8)); if [ "$s" = 0 ]; then timeout "$on" stress-ng --stream 1 --quiet || true; else timeout "$on" stress-ng --cache 2 --quiet || true; fi; sleep "$off"; done' ;;
+    random) echo 'while :; do s=$((RANDOM % 2)); on=$((1 + RANDOM % 8)); off=$((1 + RANDOM % 8)); if [ "$s" = 0 ]; then timeout --foreground "$on" stress-ng --stream 1 --quiet || true; else timeout --foreground "$on" stress-ng --cache 2 --quiet || true; fi; sleep "$off"; done' ;;
   esac
 }
 load_args() {
