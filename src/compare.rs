@@ -1099,7 +1099,7 @@ mod tests {
                 chrono::Utc::now(),
             );
             let checks: Vec<f64> = (0..20).map(|_| canary_ns).collect();
-            d.stability = Stability::of(&checks, 10, 0, 0, 0, 0, &Default::default());
+            d.stability = Stability::of(&checks, &[], 10, 0, 0, 0, 0, &Default::default());
             d
         };
         let c = compare(&doc("h", 1000.0), &doc("h", 1250.0), &[], 0.05);
@@ -1144,7 +1144,7 @@ mod tests {
                 others_share: others,
                 ..Interference::default()
             };
-            d.stability = Stability::of(&[1000.0; 20], 10, 0, 0, 0, 0, &i);
+            d.stability = Stability::of(&[1000.0; 20], &[], 10, 0, 0, 0, 0, &i);
             d
         };
         let c = compare(&doc(Some(0.02)), &doc(Some(0.64)), &[], 0.05);

@@ -44,6 +44,10 @@ fn a_run_records_its_rounds_and_the_canary() {
     assert!(st["canary_ns"].as_f64().unwrap() > 0.0);
     assert!(st["spread"].as_f64().unwrap() >= 0.0);
     assert!(st["stable"].is_boolean());
+    // The graded verdict, and `stable` agrees with it.
+    let verdict = st["verdict"].as_str().unwrap();
+    assert!(["steady", "shared", "unstable"].contains(&verdict), "{st}");
+    assert_eq!(st["stable"].as_bool(), Some(verdict != "unstable"), "{st}");
     // Other programs' share of the CPUs (this test's neighbours included).
     let others = st["others_share"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&others), "{st}");

@@ -270,7 +270,7 @@ fn join_rounds(docs: Vec<RunDoc>, setting: &Setting, side: &str) -> RunDoc {
     run.stability = std::iter::once(run.stability.take())
         .chain(rest.iter().map(|d| d.stability.clone()))
         .flatten()
-        .max_by(|x, y| x.spread.total_cmp(&y.spread));
+        .max_by(|x, y| (x.grade().cmp(&y.grade())).then(x.spread.total_cmp(&y.spread)));
     run.findings = suites::findings(&results);
     run.findings.retain(|f| f.value.is_finite());
     run.results = results;

@@ -292,8 +292,16 @@ pub fn run(
     drop(pool); // every round is measured: the workers may go
 
     let interference = run_start.until(&Snapshot::now());
+    // The canary over the run's time, from the rounds of its passes (rounds
+    // measured again come last, chosen for a fast canary: not a trend).
+    let timeline: Vec<(f64, f64)> = tracks
+        .iter()
+        .flat_map(|t| t.rounds.iter().take(rounds))
+        .filter_map(|r| Some((r.at_s, r.canary?)))
+        .collect();
     out.stability = Stability::of(
         &checks,
+        &timeline,
         tracks.iter().map(|t| t.rounds.len()).sum(),
         slow,
         remeasured,
