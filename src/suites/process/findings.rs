@@ -547,9 +547,8 @@ mod tests {
         let f = findings(&ms);
         let r = find(&f, "ways to start the static program");
         assert!(
-            r.text.contains(
-                "cheapest: vfork+exec and posix_spawn, within noise of each other; then fork+exec ("
-            ),
+            r.text
+                .contains("cheapest: vfork+exec and posix_spawn; then fork+exec ("),
             "{}",
             r.text
         );
