@@ -12,7 +12,10 @@
 use std::collections::BTreeMap;
 
 use super::lines::Method;
-use crate::harness::claims::{Est, Tiers, Verdict, compare, join_names, rank, speedup, tiers_text};
+use crate::harness::claims::{
+    CLEAR_GAP, Est, Tiers, Verdict, Widths, compare, compare_beyond, join_names, rank_apart,
+    speedup, tiers_apart_text,
+};
 use crate::harness::{Finding, Measurement};
 use crate::suites::{get, ratio_finding};
 use crate::units::{fmt_ratio, human, human_bytes};
@@ -150,7 +153,9 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = Vec::new();
     let checks = order_checks(ms);
     for (lang, methods) in &checks {
-        let cmp = |method: &str| get(ms, &format!("text.cmp.{method}/{lang}")).map(Est::of);
+        let widths = Widths::of(ms);
+        let cmp =
+            |method: &str| get(ms, &format!("text.cmp.{method}/{lang}")).map(|m| widths.est(m));
         if let (Some(icu), Some(ascii)) = (cmp("icu.tertiary"), cmp("ascii_ci")) {
             let lower = match methods.get("lower_alloc") {
                 Some(Some((a, b))) => {
@@ -192,7 +197,7 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
                 .filter_map(|(m, _)| Some((m.as_str(), cmp(m)?)))
                 .collect();
             let items: Vec<Est> = rows.iter().map(|r| r.1).collect();
-            let t = rank(&items);
+            let t = rank_apart(&items, CLEAR_GAP);
             let tier = t.tiers.first()?;
             let names: Vec<&str> = tier.iter().map(|&i| rows[i].0).collect();
             Some((tier_words(&names), rows[t.leaders[0]].1.value))
@@ -224,7 +229,7 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
             else {
                 continue;
             };
-            let (k, d) = (Est::of(keys), Est::of(direct));
+            let (k, d) = (Widths::of(ms).est(keys), Widths::of(ms).est(direct));
             let share = keys
                 .details
                 .as_ref()
@@ -256,7 +261,7 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
 /// "a" or "a and b, within noise of each other".
 fn tier_words(names: &[&str]) -> String {
     if names.len() > 1 {
-        format!("{}, within noise of each other", join_names(names))
+        format!("{}, with no clear gap between them", join_names(names))
     } else {
         join_names(names)
     }
@@ -269,7 +274,7 @@ fn tier_words(names: &[&str]) -> String {
 /// its words from run to run. Two tiers or fewer read as [`tiers_text`].
 fn ends_text(names: &[&str], items: &[Est], t: &Tiers) -> String {
     if t.tiers.len() <= 2 {
-        return tiers_text(names, items, "fastest");
+        return tiers_apart_text(names, items, "fastest", CLEAR_GAP);
     }
     let group = |k: usize| {
         let members: Vec<&str> = t.tiers[k].iter().map(|&i| names[i]).collect();
@@ -315,8 +320,9 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
             .collect();
         let names: Vec<String> = ours.iter().map(|m| method(m)).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let items: Vec<Est> = ours.iter().map(|m| Est::of(m)).collect();
-        let t = rank(&items);
+        let widths = Widths::of(ms);
+        let items: Vec<Est> = ours.iter().map(|m| widths.est(m)).collect();
+        let t = rank_apart(&items, CLEAR_GAP);
         if ours.len() > 1
             && let (Some(top), Some(&lead), Some(&last)) =
                 (t.tiers.first(), t.leaders.first(), t.leaders.last())
@@ -340,11 +346,11 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
                 speedup(&items[lead], &items[last]).ratio,
             ));
             if let Some(wc) = rows.iter().find(|m| method(m) == "wc_l") {
-                let w = Est::of(wc);
+                let w = widths.est(wc);
                 let top_names: Vec<&str> = top.iter().map(|&i| names[i]).collect();
                 let group = join_names(&top_names);
                 let verb = if top_names.len() > 1 { "are" } else { "is" };
-                let verdict = match compare(&items[lead], &w) {
+                let verdict = match compare_beyond(&items[lead], &w, CLEAR_GAP) {
                     Verdict::Better(r) => {
                         format!("the fastest here, {group}, {verb} {} faster", r.text())
                     }
@@ -352,7 +358,7 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
                         format!("it is {} faster than the fastest here, {group}", r.text())
                     }
                     Verdict::Tie(_) => format!(
-                        "the fastest here, {group}, and wc -l are within noise of each other"
+                        "the fastest here, {group}, and wc -l are within {CLEAR_GAP}× of each other"
                     ),
                 };
                 out.push(ratio_finding(
@@ -590,13 +596,13 @@ mod tests {
         let a = f(129.0, 131.0, 132.0);
         assert!(
             a.contains(
-                "for sv: icu.primary, icu.secondary and icu.tertiary, within noise of each other, "
+                "for sv: icu.primary, icu.secondary and icu.tertiary, with no clear gap between them, "
             ),
             "{a}"
         );
         assert!(
             a.contains(
-                "with sort keys built beforehand: icu_keys.primary and icu_keys.secondary, within noise of each other, "
+                "with sort keys built beforehand: icu_keys.primary and icu_keys.secondary, with no clear gap between them, "
             ),
             "{a}"
         );
@@ -634,7 +640,7 @@ mod tests {
             .unwrap();
         assert!(
             l.text.contains(
-                "fastest: memchr_block and memchr_mmap, within noise of each other; slowest: lines ("
+                "fastest: memchr_block and memchr_mmap, with no clear gap between them; slowest: lines ("
             ),
             "{}",
             l.text
