@@ -305,7 +305,12 @@ fn memory_stays_bounded_under_100_garbage_connections() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let log = serve.stop();
-    assert!(log.contains("busy"), "{log}");
+    // The floods were refused with the reason (in a handshake slot, or at
+    // once as busy when every handshake slot was taken).
+    assert!(
+        log.contains("longer than 4096") || log.contains("busy"),
+        "{log}"
+    );
 }
 
 #[test]

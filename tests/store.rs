@@ -547,7 +547,7 @@ fn compare_prints_text_markdown_csv_and_json() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "id,area,unit,a,b,ratio,ci_low,ci_high,verdict,method,noisy_a,noisy_b"
+        "id,area,unit,a,b,ratio,ci_low,ci_high,verdict,method,noisy_a,noisy_b,mde"
     );
     let getpid = csv
         .lines()
