@@ -85,7 +85,10 @@ PY
 extra=()
 if [ -n "$alpha" ]; then extra=(--alpha "$alpha"); fi
 for kind in shift aa; do
-  "$bin" --db "$work/$kind.db" import "$work/$kind"/*.json >/dev/null
+  if ! "$bin" --db "$work/$kind.db" import "$work/$kind"/*.json >"$work/import.log" 2>&1; then
+    cat "$work/import.log" >&2
+    exit 1
+  fi
   "$bin" --db "$work/$kind.db" trend "${extra[@]}" --format json >"$work/$kind-trend.json"
 done
 python3 - "$work" <<'PY'
