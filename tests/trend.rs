@@ -1,6 +1,7 @@
 //! `opcost trend` on an SQLite history: a step in one benchmark found at
 //! its run with the kernel change named, none in the other; JSON, text,
-//! Markdown and CSV; an unknown host and a series too short. (The same
+//! Markdown and CSV; an unknown host and a series too short; the fleet
+//! view flagging a host that changed alone in its group. (The same
 //! on PostgreSQL is in tests/postgres.rs.)
 
 mod common;
@@ -142,4 +143,57 @@ fn a_series_too_short_is_said_not_an_error() {
             .iter()
             .all(|s| s["analysed"] == false)
     );
+}
+
+#[test]
+fn the_fleet_flags_a_host_that_changed_alone_in_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let mut runs = Vec::new();
+    for (k, name) in ["vm", "vm2", "vm3"].iter().enumerate() {
+        // Only vm steps at run 17, with a new microcode; one kernel for all.
+        let shift_from = if k == 0 { 16 } else { 100 };
+        for mut d in common::trend_runs(24, shift_from) {
+            let after = d.host.kernel.release.as_deref() == Some("6.19.2");
+            d.host.kernel.release = Some("6.18.44".into());
+            d.host.cpu.microcode = Some(if after { "0xb2" } else { "0xb1" }.into());
+            d.host.hostname = name.to_string();
+            d.run.id = format!("{:x}{}", k + 1, &d.run.id[1..]);
+            runs.push(d);
+        }
+    }
+    history(&db, &runs);
+    let out = opcost(&db)
+        .args(["fleet", "syscall", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hosts = v["groups"][0]["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 3);
+    for h in hosts {
+        let changes = h["changes"].as_array().unwrap();
+        if h["hostname"] == "vm" {
+            assert_eq!(changes.len(), 1, "{h}");
+            assert_eq!(changes[0]["benchmark"], "syscall.a.raw");
+            assert_eq!(changes[0]["point"]["env_changes"][0]["fact"], "microcode");
+        } else {
+            assert!(changes.is_empty(), "{h}");
+        }
+    }
+    opcost(&db)
+        .args(["fleet", "syscall"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "changed in their history, alone in their group:",
+        ))
+        .stdout(predicate::str::contains(
+            "vm: syscall.a.raw from 2026-03-17",
+        ))
+        .stdout(predicate::str::contains("microcode 0xb1 → 0xb2"));
 }
