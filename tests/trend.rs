@@ -25,22 +25,24 @@ fn opcost(db: &Path) -> Command {
     c
 }
 
+/// What `opcost ARGS` prints, as JSON, failing on a failure.
+fn json_of(db: &Path, args: &[&str]) -> serde_json::Value {
+    let out = opcost(db).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn a_step_is_found_at_its_run_with_the_kernel_change() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let runs = common::trend_runs(24, 16);
     history(&db, &runs);
-    let out = opcost(&db)
-        .args(["trend", "syscall", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&db, &["trend", "syscall", "--format", "json"]);
     let series = v["series"].as_array().unwrap();
     assert_eq!(series.len(), 2);
     let a = series.iter().find(|s| s["id"] == "syscall.a.raw").unwrap();
@@ -115,6 +117,11 @@ fn an_unknown_host_is_refused_naming_the_hosts() {
         .code(2)
         .stderr(predicate::str::contains("no host 'nosuch'").and(predicate::str::contains("vm")));
     opcost(&db)
+        .args(["trend", "--since", "March"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--since March: give a date"));
+    opcost(&db)
         .args(["trend", "nosuch.bench"])
         .assert()
         .code(2)
@@ -163,16 +170,7 @@ fn the_fleet_flags_a_host_that_changed_alone_in_its_group() {
         }
     }
     history(&db, &runs);
-    let out = opcost(&db)
-        .args(["fleet", "syscall", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&db, &["fleet", "syscall", "--format", "json"]);
     let hosts = v["groups"][0]["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 3);
     for h in hosts {

@@ -43,14 +43,11 @@ pub fn execute(args: &FleetArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     );
     let mut view = view;
     // Each host's history: change points it alone in its group went through.
-    let keep = |id: &str| {
-        args.patterns.is_empty() || args.patterns.iter().any(|p| crate::suites::matches(p, id))
-    };
     let filter = TrendFilter {
         label: args.label.clone(),
         ..TrendFilter::default()
     };
-    let rows = store.trend_rows(&filter, &keep)?;
+    let rows = store.trend_rows(&filter, &super::trend::selects(&args.patterns))?;
     let trend = super::trend::analyse(rows, &Method::default());
     fleet::flag_changes(&mut view, &trend);
     if view.columns.is_empty() {

@@ -24,6 +24,14 @@ pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             args.alpha
         )));
     }
+    if let Some(since) = &args.since {
+        let date = since.get(..10).unwrap_or(since);
+        if chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_err() {
+            return Err(usage(format!(
+                "--since {since}: give a date (2026-03-01) or an RFC 3339 time"
+            )));
+        }
+    }
     let method = Method {
         alpha: args.alpha,
         ..Method::default()
@@ -35,10 +43,7 @@ pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         since: args.since.clone(),
         label: args.label.clone(),
     };
-    let keep = |id: &str| {
-        args.patterns.is_empty() || args.patterns.iter().any(|p| crate::suites::matches(p, id))
-    };
-    let rows = store.trend_rows(&filter, &keep)?;
+    let rows = store.trend_rows(&filter, &selects(&args.patterns))?;
     if rows.runs.is_empty() {
         if let Some(h) = &args.host {
             let mut hosts: Vec<String> = store
@@ -92,6 +97,11 @@ pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         }
     );
     Ok(0)
+}
+
+/// Whether a benchmark id is one `patterns` select (all when there are none).
+pub fn selects(patterns: &[String]) -> impl Fn(&str) -> bool + '_ {
+    move |id| patterns.is_empty() || patterns.iter().any(|p| crate::suites::matches(p, id))
 }
 
 /// The trend of the rows a history gave.
