@@ -403,6 +403,10 @@ pub struct TrendArgs {
     /// points per series tested, at most).
     #[arg(long, value_name = "P", default_value_t = crate::trend::Method::default().alpha)]
     pub alpha: f64,
+    /// The smallest change reported, in percent: a change point's 95%
+    /// interval must lie wholly beyond it.
+    #[arg(long, value_name = "PCT", default_value_t = 3.0, value_parser = parse_percent)]
+    pub min_change: f64,
     /// How the change points are printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,

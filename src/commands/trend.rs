@@ -34,6 +34,7 @@ pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     }
     let method = Method {
         alpha: args.alpha,
+        min_change: args.min_change,
         ..Method::default()
     };
     let mut loader = Loader::new(db);
