@@ -56,6 +56,9 @@ pub enum Command {
     /// The latest run of each host side by side, hosts grouped by CPU and
     /// kernel, outliers flagged with what may explain them.
     Fleet(FleetArgs),
+    /// Each benchmark's runs on a host over time: when its cost changed,
+    /// by how much, and what changed in the host description then.
+    Trend(TrendArgs),
     /// Be the far end of `opcost run net --peer` (the net tests' responder only).
     Serve(ServeArgs),
     /// Time whole programs as processes, each net of its baseline (start-up).
@@ -378,6 +381,33 @@ pub struct FleetArgs {
     #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = parse_percent)]
     pub margin: f64,
     /// How the view is printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Options of `opcost trend`.
+#[derive(Debug, Args)]
+pub struct TrendArgs {
+    /// Only benchmarks matching these id prefixes or globs.
+    pub patterns: Vec<String>,
+    /// Only this host's runs.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Only runs started on or after this date (YYYY-MM-DD, or an RFC 3339 time).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only runs with this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// The level of each change point's permutation test (false change
+    /// points per series tested, at most).
+    #[arg(long, value_name = "P", default_value_t = crate::trend::Method::default().alpha)]
+    pub alpha: f64,
+    /// The smallest change reported, in percent: a change point's 95%
+    /// interval must lie wholly beyond it.
+    #[arg(long, value_name = "PCT", default_value_t = 3.0, value_parser = parse_percent)]
+    pub min_change: f64,
+    /// How the change points are printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }

@@ -96,6 +96,19 @@ pub struct HostRow {
     pub flags: Vec<Flag>,
     /// For a flagged host: how its description differs from its group's.
     pub differences: Vec<Difference>,
+    /// Change points its latest run sits after that no other host of its
+    /// group shares (see [`flag_changes`]).
+    pub changes: Vec<Change>,
+}
+
+/// A change point in a host's history ([`crate::trend`]) that the other
+/// hosts of its group do not share.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Change {
+    /// The benchmark.
+    pub benchmark: String,
+    /// The change point, as the trend found it.
+    pub point: crate::trend::ChangePoint,
 }
 
 /// Hosts of one CPU model and kernel.
@@ -202,6 +215,41 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
     }
 }
 
+/// Flags each host with the latest change point of each of its series
+/// (benchmark, at the profile of its latest run) when no other host of its
+/// group has a change point in that benchmark in the same direction: the
+/// host changed and its like did not.
+pub fn flag_changes(fleet: &mut Fleet, trend: &crate::trend::Trend) {
+    let mut latest: BTreeMap<(&str, &str), &crate::trend::ChangePoint> = BTreeMap::new();
+    for s in &trend.series {
+        // Change points are newest first.
+        if let Some(c) = s.change_points.first() {
+            latest.insert((s.host.as_str(), s.id.as_str()), c);
+        }
+    }
+    for g in &mut fleet.groups {
+        let names: Vec<String> = g.hosts.iter().map(|h| h.hostname.clone()).collect();
+        for h in &mut g.hosts {
+            h.changes = latest
+                .iter()
+                .filter(|((host, _), _)| *host == h.hostname)
+                .filter(|((_, bench), c)| {
+                    !names.iter().any(|other| {
+                        other != &h.hostname
+                            && latest
+                                .get(&(other.as_str(), *bench))
+                                .is_some_and(|o| (o.ratio > 1.0) == (c.ratio > 1.0))
+                    })
+                })
+                .map(|((_, bench), c)| Change {
+                    benchmark: bench.to_string(),
+                    point: (*c).clone(),
+                })
+                .collect();
+        }
+    }
+}
+
 /// How a column finds its value in a run.
 enum Picker {
     Headline(headline::Pick),
@@ -257,6 +305,7 @@ fn group(
             values: columns.iter().map(|(_, p)| p.value(d)).collect(),
             flags: Vec::new(),
             differences: Vec::new(),
+            changes: Vec::new(),
         })
         .collect();
     let mut medians = Vec::new();
@@ -423,6 +472,64 @@ mod tests {
         // Two hosts are too few for a spread: nothing is flagged.
         assert_eq!(f.groups[0].bounds[0], None);
         assert_eq!(f.flagged().count(), 0);
+    }
+
+    #[test]
+    fn a_change_point_only_one_host_of_a_group_has_is_flagged() {
+        use crate::trend::{ChangePoint, Method, Series, Trend};
+        let docs: Vec<RunDoc> = ["a", "b", "c"]
+            .iter()
+            .map(|h| run(h, 100.0, "tsc"))
+            .collect();
+        let mut f = build(&docs, &[], Rule::default());
+        let cp = |ratio: f64| ChangePoint {
+            run: "7e000011".into(),
+            started: "2026-03-17T10:00:00Z".into(),
+            index: 16,
+            ratio,
+            ci_low: ratio * 0.98,
+            ci_high: ratio * 1.02,
+            p: 0.002,
+            env_changes: Vec::new(),
+        };
+        let series = |host: &str, id: &str, c: Vec<ChangePoint>| Series {
+            id: id.into(),
+            host: host.into(),
+            profile: "quick".into(),
+            unit: "ns/op".into(),
+            runs: 24,
+            analysed: true,
+            change_points: c,
+            points: Vec::new(),
+        };
+        let t = Trend {
+            series: vec![
+                series("a", "syscall.getppid.raw", vec![cp(1.08)]),
+                series("b", "syscall.getppid.raw", vec![]),
+                series("a", "syscall.getpid.raw", vec![cp(1.08)]),
+                series("b", "syscall.getpid.raw", vec![cp(1.10)]),
+                series("c", "syscall.getpid.raw", vec![cp(0.9)]),
+            ],
+            method: Method::default(),
+        };
+        flag_changes(&mut f, &t);
+        let changes = |name: &str| {
+            f.groups[0]
+                .hosts
+                .iter()
+                .find(|h| h.hostname == name)
+                .map(|h| {
+                    h.changes
+                        .iter()
+                        .map(|c| c.benchmark.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap()
+        };
+        // getpid: a and b both became slower, c faster alone.
+        assert_eq!(changes("a"), vec!["syscall.getppid.raw".to_string()]);
+        assert!(changes("b").is_empty());
+        assert_eq!(changes("c"), vec!["syscall.getpid.raw".to_string()]);
     }
 
     #[test]

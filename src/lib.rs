@@ -17,4 +17,5 @@ pub mod report;
 pub mod score;
 pub mod store;
 pub mod suites;
+pub mod trend;
 pub mod units;

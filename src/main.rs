@@ -50,6 +50,7 @@ fn main() {
         Some(Command::Import(a)) => commands::import::execute(&a, db),
         Some(Command::Push(a)) => commands::push::execute(&a, db),
         Some(Command::Fleet(a)) => commands::fleet::execute(&a, db),
+        Some(Command::Trend(a)) => commands::trend::execute(&a, db),
         Some(Command::Serve(a)) => commands::serve::execute(&a),
         Some(Command::Cmd(a)) => commands::cmd::execute(&a, db),
     };

@@ -304,6 +304,50 @@ fn fleet_of_200_hosts_on_postgres_finds_the_clocksource_outlier() {
 }
 
 #[test]
+fn trend_on_postgres_gives_what_it_gives_on_sqlite() {
+    let c = pg::Cluster::start(&[]);
+    let shared = c.new_database("trend");
+    let home = tempfile::tempdir().unwrap();
+    let local = home.path().join("trend.db");
+    let runs = common::trend_runs(24, 16);
+    for db in [shared.clone(), local.display().to_string()] {
+        let mut h = History::open(Some(&Location::parse(&db).unwrap())).unwrap();
+        let mut items = runs
+            .iter()
+            .map(|d| Ok(opcost::store::Incoming::new(d.clone())));
+        let out = h.save_all(&mut items).unwrap();
+        assert_eq!(out.iter().filter(|o| o.result.is_ok()).count(), 24);
+    }
+    let json = |db: &str| {
+        let out = opcost(db, home.path())
+            .args(["trend", "--format", "json", "--since", "2026-03-02"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pg = json(&shared);
+    assert_eq!(pg, json(&local.display().to_string()));
+    let v: serde_json::Value = serde_json::from_str(&pg).unwrap();
+    let a = &v["series"][0];
+    assert_eq!(
+        (a["id"].as_str(), a["runs"].as_u64()),
+        (Some("syscall.a.raw"), Some(23))
+    );
+    assert_eq!(a["change_points"][0]["run"], runs[16].run.id.as_str());
+    assert_eq!(a["change_points"][0]["env_changes"][0]["fact"], "kernel");
+    opcost(&shared, home.path())
+        .args(["trend", "--host", "nosuch"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("its hosts: vm"));
+}
+
+#[test]
 fn an_unreachable_database_is_a_clear_error_and_the_run_is_kept_locally() {
     let home = tempfile::tempdir().unwrap();
     // Port 1 on loopback: nothing listens there.

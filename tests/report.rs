@@ -436,3 +436,39 @@ fn three_runs_read_top_down_in_a_browser() {
     );
     screenshot(&out, dir.path(), "report-3-runs.png");
 }
+
+#[test]
+fn runs_of_one_host_over_time_get_a_trend_section_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = common::trend_runs(24, 16);
+    let mut files = Vec::new();
+    for d in &runs {
+        let f = dir.path().join(format!("{}.json", d.run.id));
+        d.write_json(&f).unwrap();
+        files.push(f);
+    }
+    let out = dir.path().join("report.html");
+    opcost(&dir.path().join("h.db"))
+        .arg("report")
+        .args(&files)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    // One chart: the series that stepped, its mark and what changed.
+    assert_eq!(html.matches("data-kind=\"trend\"").count(), 1);
+    assert_eq!(html.matches("class=\"change\"").count(), 1);
+    assert!(html.contains("kernel 6.18.44 → 6.19.2"));
+    assert!(html.contains(&format!("from run {}", runs[16].run.id)));
+    assert!(at(&html, "<section id=\"trend\">") < at(&html, "id=\"findings\""));
+    let probe = probe_in_browser(&out, dir.path());
+    let sections: Vec<&str> = probe["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    assert!(sections.contains(&"trend"), "{sections:?}");
+    screenshot(&out, dir.path(), "trend.png");
+}

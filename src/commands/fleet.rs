@@ -6,7 +6,8 @@
 use crate::cli::{FleetArgs, Format};
 use crate::fleet::{self, Rule};
 use crate::report::fleet as render;
-use crate::store::Location;
+use crate::store::{Location, TrendFilter};
+use crate::trend::Method;
 
 use super::source::Loader;
 use super::usage;
@@ -40,6 +41,15 @@ pub fn execute(args: &FleetArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             margin: args.margin,
         },
     );
+    let mut view = view;
+    // Each host's history: change points it alone in its group went through.
+    let filter = TrendFilter {
+        label: args.label.clone(),
+        ..TrendFilter::default()
+    };
+    let rows = store.trend_rows(&filter, &super::trend::selects(&args.patterns))?;
+    let trend = super::trend::analyse(rows, &Method::default());
+    fleet::flag_changes(&mut view, &trend);
     if view.columns.is_empty() {
         return Err(usage(if args.patterns.is_empty() {
             "none of the headline figures was measured in these runs; name benchmarks (`opcost fleet syscall`)".to_string()

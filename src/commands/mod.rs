@@ -17,6 +17,7 @@ pub mod serve;
 pub mod shared;
 pub mod show;
 pub mod source;
+pub mod trend;
 pub mod worker;
 
 /// A mistake in what the user asked for (exit code 2), as opposed to a

@@ -106,6 +106,30 @@ pub fn render_text(f: &Fleet) -> String {
             let _ = writeln!(out, "    differs in: {}", differences_text(h));
         }
     }
+    let changed: Vec<&HostRow> = f
+        .groups
+        .iter()
+        .flat_map(|g| &g.hosts)
+        .filter(|h| !h.changes.is_empty())
+        .collect();
+    if !changed.is_empty() {
+        let _ = writeln!(out, "\nchanged in their history, alone in their group:");
+        for h in changed {
+            for c in &h.changes {
+                let p = &c.point;
+                let _ = writeln!(
+                    out,
+                    "  {}: {} from {} (run {}): {}; {}",
+                    h.hostname,
+                    c.benchmark,
+                    p.started.get(..10).unwrap_or(&p.started),
+                    p.run,
+                    super::trend::change_text(p),
+                    super::trend::env_text(p)
+                );
+            }
+        }
+    }
     let _ = writeln!(
         out,
         "\n{} host{} in {} group{} (CPU model and kernel); {}",

@@ -115,9 +115,14 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     let fleet = several_hosts(docs)
         .then(|| crate::fleet::build(docs, &[], crate::fleet::Rule::default()))
         .filter(|f| !f.columns.is_empty());
+    // Enough runs of one host: when its costs changed.
+    let trend = super::trend::of_docs(docs);
     h.push_str("<nav><a href=\"#glance\">at a glance</a>");
     if fleet.is_some() {
         h.push_str("<a href=\"#fleet\">fleet</a>");
+    }
+    if trend.is_some() {
+        h.push_str("<a href=\"#trend\">trend</a>");
     }
     if docs.len() > 1 {
         h.push_str("<a href=\"#comparison\">comparison</a>");
@@ -130,6 +135,9 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     glance_section(&mut h, docs);
     if let Some(f) = &fleet {
         super::fleet::html_section(&mut h, f);
+    }
+    if let Some(t) = &trend {
+        charts += super::trend::html_section(&mut h, t);
     }
     if docs.len() > 1 {
         charts += comparison_section(&mut h, docs, &names)?;

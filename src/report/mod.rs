@@ -10,3 +10,4 @@ pub mod fleet;
 pub mod html;
 pub mod markdown;
 pub mod table;
+pub mod trend;

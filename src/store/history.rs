@@ -4,7 +4,9 @@
 
 use super::location::Location;
 use super::postgres::PgStore;
-use super::{Incoming, Outcome, Prefix, RunRow, Saved, Store, default_path};
+use super::{
+    Incoming, Outcome, Prefix, RunRow, Saved, Store, TrendFilter, TrendRows, default_path,
+};
 use crate::document::RunDoc;
 
 /// An open history, local or shared.
@@ -98,6 +100,16 @@ impl History {
     /// The runs whose id starts with `prefix`.
     pub fn find_prefix(&mut self, prefix: &str) -> anyhow::Result<Prefix> {
         each!(self, s => s.find_prefix(prefix))
+    }
+
+    /// The complete runs `filter` selects, oldest first, with those of
+    /// their results whose benchmark `keep` selects (what `trend` reads).
+    pub fn trend_rows(
+        &mut self,
+        filter: &TrendFilter,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> anyhow::Result<TrendRows> {
+        each!(self, s => s.trend_rows(filter, keep))
     }
 
     /// The number of saved runs.

@@ -87,6 +87,106 @@ pub struct RunRow {
     pub source: Option<String>,
 }
 
+/// Which runs a trend reads: complete runs, optionally of one host, from
+/// a start time on, with a label.
+#[derive(Clone, Debug, Default)]
+pub struct TrendFilter {
+    /// Only this host.
+    pub host: Option<String>,
+    /// Only runs started at or after this time (RFC 3339, or a date prefix).
+    pub since: Option<String>,
+    /// Only runs with this label.
+    pub label: Option<String>,
+}
+
+/// A run as a trend reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrendRun {
+    /// The run id.
+    pub id: String,
+    /// Start time, RFC 3339 UTC.
+    pub started: String,
+    /// The host name.
+    pub hostname: String,
+    /// The profile name.
+    pub profile: String,
+    /// The host block, JSON.
+    pub host: String,
+}
+
+/// One result as a trend reads it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrendValue {
+    /// Index of its run in [`TrendRows::runs`].
+    pub run: usize,
+    /// Index of its benchmark in [`TrendRows::benches`].
+    pub bench: usize,
+    /// The median (base unit).
+    pub median: f64,
+    /// The 95% interval (NaN when not stored).
+    pub ci_low: f64,
+    /// The 95% interval (NaN when not stored).
+    pub ci_high: f64,
+}
+
+/// What a trend reads from a history: the runs in start order, the
+/// benchmarks (id, unit) and their results, read from the indexed columns
+/// without parsing any run document.
+#[derive(Clone, Debug, Default)]
+pub struct TrendRows {
+    /// The runs, oldest first.
+    pub runs: Vec<TrendRun>,
+    /// The benchmarks as (id, unit).
+    pub benches: Vec<(String, String)>,
+    /// The results.
+    pub values: Vec<TrendValue>,
+    run_index: std::collections::HashMap<String, usize>,
+    bench_index: std::collections::HashMap<(String, String), Option<usize>>,
+}
+
+impl TrendRows {
+    /// Adds a run (in start order).
+    pub(crate) fn add_run(&mut self, run: TrendRun) {
+        self.run_index.insert(run.id.clone(), self.runs.len());
+        self.runs.push(run);
+    }
+
+    /// Adds a result of a run added before, when `keep` selects its
+    /// benchmark and it has a median.
+    pub(crate) fn add_value(
+        &mut self,
+        run_id: &str,
+        bench: (String, String),
+        stats: [Option<f64>; 3],
+        keep: &dyn Fn(&str) -> bool,
+    ) {
+        let (Some(&run), [Some(median), lo, hi]) = (self.run_index.get(run_id), stats) else {
+            return;
+        };
+        let next = self.benches.len();
+        let b = match self.bench_index.get(&bench) {
+            Some(b) => *b,
+            None => {
+                let b = keep(&bench.0).then_some(next);
+                if b.is_some() {
+                    self.benches.push(bench.clone());
+                }
+                self.bench_index.insert(bench, b);
+                b
+            }
+        };
+        if let Some(bench) = b {
+            self.values.push(TrendValue {
+                run,
+                bench,
+                median,
+                ci_low: lo.unwrap_or(f64::NAN),
+                ci_high: hi.unwrap_or(f64::NAN),
+            });
+        }
+    }
+}
+
 /// What [`Store::save`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Saved {
@@ -733,6 +833,55 @@ impl Store {
             .collect::<Result<Vec<String>, _>>()
             .map_err(|e| explain(e, &self.path))?;
         Ok(Prefix::of(ids))
+    }
+
+    /// The complete runs `filter` selects, oldest first, and those of
+    /// their results whose benchmark `keep` selects.
+    pub fn trend_rows(
+        &self,
+        filter: &TrendFilter,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> anyhow::Result<TrendRows> {
+        const WHERE: &str = "u.complete AND (?1 IS NULL OR u.hostname = ?1)
+            AND (?2 IS NULL OR u.started >= ?2) AND (?3 IS NULL OR u.label = ?3)";
+        let args = params![filter.host, filter.since, filter.label];
+        let mut rows = TrendRows::default();
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT id, started, hostname, profile, host FROM runs u
+                 WHERE {WHERE} ORDER BY started, rowid"
+            ))
+            .map_err(|e| explain(e, &self.path))?;
+        let mut q = st.query(args).map_err(|e| explain(e, &self.path))?;
+        while let Some(r) = q.next().map_err(|e| explain(e, &self.path))? {
+            rows.add_run(TrendRun {
+                id: r.get(0)?,
+                started: r.get(1)?,
+                hostname: r.get(2)?,
+                profile: r.get(3)?,
+                host: r.get(4)?,
+            });
+        }
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT r.run_id, r.bench_id, r.unit, r.median, r.ci_low, r.ci_high
+                 FROM results r JOIN runs u ON u.id = r.run_id
+                 WHERE {WHERE} ORDER BY u.started, u.rowid, r.seq"
+            ))
+            .map_err(|e| explain(e, &self.path))?;
+        let mut q = st.query(args).map_err(|e| explain(e, &self.path))?;
+        while let Some(r) = q.next().map_err(|e| explain(e, &self.path))? {
+            let run_id: String = r.get(0)?;
+            rows.add_value(
+                &run_id,
+                (r.get(1)?, r.get(2)?),
+                [r.get(3)?, r.get(4)?, r.get(5)?],
+                keep,
+            );
+        }
+        Ok(rows)
     }
 
     /// The number of saved runs.

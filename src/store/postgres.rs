@@ -26,7 +26,10 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls, Transaction};
 
 use super::location::PgUrl;
-use super::{IdConflict, Incoming, Outcome, Prefix, RunRow, Saved, cpu_model, finite, schema};
+use super::{
+    IdConflict, Incoming, Outcome, Prefix, RunRow, Saved, TrendFilter, TrendRows, TrendRun,
+    cpu_model, finite, schema,
+};
 use crate::document::RunDoc;
 use crate::harness::Measurement;
 
@@ -315,6 +318,59 @@ impl PgStore {
             )
             .map_err(|e| explain(e, &self.url))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// The complete runs `filter` selects, oldest first, and those of
+    /// their results whose benchmark `keep` selects.
+    pub fn trend_rows(
+        &mut self,
+        filter: &TrendFilter,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> anyhow::Result<TrendRows> {
+        const WHERE: &str = "u.complete AND ($1::text IS NULL OR u.hostname = $1)
+            AND ($2::text IS NULL OR u.started >= $2) AND ($3::text IS NULL OR u.label = $3)";
+        let args: [&(dyn ToSql + Sync); 3] = [&filter.host, &filter.since, &filter.label];
+        let mut rows = TrendRows::default();
+        let runs = self
+            .client
+            .query(
+                &format!(
+                    "SELECT id, started, hostname, profile, host::text FROM runs u
+                     WHERE {WHERE} ORDER BY started, row_no"
+                ),
+                &args,
+            )
+            .map_err(|e| explain(e, &self.url))?;
+        for r in &runs {
+            rows.add_run(TrendRun {
+                id: r.get(0),
+                started: r.get(1),
+                hostname: r.get(2),
+                profile: r.get(3),
+                host: r.get(4),
+            });
+        }
+        let values = self
+            .client
+            .query(
+                &format!(
+                    "SELECT r.run_id, r.bench_id, r.unit, r.median, r.ci_low, r.ci_high
+                     FROM results r JOIN runs u ON u.id = r.run_id
+                     WHERE {WHERE} ORDER BY u.started, u.row_no, r.seq"
+                ),
+                &args,
+            )
+            .map_err(|e| explain(e, &self.url))?;
+        for r in &values {
+            let run_id: &str = r.get(0);
+            rows.add_value(
+                run_id,
+                (r.get(1), r.get(2)),
+                [r.get(3), r.get(4), r.get(5)],
+                keep,
+            );
+        }
+        Ok(rows)
     }
 
     /// The runs whose id starts with `prefix` (hex digits, any case).

@@ -208,3 +208,24 @@ pub fn fleet_runs(n: usize, outlier: usize) -> Vec<RunDoc> {
         })
         .collect()
 }
+
+/// `n` daily runs of host `vm` with two benchmarks, `syscall.a.raw` and
+/// `syscall.b.raw` (2% noise, seeded): from run `shift_from` on, `a` takes
+/// 1.08x the time and the kernel release is another; `b` never changes.
+pub fn trend_runs(n: usize, shift_from: usize) -> Vec<RunDoc> {
+    (0..n)
+        .map(|i| {
+            let after = i >= shift_from;
+            let a = if after { 108.0 } else { 100.0 };
+            let seed = 5000 + 10 * i as u64;
+            let r = vec![
+                measurement("syscall.a.raw", "ns/op", samples(a, 0.02, 30, seed)),
+                measurement("syscall.b.raw", "ns/op", samples(50.0, 0.02, 30, seed + 1)),
+            ];
+            let started = format!("2026-03-{:02}T10:00:00Z", i + 1);
+            let mut d = doc(&format!("7e0d{i:04x}"), "vm", &started, r);
+            d.host.kernel.release = Some(if after { "6.19.2" } else { "6.18.44" }.into());
+            d
+        })
+        .collect()
+}

@@ -1,0 +1,139 @@
+//! `opcost trend [PATTERN...]`: each benchmark's runs on each host over
+//! time, the change points in them and what changed in the host
+//! description then (the method is in [`crate::trend`]).
+
+use crate::cli::{Format, TrendArgs};
+use crate::host::Host;
+use crate::report::trend as render;
+use crate::store::{Location, TrendFilter, TrendRows};
+use crate::trend::{self, Method, Point, Run, Trend, Value};
+
+use super::source::Loader;
+use super::usage;
+
+/// Prints the change points.
+pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
+    if args.format.is_dashboard() {
+        return Err(usage(
+            "--format bmf and github-benchmark describe one run; a trend prints as text, md, csv or json",
+        ));
+    }
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(usage(format!(
+            "--alpha {}: give a level between 0 and 1",
+            args.alpha
+        )));
+    }
+    if let Some(since) = &args.since {
+        let date = since.get(..10).unwrap_or(since);
+        if chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_err() {
+            return Err(usage(format!(
+                "--since {since}: give a date (2026-03-01) or an RFC 3339 time"
+            )));
+        }
+    }
+    let method = Method {
+        alpha: args.alpha,
+        min_change: args.min_change,
+        ..Method::default()
+    };
+    let mut loader = Loader::new(db);
+    let store = loader.store()?;
+    let filter = TrendFilter {
+        host: args.host.clone(),
+        since: args.since.clone(),
+        label: args.label.clone(),
+    };
+    let rows = store.trend_rows(&filter, &selects(&args.patterns))?;
+    if rows.runs.is_empty() {
+        if let Some(h) = &args.host {
+            let mut hosts: Vec<String> = store
+                .list(None, 0)?
+                .into_iter()
+                .map(|r| r.hostname)
+                .collect();
+            hosts.sort();
+            hosts.dedup();
+            if !hosts.contains(h) {
+                return Err(usage(if hosts.is_empty() {
+                    format!("no host '{h}': {} holds no run", store.shown())
+                } else {
+                    format!(
+                        "no host '{h}' in {}; its hosts: {}",
+                        store.shown(),
+                        hosts.join(", ")
+                    )
+                }));
+            }
+        }
+        return Err(usage(format!(
+            "no complete run in {} matches{}{}{}",
+            store.shown(),
+            args.host
+                .as_ref()
+                .map_or(String::new(), |h| format!(" --host {h}")),
+            args.since
+                .as_ref()
+                .map_or(String::new(), |s| format!(" --since {s}")),
+            args.label
+                .as_ref()
+                .map_or(String::new(), |l| format!(" --label {l}")),
+        )));
+    }
+    if rows.values.is_empty() {
+        return Err(usage(format!(
+            "no benchmark of these runs matches {}",
+            args.patterns.join(" ")
+        )));
+    }
+    let t = analyse(rows, &method);
+    print!(
+        "{}",
+        match args.format {
+            Format::Text => render::render_text(&t),
+            Format::Md => render::render_md(&t),
+            Format::Csv => render::render_csv(&t)?,
+            Format::Json => serde_json::to_string_pretty(&t)? + "\n",
+            Format::Bmf | Format::GithubBenchmark => unreachable!("refused above"),
+        }
+    );
+    Ok(0)
+}
+
+/// Whether a benchmark id is one `patterns` select (all when there are none).
+pub fn selects(patterns: &[String]) -> impl Fn(&str) -> bool + '_ {
+    move |id| patterns.is_empty() || patterns.iter().any(|p| crate::suites::matches(p, id))
+}
+
+/// The trend of the rows a history gave.
+pub fn analyse(rows: TrendRows, method: &Method) -> Trend {
+    let runs: Vec<Run> = rows
+        .runs
+        .into_iter()
+        .map(|r| {
+            // A host block this opcost cannot read counts as unknown facts.
+            let host: Host = serde_json::from_str(&r.host).unwrap_or_default();
+            Run {
+                facts: trend::env_facts(&host),
+                id: r.id,
+                started: r.started,
+                host: r.hostname,
+                profile: r.profile,
+            }
+        })
+        .collect();
+    let values: Vec<Value> = rows
+        .values
+        .iter()
+        .map(|v| Value {
+            run: v.run,
+            bench: v.bench,
+            point: Point {
+                median: v.median,
+                ci_low: v.ci_low,
+                ci_high: v.ci_high,
+            },
+        })
+        .collect();
+    trend::analyse(&runs, &rows.benches, &values, method)
+}

@@ -1,0 +1,389 @@
+//! A trend ([`crate::trend`]) as text, Markdown and CSV (one line per
+//! change point, by host, newest first) and as the HTML report's section.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::html::esc;
+use super::markdown::cell;
+use crate::document::RunDoc;
+use crate::harness::BaseUnit;
+use crate::trend::{ChangePoint, Method, Point, Run, Series, Trend, Value, analyse, env_facts};
+use crate::units::human;
+
+/// A ratio as a signed percentage: `+8.1%`.
+fn pct(r: f64) -> String {
+    format!("{:+.1}%", (r - 1.0) * 100.0)
+}
+
+/// The ratio with its interval: `+8.1% [+6.0, +10.3]`.
+pub fn change_text(c: &ChangePoint) -> String {
+    format!(
+        "{} [{:+.1}, {:+.1}]",
+        pct(c.ratio),
+        (c.ci_low - 1.0) * 100.0,
+        (c.ci_high - 1.0) * 100.0
+    )
+}
+
+/// `slower` or `faster` when the whole interval says so, else `within noise`.
+pub fn verdict(s: &Series, c: &ChangePoint) -> &'static str {
+    let higher_is_better = s.unit != BaseUnit::NsPerOp.label();
+    if c.ci_low > 1.0 {
+        if higher_is_better { "faster" } else { "slower" }
+    } else if c.ci_high < 1.0 {
+        if higher_is_better { "slower" } else { "faster" }
+    } else {
+        "within noise"
+    }
+}
+
+/// What changed in the host description, in words.
+pub fn env_text(c: &ChangePoint) -> String {
+    if c.env_changes.is_empty() {
+        "no change in the recorded host description".into()
+    } else {
+        c.env_changes
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// The change points by (host, profile), each group newest first.
+fn by_host(t: &Trend) -> BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> {
+    let mut out: BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> = BTreeMap::new();
+    for s in &t.series {
+        for c in &s.change_points {
+            out.entry((s.host.as_str(), s.profile.as_str()))
+                .or_default()
+                .push((s, c));
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(|a, b| {
+            b.1.started
+                .cmp(&a.1.started)
+                .then_with(|| a.0.id.cmp(&b.0.id))
+        });
+    }
+    out
+}
+
+/// The closing lines: what was analysed and how.
+fn summary(t: &Trend) -> Vec<String> {
+    let analysed = t.series.iter().filter(|s| s.analysed).count();
+    let short = t.series.len() - analysed;
+    let points: usize = t.series.iter().map(|s| s.change_points.len()).sum();
+    let with: usize = t
+        .series
+        .iter()
+        .filter(|s| !s.change_points.is_empty())
+        .count();
+    let mut hosts: Vec<&str> = t.series.iter().map(|s| s.host.as_str()).collect();
+    hosts.sort();
+    hosts.dedup();
+    let mut out = vec![format!(
+        "{points} change point{} in {with} of {analysed} series ({} host{})",
+        if points == 1 { "" } else { "s" },
+        hosts.len(),
+        if hosts.len() == 1 { "" } else { "s" }
+    )];
+    if short > 0 {
+        out.push(format!(
+            "{short} series with fewer than {} runs: too few for a change point to be found",
+            t.method.min_runs()
+        ));
+    }
+    out.push(format!(
+        "method: binary segmentation of log medians weighted by each run's interval, permutation test p ≤ {} ({} shuffles), a step over the {} runs either side",
+        t.method.alpha, t.method.permutations, t.method.window
+    ));
+    out
+}
+
+/// The terminal view: a heading per host and profile, one line per change
+/// point, newest first, then the summary.
+pub fn render_text(t: &Trend) -> String {
+    let mut out = String::new();
+    for ((host, profile), points) in by_host(t) {
+        let _ = writeln!(out, "{host} ({profile})");
+        let id_w = points.iter().map(|(s, _)| s.id.len()).max().unwrap_or(0);
+        for (s, c) in points {
+            let _ = writeln!(
+                out,
+                "  {:id_w$}  {}  (run {})  {:<24} {:<7} {}",
+                s.id,
+                c.started.get(..10).unwrap_or(&c.started),
+                c.run,
+                change_text(c),
+                verdict(s, c),
+                env_text(c)
+            );
+        }
+        out.push('\n');
+    }
+    for line in summary(t) {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// Markdown: a table per host and profile, then the summary.
+pub fn render_md(t: &Trend) -> String {
+    let mut out = String::new();
+    for ((host, profile), points) in by_host(t) {
+        let _ = writeln!(out, "### {} ({})\n", cell(host), cell(profile));
+        out.push_str(
+            "| benchmark | first run after | started | change [95% CI] | | what changed |\n",
+        );
+        out.push_str("|---|---|---|---|---|---|\n");
+        for (s, c) in points {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                cell(&s.id),
+                c.run,
+                cell(&c.started),
+                change_text(c),
+                verdict(s, c),
+                cell(&env_text(c))
+            );
+        }
+        out.push('\n');
+    }
+    for line in summary(t) {
+        let _ = writeln!(out, "{}  ", cell(&line));
+    }
+    out
+}
+
+/// CSV: one row per change point (ratios as numbers, in the unit's terms).
+pub fn render_csv(t: &Trend) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "host",
+        "profile",
+        "benchmark",
+        "unit",
+        "runs",
+        "run",
+        "started",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "p",
+        "env_changes",
+    ])?;
+    for ((_, _), points) in by_host(t) {
+        for (s, c) in points {
+            w.write_record([
+                s.host.clone(),
+                s.profile.clone(),
+                s.id.clone(),
+                s.unit.clone(),
+                s.runs.to_string(),
+                c.run.clone(),
+                c.started.clone(),
+                c.ratio.to_string(),
+                c.ci_low.to_string(),
+                c.ci_high.to_string(),
+                c.p.to_string(),
+                env_text(c),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// The trend of the runs a report shows, when some host has enough of
+/// them for a change point to be found ([`Method::min_runs`]); `None`
+/// otherwise.
+pub fn of_docs(docs: &[RunDoc]) -> Option<Trend> {
+    let method = Method::default();
+    let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in docs {
+        *per_host.entry(d.host.hostname.as_str()).or_default() += 1;
+    }
+    if per_host.values().all(|&n| n < method.min_runs()) {
+        return None;
+    }
+    let mut order: Vec<&RunDoc> = docs.iter().collect();
+    order.sort_by(|a, b| a.run.started.cmp(&b.run.started));
+    let mut benches: Vec<(String, String)> = Vec::new();
+    let mut values = Vec::new();
+    let runs: Vec<Run> = order
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            for m in &d.results {
+                let unit = m.unit.label().to_string();
+                let b = match benches.iter().position(|(id, u)| *id == m.id && *u == unit) {
+                    Some(b) => b,
+                    None => {
+                        benches.push((m.id.clone(), unit));
+                        benches.len() - 1
+                    }
+                };
+                values.push(Value {
+                    run: i,
+                    bench: b,
+                    point: Point {
+                        median: m.median,
+                        ci_low: m.ci_low,
+                        ci_high: m.ci_high,
+                    },
+                });
+            }
+            Run {
+                id: d.run.id.clone(),
+                started: d.run.started.clone(),
+                host: d.host.hostname.clone(),
+                profile: d.run.profile.name().to_string(),
+                facts: env_facts(&d.host),
+            }
+        })
+        .collect();
+    Some(analyse(&runs, &benches, &values, &method))
+}
+
+/// Series drawn at most in the report's trend section.
+const MAX_CHARTS: usize = 40;
+
+/// The report's trend section: each series with a change point drawn
+/// with its intervals, the change points marked and what changed written
+/// at the mark. Returns the number of charts.
+pub fn html_section(h: &mut String, t: &Trend) -> usize {
+    let _ = writeln!(h, "<section id=\"trend\">\n<h2>trend</h2>");
+    let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(&summary(t).join(". ")));
+    let mut n = 0;
+    for s in t
+        .series
+        .iter()
+        .filter(|s| !s.change_points.is_empty())
+        .take(MAX_CHARTS)
+    {
+        let caption = format!(
+            "{} on {} ({}), {} runs: {}",
+            s.id,
+            s.host,
+            s.profile,
+            s.runs,
+            s.change_points
+                .iter()
+                .map(|c| format!("{} from run {}", change_text(c), c.run))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        let _ = writeln!(
+            h,
+            "<figure class=\"chart\" data-kind=\"trend\">{}<figcaption>{}</figcaption></figure>",
+            series_svg(s),
+            esc(&caption)
+        );
+        n += 1;
+    }
+    h.push_str("</section>\n");
+    n
+}
+
+/// One series as SVG: each run's median with its interval, in start order,
+/// a dashed line before each change point's first run with the change and
+/// what changed written at it.
+fn series_svg(s: &Series) -> String {
+    const W: f64 = 800.0;
+    const H: f64 = 240.0;
+    const LEFT: f64 = 70.0;
+    const RIGHT: f64 = 20.0;
+    const TOP: f64 = 20.0;
+    const BOTTOM: f64 = 30.0;
+    let meds: Vec<f64> = s.points.iter().map(|p| p.2.median).collect();
+    let lo = meds.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = meds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // The medians' range with room for most of the whiskers.
+    let pad = ((hi - lo) * 0.5).max(hi.abs() * 0.02);
+    let (y0, y1) = (lo - pad, hi + pad);
+    let n = s.points.len().max(2);
+    let x = |i: f64| LEFT + (W - LEFT - RIGHT) * (i + 0.5) / n as f64;
+    let y = |v: f64| {
+        let v = v.clamp(y0, y1);
+        TOP + (H - TOP - BOTTOM) * (1.0 - (v - y0) / (y1 - y0))
+    };
+    let mut g = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
+        esc(&s.id)
+    );
+    let _ = write!(
+        g,
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>",
+        W - LEFT - RIGHT,
+        H - TOP - BOTTOM
+    );
+    for v in [y0 + pad, y1 - pad] {
+        let _ = write!(
+            g,
+            "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">{}</text>",
+            LEFT - 4.0,
+            y(v) + 4.0,
+            esc(&human(v, &s.unit))
+        );
+    }
+    for (i, (id, started, p)) in s.points.iter().enumerate() {
+        let xi = x(i as f64);
+        if p.ci_low.is_finite() && p.ci_high.is_finite() {
+            let _ = write!(
+                g,
+                "<line class=\"whisker\" x1=\"{xi:.1}\" x2=\"{xi:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#7a9cc6\"/>",
+                y(p.ci_low),
+                y(p.ci_high)
+            );
+        }
+        let _ = write!(
+            g,
+            "<circle class=\"run\" cx=\"{xi:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1a5fb4\"><title>{} {}: {}</title></circle>",
+            y(p.median),
+            esc(id),
+            esc(started),
+            esc(&human(p.median, &s.unit))
+        );
+    }
+    for c in &s.change_points {
+        let xc = x(c.index as f64 - 0.5);
+        let _ = write!(
+            g,
+            "<line class=\"change\" x1=\"{xc:.1}\" x2=\"{xc:.1}\" y1=\"{TOP}\" y2=\"{}\" stroke=\"#c0392b\" stroke-dasharray=\"4 3\"/>",
+            H - BOTTOM
+        );
+        let anchor = if c.index as f64 > n as f64 / 2.0 {
+            "end"
+        } else {
+            "start"
+        };
+        let dx = if anchor == "end" { -4.0 } else { 4.0 };
+        let _ = write!(
+            g,
+            "<text class=\"change-label\" x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"{anchor}\" fill=\"#c0392b\">{}: {}</text>",
+            xc + dx,
+            TOP + 12.0,
+            esc(&change_text(c)),
+            esc(&env_text(c))
+        );
+    }
+    let _ = write!(
+        g,
+        "<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\" fill=\"#555\">{}</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">{}</text></svg>",
+        H - 8.0,
+        esc(s
+            .points
+            .first()
+            .map_or("", |p| p.1.get(..10).unwrap_or(&p.1))),
+        W - RIGHT,
+        H - 8.0,
+        esc(s
+            .points
+            .last()
+            .map_or("", |p| p.1.get(..10).unwrap_or(&p.1)))
+    );
+    g
+}
