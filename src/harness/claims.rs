@@ -1203,12 +1203,7 @@ mod tests {
 
     #[test]
     fn an_area_width_is_the_median_of_its_results_and_keeps_each_point() {
-        let m = |id: &str, v: f64, rel: f64| {
-            let mut m = Measurement::point(id, "ns/op", v);
-            m.ci_low = v * (1.0 - rel);
-            m.ci_high = v * (1.0 + rel);
-            m
-        };
+        let m = |id: &str, v: f64, rel: f64| Measurement::within(id, "ns/op", v, rel);
         let ms = vec![
             m("p.a", 100.0, 0.02),
             m("p.b", 200.0, 0.04),

@@ -500,6 +500,15 @@ impl Measurement {
         }
     }
 
+    /// A test measurement of one value `median` with a ±`rel` 95% interval.
+    #[cfg(test)]
+    pub fn within(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
+        let mut m = Measurement::point(id, unit, median);
+        m.summary.ci_low = median * (1.0 - rel);
+        m.summary.ci_high = median * (1.0 + rel);
+        m
+    }
+
     /// The median converted back to nanoseconds per operation, whatever the unit.
     pub fn ns_per_op(&self) -> f64 {
         self.to_ns_per_op(self.median)

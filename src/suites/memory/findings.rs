@@ -546,10 +546,7 @@ mod tests {
     use super::*;
 
     fn bw(id: &str, v: f64, rel: f64) -> Measurement {
-        let mut m = Measurement::point(id, "B/s", v);
-        m.ci_low = v * (1.0 - rel);
-        m.ci_high = v * (1.0 + rel);
-        m
+        Measurement::within(id, "B/s", v, rel)
     }
 
     #[test]

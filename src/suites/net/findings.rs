@@ -134,10 +134,7 @@ mod tests {
     use super::*;
 
     fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
-        let mut x = Measurement::point(id, unit, median);
-        x.summary.ci_low = median * (1.0 - rel);
-        x.summary.ci_high = median * (1.0 + rel);
-        x
+        Measurement::within(id, unit, median, rel)
     }
 
     #[test]
