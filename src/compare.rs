@@ -833,20 +833,23 @@ mod tests {
         m
     }
 
+    /// A default-profile run of this machine's description holding `ms`.
+    fn run_of(ms: Vec<Measurement>) -> RunDoc {
+        let mut d = RunDoc::start(
+            crate::host::Host::default(),
+            crate::harness::Profile::Default,
+            None,
+            None,
+            chrono::Utc::now(),
+        );
+        d.results = ms;
+        d
+    }
+
     #[test]
     fn one_run_a_side_without_a_floor_says_what_its_intervals_leave_out() {
         use crate::report::comparison::{floor_note, method_note};
-        let doc = |ns: f64| {
-            let mut d = RunDoc::start(
-                crate::host::Host::default(),
-                crate::harness::Profile::Default,
-                None,
-                None,
-                chrono::Utc::now(),
-            );
-            d.results.push(phased(ns, 0, 1.0));
-            d
-        };
+        let doc = |ns: f64| run_of(vec![phased(ns, 0, 1.0)]);
         let c = compare(&doc(100.0), &doc(101.0), &[], 0.05);
         assert_eq!(c.rows[0].method, CiMethod::Rounds);
         let note = floor_note(&c).expect("a single pair without a floor");
@@ -955,17 +958,7 @@ mod tests {
 
     #[test]
     fn summaries_count_the_rows_that_could_see_five_percent() {
-        let doc = |m: Measurement| {
-            let mut d = RunDoc::start(
-                crate::host::Host::default(),
-                crate::harness::Profile::Default,
-                None,
-                None,
-                chrono::Utc::now(),
-            );
-            d.results.push(m);
-            d
-        };
+        let doc = |m: Measurement| run_of(vec![m]);
         let tight = compare(
             &doc(noisy(100.0, 0.002, 8, 1, 1.0)),
             &doc(noisy(100.0, 0.002, 8, 2, 1.0)),
@@ -996,17 +989,7 @@ mod tests {
         assert!("faster".parse::<Gate>().is_err());
         assert!("slower:x".parse::<Gate>().is_err());
         assert!("slower:-1".parse::<Gate>().is_err());
-        let doc = |ms: Vec<Measurement>| {
-            let mut d = RunDoc::start(
-                crate::host::Host::default(),
-                crate::harness::Profile::Default,
-                None,
-                None,
-                chrono::Utc::now(),
-            );
-            d.results = ms;
-            d
-        };
+        let doc = run_of;
         let named = |id: &str, m: Measurement| Measurement {
             id: id.into(),
             area: crate::harness::area_of(id).into(),
