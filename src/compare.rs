@@ -787,6 +787,14 @@ fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>, threshold: f64
 mod tests {
     use super::*;
 
+    /// Ten rounds, none in a slow phase.
+    fn rounds10() -> crate::harness::canary::PhaseCounts {
+        crate::harness::canary::PhaseCounts {
+            rounds: 10,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn median_in_place_handles_odd_and_even() {
         assert_eq!(median_in_place(&mut [3.0, 1.0, 2.0]), 2.0);
@@ -1082,7 +1090,7 @@ mod tests {
                 chrono::Utc::now(),
             );
             let checks: Vec<f64> = (0..20).map(|_| canary_ns).collect();
-            d.stability = Stability::of(&checks, &[], 10, 0, 0, 0, 0, &Default::default());
+            d.stability = Stability::of(&checks, &[], rounds10(), &Default::default());
             d
         };
         let c = compare(&doc("h", 1000.0), &doc("h", 1250.0), &[], 0.05);
@@ -1127,7 +1135,7 @@ mod tests {
                 others_share: others,
                 ..Interference::default()
             };
-            d.stability = Stability::of(&[1000.0; 20], &[], 10, 0, 0, 0, 0, &i);
+            d.stability = Stability::of(&[1000.0; 20], &[], rounds10(), &i);
             d
         };
         let c = compare(&doc(Some(0.02)), &doc(Some(0.64)), &[], 0.05);

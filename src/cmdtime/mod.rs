@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::harness::claims::{Est, TrendKind, trend};
-use crate::harness::runner::NOISE_THRESHOLD;
 use crate::harness::stats::{Summary, median};
 use crate::harness::warnings::Warning;
 use crate::harness::{Finding, Measurement, Params, Unit, area_of};
@@ -316,13 +315,8 @@ fn measurement(
     details: Option<serde_json::Value>,
 ) -> Option<Measurement> {
     let s = Summary::of(&samples)?;
-    let noisy = s.ci_rel() > NOISE_THRESHOLD;
-    if noisy {
-        warnings.push(Warning::Noisy {
-            ci_rel: s.ci_rel(),
-            threshold: NOISE_THRESHOLD,
-        });
-    }
+    let noisy = s.is_noisy();
+    warnings.extend(s.noise_warning());
     Some(Measurement {
         id: id.to_string(),
         area: area_of(id).to_string(),

@@ -11,10 +11,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::usage;
 use crate::cli::{Format, RunArgs};
 use crate::document::{RunDoc, Sink, check_writable, sink_of};
-use crate::harness::runner::{self, Event, RunOptions};
+use crate::harness::round::Event;
 use crate::harness::scratch::{self, ScratchDir};
 use crate::harness::worker::WorkerCmd;
 use crate::harness::{Ctx, affinity};
+use crate::harness::{RunOptions, runner};
 use crate::host::Host;
 use crate::store::{Location, Store};
 use crate::suites;
@@ -104,14 +105,14 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let tmp = ScratchDir::new_in(&temp, "opcost-")
         .with_context(|| format!("creating a temp dir in {}", temp.display()))?;
 
-    let mut opts = RunOptions {
+    let opts = RunOptions {
         profile: args.profile,
         samples: args.samples.map(|n| n as usize),
         rounds: args.rounds.map(|n| n as usize),
-        workers: None,
         canary: crate::harness::canary::check,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
     };
+    let mut workers = None;
     // Each round in a process of its own, but for the net.peer.* benchmarks,
     // whose peer connection belongs to this process.
     if !args.one_process && args.peer.is_none() {
@@ -133,7 +134,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         } else {
             std::env::current_exe().context("finding the opcost executable")?
         };
-        opts.workers = Some(WorkerCmd {
+        workers = Some(WorkerCmd {
             exe,
             hello: serde_json::to_string(&hello)?,
         });
@@ -181,7 +182,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     {
         save_error = Some(e);
     }
-    let outcome = runner::run(benches, &ctx, &opts, &mut |ev| match ev {
+    let outcome = runner::run(benches, &ctx, &opts, workers, &mut |ev| match ev {
         Event::Started(ids) => bar.set_message(ids.join(" ")),
         Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
         Event::Result(seq, m) => {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::runner::RunOptions;
+use crate::harness::RunOptions;
 use crate::harness::worker::{WORKER_ARG, serve};
 use crate::harness::{Ctx, Profile, scratch};
 use crate::host::Host;
@@ -115,7 +115,6 @@ fn work() -> anyhow::Result<()> {
         profile: hello.profile,
         samples: hello.samples,
         rounds: hello.rounds,
-        workers: None,
         canary: crate::harness::canary::check,
         // A worker measures the rounds it is asked for; the order is the run's.
         seed: 0,

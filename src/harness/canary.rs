@@ -219,21 +219,38 @@ fn grade_of(s: &Stability) -> Verdict {
     }
 }
 
+/// What became of a run's rounds in slow phases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseCounts {
+    /// Benchmark rounds measured.
+    pub rounds: usize,
+    /// Rounds that ran in a slow phase.
+    pub slow: usize,
+    /// Slow rounds measured again in a fast phase and replaced.
+    pub remeasured: usize,
+    /// Slow rounds left out of the estimate.
+    pub set_aside: usize,
+    /// Slow rounds kept in the estimate and corrected for the phase.
+    pub corrected: usize,
+}
+
 impl Stability {
     /// From the canary checks, the rounds' canaries over time (seconds
     /// since the start, canary relative to the fast phase; see [`drift`])
     /// and the round counts.
-    #[allow(clippy::too_many_arguments)]
     pub fn of(
         checks: &[f64],
         timeline: &[(f64, f64)],
-        rounds: usize,
-        slow_rounds: usize,
-        remeasured: usize,
-        set_aside: usize,
-        corrected: usize,
+        counts: PhaseCounts,
         interference: &Interference,
     ) -> Option<Stability> {
+        let PhaseCounts {
+            rounds,
+            slow: slow_rounds,
+            remeasured,
+            set_aside,
+            corrected,
+        } = counts;
         let base = baseline(checks)?;
         let p10 = quantile(checks, 0.10)?;
         let p90 = quantile(checks, 0.90)?;
@@ -518,6 +535,17 @@ fn ticks_per_second() -> f64 {
 mod tests {
     use super::*;
 
+    /// Round counts: rounds, slow, measured again, set aside, corrected.
+    fn counts(rounds: usize, slow: usize, re: usize, aside: usize, corr: usize) -> PhaseCounts {
+        PhaseCounts {
+            rounds,
+            slow,
+            remeasured: re,
+            set_aside: aside,
+            corrected: corr,
+        }
+    }
+
     #[test]
     fn canary_check_is_positive_and_repeatable_in_magnitude() {
         let a = check();
@@ -596,7 +624,7 @@ mod tests {
     fn a_steady_canary_is_steady() {
         // a few per cent of noise, no trend
         let (t, c) = series(300, |i| 1.0 + (i % 5) as f64 * 0.005);
-        let s = Stability::of(&c, &t, 300, 3, 3, 0, 0, &quiet()).unwrap();
+        let s = Stability::of(&c, &t, counts(300, 3, 3, 0, 0), &quiet()).unwrap();
         assert_eq!(s.verdict, Some(Verdict::Steady), "{s:?}");
         assert!(s.stable);
         assert!(s.drift.unwrap().abs() < 0.01, "{s:?}");
@@ -611,7 +639,7 @@ mod tests {
         // run: a wide spread, but no drift, and the slow rounds were
         // measured again or set aside
         let (t, c) = series(300, |i| if (i / 10) % 3 == 0 { 1.3 } else { 1.0 });
-        let s = Stability::of(&c, &t, 300, 100, 60, 30, 10, &quiet()).unwrap();
+        let s = Stability::of(&c, &t, counts(300, 100, 60, 30, 10), &quiet()).unwrap();
         assert!(s.spread > 0.2, "{s:?}");
         assert!(s.drift.unwrap().abs() < 0.05, "{s:?}");
         assert_eq!(s.verdict, Some(Verdict::Shared), "{s:?}");
@@ -626,7 +654,7 @@ mod tests {
         // a machine slow for most of the run, the slow rounds left in
         // (only corrected): most of the estimate is a correction
         let (t, c) = series(300, |i| if (i / 10) % 3 == 0 { 1.0 } else { 1.3 });
-        let u = Stability::of(&c, &t, 300, 200, 20, 0, 180, &quiet()).unwrap();
+        let u = Stability::of(&c, &t, counts(300, 200, 20, 0, 180), &quiet()).unwrap();
         assert_eq!(u.verdict, Some(Verdict::Unstable), "{u:?}");
         assert!(!u.stable);
         assert!(
@@ -642,7 +670,7 @@ mod tests {
         // the machine slows down steadily by 50% over the run; no round is
         // far enough from its neighbours to leave many slow ones behind
         let (t, c) = series(300, |i| 1.0 + 0.5 * i as f64 / 300.0);
-        let s = Stability::of(&c, &t, 300, 20, 20, 0, 0, &quiet()).unwrap();
+        let s = Stability::of(&c, &t, counts(300, 20, 20, 0, 0), &quiet()).unwrap();
         let d = s.drift.unwrap();
         assert!(d > 0.25 && d < 0.5, "{d}");
         assert_eq!(s.verdict, Some(Verdict::Unstable), "{s:?}");
@@ -650,7 +678,7 @@ mod tests {
         assert!(s.line().contains("the canary drifted +"), "{}", s.line());
         // and one that speeds up (a load that ends) is as much a change
         let (t, c) = series(300, |i| if i < 150 { 1.4 } else { 1.0 });
-        let s = Stability::of(&c, &t, 300, 20, 20, 0, 0, &quiet()).unwrap();
+        let s = Stability::of(&c, &t, counts(300, 20, 20, 0, 0), &quiet()).unwrap();
         assert!(s.drift.unwrap() < -0.25, "{s:?}");
         assert_eq!(s.verdict, Some(Verdict::Unstable));
     }
@@ -662,7 +690,7 @@ mod tests {
             others_share: Some(0.38),
             ..quiet()
         };
-        let s = Stability::of(&c, &t, 100, 0, 0, 0, 0, &busy).unwrap();
+        let s = Stability::of(&c, &t, counts(100, 0, 0, 0, 0), &busy).unwrap();
         assert_eq!(s.verdict, Some(Verdict::Shared), "{s:?}");
         assert!(
             s.line().contains("other programs used 38% of the CPUs"),
@@ -673,7 +701,7 @@ mod tests {
             steal_share: Some(0.08),
             ..quiet()
         };
-        let s = Stability::of(&c, &t, 100, 0, 0, 0, 0, &stolen).unwrap();
+        let s = Stability::of(&c, &t, counts(100, 0, 0, 0, 0), &stolen).unwrap();
         assert_eq!(s.verdict, Some(Verdict::Unstable));
         assert!(s.line().contains("stole 8%"), "{}", s.line());
     }
@@ -736,7 +764,7 @@ mod tests {
         assert!(line.ends_with("several runs per side"), "{line}");
         // a new document says its verdict in lower case, next to `stable`
         let (t, c) = series(100, |_| 1.0);
-        let new = Stability::of(&c, &t, 100, 0, 0, 0, 0, &quiet()).unwrap();
+        let new = Stability::of(&c, &t, counts(100, 0, 0, 0, 0), &quiet()).unwrap();
         let json = serde_json::to_value(&new).unwrap();
         assert_eq!(json["verdict"], "steady");
         assert_eq!(json["stable"], true);

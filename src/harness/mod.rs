@@ -10,6 +10,8 @@
 pub mod affinity;
 pub mod canary;
 pub mod claims;
+mod phase;
+pub mod round;
 pub mod runner;
 pub mod scratch;
 pub mod stats;
@@ -27,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
 
-pub use runner::{RunOptions, RunOutcome, Skipped};
+pub use round::{RunOptions, RunOutcome, Skipped};
 pub use stats::Summary;
 
 /// Named parameters of a benchmark (the sweep point: size, placement...).
@@ -554,7 +556,7 @@ impl Measurement {
             summary.ci_high = hi;
         }
         m.summary = summary;
-        m.noisy = m.summary.ci_rel() > runner::NOISE_THRESHOLD;
+        m.noisy = m.summary.is_noisy();
         m.warnings = Vec::new();
         for w in parts.iter().flat_map(|p| &p.warnings) {
             // Noise is judged again on the joined rounds.
@@ -562,14 +564,8 @@ impl Measurement {
                 m.warnings.push(w.clone());
             }
         }
-        if m.noisy {
-            m.warnings.push(
-                warnings::Warning::Noisy {
-                    ci_rel: m.summary.ci_rel(),
-                    threshold: runner::NOISE_THRESHOLD,
-                }
-                .to_string(),
-            );
+        if let Some(w) = m.summary.noise_warning() {
+            m.warnings.push(w.to_string());
         }
         Some(m)
     }

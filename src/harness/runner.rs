@@ -12,189 +12,24 @@
 //! the rounds — the top level of variation a run can observe — gives the
 //! interval ([`super::stats::round_interval`]).
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
-use super::canary::{self, Snapshot, Stability};
-use super::stats::{Summary, is_bimodal, quantile, round_interval};
-use super::timer::{EmptyLoop, calibrate};
+use super::canary::{self, PhaseCounts, Snapshot, Stability};
+use super::phase::{correct_slow_rounds, phase_slopes, set_aside_slow_rounds};
+use super::round::{
+    Canaries, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, new_tracks, run_round,
+};
+use super::stats::{Summary, is_bimodal, round_interval};
 use super::warnings::Warning;
 use super::worker::{Pool, WorkerCmd};
-use super::{
-    Bench, Ctx, Measurement, OpStats, Overhead, PrepareError, Profile, Round, Timed, area_of,
-};
+use super::{Bench, Ctx, Measurement, OpStats, Overhead, area_of};
 
-/// Fewest samples a measurement is made of, even when the budget runs out,
-/// shared out over its rounds; with [`MIN_ROUNDS_ONE_SAMPLE`] rounds or
-/// more a round may hold a single sample (the interval comes from the
-/// rounds, so a round's median may be one sample).
-pub const MIN_SAMPLES: usize = 5;
-/// Rounds from which a budget-limited round may stop at one sample.
-pub const MIN_ROUNDS_ONE_SAMPLE: usize = 3;
 /// Fewest samples kept from a benchmark interrupted by Ctrl-C.
 pub const MIN_SAMPLES_INTERRUPTED: usize = 3;
-/// CI half-width (relative to the median) above which a result is noisy.
-pub const NOISE_THRESHOLD: f64 = 0.05;
 /// The clock assumed for the below-one-cycle check: the host's nominal clock
 /// is no bound (boost clocks run well above it, and VMs often hide it), so
 /// a result is flagged only below one cycle of the fastest clock CPUs reach.
 pub const MAX_PLAUSIBLE_GHZ: f64 = 6.0;
-
-/// How a run samples, beyond what the profile says.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// The effort level.
-    pub profile: Profile,
-    /// Overrides the profile's sample count (`--samples`), over all rounds.
-    pub samples: Option<usize>,
-    /// Overrides the profile's round count (`--rounds`).
-    pub rounds: Option<usize>,
-    /// How to start opcost again to measure each round in a process of its
-    /// own (see [`super::worker`]); `None` measures every round in this
-    /// process.
-    pub workers: Option<WorkerCmd>,
-    /// The stability canary ([`canary::check`]; tests give a fixed one, so
-    /// that no round of theirs is judged by the machine's phase).
-    pub canary: fn() -> f64,
-    /// Seed of the order in which each pass measures the benchmarks (a new
-    /// shuffle every pass, all drawn from this seed): recorded in the run,
-    /// so an order can be repeated (`run --seed`).
-    pub seed: u64,
-}
-
-impl RunOptions {
-    /// Options with the profile's own counts.
-    pub fn new(profile: Profile) -> RunOptions {
-        RunOptions {
-            profile,
-            samples: None,
-            rounds: None,
-            workers: None,
-            canary: canary::check,
-            seed: fastrand::u64(..),
-        }
-    }
-
-    /// Samples wanted per benchmark, over all its rounds.
-    pub fn samples_wanted(&self) -> usize {
-        self.samples.unwrap_or(self.profile.samples()).max(1)
-    }
-
-    /// Rounds per benchmark (never more than the samples wanted).
-    pub fn rounds(&self) -> usize {
-        self.rounds
-            .unwrap_or(self.profile.rounds())
-            .clamp(1, self.samples_wanted())
-    }
-
-    /// Samples wanted in round `r` (0-based): the total shared out exactly.
-    pub fn round_samples(&self, r: usize) -> usize {
-        let (n, k) = (self.samples_wanted(), self.rounds());
-        n / k + usize::from(r < n % k)
-    }
-
-    /// The time a benchmark may take over all its rounds: its budget,
-    /// stretched when `--samples` asks for more samples than the profile.
-    pub fn budget_of(&self, b: &dyn Bench) -> Duration {
-        let base = b.budget(self.profile);
-        let scale = self.samples_wanted() as f64 / self.profile.samples() as f64;
-        if scale > 1.0 {
-            base.mul_f64(scale)
-        } else {
-            base
-        }
-    }
-}
-
-/// A benchmark that produced no measurement, and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Skipped {
-    /// The benchmark id.
-    pub id: String,
-    /// Why: the missing feature, or the error.
-    pub reason: String,
-    /// True for an error, false for a skip (missing feature, no space...).
-    pub failed: bool,
-}
-
-/// What a run produced.
-#[derive(Debug, Default)]
-pub struct RunOutcome {
-    /// Finished measurements, in run order.
-    pub measurements: Vec<Measurement>,
-    /// Benchmarks skipped or failed.
-    pub skipped: Vec<Skipped>,
-    /// True when the user stopped the run.
-    pub interrupted: bool,
-    /// How stable the machine was (absent when no canary was taken).
-    pub stability: Option<Stability>,
-}
-
-/// Progress events, for a progress bar and for saving results as they come.
-#[derive(Debug)]
-pub enum Event<'a> {
-    /// A round of a benchmark (or interleaved group) starts; the ids it covers.
-    Started(&'a [String]),
-    /// A round of a benchmark finished (measured, skipped or failed): the
-    /// share of its budget now spent (all that is left when it drops out).
-    Finished(&'a str, Duration),
-    /// The result of the benchmark at position `.0` of the run, from the rounds done so far.
-    Result(usize, &'a Measurement),
-}
-
-/// One benchmark across its rounds.
-pub(super) struct Track {
-    pub(super) id: String,
-    pub(super) bench: Box<dyn Bench>,
-    pub(super) budget: Duration,
-    /// Per-op ns of every sample of every used round.
-    pub(super) samples_ns: Vec<Vec<f64>>,
-    pub(super) op_times: Vec<f64>,
-    pub(super) rounds: Vec<Round>,
-    pub(super) warnings: Vec<String>,
-    pub(super) details: Option<serde_json::Value>,
-    /// Set when the benchmark was skipped or failed: no more rounds.
-    pub(super) out: bool,
-    /// The last round was cut short by a stop.
-    pub(super) cut: bool,
-}
-
-/// The tracks of `benches`, nothing measured yet.
-pub(super) fn new_tracks(benches: Vec<Box<dyn Bench>>, opts: &RunOptions) -> Vec<Track> {
-    benches
-        .into_iter()
-        .map(|bench| Track {
-            id: bench.id().to_string(),
-            budget: opts.budget_of(bench.as_ref()),
-            bench,
-            samples_ns: Vec::new(),
-            op_times: Vec::new(),
-            rounds: Vec::new(),
-            warnings: Vec::new(),
-            details: None,
-            out: false,
-            cut: false,
-        })
-        .collect()
-}
-
-/// One benchmark being measured in one round.
-struct Live {
-    track: usize,
-    timed: Box<dyn Timed>,
-    ops: u64,
-    budget: Duration,
-    wanted: usize,
-    /// Time spent on this benchmark alone in this round: set-up,
-    /// calibration, warm-up and its own samples. Members of an interleaved
-    /// group each get their own budget, not a share of one.
-    spent: Duration,
-    samples_ns: Vec<f64>,
-    op_times: Vec<f64>,
-    done: bool,
-}
 
 /// The order in which one pass measures `n` groups: a fresh shuffle drawn
 /// from the run's seeded generator.
@@ -204,30 +39,35 @@ fn pass_order(rng: &mut fastrand::Rng, n: usize) -> Vec<usize> {
     order
 }
 
+/// The canary over a run: every check in the order taken, and each unit
+/// run (group, pass) with the check taken just before it.
+#[derive(Default)]
+struct CanaryRecord {
+    units: Vec<(usize, usize, f64)>,
+    checks: Vec<f64>,
+}
+
 /// Runs `benches` in rounds (interleaving those with the same
 /// [`Bench::interleave`] key) and returns their measurements in order.
 pub fn run(
     benches: Vec<Box<dyn Bench>>,
     ctx: &Ctx,
     opts: &RunOptions,
+    workers: Option<WorkerCmd>,
     progress: &mut dyn FnMut(Event<'_>),
 ) -> RunOutcome {
     let started = Instant::now();
     let rounds = opts.rounds();
     let mut tracks = new_tracks(benches, opts);
     // A run of one round has no variation between rounds to see.
-    let mut pool = opts
-        .workers
-        .clone()
+    let mut pool = workers
         .filter(|_| rounds >= 2)
         .map(|cmd| Pool::new(cmd, rounds));
     let groups = group_by_interleave(tracks.iter().map(|t| t.bench.interleave()));
     let planned: Duration = tracks.iter().map(|t| t.budget).sum();
     let mut out = RunOutcome::default();
     let mut overhead: Option<f64> = None;
-    let mut checks: Vec<f64> = Vec::new();
-    // (group, pass) of each unit run, with the canary taken just before it.
-    let mut units: Vec<(usize, usize, f64)> = Vec::new();
+    let mut record = CanaryRecord::default();
     let run_start = Snapshot::now();
     // The canary a worker took after the last round it measured.
     let mut last_after: Option<f64> = None;
@@ -254,13 +94,14 @@ pub fn run(
                 out: &mut out,
                 progress,
                 at,
-                pool: pool.as_mut(),
             };
-            let measured = round(&mut tracks, &groups[g], pass, &mut rctx);
-            let c = here.or(measured.map(|m| m.0)).unwrap_or_else(opts.canary);
-            last_after = measured.map(|m| m.1);
-            checks.push(c);
-            units.push((g, pass, c));
+            let measured = round(&mut tracks, &groups[g], pass, &mut rctx, pool.as_mut());
+            let c = here
+                .or(measured.map(|m| m.before))
+                .unwrap_or_else(opts.canary);
+            last_after = measured.map(|m| m.after);
+            record.checks.push(c);
+            record.units.push((g, pass, c));
             for &i in &groups[g] {
                 if let Some(m) = interim(&tracks[i], ctx, overhead) {
                     progress(Event::Result(i, &m));
@@ -268,15 +109,14 @@ pub fn run(
             }
         }
     }
-    checks.push(last_after.unwrap_or_else(opts.canary));
+    record.checks.push(last_after.unwrap_or_else(opts.canary));
 
     // Judge every round by the canaries on either side of it, against the
     // run's fast phase, then measure slow rounds again while the budget lasts.
-    let (slow, remeasured, set_aside, corrected) = judge_and_remeasure(
+    let counts = judge_and_remeasure(
         &mut tracks,
         &groups,
-        &units,
-        &mut checks,
+        &mut record,
         planned,
         &mut RoundCtx {
             ctx,
@@ -285,8 +125,8 @@ pub fn run(
             out: &mut out,
             progress,
             at: 0.0,
-            pool: pool.as_mut(),
         },
+        pool.as_mut(),
         started,
     );
     drop(pool); // every round is measured: the workers may go
@@ -299,16 +139,7 @@ pub fn run(
         .flat_map(|t| t.rounds.iter().take(rounds))
         .filter_map(|r| Some((r.at_s, r.canary?)))
         .collect();
-    out.stability = Stability::of(
-        &checks,
-        &timeline,
-        tracks.iter().map(|t| t.rounds.len()).sum(),
-        slow,
-        remeasured,
-        set_aside,
-        corrected,
-        &interference,
-    );
+    out.stability = Stability::of(&record.checks, &timeline, counts, &interference);
     out.interrupted |= ctx.stopping();
     // Skips in run order, whatever order the rounds ran in.
     let position = |id: &str| tracks.iter().position(|t| t.id == id);
@@ -348,19 +179,6 @@ pub fn run(
     out
 }
 
-/// What a round needs besides the tracks.
-pub(super) struct RoundCtx<'a> {
-    pub(super) ctx: &'a Ctx,
-    pub(super) opts: &'a RunOptions,
-    pub(super) overhead: &'a mut Option<f64>,
-    pub(super) out: &'a mut RunOutcome,
-    pub(super) progress: &'a mut dyn FnMut(Event<'_>),
-    /// Seconds since the run started.
-    pub(super) at: f64,
-    /// The processes that measure the rounds, when not this one.
-    pub(super) pool: Option<&'a mut Pool>,
-}
-
 /// Measures round `pass` of a group: in the pass's own process when the
 /// run has workers (returning the canaries it took just before and just
 /// after the round), else here.
@@ -369,13 +187,10 @@ fn round(
     group: &[usize],
     pass: usize,
     rc: &mut RoundCtx<'_>,
-) -> Option<(f64, f64)> {
-    match rc.pool.take() {
-        Some(pool) => {
-            let canaries = pool.round(tracks, group, pass, rc);
-            rc.pool = Some(pool);
-            canaries
-        }
+    pool: Option<&mut Pool>,
+) -> Option<Canaries> {
+    match pool {
+        Some(pool) => pool.round(tracks, group, pass, rc),
         None => {
             run_round(tracks, group, pass, rc);
             None
@@ -387,20 +202,24 @@ fn round(
 /// measures such (group, pass) units again while the re-measuring budget
 /// lasts, replacing a slow round only by one whose canary is fast, and sets
 /// aside the slow rounds of benchmarks with enough fast ones, and corrects
-/// the slow rounds left in the estimate for the phase. Returns (slow
-/// rounds, rounds replaced, rounds set aside, rounds corrected).
+/// the slow rounds left in the estimate for the phase. Returns the counts
+/// of each.
 fn judge_and_remeasure(
     tracks: &mut [Track],
     groups: &[Vec<usize>],
-    units: &[(usize, usize, f64)],
-    checks: &mut Vec<f64>,
+    record: &mut CanaryRecord,
     planned: Duration,
     rc: &mut RoundCtx<'_>,
+    mut pool: Option<&mut Pool>,
     started: Instant,
-) -> (usize, usize, usize, usize) {
-    let Some(base) = canary::baseline(checks) else {
-        return (0, 0, 0, 0);
+) -> PhaseCounts {
+    let Some(base) = canary::baseline(&record.checks) else {
+        return PhaseCounts {
+            rounds: tracks.iter().map(|t| t.rounds.len()).sum(),
+            ..PhaseCounts::default()
+        };
     };
+    let CanaryRecord { units, checks } = record;
     // The canary of a unit is the slower of the check before it and the one after.
     let mut slow_units = Vec::new();
     for (k, &(g, pass, before)) in units.iter().enumerate() {
@@ -433,9 +252,8 @@ fn judge_and_remeasure(
         if rc.ctx.stopping() || re_start.elapsed() >= allowance {
             break;
         }
-        let c = rc
-            .pool
-            .as_mut()
+        let c = pool
+            .as_deref_mut()
             .and_then(|p| p.canary(pass, rc.ctx))
             .unwrap_or_else(rc.opts.canary);
         checks.push(c);
@@ -444,7 +262,8 @@ fn judge_and_remeasure(
         }
         let before: Vec<usize> = groups[g].iter().map(|&i| tracks[i].rounds.len()).collect();
         rc.at = started.elapsed().as_secs_f64();
-        let after = round(tracks, &groups[g], pass, rc).map_or_else(rc.opts.canary, |m| m.1);
+        let after = round(tracks, &groups[g], pass, rc, pool.as_deref_mut())
+            .map_or_else(rc.opts.canary, |m| m.after);
         checks.push(after);
         let fast = c.max(after) / base <= canary::SLOW_PHASE;
         for (&i, &n_before) in groups[g].iter().zip(&before) {
@@ -469,130 +288,13 @@ fn judge_and_remeasure(
         .map(|t| set_aside_slow_rounds(&mut t.rounds))
         .sum();
     let corrected = correct_slow_rounds(tracks, &slopes);
-    (slow_rounds, replaced, set_aside, corrected)
-}
-
-/// How a benchmark's time per operation responds to the machine's phase:
-/// the least-squares slope of its rounds' log time on their log canary,
-/// when at least two fast and two slow rounds are in its estimate (1.0 =
-/// it slows down exactly as much as the canary).
-fn phase_slope(rounds: &[Round], higher_is_better: bool) -> Option<f64> {
-    let pts: Vec<(f64, f64)> = rounds
-        .iter()
-        .filter(|r| r.used && r.median > 0.0 && r.median.is_finite())
-        .filter_map(|r| {
-            let y = if higher_is_better {
-                -r.median.ln()
-            } else {
-                r.median.ln()
-            };
-            Some((r.canary.filter(|c| *c > 0.0)?.ln(), y))
-        })
-        .collect();
-    let slow = rounds.iter().filter(|r| r.used && r.slow).count();
-    if slow < 2 || pts.len() < slow + 2 {
-        return None;
+    PhaseCounts {
+        rounds: tracks.iter().map(|t| t.rounds.len()).sum(),
+        slow: slow_rounds,
+        remeasured: replaced,
+        set_aside,
+        corrected,
     }
-    let n = pts.len() as f64;
-    let (mx, my) = pts
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
-    let sxx: f64 = pts.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
-    let sxy: f64 = pts.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-    (sxx > 1e-6).then(|| sxy / sxx)
-}
-
-/// The range a phase slope is held to: a benchmark may ignore the phase
-/// (0) or feel it as much as the canary, never the opposite way; a slope
-/// from a handful of rounds is noisy, so it never corrects a round by more
-/// than the canary's own slowdown (rather too little than too much).
-const PHASE_SLOPE_RANGE: (f64, f64) = (0.0, 1.0);
-
-/// Each benchmark's phase slope: its own where its rounds show it (see
-/// [`phase_slope`]), else the median of the run's benchmarks that show
-/// one (at least five), else 1.
-fn phase_slopes(tracks: &[Track]) -> Vec<f64> {
-    let (lo, hi) = PHASE_SLOPE_RANGE;
-    let own: Vec<Option<f64>> = tracks
-        .iter()
-        .map(|t| phase_slope(&t.rounds, t.bench.unit().higher_is_better()).map(|b| b.clamp(lo, hi)))
-        .collect();
-    let known: Vec<f64> = own.iter().flatten().copied().collect();
-    let run_slope = if known.len() >= 5 {
-        super::stats::median(&known).unwrap_or(1.0)
-    } else {
-        1.0
-    };
-    own.into_iter().map(|b| b.unwrap_or(run_slope)).collect()
-}
-
-/// Brings the slow rounds still in the estimate (those of benchmarks with
-/// too few fast rounds to set them aside) to the machine's fast phase:
-/// each such round's times are divided by `canary ^ slope` (see
-/// [`phase_slopes`]). A slow phase then no longer moves a result by which
-/// of its rounds it happened to hit, and two runs that fell in different
-/// phases agree (see docs/DESIGN.md). Returns how many rounds were
-/// corrected.
-fn correct_slow_rounds(tracks: &mut [Track], slopes: &[f64]) -> usize {
-    tracks
-        .iter_mut()
-        .zip(slopes)
-        .map(|(t, &b)| {
-            let up = t.bench.unit().higher_is_better();
-            correct_rounds(&mut t.rounds, &mut t.samples_ns, b, up)
-        })
-        .sum()
-}
-
-/// Divides the times of the used slow rounds by `canary ^ slope` (a
-/// round's samples are ns per operation; its median is in the unit's base,
-/// a rate when `higher_is_better`). Returns how many rounds it corrected.
-fn correct_rounds(
-    rounds: &mut [Round],
-    samples_ns: &mut [Vec<f64>],
-    slope: f64,
-    higher_is_better: bool,
-) -> usize {
-    let mut corrected = 0;
-    for (r, samples) in rounds.iter_mut().zip(samples_ns.iter_mut()) {
-        let Some(c) = r.canary.filter(|c| r.used && r.slow && *c > 0.0) else {
-            continue;
-        };
-        let f = c.powf(slope);
-        for ns in samples.iter_mut() {
-            *ns /= f;
-        }
-        r.median = if higher_is_better {
-            r.median * f
-        } else {
-            r.median / f
-        };
-        r.phase_factor = Some(f);
-        corrected += 1;
-    }
-    corrected
-}
-
-/// Fast rounds a benchmark needs before its slow rounds leave the estimate.
-pub const MIN_FAST_ROUNDS: usize = 3;
-
-/// Leaves a benchmark's remaining slow rounds out of its estimate when at
-/// least [`MIN_FAST_ROUNDS`] fast ones are in it: the result then describes
-/// the machine's fast phase, as the canary's baseline does, in every run
-/// that saw enough of it, so two runs agree whatever share of each fell in
-/// a slow phase. The rounds stay on record (`used: false`). Returns how
-/// many were set aside.
-fn set_aside_slow_rounds(rounds: &mut [Round]) -> usize {
-    let fast = rounds.iter().filter(|r| r.used && !r.slow).count();
-    if fast < MIN_FAST_ROUNDS {
-        return 0;
-    }
-    let mut n = 0;
-    for r in rounds.iter_mut().filter(|r| r.used && r.slow) {
-        r.used = false;
-        n += 1;
-    }
-    n
 }
 
 /// Splits benches into groups of indices: those sharing an interleave key
@@ -606,243 +308,6 @@ fn group_by_interleave<'a>(keys: impl Iterator<Item = Option<&'a str>>) -> Vec<V
         }
     }
     groups.into_iter().map(|(_, g)| g).collect()
-}
-
-/// The text of a caught panic.
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    let msg = p
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".to_string());
-    format!("the benchmark panicked: {msg}")
-}
-
-/// Takes a benchmark out of the run, recording why.
-pub(super) fn drop_out(t: &mut Track, out: &mut RunOutcome, reason: String, failed: bool) {
-    t.out = true;
-    out.skipped.push(Skipped {
-        id: t.id.clone(),
-        reason,
-        failed,
-    });
-}
-
-/// One round of one group: prepare, calibrate and warm up each member, then
-/// sample them round-robin in a shuffled order until each has its share.
-pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
-    let (ctx, opts) = (rc.ctx, rc.opts);
-    let profile = opts.profile;
-    let rounds = opts.rounds();
-    let wanted = opts.round_samples(pass.min(rounds - 1));
-    let min_round = if rounds >= MIN_ROUNDS_ONE_SAMPLE {
-        1
-    } else {
-        MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
-    };
-    let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
-    let ids: Vec<String> = group
-        .iter()
-        .filter(|&&i| !tracks[i].out)
-        .map(|&i| tracks[i].id.clone())
-        .collect();
-    (rc.progress)(Event::Started(&ids));
-    let before = Snapshot::now();
-    let load = canary::load1();
-    let mut live: Vec<Live> = Vec::new();
-    // The budget of this round and the ones after it, for the progress of
-    // a benchmark that drops out.
-    let left = |t: &Track| budget_left(t, rounds, pass);
-
-    for &i in group {
-        let t = &mut tracks[i];
-        if t.out || ctx.stopping() {
-            continue;
-        }
-        let budget = t.budget / rounds as u32;
-        let started = Instant::now();
-        let prepared = catch_unwind(AssertUnwindSafe(|| t.bench.prepare(ctx)));
-        let mut timed = match prepared {
-            Ok(Ok(timed)) => timed,
-            Ok(Err(e)) => {
-                let failed = matches!(e, PrepareError::Fail(_));
-                let reason = match e {
-                    PrepareError::Skip(r) => r,
-                    PrepareError::Fail(err) => format!("{err:#}"),
-                };
-                drop_out(t, rc.out, reason, failed);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-                continue;
-            }
-            Err(p) => {
-                drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-                continue;
-            }
-        };
-        let cal = catch_unwind(AssertUnwindSafe(|| {
-            calibrate(timed.as_mut(), profile.sample_target(), budget / 3).and_then(
-                |(ops, took)| {
-                    // A calibration batch as long as the warm-up was the warm-up
-                    // (a whole file tree, a 1 GiB pass): no need for another.
-                    if took < warmup {
-                        warm_up(timed.as_mut(), ops, warmup)?;
-                    }
-                    Ok(ops)
-                },
-            )
-        }));
-        match cal {
-            Ok(Ok(ops)) => {
-                timed.take_op_times(); // discard calibration and warm-up timings
-                live.push(Live {
-                    track: i,
-                    timed,
-                    ops,
-                    budget,
-                    wanted,
-                    spent: started.elapsed(),
-                    samples_ns: Vec::with_capacity(wanted),
-                    op_times: Vec::new(),
-                    done: false,
-                })
-            }
-            Ok(Err(e)) => {
-                drop_out(t, rc.out, format!("{e:#}"), true);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-            }
-            Err(p) => {
-                drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-            }
-        }
-    }
-
-    if rc.overhead.is_none()
-        && live
-            .iter()
-            .any(|l| tracks[l.track].bench.overhead() == Overhead::EmptyLoop)
-    {
-        *rc.overhead = Some(measure_loop_overhead(profile));
-    }
-    let overhead = *rc.overhead;
-
-    // Sample, round-robin in a shuffled order per turn.
-    let mut order: Vec<usize> = (0..live.len()).collect();
-    while live.iter().any(|l| !l.done) {
-        if ctx.stopping() {
-            break;
-        }
-        fastrand::shuffle(&mut order);
-        for &k in &order {
-            let l = &mut live[k];
-            if l.done || ctx.stopping() {
-                continue;
-            }
-            let t = &mut tracks[l.track];
-            let sample_start = Instant::now();
-            let result = catch_unwind(AssertUnwindSafe(|| l.timed.run(l.ops)));
-            l.spent += sample_start.elapsed();
-            let err = match result {
-                Ok(Ok(took)) => {
-                    let mut per_op = took.as_nanos() as f64 / l.ops as f64;
-                    if t.bench.overhead() == Overhead::EmptyLoop {
-                        per_op -= overhead.unwrap_or(0.0);
-                    }
-                    l.samples_ns.push(per_op.max(1e-3));
-                    l.op_times.extend(l.timed.take_op_times());
-                    None
-                }
-                Ok(Err(e)) => Some(format!("{e:#}")),
-                Err(p) => Some(panic_text(p)),
-            };
-            if let Some(reason) = err {
-                drop_out(t, rc.out, reason, true);
-                l.done = true;
-                // This round is counted below; the rounds it will not run, here.
-                (rc.progress)(Event::Finished(&t.id, left(t).saturating_sub(l.budget)));
-                continue;
-            }
-            let n = l.samples_ns.len();
-            // An explicit --samples is honoured; the profile's count yields to the budget.
-            let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
-            if n >= l.wanted || (n >= min_round && out_of_budget) {
-                l.done = true;
-            }
-        }
-    }
-
-    let interference = before.until(&Snapshot::now());
-    for l in live {
-        let t = &mut tracks[l.track];
-        (rc.progress)(Event::Finished(&t.id, l.budget));
-        if t.out || l.samples_ns.is_empty() {
-            continue;
-        }
-        let values: Vec<f64> = l
-            .samples_ns
-            .iter()
-            .map(|&ns| t.bench.unit().from_ns_per_op(ns))
-            .collect();
-        t.rounds.push(Round {
-            median: quantile(&values, 0.5).unwrap_or(f64::NAN),
-            n: values.len(),
-            ops: l.ops,
-            at_s: rc.at,
-            canary: None,
-            slow: false,
-            used: true,
-            steal_ms: interference.steal_ms,
-            nivcsw: interference.nivcsw,
-            migrations: interference.migrations,
-            load,
-            phase_factor: None,
-            process: None,
-        });
-        t.cut = !l.done;
-        t.samples_ns.push(l.samples_ns);
-        t.op_times.extend(l.op_times);
-        let dropped = catch_unwind(AssertUnwindSafe(|| {
-            (l.timed.warnings(), l.timed.details(), drop(l.timed))
-        }));
-        if let Ok((w, d, ())) = dropped {
-            for w in w {
-                if !t.warnings.contains(&w) {
-                    t.warnings.push(w);
-                }
-            }
-            t.details = d.or(t.details.take());
-        }
-    }
-}
-
-/// The budget of round `pass` of a benchmark and of the rounds after it:
-/// the progress it makes when it drops out.
-pub(super) fn budget_left(t: &Track, rounds: usize, pass: usize) -> Duration {
-    (t.budget / rounds as u32) * rounds.saturating_sub(pass) as u32
-}
-
-/// Runs untimed batches for `warmup`.
-fn warm_up(t: &mut dyn Timed, ops: u64, warmup: Duration) -> anyhow::Result<()> {
-    let start = Instant::now();
-    while start.elapsed() < warmup {
-        t.run(ops)?;
-    }
-    Ok(())
-}
-
-/// Per-op cost of the empty counted loop, ns (median of a calibrated set).
-pub fn measure_loop_overhead(profile: Profile) -> f64 {
-    let mut e = EmptyLoop;
-    let Ok((ops, _)) = calibrate(&mut e, profile.sample_target(), Duration::from_millis(200))
-    else {
-        return 0.0;
-    };
-    let samples: Vec<f64> = (0..15)
-        .filter_map(|_| e.run(ops).ok())
-        .map(|d| d.as_nanos() as f64 / ops as f64)
-        .collect();
-    quantile(&samples, 0.5).unwrap_or(0.0)
 }
 
 /// The result so far of a benchmark still being measured (no warnings about
@@ -895,13 +360,8 @@ fn summarise(
     if unit == super::Unit::Latency && median_ns < 1.0 / ghz {
         warns.push(Warning::BelowOneCycle { ns: median_ns, ghz });
     }
-    let noisy = summary.ci_rel() > NOISE_THRESHOLD;
-    if noisy {
-        warns.push(Warning::Noisy {
-            ci_rel: summary.ci_rel(),
-            threshold: NOISE_THRESHOLD,
-        });
-    }
+    let noisy = summary.is_noisy();
+    warns.extend(summary.noise_warning());
     let per_op = op_stats(&t.op_times);
     if let Some(p) = per_op.as_ref().filter(|p| p.bimodal) {
         warns.push(Warning::Bimodal {
@@ -955,6 +415,7 @@ pub fn op_stats(times: &[f64]) -> Option<OpStats> {
 mod tests {
     use super::*;
     use crate::harness::{Params, Unit};
+    use crate::harness::{PrepareError, Profile, Timed};
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
@@ -1054,7 +515,6 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(8),
             rounds: None,
-            workers: None,
             canary: steady,
             seed: 1,
         };
@@ -1062,6 +522,7 @@ mod tests {
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
             &ctx(),
             &opts,
+            None,
             &mut |_| {},
         );
         assert_eq!(out.measurements.len(), 2);
@@ -1106,13 +567,12 @@ mod tests {
             profile: Profile::Quick,
             samples: None,
             rounds: None,
-            workers: None,
             canary: steady,
             seed: 1,
         };
         let benches: Vec<Box<dyn Bench>> =
             vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
-        let out = run(benches, &ctx(), &opts, &mut |_| {});
+        let out = run(benches, &ctx(), &opts, None, &mut |_| {});
         let fast = out.measurements.iter().find(|m| m.id == "fast").unwrap();
         assert_eq!(fast.samples.len(), Profile::Quick.samples());
         let slow = out.measurements.iter().find(|m| m.id == "slow").unwrap();
@@ -1127,7 +587,6 @@ mod tests {
                 profile: Profile::Quick,
                 samples: Some(3),
                 rounds: Some(3),
-                workers: None,
                 canary: steady,
                 seed,
             };
@@ -1136,7 +595,7 @@ mod tests {
                 .map(|id| fake(id, 100, None))
                 .collect();
             let mut started: Vec<String> = Vec::new();
-            run(benches, &ctx(), &opts, &mut |e| {
+            run(benches, &ctx(), &opts, None, &mut |e| {
                 if let Event::Started(ids) = e {
                     started.extend(ids.iter().cloned());
                 }
@@ -1157,7 +616,6 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(5),
             rounds: None,
-            workers: None,
             canary: steady,
             seed: 1,
         };
@@ -1178,7 +636,7 @@ mod tests {
             }),
             fake("ok", 100, None),
         ];
-        let out = run(benches, &ctx(), &opts, &mut |_| {});
+        let out = run(benches, &ctx(), &opts, None, &mut |_| {});
         assert_eq!(out.measurements.len(), 1);
         assert_eq!(out.skipped.len(), 2);
         assert!(!out.skipped[0].failed && out.skipped[0].reason.contains("no such thing"));
@@ -1193,11 +651,10 @@ mod tests {
             profile: Profile::Quick,
             samples: None,
             rounds: None,
-            workers: None,
             canary: steady,
             seed: 1,
         };
-        let out = run(vec![fake("a", 10, None)], &c, &opts, &mut |_| {});
+        let out = run(vec![fake("a", 10, None)], &c, &opts, None, &mut |_| {});
         assert!(out.interrupted);
         assert!(out.measurements.is_empty());
     }
@@ -1208,7 +665,6 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(5),
             rounds: None,
-            workers: None,
             canary: steady,
             seed: 1,
         };
@@ -1224,7 +680,7 @@ mod tests {
                 .boxed()
         };
         let warned = |unit: Unit| {
-            let out = run(vec![mk(unit)], &ctx(), &opts, &mut |_| {});
+            let out = run(vec![mk(unit)], &ctx(), &opts, None, &mut |_| {});
             out.measurements[0]
                 .warnings
                 .iter()
@@ -1249,7 +705,6 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(6),
             rounds: Some(2),
-            workers: None,
             canary: steady,
             seed: 1,
         };
@@ -1261,6 +716,7 @@ mod tests {
             vec![boom, fake("t.ok", 100, None)],
             &ctx(),
             &opts,
+            None,
             &mut |_| {},
         );
         assert_eq!(out.measurements.len(), 1);
@@ -1275,7 +731,6 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(10),
             rounds: Some(3),
-            workers: None,
             canary: steady,
             seed: 1,
         };
@@ -1288,6 +743,7 @@ mod tests {
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 3000, Some("k"))],
             &ctx(),
             &opts,
+            None,
             &mut |e| {
                 if let Event::Result(..) = e {
                     interim += 1;
@@ -1310,7 +766,6 @@ mod tests {
             profile: Profile::Quick,
             samples: Some(3),
             rounds: Some(10),
-            workers: None,
             canary: steady,
             seed: 1,
         };
@@ -1322,86 +777,5 @@ mod tests {
         assert!(op_stats(&[]).is_none());
         let s = op_stats(&[1.0, 2.0, 3.0]).unwrap();
         assert_eq!((s.count, s.p50, s.max), (3, 2.0, 3.0));
-    }
-
-    fn round(slow: bool) -> Round {
-        Round {
-            median: 1.0,
-            n: 5,
-            ops: 1,
-            at_s: 0.0,
-            canary: Some(if slow { 1.3 } else { 1.0 }),
-            slow,
-            used: true,
-            steal_ms: None,
-            nivcsw: None,
-            migrations: None,
-            load: None,
-            phase_factor: None,
-            process: None,
-        }
-    }
-
-    #[test]
-    fn slow_rounds_left_in_are_brought_to_the_fast_phase_by_the_benchmarks_own_slope() {
-        // A two-level model: a benchmark of 100 ns in the fast phase feels
-        // a slow phase (canary 1.3) with slope 0.5, i.e. 1.3^0.5 = 1.14x.
-        let truth = 100.0;
-        let mk = |canary: f64| {
-            let mut r = round(canary > canary::SLOW_PHASE);
-            r.canary = Some(canary);
-            r.median = truth * canary.powf(0.5);
-            r
-        };
-        let mut rounds: Vec<Round> = [1.0, 1.3, 1.02, 1.28, 1.32].map(mk).to_vec();
-        let b = phase_slope(&rounds, false).unwrap();
-        assert!((b - 0.5).abs() < 0.05, "{b}");
-        // too few fast rounds to set the slow ones aside: they are corrected
-        assert_eq!(set_aside_slow_rounds(&mut rounds), 0);
-        let mut samples: Vec<Vec<f64>> = rounds.iter().map(|r| vec![r.median; 3]).collect();
-        assert_eq!(correct_rounds(&mut rounds, &mut samples, b, false), 3);
-        for (r, s) in rounds.iter().zip(&samples) {
-            assert!(r.median < truth * 1.025, "{r:?}");
-            assert!((s[0] - r.median).abs() < 1e-9);
-            assert_eq!(r.phase_factor.is_some(), r.slow);
-        }
-        // a rate moves the other way: 10 Mops/s slowed to 10/1.14
-        let mut rate: Vec<Round> = [1.0, 1.3, 1.0, 1.3].map(mk).to_vec();
-        for r in &mut rate {
-            r.median = 1e9 / r.median;
-        }
-        let b = phase_slope(&rate, true).unwrap();
-        assert!((b - 0.5).abs() < 0.05, "{b}");
-        let mut samples = vec![vec![]; rate.len()];
-        correct_rounds(&mut rate, &mut samples, b, true);
-        assert!(
-            rate.iter().all(|r| (r.median / 1e7 - 1.0).abs() < 0.01),
-            "{rate:?}"
-        );
-        // without two rounds of each phase there is no slope of its own
-        let one_slow: Vec<Round> = [1.0, 1.3, 1.0].map(mk).to_vec();
-        assert_eq!(phase_slope(&one_slow, false), None);
-        // rounds already out of the estimate are left as they were
-        let mut out = vec![mk(1.3)];
-        out[0].used = false;
-        assert_eq!(correct_rounds(&mut out, &mut [vec![]], 1.0, false), 0);
-    }
-
-    #[test]
-    fn slow_rounds_are_set_aside_only_beside_enough_fast_ones() {
-        // 3 fast + 2 slow: the slow ones leave the estimate, on record
-        let mut r: Vec<Round> = [false, true, false, true, false].map(round).to_vec();
-        assert_eq!(set_aside_slow_rounds(&mut r), 2);
-        assert_eq!(r.len(), 5);
-        assert!(r.iter().all(|r| r.used != r.slow));
-        // 2 fast + 1 slow (quick): too few fast rounds, all stay
-        let mut r: Vec<Round> = [false, true, false].map(round).to_vec();
-        assert_eq!(set_aside_slow_rounds(&mut r), 0);
-        assert!(r.iter().all(|r| r.used));
-        // a round already replaced counts for nothing
-        let mut r: Vec<Round> = [false, false, false].map(round).to_vec();
-        r[0].used = false;
-        r.push(round(true));
-        assert_eq!(set_aside_slow_rounds(&mut r), 0);
     }
 }

@@ -9,6 +9,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::Outliers;
+use super::warnings::Warning;
+
+/// CI half-width (relative to the median) above which a result is noisy.
+pub const NOISE_THRESHOLD: f64 = 0.05;
 
 /// Descriptive statistics of one set of samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,6 +113,20 @@ impl Summary {
         } else {
             ((self.ci_high - self.ci_low) / 2.0 / self.median).abs()
         }
+    }
+
+    /// True when the interval is wider than the noise rule allows
+    /// ([`NOISE_THRESHOLD`]).
+    pub fn is_noisy(&self) -> bool {
+        self.ci_rel() > NOISE_THRESHOLD
+    }
+
+    /// The noise warning this summary earns, if any.
+    pub fn noise_warning(&self) -> Option<Warning> {
+        self.is_noisy().then(|| Warning::Noisy {
+            ci_rel: self.ci_rel(),
+            threshold: NOISE_THRESHOLD,
+        })
     }
 }
 

@@ -42,9 +42,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use super::runner::{
-    Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, budget_left, drop_out, new_tracks,
-    run_round,
+use super::round::{
+    Canaries, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, budget_left, drop_out,
+    new_tracks, run_round,
 };
 use super::{Bench, Ctx, Round};
 
@@ -277,7 +277,7 @@ impl Pool {
         group: &[usize],
         pass: usize,
         rc: &mut RoundCtx<'_>,
-    ) -> Option<(f64, f64)> {
+    ) -> Option<Canaries> {
         // Only the members still in: a worker of another pass has not seen
         // a benchmark drop out.
         let members: Vec<usize> = group.iter().copied().filter(|&i| !tracks[i].out).collect();
@@ -335,7 +335,10 @@ impl Pool {
         for (id, secs) in &reply.finished {
             (rc.progress)(Event::Finished(id, Duration::from_secs_f64(secs.max(0.0))));
         }
-        reply.canary_before.zip(reply.canary_after)
+        Some(Canaries {
+            before: reply.canary_before?,
+            after: reply.canary_after?,
+        })
     }
 
     /// The canary as worker `pass` reads it now; `None` when it cannot
@@ -420,7 +423,6 @@ pub fn serve(
                 out: &mut out,
                 progress: &mut progress,
                 at: req.at,
-                pool: None,
             };
             run_round(&mut tracks, &req.group, req.pass, &mut rc);
         }
@@ -518,12 +520,11 @@ mod tests {
         }
     }
 
-    fn opts(workers: Option<WorkerCmd>) -> RunOptions {
+    fn opts() -> RunOptions {
         RunOptions {
             profile: Profile::Quick,
             samples: Some(6),
             rounds: Some(3),
-            workers,
             canary: || 20_000.0,
             seed: 1,
         }
@@ -554,14 +555,7 @@ mod tests {
         .map(|r| serde_json::to_string(r).unwrap() + "\n")
         .collect::<String>();
         let mut output = Vec::new();
-        serve(
-            benches,
-            &ctx(),
-            &opts(None),
-            requests.as_bytes(),
-            &mut output,
-        )
-        .unwrap();
+        serve(benches, &ctx(), &opts(), requests.as_bytes(), &mut output).unwrap();
         let replies: Vec<Reply> = String::from_utf8(output)
             .unwrap()
             .lines()
@@ -602,7 +596,7 @@ mod tests {
             at: 0.0,
         })
         .unwrap();
-        let err = serve(benches, &ctx(), &opts(None), req.as_bytes(), Vec::new()).unwrap_err();
+        let err = serve(benches, &ctx(), &opts(), req.as_bytes(), Vec::new()).unwrap_err();
         assert!(err.to_string().contains("benchmark 3 of 1"), "{err}");
     }
 
@@ -616,7 +610,8 @@ mod tests {
         let out = run(
             vec![Box::new(Fake("w.a", 100)), Box::new(Fake("w.b", 200))],
             &ctx(),
-            &opts(Some(cmd)),
+            &opts(),
+            Some(cmd),
             &mut |_| {},
         );
         assert!(out.measurements.is_empty());

@@ -1,0 +1,433 @@
+//! One round of one group of benchmarks, and the vocabulary the run loop
+//! ([`super::runner`]) and the round workers ([`super::worker`]) share: the
+//! options a run samples with, a benchmark's track across its rounds, the
+//! progress events and what a run produced.
+//!
+//! Why a file of its own: a round is measured either in the run's own
+//! process or in a worker, by the same [`run_round`]; both callers depend
+//! on it, and it depends on neither.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::canary::{self, Snapshot, Stability};
+use super::stats::quantile;
+use super::timer::{EmptyLoop, calibrate};
+use super::{Bench, Ctx, Measurement, Overhead, PrepareError, Profile, Round, Timed};
+
+/// Fewest samples a measurement is made of, even when the budget runs out,
+/// shared out over its rounds; with [`MIN_ROUNDS_ONE_SAMPLE`] rounds or
+/// more a round may hold a single sample (the interval comes from the
+/// rounds, so a round's median may be one sample).
+pub const MIN_SAMPLES: usize = 5;
+/// Rounds from which a budget-limited round may stop at one sample.
+pub const MIN_ROUNDS_ONE_SAMPLE: usize = 3;
+
+/// How a run samples, beyond what the profile says.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The effort level.
+    pub profile: Profile,
+    /// Overrides the profile's sample count (`--samples`), over all rounds.
+    pub samples: Option<usize>,
+    /// Overrides the profile's round count (`--rounds`).
+    pub rounds: Option<usize>,
+    /// The stability canary ([`canary::check`]; tests give a fixed one, so
+    /// that no round of theirs is judged by the machine's phase).
+    pub canary: fn() -> f64,
+    /// Seed of the order in which each pass measures the benchmarks (a new
+    /// shuffle every pass, all drawn from this seed): recorded in the run,
+    /// so an order can be repeated (`run --seed`).
+    pub seed: u64,
+}
+
+impl RunOptions {
+    /// Options with the profile's own counts.
+    pub fn new(profile: Profile) -> RunOptions {
+        RunOptions {
+            profile,
+            samples: None,
+            rounds: None,
+            canary: canary::check,
+            seed: fastrand::u64(..),
+        }
+    }
+
+    /// Samples wanted per benchmark, over all its rounds.
+    pub fn samples_wanted(&self) -> usize {
+        self.samples.unwrap_or(self.profile.samples()).max(1)
+    }
+
+    /// Rounds per benchmark (never more than the samples wanted).
+    pub fn rounds(&self) -> usize {
+        self.rounds
+            .unwrap_or(self.profile.rounds())
+            .clamp(1, self.samples_wanted())
+    }
+
+    /// Samples wanted in round `r` (0-based): the total shared out exactly.
+    pub fn round_samples(&self, r: usize) -> usize {
+        let (n, k) = (self.samples_wanted(), self.rounds());
+        n / k + usize::from(r < n % k)
+    }
+
+    /// The time a benchmark may take over all its rounds: its budget,
+    /// stretched when `--samples` asks for more samples than the profile.
+    pub fn budget_of(&self, b: &dyn Bench) -> Duration {
+        let base = b.budget(self.profile);
+        let scale = self.samples_wanted() as f64 / self.profile.samples() as f64;
+        if scale > 1.0 {
+            base.mul_f64(scale)
+        } else {
+            base
+        }
+    }
+}
+
+/// A benchmark that produced no measurement, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// The benchmark id.
+    pub id: String,
+    /// Why: the missing feature, or the error.
+    pub reason: String,
+    /// True for an error, false for a skip (missing feature, no space...).
+    pub failed: bool,
+}
+
+/// What a run produced.
+#[derive(Debug, Default)]
+pub struct RunOutcome {
+    /// Finished measurements, in run order.
+    pub measurements: Vec<Measurement>,
+    /// Benchmarks skipped or failed.
+    pub skipped: Vec<Skipped>,
+    /// True when the user stopped the run.
+    pub interrupted: bool,
+    /// How stable the machine was (absent when no canary was taken).
+    pub stability: Option<Stability>,
+}
+
+/// Progress events, for a progress bar and for saving results as they come.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A round of a benchmark (or interleaved group) starts; the ids it covers.
+    Started(&'a [String]),
+    /// A round of a benchmark finished (measured, skipped or failed): the
+    /// share of its budget now spent (all that is left when it drops out).
+    Finished(&'a str, Duration),
+    /// The result of the benchmark at position `.0` of the run, from the rounds done so far.
+    Result(usize, &'a Measurement),
+}
+
+/// One benchmark across its rounds.
+pub(super) struct Track {
+    pub(super) id: String,
+    pub(super) bench: Box<dyn Bench>,
+    pub(super) budget: Duration,
+    /// Per-op ns of every sample of every used round.
+    pub(super) samples_ns: Vec<Vec<f64>>,
+    pub(super) op_times: Vec<f64>,
+    pub(super) rounds: Vec<Round>,
+    pub(super) warnings: Vec<String>,
+    pub(super) details: Option<serde_json::Value>,
+    /// Set when the benchmark was skipped or failed: no more rounds.
+    pub(super) out: bool,
+    /// The last round was cut short by a stop.
+    pub(super) cut: bool,
+}
+
+/// The tracks of `benches`, nothing measured yet.
+pub(super) fn new_tracks(benches: Vec<Box<dyn Bench>>, opts: &RunOptions) -> Vec<Track> {
+    benches
+        .into_iter()
+        .map(|bench| Track {
+            id: bench.id().to_string(),
+            budget: opts.budget_of(bench.as_ref()),
+            bench,
+            samples_ns: Vec::new(),
+            op_times: Vec::new(),
+            rounds: Vec::new(),
+            warnings: Vec::new(),
+            details: None,
+            out: false,
+            cut: false,
+        })
+        .collect()
+}
+
+/// One benchmark being measured in one round.
+struct Live {
+    track: usize,
+    timed: Box<dyn Timed>,
+    ops: u64,
+    budget: Duration,
+    wanted: usize,
+    /// Time spent on this benchmark alone in this round: set-up,
+    /// calibration, warm-up and its own samples. Members of an interleaved
+    /// group each get their own budget, not a share of one.
+    spent: Duration,
+    samples_ns: Vec<f64>,
+    op_times: Vec<f64>,
+    done: bool,
+}
+
+/// What a round needs besides the tracks.
+pub(super) struct RoundCtx<'a> {
+    pub(super) ctx: &'a Ctx,
+    pub(super) opts: &'a RunOptions,
+    pub(super) overhead: &'a mut Option<f64>,
+    pub(super) out: &'a mut RunOutcome,
+    pub(super) progress: &'a mut dyn FnMut(Event<'_>),
+    /// Seconds since the run started.
+    pub(super) at: f64,
+}
+
+/// The stability canary read just before and just after a round (by the
+/// worker that measured it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Canaries {
+    /// Taken just before the round, ns.
+    pub(super) before: f64,
+    /// Taken just after it, ns.
+    pub(super) after: f64,
+}
+
+/// The text of a caught panic.
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_string());
+    format!("the benchmark panicked: {msg}")
+}
+
+/// Takes a benchmark out of the run, recording why.
+pub(super) fn drop_out(t: &mut Track, out: &mut RunOutcome, reason: String, failed: bool) {
+    t.out = true;
+    out.skipped.push(Skipped {
+        id: t.id.clone(),
+        reason,
+        failed,
+    });
+}
+
+/// One round of one group: prepare, calibrate and warm up each member, then
+/// sample them round-robin in a shuffled order until each has its share.
+pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
+    let (ctx, opts) = (rc.ctx, rc.opts);
+    let profile = opts.profile;
+    let rounds = opts.rounds();
+    let wanted = opts.round_samples(pass.min(rounds - 1));
+    let min_round = if rounds >= MIN_ROUNDS_ONE_SAMPLE {
+        1
+    } else {
+        MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
+    };
+    let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
+    let ids: Vec<String> = group
+        .iter()
+        .filter(|&&i| !tracks[i].out)
+        .map(|&i| tracks[i].id.clone())
+        .collect();
+    (rc.progress)(Event::Started(&ids));
+    let before = Snapshot::now();
+    let load = canary::load1();
+    let mut live: Vec<Live> = Vec::new();
+    // The budget of this round and the ones after it, for the progress of
+    // a benchmark that drops out.
+    let left = |t: &Track| budget_left(t, rounds, pass);
+
+    for &i in group {
+        let t = &mut tracks[i];
+        if t.out || ctx.stopping() {
+            continue;
+        }
+        let budget = t.budget / rounds as u32;
+        let started = Instant::now();
+        let prepared = catch_unwind(AssertUnwindSafe(|| t.bench.prepare(ctx)));
+        let mut timed = match prepared {
+            Ok(Ok(timed)) => timed,
+            Ok(Err(e)) => {
+                let failed = matches!(e, PrepareError::Fail(_));
+                let reason = match e {
+                    PrepareError::Skip(r) => r,
+                    PrepareError::Fail(err) => format!("{err:#}"),
+                };
+                drop_out(t, rc.out, reason, failed);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+                continue;
+            }
+            Err(p) => {
+                drop_out(t, rc.out, panic_text(p), true);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+                continue;
+            }
+        };
+        let cal = catch_unwind(AssertUnwindSafe(|| {
+            calibrate(timed.as_mut(), profile.sample_target(), budget / 3).and_then(
+                |(ops, took)| {
+                    // A calibration batch as long as the warm-up was the warm-up
+                    // (a whole file tree, a 1 GiB pass): no need for another.
+                    if took < warmup {
+                        warm_up(timed.as_mut(), ops, warmup)?;
+                    }
+                    Ok(ops)
+                },
+            )
+        }));
+        match cal {
+            Ok(Ok(ops)) => {
+                timed.take_op_times(); // discard calibration and warm-up timings
+                live.push(Live {
+                    track: i,
+                    timed,
+                    ops,
+                    budget,
+                    wanted,
+                    spent: started.elapsed(),
+                    samples_ns: Vec::with_capacity(wanted),
+                    op_times: Vec::new(),
+                    done: false,
+                })
+            }
+            Ok(Err(e)) => {
+                drop_out(t, rc.out, format!("{e:#}"), true);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+            }
+            Err(p) => {
+                drop_out(t, rc.out, panic_text(p), true);
+                (rc.progress)(Event::Finished(&t.id, left(t)));
+            }
+        }
+    }
+
+    if rc.overhead.is_none()
+        && live
+            .iter()
+            .any(|l| tracks[l.track].bench.overhead() == Overhead::EmptyLoop)
+    {
+        *rc.overhead = Some(measure_loop_overhead(profile));
+    }
+    let overhead = *rc.overhead;
+
+    // Sample, round-robin in a shuffled order per turn.
+    let mut order: Vec<usize> = (0..live.len()).collect();
+    while live.iter().any(|l| !l.done) {
+        if ctx.stopping() {
+            break;
+        }
+        fastrand::shuffle(&mut order);
+        for &k in &order {
+            let l = &mut live[k];
+            if l.done || ctx.stopping() {
+                continue;
+            }
+            let t = &mut tracks[l.track];
+            let sample_start = Instant::now();
+            let result = catch_unwind(AssertUnwindSafe(|| l.timed.run(l.ops)));
+            l.spent += sample_start.elapsed();
+            let err = match result {
+                Ok(Ok(took)) => {
+                    let mut per_op = took.as_nanos() as f64 / l.ops as f64;
+                    if t.bench.overhead() == Overhead::EmptyLoop {
+                        per_op -= overhead.unwrap_or(0.0);
+                    }
+                    l.samples_ns.push(per_op.max(1e-3));
+                    l.op_times.extend(l.timed.take_op_times());
+                    None
+                }
+                Ok(Err(e)) => Some(format!("{e:#}")),
+                Err(p) => Some(panic_text(p)),
+            };
+            if let Some(reason) = err {
+                drop_out(t, rc.out, reason, true);
+                l.done = true;
+                // This round is counted below; the rounds it will not run, here.
+                (rc.progress)(Event::Finished(&t.id, left(t).saturating_sub(l.budget)));
+                continue;
+            }
+            let n = l.samples_ns.len();
+            // An explicit --samples is honoured; the profile's count yields to the budget.
+            let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
+            if n >= l.wanted || (n >= min_round && out_of_budget) {
+                l.done = true;
+            }
+        }
+    }
+
+    let interference = before.until(&Snapshot::now());
+    for l in live {
+        let t = &mut tracks[l.track];
+        (rc.progress)(Event::Finished(&t.id, l.budget));
+        if t.out || l.samples_ns.is_empty() {
+            continue;
+        }
+        let values: Vec<f64> = l
+            .samples_ns
+            .iter()
+            .map(|&ns| t.bench.unit().from_ns_per_op(ns))
+            .collect();
+        t.rounds.push(Round {
+            median: quantile(&values, 0.5).unwrap_or(f64::NAN),
+            n: values.len(),
+            ops: l.ops,
+            at_s: rc.at,
+            canary: None,
+            slow: false,
+            used: true,
+            steal_ms: interference.steal_ms,
+            nivcsw: interference.nivcsw,
+            migrations: interference.migrations,
+            load,
+            phase_factor: None,
+            process: None,
+        });
+        t.cut = !l.done;
+        t.samples_ns.push(l.samples_ns);
+        t.op_times.extend(l.op_times);
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            (l.timed.warnings(), l.timed.details(), drop(l.timed))
+        }));
+        if let Ok((w, d, ())) = dropped {
+            for w in w {
+                if !t.warnings.contains(&w) {
+                    t.warnings.push(w);
+                }
+            }
+            t.details = d.or(t.details.take());
+        }
+    }
+}
+
+/// The budget of round `pass` of a benchmark and of the rounds after it:
+/// the progress it makes when it drops out.
+pub(super) fn budget_left(t: &Track, rounds: usize, pass: usize) -> Duration {
+    (t.budget / rounds as u32) * rounds.saturating_sub(pass) as u32
+}
+
+/// Runs untimed batches for `warmup`.
+fn warm_up(t: &mut dyn Timed, ops: u64, warmup: Duration) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while start.elapsed() < warmup {
+        t.run(ops)?;
+    }
+    Ok(())
+}
+
+/// Per-op cost of the empty counted loop, ns (median of a calibrated set).
+pub fn measure_loop_overhead(profile: Profile) -> f64 {
+    let mut e = EmptyLoop;
+    let Ok((ops, _)) = calibrate(&mut e, profile.sample_target(), Duration::from_millis(200))
+    else {
+        return 0.0;
+    };
+    let samples: Vec<f64> = (0..15)
+        .filter_map(|_| e.run(ops).ok())
+        .map(|d| d.as_nanos() as f64 / ops as f64)
+        .collect();
+    quantile(&samples, 0.5).unwrap_or(0.0)
+}
