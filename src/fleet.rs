@@ -339,7 +339,7 @@ fn group(
         }
     }
     // What sets each flagged host apart from its group.
-    let facts: Vec<Vec<(String, String)>> = runs.iter().map(|d| facts(&d.host)).collect();
+    let facts: Vec<Vec<(String, String)>> = runs.iter().map(|d| d.host.cost_facts()).collect();
     let mut modes: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
     for f in &facts {
         for (k, v) in f {
@@ -375,43 +375,6 @@ fn group(
         medians,
         bounds,
     }
-}
-
-/// The facts of a host description that change what operations cost, as
-/// (name, value) pairs; unknown is `?`.
-pub fn facts(h: &Host) -> Vec<(String, String)> {
-    let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
-    let b = |v: Option<bool>| v.map_or("?".to_string(), |x| if x { "on" } else { "off" }.into());
-    let cmdline_mitigations = h
-        .kernel
-        .cmdline
-        .as_deref()
-        .and_then(|c| {
-            c.split_whitespace()
-                .find_map(|w| w.strip_prefix("mitigations="))
-        })
-        .unwrap_or("default")
-        .to_string();
-    let mut out = vec![
-        ("clocksource".to_string(), s(&h.clocksource)),
-        ("mitigations=".to_string(), cmdline_mitigations),
-        ("THP".to_string(), s(&h.thp.enabled)),
-        ("governor".to_string(), s(&h.governor)),
-        ("microcode".to_string(), s(&h.cpu.microcode)),
-        ("SMT".to_string(), b(h.cpu.smt_active)),
-        ("boost".to_string(), b(h.freq.boost)),
-        ("cpufreq driver".to_string(), s(&h.freq.driver)),
-        (
-            "hypervisor".to_string(),
-            h.hypervisor().unwrap_or_else(|| "none".into()),
-        ),
-    ];
-    out.extend(
-        h.vulnerabilities
-            .iter()
-            .map(|(k, v)| (format!("vulnerability {k}"), v.clone())),
-    );
-    out
 }
 
 #[cfg(test)]

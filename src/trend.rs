@@ -505,7 +505,7 @@ pub fn env_facts(h: &Host) -> Vec<(String, String)> {
         ("kernel".to_string(), s(&h.kernel.release)),
         ("cmdline".to_string(), s(&h.kernel.cmdline)),
     ];
-    out.extend(crate::fleet::facts(h));
+    out.extend(h.cost_facts());
     out.extend([
         ("libc".to_string(), s(&h.software.libc)),
         ("opcost".to_string(), h.software.opcost_version.clone()),

@@ -8,7 +8,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use crate::document::RunDoc;
-use crate::report::table::NOISY_MARK;
+use crate::report::format::NOISY_MARK;
 use crate::units::{human_bytes, human_ns};
 
 use super::Outcome;
@@ -39,7 +39,7 @@ pub fn render(doc: &RunDoc, outcomes: &[Outcome]) -> String {
             mark.push_str(NOISY_MARK);
         }
         // The CPU-time rows share the command's caveats; noise is the mark's.
-        for w in wall.warnings.iter().filter(|w| !w.starts_with("noisy")) {
+        for w in wall.other_warnings() {
             let n = match notes.iter().position(|x| x == w) {
                 Some(i) => i + 1,
                 None => {

@@ -560,7 +560,7 @@ impl Measurement {
         m.warnings = Vec::new();
         for w in parts.iter().flat_map(|p| &p.warnings) {
             // Noise is judged again on the joined rounds.
-            if !w.starts_with("noisy:") && !m.warnings.contains(w) {
+            if !warnings::is_noise(w) && !m.warnings.contains(w) {
                 m.warnings.push(w.clone());
             }
         }
@@ -568,6 +568,12 @@ impl Measurement {
             m.warnings.push(w.to_string());
         }
         Some(m)
+    }
+
+    /// Its warnings other than the noise warning (which reports show as
+    /// a mark).
+    pub fn other_warnings(&self) -> impl Iterator<Item = &String> {
+        self.warnings.iter().filter(|w| !warnings::is_noise(w))
     }
 
     /// The medians of the rounds that count toward the estimate.

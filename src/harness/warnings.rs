@@ -209,6 +209,15 @@ pub enum Warning {
     },
 }
 
+/// How the text of a [`Warning::Noisy`] begins, as stored in a result.
+pub const NOISY_PREFIX: &str = "noisy:";
+
+/// True when a stored warning text is the noise warning (which reports
+/// show as a mark rather than a note).
+pub fn is_noise(text: &str) -> bool {
+    text.starts_with(NOISY_PREFIX)
+}
+
 impl Warning {
     /// A stable name of the kind of warning, for programs: `noisy`, `vdso_missing`...
     pub fn code(&self) -> &'static str {
@@ -269,7 +278,7 @@ impl fmt::Display for Warning {
             ),
             Warning::Noisy { ci_rel, threshold } => write!(
                 f,
-                "noisy: 95% CI of the median is ±{:.1}% (threshold ±{:.0}%); rerun with --profile thorough, pin with --cpu, or quieten the machine",
+                "{NOISY_PREFIX} 95% CI of the median is ±{:.1}% (threshold ±{:.0}%); rerun with --profile thorough, pin with --cpu, or quieten the machine",
                 ci_rel * 100.0,
                 threshold * 100.0
             ),

@@ -217,6 +217,45 @@ pub fn mem_available_now() -> Option<u64> {
 }
 
 impl Host {
+    /// The facts of a host description that change what operations cost, as
+    /// (name, value) pairs; unknown is `?`.
+    pub fn cost_facts(&self) -> Vec<(String, String)> {
+        let h = self;
+        let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+        let b =
+            |v: Option<bool>| v.map_or("?".to_string(), |x| if x { "on" } else { "off" }.into());
+        let cmdline_mitigations = h
+            .kernel
+            .cmdline
+            .as_deref()
+            .and_then(|c| {
+                c.split_whitespace()
+                    .find_map(|w| w.strip_prefix("mitigations="))
+            })
+            .unwrap_or("default")
+            .to_string();
+        let mut out = vec![
+            ("clocksource".to_string(), s(&h.clocksource)),
+            ("mitigations=".to_string(), cmdline_mitigations),
+            ("THP".to_string(), s(&h.thp.enabled)),
+            ("governor".to_string(), s(&h.governor)),
+            ("microcode".to_string(), s(&h.cpu.microcode)),
+            ("SMT".to_string(), b(h.cpu.smt_active)),
+            ("boost".to_string(), b(h.freq.boost)),
+            ("cpufreq driver".to_string(), s(&h.freq.driver)),
+            (
+                "hypervisor".to_string(),
+                h.hypervisor().unwrap_or_else(|| "none".into()),
+            ),
+        ];
+        out.extend(
+            h.vulnerabilities
+                .iter()
+                .map(|(k, v)| (format!("vulnerability {k}"), v.clone())),
+        );
+        out
+    }
+
     /// Detects this machine; never fails (unknown facts are None or empty).
     pub fn detect() -> Host {
         let mut host = Host::detect_at(Path::new("/"));

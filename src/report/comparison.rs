@@ -7,7 +7,7 @@ use std::fmt::Write;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
-use super::table::NOISY_MARK;
+use super::format::NOISY_MARK;
 use crate::compare::{Comparison, GateFailures, Row, Verdict};
 use crate::units::fmt_ratio;
 use crate::units::human;

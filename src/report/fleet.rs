@@ -5,8 +5,8 @@ use std::fmt::Write;
 use comfy_table::Table;
 use comfy_table::presets::NOTHING;
 
-use super::html::esc;
-use super::markdown::cell;
+use super::format::cell;
+use super::format::esc;
 use crate::fleet::{Flag, Fleet, Group, HostRow};
 use crate::units::{fmt_ratio, human};
 

@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::charts::{self, Bar, BarGroup, ForestRow, Point, Ratio, Series};
-use super::table::NOISY_MARK;
+use super::format::{NOISY_MARK, esc};
 use crate::compare::{Comparison, DEFAULT_THRESHOLD, compare};
 use crate::document::RunDoc;
-use crate::harness::Measurement;
+use crate::harness::{BaseUnit, Measurement};
 use crate::headline;
 use crate::score::{self, Reference, fmt_score};
 use crate::units::{SWEEP_AXES, fmt_ratio, human, human_bytes};
@@ -36,22 +36,6 @@ pub struct Report {
     pub html: String,
     /// The number of charts in it (each an `<svg>` in a `figure.chart`).
     pub charts: usize,
-}
-
-/// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Where a measurement sits on a sweep.
@@ -364,16 +348,17 @@ fn area_charts(
     let mut out = Vec::new();
 
     // Bars: per unit, the benchmarks that are not sweep points.
-    let mut units: Vec<&str> = Vec::new();
+    let mut units: Vec<BaseUnit> = Vec::new();
     for (id, m) in &ids {
-        if !is_sweep(id) && !units.contains(&m.unit.label()) {
-            units.push(m.unit.label());
+        if !is_sweep(id) && !units.contains(&m.unit) {
+            units.push(m.unit);
         }
     }
-    for unit in units {
+    for base in units {
+        let unit = base.label();
         let groups: Vec<BarGroup> = ids
             .iter()
-            .filter(|(id, m)| m.unit.label() == unit && !is_sweep(id))
+            .filter(|(id, m)| m.unit == base && !is_sweep(id))
             .map(|(id, _)| BarGroup {
                 label: id.to_string(),
                 bars: docs
@@ -396,10 +381,10 @@ fn area_charts(
             } else {
                 String::new()
             };
-            let better = if unit == "ns/op" {
-                "lower is better"
-            } else {
+            let better = if base.higher_is_better() {
                 "higher is better"
+            } else {
+                "lower is better"
             };
             let title = format!("{area}: {unit}{part}");
             let svg = charts::bars_svg(&title, unit, chunk, names)?;

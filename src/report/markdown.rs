@@ -3,18 +3,11 @@
 
 use std::fmt::Write;
 
-use super::table::NOISY_MARK;
+use super::format::{NOISY_MARK, cell};
 use crate::compare::Comparison;
 use crate::document::RunDoc;
 use crate::units::fmt_ratio;
 use crate::units::human;
-
-/// Escapes text for a Markdown table cell.
-pub fn cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-}
 
 /// Renders a run as Markdown.
 pub fn render_run(doc: &RunDoc) -> String {
@@ -63,12 +56,7 @@ pub fn render_run(doc: &RunDoc) -> String {
                 if m.noisy {
                     note.push(format!("{NOISY_MARK} noisy"));
                 }
-                note.extend(
-                    m.warnings
-                        .iter()
-                        .filter(|w| !w.starts_with("noisy"))
-                        .cloned(),
-                );
+                note.extend(m.other_warnings().cloned());
                 let _ = writeln!(
                     out,
                     "| `{}` | {} | ±{:.1}% | {} … {} | {} | {} |",

@@ -7,6 +7,7 @@ pub mod comparison;
 pub mod csv;
 pub mod dashboards;
 pub mod fleet;
+pub mod format;
 pub mod html;
 pub mod markdown;
 pub mod table;

@@ -7,13 +7,12 @@ use std::fmt::Write;
 use comfy_table::presets::{NOTHING, UTF8_BORDERS_ONLY};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
+use super::format::NOISY_MARK;
 use crate::document::RunDoc;
+use crate::harness::stats::NOISE_THRESHOLD;
 use crate::headline;
 use crate::score::{self, Reference, fmt_score};
 use crate::units::human;
-
-/// The mark shown beside a noisy result.
-pub const NOISY_MARK: &str = "~";
 
 /// Renders a run document as text for the terminal.
 pub fn render(doc: &RunDoc) -> String {
@@ -67,10 +66,11 @@ pub fn render(doc: &RunDoc) -> String {
     let noisy = doc.results.iter().filter(|m| m.noisy).count();
     let _ = writeln!(
         out,
-        "\n{} results in {:.1} s; median ± half-width of its 95% CI{}; {NOISY_MARK} = noisy (CI wider than ±5%): {noisy}",
+        "\n{} results in {:.1} s; median ± half-width of its 95% CI{}; {NOISY_MARK} = noisy (CI wider than ±{:.0}%): {noisy}",
         doc.results.len(),
         doc.run.duration_s,
-        rounds_note(doc)
+        rounds_note(doc),
+        NOISE_THRESHOLD * 100.0
     );
     out
 }
@@ -168,10 +168,8 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
         if m.noisy {
             note.push_str(NOISY_MARK);
         }
-        for w in &m.warnings {
-            if w.starts_with("noisy") {
-                continue; // the mark says it
-            }
+        // The noise warning is the mark's.
+        for w in m.other_warnings() {
             let n = match notes.iter().position(|x| x == w) {
                 Some(i) => i + 1,
                 None => {

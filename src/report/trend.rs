@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::html::esc;
-use super::markdown::cell;
+use super::format::cell;
+use super::format::esc;
 use crate::document::RunDoc;
 use crate::harness::BaseUnit;
 use crate::trend::{ChangePoint, Method, Point, Run, Series, Trend, Value, analyse, env_facts};
