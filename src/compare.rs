@@ -33,7 +33,6 @@ use serde::Serialize;
 
 use crate::document::RunDoc;
 use crate::harness::{BaseUnit, Measurement, stats};
-use crate::suites;
 
 /// Resamples drawn for each bootstrap interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -421,7 +420,7 @@ pub fn compare_sides(
     history: &[RunDoc],
 ) -> Comparison {
     let selected =
-        |id: &str| patterns.is_empty() || patterns.iter().any(|p| suites::matches(p, id));
+        |id: &str| patterns.is_empty() || patterns.iter().any(|p| crate::pattern::matches(p, id));
     let ids_of = |side: &[RunDoc]| {
         let mut ids: Vec<String> = Vec::new();
         for d in side {

@@ -177,7 +177,7 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
         let mut cols: Vec<(Column, Picker)> = Vec::new();
         for d in &docs {
             for m in &d.results {
-                if patterns.iter().any(|p| crate::suites::matches(p, &m.id))
+                if patterns.iter().any(|p| crate::pattern::matches(p, &m.id))
                     && !cols.iter().any(|(c, _)| c.label == m.id)
                 {
                     cols.push((

@@ -13,6 +13,7 @@ pub mod harness;
 pub mod headline;
 pub mod host;
 pub mod os;
+pub mod pattern;
 pub mod report;
 pub mod score;
 pub mod store;

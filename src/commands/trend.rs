@@ -102,7 +102,7 @@ pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
 
 /// Whether a benchmark id is one `patterns` select (all when there are none).
 pub fn selects(patterns: &[String]) -> impl Fn(&str) -> bool + '_ {
-    move |id| patterns.is_empty() || patterns.iter().any(|p| crate::suites::matches(p, id))
+    move |id| patterns.is_empty() || patterns.iter().any(|p| crate::pattern::matches(p, id))
 }
 
 /// The trend of the rows a history gave.

@@ -10,6 +10,7 @@
 pub mod affinity;
 pub mod canary;
 pub mod claims;
+pub mod clock;
 mod phase;
 pub mod round;
 pub mod runner;
@@ -597,6 +598,19 @@ pub struct Finding {
     pub value: f64,
     /// The unit of `value` (`x` for a ratio, `ns/op`, `B/s`, `B`...).
     pub unit: String,
+}
+
+/// A context for unit tests: quick profile, the system temp dir, no pinning.
+#[cfg(test)]
+pub(crate) fn test_ctx() -> Ctx {
+    Ctx {
+        profile: Profile::Quick,
+        host: Arc::new(Host::detect()),
+        tmp: std::env::temp_dir(),
+        dir: std::env::temp_dir(),
+        cpu: None,
+        stop: Arc::new(AtomicBool::new(false)),
+    }
 }
 
 /// The area of an id: its first dotted segment.

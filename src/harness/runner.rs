@@ -676,8 +676,10 @@ mod tests {
             }
         }
         let mk = |unit: Unit| {
-            crate::suites::FnBench::new("t.x", "x", unit, |_| Ok(Box::new(Tiny) as Box<dyn Timed>))
-                .boxed()
+            crate::suites::bench::FnBench::new("t.x", "x", unit, |_| {
+                Ok(Box::new(Tiny) as Box<dyn Timed>)
+            })
+            .boxed()
         };
         let warned = |unit: Unit| {
             let out = run(vec![mk(unit)], &ctx(), &opts, None, &mut |_| {});
@@ -708,7 +710,7 @@ mod tests {
             canary: steady,
             seed: 1,
         };
-        let boom = crate::suites::FnBench::new("t.boom", "x", Unit::Latency, |_| {
+        let boom = crate::suites::bench::FnBench::new("t.boom", "x", Unit::Latency, |_| {
             Ok(Box::new(Boom) as Box<dyn Timed>)
         })
         .boxed();

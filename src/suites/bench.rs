@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::harness::{
     Bench, Ctx, Finding, Measurement, Overhead, Params, PrepareError, Profile, Timed, Unit,
 };
+use crate::host::Host;
 
 /// The prepare step of a [`FnBench`].
 pub type PrepareFn = Box<dyn Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync>;
@@ -225,6 +226,44 @@ pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
         value,
         unit: "x".to_string(),
     }
+}
+
+/// A group of benchmarks of one area, with the findings derived from them.
+pub struct Suite {
+    /// The area name, the first segment of every id in it.
+    pub name: &'static str,
+    /// One line describing the suite.
+    pub summary: &'static str,
+    /// The suite's benchmarks on this machine.
+    pub benches: fn(&Host) -> Vec<Box<dyn Bench>>,
+    /// Findings from the measurements of a run (any subset may be present).
+    pub findings: fn(&[Measurement]) -> Vec<Finding>,
+}
+
+/// The id of the effective-clock benchmark.
+pub const CLOCK_ID: &str = "cpu.clock";
+
+/// The time per operation of `m` undisturbed: its 5th percentile of time
+/// (the 95th of a rate). On a shared machine interference only ever adds
+/// time, so for properties of the hardware (cycles per instruction, cache
+/// latency) the fast end of the samples is the estimate, not the median.
+pub fn fast_ns_per_op(m: &Measurement) -> f64 {
+    if m.higher_is_better() {
+        m.to_ns_per_op(m.p95)
+    } else {
+        m.p5
+    }
+}
+
+/// The clock of a run in GHz: `cpu.clock` if measured (its fast end, see
+/// [`fast_ns_per_op`]), else the estimate recorded by a memory latency benchmark.
+pub fn run_ghz(ms: &[Measurement]) -> Option<f64> {
+    if let Some(m) = get(ms, CLOCK_ID) {
+        return Some(1.0 / fast_ns_per_op(m)).filter(|g| g.is_finite() && *g > 0.0);
+    }
+    ms.iter()
+        .filter_map(|m| m.details.as_ref()?.get("ghz_estimate")?.as_f64())
+        .find(|g| g.is_finite() && *g > 0.0)
 }
 
 #[cfg(test)]

@@ -19,22 +19,13 @@ pub mod text;
 pub mod timer;
 pub mod undisturbed;
 
-pub use bench::{Budget, FnBench, Looped, PrepareFn, get, median_of, ratio_finding};
+pub use bench::Suite;
+
+pub use crate::pattern::{NoMatch, matches};
 
 use crate::harness::{Bench, Finding, Measurement, Profile};
 use crate::host::Host;
-
-/// A group of benchmarks of one area, with the findings derived from them.
-pub struct Suite {
-    /// The area name, the first segment of every id in it.
-    pub name: &'static str,
-    /// One line describing the suite.
-    pub summary: &'static str,
-    /// The suite's benchmarks on this machine.
-    pub benches: fn(&Host) -> Vec<Box<dyn Bench>>,
-    /// Findings from the measurements of a run (any subset may be present).
-    pub findings: fn(&[Measurement]) -> Vec<Finding>,
-}
+use crate::pattern::nearest;
 
 /// Every registered suite, in run order.
 pub fn suites() -> Vec<Suite> {
@@ -89,59 +80,6 @@ pub struct ProfileTooShort {
     pub profile: &'static str,
 }
 
-/// A pattern that selected nothing, with the closest ids.
-#[derive(Debug, thiserror::Error)]
-#[error("no benchmark matches '{pattern}'{}", nearest_text(.nearest))]
-pub struct NoMatch {
-    /// The pattern as given.
-    pub pattern: String,
-    /// The closest ids, best first.
-    pub nearest: Vec<String>,
-}
-
-fn nearest_text(nearest: &[String]) -> String {
-    if nearest.is_empty() {
-        "; `opcost list` shows every id".to_string()
-    } else {
-        format!(
-            "; did you mean: {}? (`opcost list` shows every id)",
-            nearest.join(", ")
-        )
-    }
-}
-
-/// True when `pattern` selects `id`: a glob (`*`, `?`) matching the whole
-/// id, or a plain prefix (`syscall`, `syscall.io`).
-pub fn matches(pattern: &str, id: &str) -> bool {
-    if pattern.contains(['*', '?']) {
-        glob_match(pattern.as_bytes(), id.as_bytes())
-    } else {
-        id.starts_with(pattern)
-    }
-}
-
-/// Wildcard match: `*` any run of characters, `?` one character.
-fn glob_match(p: &[u8], s: &[u8]) -> bool {
-    let (mut pi, mut si) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while si < s.len() {
-        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
-            pi += 1;
-            si += 1;
-        } else if pi < p.len() && p[pi] == b'*' {
-            star = Some((pi, si));
-            pi += 1;
-        } else if let Some((sp, ss)) = star {
-            pi = sp + 1;
-            si = ss + 1;
-            star = Some((sp, ss + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
-}
-
 /// Keeps the benchmarks any pattern selects, in registry order; every
 /// pattern must select something. No patterns selects everything.
 pub fn select(
@@ -165,65 +103,11 @@ pub fn select(
         .collect())
 }
 
-/// Up to five ids (or id prefixes) closest to `pattern` by edit distance.
-pub fn nearest<'a>(pattern: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut cands: Vec<String> = Vec::new();
-    for id in ids {
-        // Offer every dotted prefix too, so `sycall` suggests `syscall`.
-        let mut acc = String::new();
-        for (i, part) in id.split('.').enumerate() {
-            if i > 0 {
-                acc.push('.');
-            }
-            acc.push_str(part);
-            if !cands.contains(&acc) {
-                cands.push(acc.clone());
-            }
-        }
-    }
-    let bare = pattern.trim_matches(['*', '?']);
-    let mut scored: Vec<(usize, String)> = cands
-        .into_iter()
-        .map(|c| (strsim::levenshtein(bare, &c), c))
-        .collect();
-    scored.sort();
-    let limit = (bare.len() / 2).max(3);
-    scored
-        .into_iter()
-        .filter(|(d, _)| *d <= limit)
-        .take(5)
-        .map(|(_, c)| c)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::harness::{PrepareError, Unit};
-
-    #[test]
-    fn prefix_and_glob_patterns() {
-        assert!(matches("syscall", "syscall.getpid.raw"));
-        assert!(matches("syscall.io", "syscall.io.read/4B"));
-        assert!(!matches("ipc", "syscall.getpid.raw"));
-        assert!(matches("syscall.io.*", "syscall.io.read/4B"));
-        assert!(matches("*getpid*", "syscall.getpid.raw"));
-        assert!(matches("syscall.?etpid.*", "syscall.getpid.raw"));
-        assert!(!matches("syscall.io.*", "syscall.getpid.raw"));
-        assert!(!matches("*.raw", "syscall.getpid.libc"));
-    }
-
-    #[test]
-    fn nearest_suggests_close_prefixes() {
-        let ids = [
-            "syscall.getpid.raw",
-            "syscall.getpid.libc",
-            "ipc.pipe.throughput/64KiB",
-        ];
-        let n = nearest("sycall", ids.iter().copied());
-        assert_eq!(n.first().map(String::as_str), Some("syscall"));
-        assert!(nearest("zzzzzzzzzzzzzzzzzz", ids.iter().copied()).is_empty());
-    }
+    use crate::suites::bench::FnBench;
 
     #[test]
     fn registry_ids_are_unique_and_well_formed() {

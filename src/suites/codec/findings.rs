@@ -108,7 +108,7 @@ fn groups(ms: &[Measurement]) -> Groups {
             codec: codec.to_string(),
             ratio,
             c: widths.est(m),
-            d: super::super::get(ms, &d_id).map(|d| widths.est(d)),
+            d: crate::suites::bench::get(ms, &d_id).map(|d| widths.est(d)),
         };
         let sizes = out.entry(input.to_string()).or_default();
         match sizes.iter_mut().find(|(_, s, _)| s == size) {

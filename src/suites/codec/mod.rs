@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use codecs::{Codec, Coder, LEVELS};
 use corpus::Kind;
 
-use super::{FnBench, Suite};
+use super::bench::{FnBench, Suite};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::host::Host;
 use crate::units::size_label;
@@ -618,7 +618,7 @@ mod tests {
             .iter()
             .find(|b| b.id() == "codec.file-sample_log.zstd-3.decompress/5000B")
             .expect("the zstd-3 decompress benchmark");
-        let ctx = crate::suites::process::tests_ctx();
+        let ctx = crate::harness::test_ctx();
         let mut t = b.prepare(&ctx).map_err(|e| e.to_string()).unwrap();
         assert!(t.run(2).unwrap() > Duration::ZERO);
         let d = t.details().unwrap();

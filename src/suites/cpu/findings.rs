@@ -11,12 +11,10 @@
 //! neither moves the figure nor flips the word.
 
 use super::chains::{Op, Ty};
-use super::{
-    BRANCH_PREDICTABLE, BRANCH_UNPREDICTABLE, CLOCK_ID, chain_id, fast_ns_per_op, run_ghz,
-};
+use super::{BRANCH_PREDICTABLE, BRANCH_UNPREDICTABLE, chain_id};
 use crate::harness::claims::{Est, Verdict, compare, fast_end, speedup};
 use crate::harness::{Finding, Measurement};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{CLOCK_ID, fast_ns_per_op, get, ratio_finding, run_ghz};
 
 /// Cycles per operation of `m`: counted where counters ran, else time x clock.
 fn cycles(m: &Measurement, ghz: Option<f64>) -> Option<f64> {

@@ -12,15 +12,14 @@ pub mod counters;
 mod findings;
 
 use std::hint::black_box;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::bench::{FnBench, Suite};
 use super::undisturbed::Undisturbed;
-use super::{FnBench, Suite, get};
 use crate::harness::warnings::Warning;
-use crate::harness::{Bench, Ctx, Measurement, PrepareError, Timed, Unit};
+use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::host::Host;
 use chains::{BRANCH_DATA, Op, Ty};
 use counters::Counters;
@@ -57,8 +56,7 @@ pub fn primes_by_trial_division(limit: u64) -> u64 {
     n
 }
 
-/// The id of the effective-clock benchmark.
-pub const CLOCK_ID: &str = "cpu.clock";
+use super::bench::CLOCK_ID;
 
 /// The CPU suite.
 pub fn suite() -> Suite {
@@ -68,24 +66,6 @@ pub fn suite() -> Suite {
         benches,
         findings: findings::findings,
     }
-}
-
-/// The clock in GHz estimated once per process from a short dependent add
-/// chain (best of five 1 M-add runs): for cycle figures outside this suite.
-pub fn clock_ghz_estimate() -> Option<f64> {
-    static EST: OnceLock<Option<f64>> = OnceLock::new();
-    *EST.get_or_init(|| {
-        const N: u64 = 1_000_000;
-        (0..5)
-            .map(|_| {
-                let start = Instant::now();
-                black_box(chains::add_chain(black_box(N)));
-                start.elapsed()
-            })
-            .min()
-            .filter(|d| !d.is_zero())
-            .map(|d| N as f64 / d.as_nanos() as f64)
-    })
 }
 
 /// A chain kernel with optional hardware counters around each batch.
@@ -194,7 +174,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             "integer score: primes up to 10000 by trial division, as sysbench cpu counts an event",
             Unit::Rate,
             |_ctx: &Ctx| {
-                Ok(super::Looped::new(|| {
+                Ok(super::bench::Looped::new(|| {
                     black_box(primes_by_trial_division(black_box(PRIME_LIMIT)));
                 })
                 .boxed())
@@ -289,29 +269,6 @@ fn chain_bench(op: Op, ty: Ty, latency: bool) -> Box<dyn Bench> {
     .boxed()
 }
 
-/// The time per operation of `m` undisturbed: its 5th percentile of time
-/// (the 95th of a rate). On a shared machine interference only ever adds
-/// time, so for properties of the hardware (cycles per instruction, cache
-/// latency) the fast end of the samples is the estimate, not the median.
-pub fn fast_ns_per_op(m: &Measurement) -> f64 {
-    if m.higher_is_better() {
-        m.to_ns_per_op(m.p95)
-    } else {
-        m.p5
-    }
-}
-
-/// The clock of a run in GHz: `cpu.clock` if measured (its fast end, see
-/// [`fast_ns_per_op`]), else the estimate recorded by a memory latency benchmark.
-pub fn run_ghz(ms: &[Measurement]) -> Option<f64> {
-    if let Some(m) = get(ms, CLOCK_ID) {
-        return Some(1.0 / fast_ns_per_op(m)).filter(|g| g.is_finite() && *g > 0.0);
-    }
-    ms.iter()
-        .filter_map(|m| m.details.as_ref()?.get("ghz_estimate")?.as_f64())
-        .find(|g| g.is_finite() && *g > 0.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,12 +279,6 @@ mod tests {
         assert_eq!(primes_by_trial_division(10), 3);
         assert_eq!(primes_by_trial_division(8), 3);
         assert_eq!(primes_by_trial_division(10_000), 1228);
-    }
-
-    #[test]
-    fn clock_estimate_is_plausible() {
-        let g = clock_ghz_estimate().unwrap();
-        assert!(g > 0.05 && g < 20.0, "{g}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use super::{AES_ID, SHA_ID};
 use crate::harness::claims::{Est, Verdict, compare, fast_end};
 use crate::harness::{Finding, Measurement};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{get, ratio_finding};
 use crate::units::human;
 
 /// The implementation recorded in a result's parameters.

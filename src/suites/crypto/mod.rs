@@ -16,7 +16,7 @@ use aes_gcm::aead::{AeadInOut, KeyInit};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use sha2::{Digest, Sha256};
 
-use super::{FnBench, Looped, Suite};
+use super::bench::{FnBench, Looped, Suite};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Unit};
 use crate::host::Host;

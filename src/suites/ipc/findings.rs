@@ -13,7 +13,7 @@
 use super::{Mech, RTT_SIZES, TPUT_SIZES, rtt_id, tput_id};
 use crate::harness::claims::{self, Est, Verdict};
 use crate::harness::{Finding, Measurement};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{get, ratio_finding};
 use crate::units::{human, size_label};
 
 use super::peer::Placement;

@@ -31,7 +31,7 @@ pub mod socket;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Budget, FnBench, Suite};
+use super::bench::{Budget, FnBench, Suite};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
 use crate::host::Host;

@@ -7,7 +7,7 @@ use super::methods::{self, Method, Op};
 use super::*;
 
 /// The points of one latency curve (`memory.latency.NAME/SIZE`) in a run,
-/// each at its fast end ([`crate::suites::cpu::fast_ns_per_op`]): on a shared
+/// each at its fast end ([`crate::suites::bench::fast_ns_per_op`]): on a shared
 /// machine other tenants of the caches only ever add time.
 pub(super) fn curve(ms: &[Measurement], name: &str) -> Vec<detect::Point> {
     let prefix = latency_prefix(name);
@@ -17,7 +17,7 @@ pub(super) fn curve(ms: &[Measurement], name: &str) -> Vec<detect::Point> {
         .filter_map(|m| {
             Some(detect::Point {
                 size: m.params.get("size")?.as_u64()?,
-                ns: crate::suites::cpu::fast_ns_per_op(m),
+                ns: crate::suites::bench::fast_ns_per_op(m),
             })
         })
         .collect();
@@ -117,7 +117,7 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     let huge = curve(ms, "random_thp");
     let h = detect::analyse(&small, (huge.len() >= 3).then_some(huge.as_slice()));
-    let ghz = crate::suites::cpu::run_ghz(ms);
+    let ghz = crate::suites::bench::run_ghz(ms);
     let sysfs = sysfs_caches(ms);
     let llc = sysfs.last().map(|c| c.1);
     let top = small.last().map_or(0, |p| p.size);
@@ -408,8 +408,8 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
         Kernel::Copy,
         Kernel::StreamTriad,
     ] {
-        let one = crate::suites::get(ms, &bandwidth_id(kernel, false));
-        let all = crate::suites::get(ms, &bandwidth_id(kernel, true));
+        let one = crate::suites::bench::get(ms, &bandwidth_id(kernel, false));
+        let all = crate::suites::bench::get(ms, &bandwidth_id(kernel, true));
         let (Some(one), Some(all)) = (one, all) else {
             continue;
         };
@@ -418,7 +418,7 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
             .as_ref()
             .and_then(|d| d.get("threads")?.as_u64())
             .unwrap_or(0);
-        let dynamic = crate::suites::median_of(
+        let dynamic = crate::suites::bench::median_of(
             ms,
             &format!("memory.bandwidth.{}/threads=all_dynamic", kernel.name()),
         )
@@ -437,11 +437,11 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
             "x",
         ));
     }
-    let memory = crate::suites::median_of(ms, &bandwidth_id(Kernel::Copy, false));
+    let memory = crate::suites::bench::median_of(ms, &bandwidth_id(Kernel::Copy, false));
     let cached: Vec<(String, f64)> = CACHED_COPY_SIZES
         .iter()
         .filter_map(|&s| {
-            let m = crate::suites::get(ms, &cached_copy_id(s))?;
+            let m = crate::suites::bench::get(ms, &cached_copy_id(s))?;
             let fits = m.param("fits").filter(|f| f != "null");
             Some((
                 format!(
@@ -490,11 +490,11 @@ pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
             .methods()
             .iter()
             .filter_map(|&m| {
-                let r = crate::suites::get(ms, &methods::method_id(op, m))?;
+                let r = crate::suites::bench::get(ms, &methods::method_id(op, m))?;
                 Some((m.name(op), Est::of(r)))
             })
             .collect();
-        if let Some(p) = crate::suites::get(ms, &plain_id) {
+        if let Some(p) = crate::suites::bench::get(ms, &plain_id) {
             all.push((plain_name, Est::of(p)));
         }
         all.retain(|c| c.1.value.is_finite() && c.1.value > 0.0);

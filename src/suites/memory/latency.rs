@@ -91,7 +91,7 @@ pub fn prepare(
         "line_bytes": LINE,
         "pages": pages.name(),
         "huge_page_fraction": huge,
-        "ghz_estimate": crate::suites::cpu::clock_ghz_estimate(),
+        "ghz_estimate": crate::harness::clock::ghz_estimate(),
         "sysfs_caches": ctx
             .host
             .caches

@@ -32,7 +32,7 @@ use crate::harness::warnings::Warning;
 use super::region::{Pages, Region};
 use super::{LLC_FACTOR, size_label};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// Bytes per operation of the methods that loop themselves (and of libc
 /// below its threshold, at most).

@@ -22,7 +22,7 @@ pub mod region;
 
 use serde_json::json;
 
-use super::{Budget, FnBench, Suite};
+use super::bench::{Budget, FnBench, Suite};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Profile, Unit};
 use crate::host::Host;

@@ -10,7 +10,7 @@
 use super::{BATCH, Path};
 use crate::harness::claims::{self, Est, Ratio};
 use crate::harness::{Finding, Measurement};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{get, ratio_finding};
 use crate::units::human;
 
 /// The line between a packet-bound and a byte-bound path, as the 64 B

@@ -28,7 +28,7 @@ pub mod proto;
 pub mod server;
 pub mod target;
 
-use super::{FnBench, Suite};
+use super::bench::{FnBench, Suite};
 use crate::harness::{Bench, PrepareError, Profile, Unit, affinity};
 use crate::host::Host;
 use crate::units::size_label;

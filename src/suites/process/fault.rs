@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn anonymous_touches_fault_once_per_page() {
-        let ctx = super::super::tests_ctx();
+        let ctx = crate::harness::test_ctx();
         let mut f = Faults::new(Kind::Anon, &ctx).unwrap();
         assert!(f.run(256).unwrap() > Duration::ZERO);
         // One fault per page, give or take what the thread did besides.
@@ -346,7 +346,7 @@ mod tests {
     #[test]
     fn file_touches_fault_at_most_once_per_page_and_clean_up() {
         let dir = tempfile::tempdir().unwrap();
-        let mut ctx = super::super::tests_ctx();
+        let mut ctx = crate::harness::test_ctx();
         ctx.tmp = dir.path().to_path_buf();
         let mut f = Faults::new(Kind::File, &ctx).unwrap();
         assert!(f.run(1024).unwrap() > Duration::ZERO);

@@ -18,7 +18,7 @@ use crate::harness::claims::{
     tiers_apart_text, trend,
 };
 use crate::harness::{Finding, Measurement};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{get, ratio_finding};
 use crate::units::{human_ns, size_label};
 
 /// The smallest change over the growth curve, relative to its start, that

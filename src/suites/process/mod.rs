@@ -19,7 +19,7 @@ mod spawn;
 mod switch;
 mod target;
 
-use super::{FnBench, Suite};
+use super::bench::{FnBench, Suite};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, PrepareError, Profile, Unit};
 use crate::host::Host;
@@ -404,21 +404,6 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
         );
     }
     v
-}
-
-/// A context for unit tests: quick profile, the system temp dir, no pinning.
-#[cfg(test)]
-pub(crate) fn tests_ctx() -> crate::harness::Ctx {
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
-    crate::harness::Ctx {
-        profile: crate::harness::Profile::Quick,
-        host: Arc::new(Host::detect()),
-        tmp: std::env::temp_dir(),
-        dir: std::env::temp_dir(),
-        cpu: None,
-        stop: Arc::new(AtomicBool::new(false)),
-    }
 }
 
 #[cfg(test)]

@@ -692,7 +692,7 @@ pub fn command_path() -> (&'static str, String) {
 /// Starts `n` children of `method` in a row, for tests.
 #[cfg(test)]
 fn start_n(method: Method, exe: Option<&std::path::Path>, n: usize) -> anyhow::Result<()> {
-    let ctx = super::tests_ctx();
+    let ctx = crate::harness::test_ctx();
     let mut s = Spawner::new(method, exe, None, &ctx).map_err(|e| match e {
         PrepareError::Skip(r) => anyhow!("skipped: {r}"),
         PrepareError::Fail(e) => e,
@@ -754,7 +754,7 @@ mod tests {
     #[test]
     fn region_is_touched_and_shared() {
         let _g = test_lock();
-        let ctx = super::super::tests_ctx();
+        let ctx = crate::harness::test_ctx();
         let a = Region::shared(4 << 20, &ctx).unwrap();
         let b = Region::shared(4 << 20, &ctx).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
@@ -766,7 +766,7 @@ mod tests {
     #[test]
     fn an_impossible_region_is_a_skip() {
         let _g = test_lock();
-        let ctx = super::super::tests_ctx();
+        let ctx = crate::harness::test_ctx();
         match Region::shared(1 << 60, &ctx) {
             Err(PrepareError::Skip(r)) => assert!(r.contains("available"), "{r}"),
             Err(PrepareError::Fail(e)) => panic!("failed instead of skipping: {e}"),

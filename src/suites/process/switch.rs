@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn every_peer_answers_and_is_gone_after_drop() {
         let _g = test_lock();
-        let ctx = super::super::tests_ctx();
+        let ctx = crate::harness::test_ctx();
         let before = affinity::allowed_cpus();
         for peer in [Peer::Process, Peer::Thread, Peer::Nobody] {
             let mut p = PingPong::new(peer, &ctx).unwrap_or_else(|e| panic!("{peer:?}: {e}"));

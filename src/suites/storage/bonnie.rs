@@ -25,7 +25,7 @@ use serde_json::json;
 
 use super::common::{MIB, Sizes, Workspace, lay_out};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// bonnie++'s block size.
 pub const CHUNK: u64 = 8192;
@@ -422,7 +422,7 @@ mod tests {
             profile: Profile::Quick,
             dir: tmp.path().to_path_buf(),
             tmp: tmp.path().to_path_buf(),
-            ..crate::suites::process::tests_ctx()
+            ..crate::harness::test_ctx()
         };
         for way in [
             Way::PutcWrite,

@@ -18,7 +18,7 @@ use super::location::Location;
 use super::{bonnie, rand, seq, sync};
 use crate::harness::claims::{Est, Ratio, Verdict, compare, speedup};
 use crate::harness::{Finding, Measurement, OpStats};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{get, ratio_finding};
 use crate::units::{fmt_ratio, human, human_bytes};
 
 /// Below this hot/cold ratio the "cold" read was probably served from a

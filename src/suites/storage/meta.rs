@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::common::{Sizes, Workspace};
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// The most files a create or unlink batch makes at once.
 const MAX_BATCH: u64 = 200_000;

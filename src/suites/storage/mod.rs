@@ -19,7 +19,7 @@ pub mod seq;
 pub mod sync;
 pub mod tree;
 
-use super::Suite;
+use super::bench::Suite;
 use crate::harness::Bench;
 use crate::host::Host;
 

@@ -17,7 +17,7 @@ use super::common::{
 };
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// The random read size.
 pub const BLOCK: u64 = 4096;

@@ -15,7 +15,7 @@ use super::common::{
     AlignedBuf, MIB, MIN_FILE, Sizes, Workspace, drop_from_cache, lay_out, open_direct,
 };
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// A write benchmark's file holds this many batches (at most the read file).
 const WRITE_FILE_BATCHES: u64 = 4;

@@ -17,7 +17,7 @@ use serde_json::json;
 use super::common::{MIB, Workspace, fill_pattern, min_ops_for};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// The record written before each sync.
 pub const RECORD: u64 = 4096;

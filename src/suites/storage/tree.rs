@@ -22,7 +22,7 @@ use serde_json::json;
 use super::common::{MIB, Sizes, Workspace, fill_pattern};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// Trees the write benchmark keeps on disk at most (then deletes the oldest).
 const KEEP_TREES: u64 = 16;

@@ -16,8 +16,8 @@ use super::raw::{self, Vdso, nr};
 use crate::harness::warnings::Warning;
 use crate::harness::warnings::clocksource_warning;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
+use crate::suites::bench::{FnBench, Looped};
 use crate::suites::undisturbed::Undisturbed;
-use crate::suites::{FnBench, Looped};
 
 /// Id of the function-call benchmark.
 pub const FUNCTION_CALL: &str = "syscall.function_call";

@@ -12,7 +12,7 @@ use super::io::{self, Dir, Method, Target};
 use super::{AREA, calls};
 use crate::harness::claims::{self, Est, Ratio};
 use crate::harness::{Finding, Measurement};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{get, ratio_finding};
 use crate::units::size_label;
 
 /// A vDSO call whose system call costs at least this many times more is

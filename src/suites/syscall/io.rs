@@ -27,7 +27,7 @@ use anyhow::{Context, bail};
 
 use super::raw::{self, nr};
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 use crate::suites::undisturbed::Undisturbed;
 use crate::units::size_label;
 

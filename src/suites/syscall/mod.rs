@@ -13,7 +13,7 @@ mod findings;
 mod io;
 mod raw;
 
-use super::Suite;
+use super::bench::Suite;
 use crate::harness::Bench;
 use crate::host::Host;
 

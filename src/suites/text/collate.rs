@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::methods::{Compare, Keyed, Method, Strength, Visit, build, check_order, comparer};
 use super::words::{Corpus, Lang, Word};
 use crate::harness::{Bench, PrepareError, Profile, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 
 /// Words the comparison benchmarks draw their pairs from.
 const CMP_POOL: usize = 1000;

@@ -17,7 +17,7 @@ use crate::harness::claims::{
     speedup, tiers_apart_text,
 };
 use crate::harness::{Finding, Measurement};
-use crate::suites::{get, ratio_finding};
+use crate::suites::bench::{get, ratio_finding};
 use crate::units::{fmt_ratio, human, human_bytes};
 
 /// Every text finding of a run.

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::harness::scratch::ScratchDir;
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
-use crate::suites::FnBench;
+use crate::suites::bench::FnBench;
 use crate::suites::storage::common::{MIB, drop_from_cache, fit_size, fs_space, reserve_bytes};
 use crate::suites::storage::location::locate;
 use crate::units::{human_bytes, size_label};

@@ -16,7 +16,7 @@ pub mod lines;
 pub mod methods;
 pub mod words;
 
-use super::Suite;
+use super::bench::Suite;
 use crate::harness::Bench;
 use crate::host::Host;
 

@@ -15,7 +15,7 @@
 use super::{AREA, Method, PERIODS, Period, id};
 use crate::harness::claims::{self, Est, Verdict};
 use crate::harness::{Finding, Measurement};
-use crate::suites::get;
+use crate::suites::bench::get;
 use crate::units::human_ns;
 
 /// A busy p99 this many times the idle one (its whole interval) is a

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::json;
 
-use super::{Budget, FnBench, Suite};
+use super::bench::{Budget, FnBench, Suite};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::host::Host;
 
@@ -453,7 +453,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> Ctx {
-        crate::suites::process::tests_ctx()
+        crate::harness::test_ctx()
     }
 
     #[test]
