@@ -8,6 +8,7 @@ pub mod cmdtime;
 pub mod commands;
 pub mod compare;
 pub mod document;
+pub mod error;
 pub mod fleet;
 pub mod harness;
 pub mod headline;

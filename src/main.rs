@@ -58,7 +58,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("error: {e:#}");
-            std::process::exit(commands::exit_code(&e));
+            std::process::exit(opcost::error::exit_code(&e));
         }
     }
 }

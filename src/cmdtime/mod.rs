@@ -448,7 +448,7 @@ pub fn fit(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
 pub fn into_anyhow(e: CmdError) -> anyhow::Error {
     match e {
         CmdError::Spawn(SpawnError::Other(e)) => e,
-        CmdError::Spawn(e) => crate::commands::usage(e.to_string()),
+        CmdError::Spawn(e) => crate::error::usage(e.to_string()),
         CmdError::Failed(m) => anyhow::anyhow!(m),
     }
 }

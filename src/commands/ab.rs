@@ -85,16 +85,13 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         .max(2);
     // Each child is one round: the profile's samples shared out over the rounds.
     let samples = args.profile.samples().div_ceil(rounds).max(3);
-    let exe = std::env::current_exe().context("finding the opcost executable")?;
+    let exe = crate::os::self_exe().context("finding the opcost executable")?;
     let temp = std::env::temp_dir();
     let tmp = crate::harness::scratch::ScratchDir::new_in(&temp, "opcost-ab-")
         .with_context(|| format!("creating a temp dir in {}", temp.display()))?;
     let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        // The children see the same Ctrl-C and end their round themselves.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
-    }
+    // The children see the same Ctrl-C and end their round themselves.
+    crate::os::signals::on_ctrl_c(stop.clone(), Default::default());
 
     eprintln!(
         "opcost ab: {rounds} rounds each of A ({}) and B ({}), alternating",

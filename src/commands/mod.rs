@@ -9,6 +9,7 @@ pub mod export;
 pub mod fleet;
 pub mod import;
 pub mod list;
+pub mod plan;
 pub mod push;
 pub mod report;
 pub mod run;
@@ -20,28 +21,7 @@ pub mod source;
 pub mod trend;
 pub mod worker;
 
-/// A mistake in what the user asked for (exit code 2), as opposed to a
-/// failure while doing it (exit code 1).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// Builds a [`UsageError`] as an `anyhow::Error`.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
-
-/// The exit code for an error: 2 for usage errors, 1 otherwise.
-pub fn exit_code(e: &anyhow::Error) -> i32 {
-    if e.chain().any(|c| {
-        c.downcast_ref::<UsageError>().is_some()
-            || c.downcast_ref::<crate::suites::NoMatch>().is_some()
-    }) {
-        2
-    } else {
-        1
-    }
-}
+pub use crate::error::{UsageError, exit_code, usage};
 
 /// Lets output piped into `head` and the like end quietly, as other tools
 /// do: restores the default SIGPIPE (the Rust runtime ignores it, which

@@ -1,22 +1,18 @@
-//! `opcost run` (and bare `opcost`): select, measure, print, write.
+//! `opcost run` (and bare `opcost`): plan, measure, deliver.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::usage;
+use super::plan::{self, RunPlan};
 use crate::cli::{Format, RunArgs};
-use crate::document::{RunDoc, Sink, check_writable, sink_of};
+use crate::document::{RunDoc, Sink, sink_of};
 use crate::harness::round::Event;
-use crate::harness::scratch::{self, ScratchDir};
 use crate::harness::worker::WorkerCmd;
-use crate::harness::{Ctx, affinity};
-use crate::harness::{RunOptions, runner};
-use crate::host::Host;
+use crate::harness::{Bench, Ctx, RunOptions, RunOutcome, runner, scratch};
+use crate::os::signals::{OnCtrlC, on_ctrl_c};
 use crate::store::{Location, Store};
 use crate::suites;
 
@@ -27,183 +23,37 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     // detection takes a few ms) stops it cleanly instead of killing it.
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
-    // Everything the user could have got wrong is checked before measuring.
-    if let Some(path) = &args.json {
-        check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
-    }
-    if let Some(dir) = &args.dir {
-        check_dir(dir)?;
-    }
-    let inputs = suites::codec::check_inputs(&args.input).map_err(usage)?;
-    if let Some(cpu) = args.cpu {
-        affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
-    }
+    let plan = RunPlan::from_args(args)?;
     let targets = super::shared::targets(db)?;
-    let mut store = if args.no_save {
-        None
-    } else {
-        Some(Store::open(&targets.local)?)
-    };
-    let host = Arc::new(Host::detect());
-    let mut all = suites::all_benches(&host);
-    all.extend(suites::codec::input_benches(&inputs));
-    let mut benches = suites::select(all, &args.patterns)?;
-    if !inputs.is_empty() && !benches.iter().any(|b| b.id().starts_with("codec.file-")) {
-        return Err(usage(
-            "--input files are measured by the codec suite, which the patterns leave out; \
-             select it (`opcost run codec.file --input FILE`)",
-        ));
-    }
-    // The net.peer.* benchmarks run against --peer and only then.
-    let selected = benches.len();
-    benches.retain(|b| suites::net::is_peer_bench(b.id()) == args.peer.is_some());
-    if benches.is_empty() && selected > 0 {
-        return Err(usage(if args.peer.is_some() {
-            "--peer runs only the net.peer.* benchmarks; select them with `net` or `net.peer`"
-        } else {
-            "the net.peer.* benchmarks need --peer HOST:PORT --token TOKEN (a host running opcost serve)"
-        }));
-    }
-    let peer = match &args.peer {
-        None => None,
-        Some(addr) => {
-            let token = args.token.as_deref().ok_or_else(|| {
-                usage("--peer needs --token TOKEN: the token opcost serve printed when it started")
-            })?;
-            let p = suites::net::set_peer(addr, token)?;
-            eprintln!(
-                "opcost: peer {} answered in {:.2} ms",
-                p.addr,
-                p.rtt.as_secs_f64() * 1e3
-            );
-            Some(crate::document::PeerInfo {
-                addr: p.addr.to_string(),
-                host: p.host.clone(),
-            })
-        }
-    };
-    let benches = suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
-
-    // What runs killed outright left in the temp dir and in --dir.
-    let temp = std::env::temp_dir();
-    let dirs = std::iter::once((&temp, true)).chain(args.dir.iter().map(|d| (d, false)));
-    for (parent, is_temp) in dirs {
-        let swept = scratch::sweep_stale(parent, "opcost-", is_temp);
-        match swept.as_slice() {
-            [] => {}
-            [one] => eprintln!(
-                "opcost: removed {}, left by a run that was killed",
-                one.display()
-            ),
-            more => eprintln!(
-                "opcost: removed {} opcost-* directories in {}, left by runs that were killed",
-                more.len(),
-                parent.display()
-            ),
-        }
-    }
-    let tmp = ScratchDir::new_in(&temp, "opcost-")
-        .with_context(|| format!("creating a temp dir in {}", temp.display()))?;
-
-    let opts = RunOptions {
-        profile: args.profile,
-        samples: args.samples.map(|n| n as usize),
-        rounds: args.rounds.map(|n| n as usize),
-        canary: crate::harness::canary::check,
-        seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
-    };
-    let mut workers = None;
-    // Each round in a process of its own, but for the net.peer.* benchmarks,
-    // whose peer connection belongs to this process.
-    if !args.one_process && args.peer.is_none() {
-        let hello = super::worker::Hello {
-            ids: benches.iter().map(|b| b.id().to_string()).collect(),
-            profile: args.profile,
-            samples: opts.samples,
-            rounds: opts.rounds,
-            cpu: args.cpu,
-            dir: args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf()),
-            tmp: tmp.path().to_path_buf(),
-            inputs: inputs.iter().map(|u| u.path.clone()).collect(),
-            host: (*host).clone(),
-        };
-        // This very binary, even if the file was replaced since it started.
-        let this = PathBuf::from("/proc/self/exe");
-        let exe = if this.exists() {
-            this
-        } else {
-            std::env::current_exe().context("finding the opcost executable")?
-        };
-        workers = Some(WorkerCmd {
-            exe,
-            hello: serde_json::to_string(&hello)?,
-        });
-    }
-    let ctx = Ctx {
-        profile: args.profile,
-        host: host.clone(),
-        tmp: tmp.path().to_path_buf(),
-        dir: args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf()),
-        cpu: args.cpu,
-        stop: stop.clone(),
-    };
-
-    let total: Duration = benches.iter().map(|b| opts.budget_of(b.as_ref())).sum();
-    eprintln!(
-        "opcost: {} benchmarks, {} profile, about {:.0} s{}",
-        benches.len(),
-        args.profile.name(),
-        total.as_secs_f64().ceil(),
-        args.cpu
-            .map(|c| format!(", pinned to CPU {c}"))
-            .unwrap_or_default()
-    );
+    let mut store = (!args.no_save)
+        .then(|| Store::open(&targets.local))
+        .transpose()?;
+    let tmp = plan::scratch_dir(args.dir.as_deref())?;
+    let hello = plan.hello(args, tmp.path());
+    let ctx = hello.ctx(plan.host.clone(), tmp.path(), stop);
+    let opts = hello.opts(plan.seed);
+    let workers = plan.worker_cmd(&hello)?;
+    let total = plan.budget(&opts);
+    announce(args, plan.benches.len(), total);
     let shared = match (&targets.shared, args.no_save) {
         (Some(url), false) => Some((url, super::shared::connect_early(url))),
         _ => None,
     };
-    let bar = progress_bar(total);
-    let started_at = chrono::Utc::now();
-    let started = Instant::now();
     let mut doc = RunDoc::start(
-        (*host).clone(),
+        (*plan.host).clone(),
         args.profile,
         args.label.clone(),
         args.cpu,
-        started_at,
+        chrono::Utc::now(),
     );
-    doc.peer = peer;
+    doc.peer = plan.peer;
     doc.run.order_seed = Some(opts.seed);
-    // The run is in the history from its start, each result kept as it
-    // completes, so that a crash or a kill loses nothing already measured.
-    let mut save_error: Option<anyhow::Error> = None;
-    if let Some(s) = store.as_mut()
-        && let Err(e) = s.begin(&mut doc)
-    {
-        save_error = Some(e);
-    }
-    let outcome = runner::run(benches, &ctx, &opts, workers, &mut |ev| match ev {
-        Event::Started(ids) => bar.set_message(ids.join(" ")),
-        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
-        Event::Result(seq, m) => {
-            if save_error.is_none()
-                && let Some(s) = store.as_mut()
-                && let Err(e) = s.put_partial(&doc.run.id, seq, m)
-            {
-                save_error = Some(e);
-            }
-        }
-    });
-    bar.finish_and_clear();
+    let mut live = Live::new(store.as_mut(), &mut doc, total);
+    let outcome = live.measure(plan.benches, &ctx, &opts, workers);
+    let save_error = live.save_error;
     drop(tmp);
-
-    doc.run.duration_s = started.elapsed().as_secs_f64();
-    doc.run.interrupted = outcome.interrupted;
-    doc.findings = suites::findings(&outcome.measurements);
-    doc.findings.retain(|f| f.value.is_finite());
-    doc.results = outcome.measurements;
-    doc.skipped = outcome.skipped;
-    doc.stability = outcome.stability;
+    let interrupted = outcome.interrupted;
+    fill(&mut doc, outcome);
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {
         (None, _) => None,
@@ -211,7 +61,102 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         (Some(s), None) => Some(s.finish(&doc).map(|()| s.path())),
     };
     super::quiet_broken_pipe(); // every benchmark and its peers are done
-    let text = super::show::render(&doc, args.format)?;
+    let mut code = deliver(args, &doc, saved)?;
+    if let Some((url, conn)) = shared
+        && !super::shared::copy_to_shared(url, conn, &[&doc], &targets.local)
+    {
+        code = 1;
+    }
+    Ok(if code != 0 {
+        code
+    } else if interrupted {
+        130
+    } else {
+        0
+    })
+}
+
+/// Says what is about to run and for how long.
+fn announce(args: &RunArgs, benches: usize, total: Duration) {
+    eprintln!(
+        "opcost: {benches} benchmarks, {} profile, about {:.0} s{}",
+        args.profile.name(),
+        total.as_secs_f64().ceil(),
+        args.cpu
+            .map(|c| format!(", pinned to CPU {c}"))
+            .unwrap_or_default()
+    );
+}
+
+/// A run being measured: its progress bar, and its results kept in the
+/// history as they complete.
+struct Live<'a> {
+    store: Option<&'a mut Store>,
+    doc: &'a mut RunDoc,
+    bar: ProgressBar,
+    /// Why the history stopped taking results, when it did.
+    save_error: Option<anyhow::Error>,
+    started: Instant,
+}
+
+impl<'a> Live<'a> {
+    /// Puts the run in the history from its start (unless `store` is none),
+    /// so that a crash or a kill loses nothing already measured.
+    fn new(mut store: Option<&'a mut Store>, doc: &'a mut RunDoc, total: Duration) -> Live<'a> {
+        let save_error = store.as_deref_mut().and_then(|s| s.begin(doc).err());
+        Live {
+            store,
+            doc,
+            bar: progress_bar(total),
+            save_error,
+            started: Instant::now(),
+        }
+    }
+
+    /// Measures `benches`, showing progress and keeping each result.
+    fn measure(
+        &mut self,
+        benches: Vec<Box<dyn Bench>>,
+        ctx: &Ctx,
+        opts: &RunOptions,
+        workers: Option<WorkerCmd>,
+    ) -> RunOutcome {
+        let outcome = runner::run(benches, ctx, opts, workers, &mut |ev| match ev {
+            Event::Started(ids) => self.bar.set_message(ids.join(" ")),
+            Event::Finished(_, budget) => self.bar.inc(budget.as_millis() as u64),
+            Event::Result(seq, m) => {
+                if self.save_error.is_none()
+                    && let Some(s) = self.store.as_deref_mut()
+                    && let Err(e) = s.put_partial(&self.doc.run.id, seq, m)
+                {
+                    self.save_error = Some(e);
+                }
+            }
+        });
+        self.bar.finish_and_clear();
+        self.doc.run.duration_s = self.started.elapsed().as_secs_f64();
+        outcome
+    }
+}
+
+/// Files what the run produced in its document, with the findings.
+fn fill(doc: &mut RunDoc, outcome: RunOutcome) {
+    doc.run.interrupted = outcome.interrupted;
+    doc.findings = suites::findings(&outcome.measurements);
+    doc.findings.retain(|f| f.value.is_finite());
+    doc.results = outcome.measurements;
+    doc.skipped = outcome.skipped;
+    doc.stability = outcome.stability;
+}
+
+/// Prints the run, writes `--json` and says where it was saved; returns 1
+/// when it could not be saved.
+fn deliver(
+    args: &RunArgs,
+    doc: &RunDoc,
+    saved: Option<anyhow::Result<&std::path::Path>>,
+) -> anyhow::Result<i32> {
+    let text = super::show::render(doc, args.format)?;
     let json_to_stdout = args
         .json
         .as_deref()
@@ -239,46 +184,25 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         }
         None => {}
     }
-    if let Some((url, conn)) = shared
-        && !super::shared::copy_to_shared(url, conn, &[&doc], &targets.local)
-    {
-        return Ok(1);
-    }
-    Ok(if outcome.interrupted { 130 } else { 0 })
-}
-
-/// Refuses a `--dir` that is missing, not a directory or not writable.
-fn check_dir(dir: &std::path::Path) -> anyhow::Result<()> {
-    if !dir.exists() {
-        return Err(usage(format!(
-            "--dir {}: no such directory; create it first",
-            dir.display()
-        )));
-    }
-    if !dir.is_dir() {
-        return Err(usage(format!("--dir {}: not a directory", dir.display())));
-    }
-    tempfile::tempfile_in(dir).map(drop).map_err(|e| {
-        usage(format!(
-            "--dir {}: not writable ({e}); choose a directory you can write to",
-            dir.display()
-        ))
-    })
+    Ok(0)
 }
 
 /// First Ctrl-C: finish the current sample, then print and write what is
-/// done. Second Ctrl-C: remove the temp dir and every scratch dir, and exit
-/// at once.
+/// done. Second Ctrl-C: stop every round worker, remove the temp dir and
+/// every scratch dir, and exit at once.
 fn install_ctrlc(stop: Arc<AtomicBool>) {
-    let _ = ctrlc::set_handler(move || {
-        if stop.swap(true, Ordering::SeqCst) {
-            crate::harness::worker::abort_all();
-            // The run's temp dir too: it is a scratch dir.
-            scratch::remove_all();
-            std::process::exit(130);
-        }
-        eprintln!("\nopcost: stopping after the current sample (Ctrl-C again to abort)");
-    });
+    on_ctrl_c(
+        stop,
+        OnCtrlC {
+            note: Some("opcost: stopping after the current sample (Ctrl-C again to abort)"),
+            each: None,
+            abort: Some(Box::new(|| {
+                crate::harness::worker::abort_all();
+                // The run's temp dir too: it is a scratch dir.
+                scratch::remove_all();
+            })),
+        },
+    );
 }
 
 fn progress_bar(total: Duration) -> ProgressBar {

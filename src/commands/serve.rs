@@ -2,7 +2,6 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -48,7 +47,7 @@ pub fn execute(args: &ServeArgs) -> anyhow::Result<i32> {
     };
     let server = Server::new(listener, cfg);
     let stop = server.stop_flag();
-    let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    crate::os::signals::on_ctrl_c(stop, Default::default());
     // Printed once; a reader that goes away afterwards does not stop the server.
     let mut out = std::io::stdout();
     let _ = writeln!(out, "opcost serve: listening on {bound}");

@@ -1,44 +1,19 @@
 //! The round worker: opcost executed again by a run to measure rounds in a
 //! process of their own (see [`crate::harness::worker`]). Its first line of
-//! input is a [`Hello`] that says how to build the run's benchmarks.
+//! input is a [`Hello`] (the run's plan) that says how to build the run's benchmarks.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter};
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
 
-use crate::harness::RunOptions;
+use super::plan::Hello;
+use crate::harness::scratch;
 use crate::harness::worker::{WORKER_ARG, serve};
-use crate::harness::{Ctx, Profile, scratch};
-use crate::host::Host;
+use crate::os::signals::{OnCtrlC, on_ctrl_c};
 use crate::suites;
-
-/// What a worker needs to build and measure the run's benchmarks.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Hello {
-    /// The run's benchmarks, in its order.
-    pub ids: Vec<String>,
-    /// The run's profile.
-    pub profile: Profile,
-    /// `--samples`.
-    pub samples: Option<usize>,
-    /// `--rounds`.
-    pub rounds: Option<usize>,
-    /// `--cpu` (the affinity itself is inherited).
-    pub cpu: Option<usize>,
-    /// Where file benchmarks write.
-    pub dir: PathBuf,
-    /// The run's temp dir; the worker makes its own inside it.
-    pub tmp: PathBuf,
-    /// `--input` files.
-    pub inputs: Vec<PathBuf>,
-    /// The machine, as the run detected it.
-    pub host: Host,
-}
 
 /// Serves rounds when this process is a worker (its first argument is
 /// [`WORKER_ARG`]); returns otherwise.
@@ -74,10 +49,9 @@ fn work() -> anyhow::Result<()> {
     let mut line = String::new();
     input.read_line(&mut line).context("reading the hello")?;
     let hello: Hello = serde_json::from_str(&line).context("reading the hello")?;
-    let host = Arc::new(hello.host);
+    let host = Arc::new(hello.host.clone());
     let inputs = suites::codec::check_inputs(&hello.inputs).map_err(anyhow::Error::msg)?;
-    let mut all = suites::all_benches(&host);
-    all.extend(suites::codec::input_benches(&inputs));
+    let mut all = suites::catalog(&host, &inputs);
     let mut benches = Vec::with_capacity(hello.ids.len());
     for id in &hello.ids {
         let Some(k) = all.iter().position(|b| b.id() == id) else {
@@ -90,34 +64,21 @@ fn work() -> anyhow::Result<()> {
         .tempdir_in(&hello.tmp)
         .context("creating the worker's temp dir")?;
     let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let dir = tmp.path().to_path_buf();
-        // The first SIGINT (passed on by the run) ends the round after the
-        // current sample; a second aborts, as in the run itself.
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
+    let dir = tmp.path().to_path_buf();
+    // The first SIGINT (passed on by the run) ends the round after the
+    // current sample; a second aborts, as in the run itself.
+    on_ctrl_c(
+        stop.clone(),
+        OnCtrlC {
+            abort: Some(Box::new(move || {
                 scratch::remove_all();
                 let _ = std::fs::remove_dir_all(&dir);
-                std::process::exit(130);
-            }
-        });
-    }
-    let ctx = Ctx {
-        profile: hello.profile,
-        host,
-        tmp: tmp.path().to_path_buf(),
-        dir: hello.dir,
-        cpu: hello.cpu,
-        stop,
-    };
-    let opts = RunOptions {
-        profile: hello.profile,
-        samples: hello.samples,
-        rounds: hello.rounds,
-        canary: crate::harness::canary::check,
-        // A worker measures the rounds it is asked for; the order is the run's.
-        seed: 0,
-    };
+            })),
+            ..OnCtrlC::default()
+        },
+    );
+    let ctx = hello.ctx(host, tmp.path(), stop);
+    // A worker measures the rounds it is asked for; the order is the run's.
+    let opts = hello.opts(0);
     serve(benches, &ctx, &opts, input, BufWriter::new(output))
 }

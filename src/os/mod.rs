@@ -1,9 +1,23 @@
 //! Operating-system helpers that benchmarks of any suite share and that
 //! know nothing of measuring: starting, capping and reaping child
-//! processes. CPU pinning lives in [`crate::harness::affinity`], which the
-//! runner uses too.
+//! processes, finding opcost's own executable, handling Ctrl-C. CPU
+//! pinning lives in [`crate::harness::affinity`], which the runner uses too.
 //!
 //! Why a module of its own: IPC peers and process benchmarks both fork
 //! children; with the helpers here neither suite reaches into the other.
 
 pub mod child;
+pub mod signals;
+
+use std::path::PathBuf;
+
+/// This very executable, even if its file was replaced since it started
+/// (`/proc/self/exe`), else the path it was started from.
+pub fn self_exe() -> std::io::Result<PathBuf> {
+    let this = PathBuf::from("/proc/self/exe");
+    if this.exists() {
+        Ok(this)
+    } else {
+        std::env::current_exe()
+    }
+}

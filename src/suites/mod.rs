@@ -49,6 +49,14 @@ pub fn all_benches(host: &Host) -> Vec<Box<dyn Bench>> {
     suites().iter().flat_map(|s| (s.benches)(host)).collect()
 }
 
+/// Every benchmark this build has on `host`, with those of the `--input`
+/// files: the catalog a run selects from and a worker rebuilds.
+pub fn catalog(host: &Host, inputs: &[codec::UserInput]) -> Vec<Box<dyn Bench>> {
+    let mut all = all_benches(host);
+    all.extend(codec::input_benches(inputs));
+    all
+}
+
 /// All findings the suites derive from `ms`.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     suites().iter().flat_map(|s| (s.findings)(ms)).collect()

@@ -130,6 +130,19 @@ fn sanitise(path: &Path) -> String {
         .collect()
 }
 
+/// Refuses `--input` files when the selection leaves out the benchmarks
+/// that measure them.
+pub fn check_selected(benches: &[Box<dyn Bench>], inputs: &[UserInput]) -> Result<(), String> {
+    if inputs.is_empty() || benches.iter().any(|b| b.id().starts_with("codec.file-")) {
+        return Ok(());
+    }
+    Err(
+        "--input files are measured by the codec suite, which the patterns leave out; \
+         select it (`opcost run codec.file --input FILE`)"
+            .to_string(),
+    )
+}
+
 /// The benchmarks of the user's files: every codec and level, gated by
 /// the file's size like the generated inputs of that size.
 pub fn input_benches(inputs: &[UserInput]) -> Vec<Box<dyn Bench>> {

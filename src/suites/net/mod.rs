@@ -80,6 +80,25 @@ pub fn is_peer_bench(id: &str) -> bool {
     id.starts_with("net.peer.")
 }
 
+/// Keeps the net.peer.* benchmarks when a peer was given, and only the
+/// others when not; refuses a selection left empty by that.
+pub fn for_peer(benches: Vec<Box<dyn Bench>>, peer: bool) -> Result<Vec<Box<dyn Bench>>, String> {
+    let selected = benches.len();
+    let kept: Vec<Box<dyn Bench>> = benches
+        .into_iter()
+        .filter(|b| is_peer_bench(b.id()) == peer)
+        .collect();
+    if kept.is_empty() && selected > 0 {
+        return Err(if peer {
+            "--peer runs only the net.peer.* benchmarks; select them with `net` or `net.peer`"
+        } else {
+            "the net.peer.* benchmarks need --peer HOST:PORT --token TOKEN (a host running opcost serve)"
+        }
+        .to_string());
+    }
+    Ok(kept)
+}
+
 /// CPUs this process may use (so also the `--cpu` pin), at least one.
 fn cpus() -> usize {
     affinity::allowed_cpus().len().max(1)

@@ -178,7 +178,7 @@ impl SmallParent {
                     .into(),
             ));
         }
-        let me = std::env::current_exe()
+        let me = crate::os::self_exe()
             .map_err(|e| PrepareError::Skip(format!("cannot find opcost's own binary: {e}")))?;
         let mut child = Command::new(&me)
             .env(HELPER_ENV, "1")

@@ -1,0 +1,220 @@
+//! A run's plan: the flags checked, the benchmarks chosen, and the one
+//! description a run and its round workers are both built from.
+//!
+//! Why: `opcost run` must refuse every mistake before it measures anything,
+//! and a worker must build exactly the run's benchmarks, sampled the same
+//! way. With the checks here and the [`Hello`] as the single source of the
+//! run's context and options, `run` reads plan → measure → deliver, and no
+//! command knows a suite's id prefixes (each suite checks its own inputs).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::RunArgs;
+use crate::document::{PeerInfo, check_writable};
+use crate::error::usage;
+use crate::harness::scratch::{self, ScratchDir};
+use crate::harness::worker::WorkerCmd;
+use crate::harness::{Bench, Ctx, Profile, RunOptions, affinity, canary};
+use crate::host::Host;
+use crate::suites::{self, codec, net};
+
+/// What a run is made of, and what a worker needs to build the same
+/// benchmarks and measure them the same way.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Hello {
+    /// The run's benchmarks, in its order.
+    pub ids: Vec<String>,
+    /// The run's profile.
+    pub profile: Profile,
+    /// `--samples`.
+    pub samples: Option<usize>,
+    /// `--rounds`.
+    pub rounds: Option<usize>,
+    /// `--cpu` (the affinity itself is inherited).
+    pub cpu: Option<usize>,
+    /// `--dir`: where file benchmarks write (none: the temp dir).
+    pub dir: Option<PathBuf>,
+    /// The run's temp dir; a worker makes its own inside it.
+    pub tmp: PathBuf,
+    /// `--input` files.
+    pub inputs: Vec<PathBuf>,
+    /// The machine, as the run detected it.
+    pub host: Host,
+}
+
+impl Hello {
+    /// The context of a process measuring the run, with its own temp dir.
+    pub fn ctx(&self, host: Arc<Host>, tmp: &Path, stop: Arc<AtomicBool>) -> Ctx {
+        Ctx {
+            profile: self.profile,
+            host,
+            tmp: tmp.to_path_buf(),
+            dir: self.dir.clone().unwrap_or_else(|| self.tmp.clone()),
+            cpu: self.cpu,
+            stop,
+        }
+    }
+
+    /// The sampling options, with the order drawn from `seed`.
+    pub fn opts(&self, seed: u64) -> RunOptions {
+        RunOptions {
+            profile: self.profile,
+            samples: self.samples,
+            rounds: self.rounds,
+            canary: canary::check,
+            seed,
+        }
+    }
+}
+
+/// A run checked and chosen, nothing measured yet.
+pub struct RunPlan {
+    /// The machine.
+    pub host: Arc<Host>,
+    /// The selected benchmarks, in run order.
+    pub benches: Vec<Box<dyn Bench>>,
+    /// The `--input` files, checked.
+    pub inputs: Vec<codec::UserInput>,
+    /// The peer of the net.peer.* benchmarks, when `--peer` was given.
+    pub peer: Option<PeerInfo>,
+    /// The order's seed (`--seed`, else drawn now).
+    pub seed: u64,
+    /// Each round in a process of its own.
+    pub workers: bool,
+}
+
+impl RunPlan {
+    /// Checks every flag the user could have got wrong and selects the
+    /// benchmarks; connects to `--peer`. A mistake is a usage error.
+    pub fn from_args(args: &RunArgs) -> anyhow::Result<RunPlan> {
+        if let Some(path) = &args.json {
+            check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
+        }
+        if let Some(dir) = &args.dir {
+            check_dir(dir)?;
+        }
+        let inputs = codec::check_inputs(&args.input).map_err(usage)?;
+        if let Some(cpu) = args.cpu {
+            affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
+        }
+        let host = Arc::new(Host::detect());
+        let benches = suites::select(suites::catalog(&host, &inputs), &args.patterns)?;
+        codec::check_selected(&benches, &inputs).map_err(usage)?;
+        let benches = net::for_peer(benches, args.peer.is_some()).map_err(usage)?;
+        let peer = connect_peer(args)?;
+        let benches =
+            suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
+        Ok(RunPlan {
+            host,
+            benches,
+            inputs,
+            peer,
+            seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
+            // The net.peer.* connection belongs to this process.
+            workers: !args.one_process && args.peer.is_none(),
+        })
+    }
+
+    /// The description of the run whose temp dir is `tmp`.
+    pub fn hello(&self, args: &RunArgs, tmp: &Path) -> Hello {
+        Hello {
+            ids: self.benches.iter().map(|b| b.id().to_string()).collect(),
+            profile: args.profile,
+            samples: args.samples.map(|n| n as usize),
+            rounds: args.rounds.map(|n| n as usize),
+            cpu: args.cpu,
+            dir: args.dir.clone(),
+            tmp: tmp.to_path_buf(),
+            inputs: self.inputs.iter().map(|u| u.path.clone()).collect(),
+            host: (*self.host).clone(),
+        }
+    }
+
+    /// How the run starts its round workers (none: every round here).
+    pub fn worker_cmd(&self, hello: &Hello) -> anyhow::Result<Option<WorkerCmd>> {
+        if !self.workers {
+            return Ok(None);
+        }
+        Ok(Some(WorkerCmd {
+            exe: crate::os::self_exe().context("finding the opcost executable")?,
+            hello: serde_json::to_string(hello)?,
+        }))
+    }
+
+    /// The time the run is planned to take.
+    pub fn budget(&self, opts: &RunOptions) -> Duration {
+        self.benches
+            .iter()
+            .map(|b| opts.budget_of(b.as_ref()))
+            .sum()
+    }
+}
+
+/// The run's temp dir, after removing what runs killed outright left in
+/// the temp dir and in `--dir`.
+pub fn scratch_dir(dir: Option<&Path>) -> anyhow::Result<ScratchDir> {
+    let temp = std::env::temp_dir();
+    let dirs = std::iter::once((temp.as_path(), true)).chain(dir.map(|d| (d, false)));
+    for (parent, is_temp) in dirs {
+        let swept = scratch::sweep_stale(parent, "opcost-", is_temp);
+        match swept.as_slice() {
+            [] => {}
+            [one] => eprintln!(
+                "opcost: removed {}, left by a run that was killed",
+                one.display()
+            ),
+            more => eprintln!(
+                "opcost: removed {} opcost-* directories in {}, left by runs that were killed",
+                more.len(),
+                parent.display()
+            ),
+        }
+    }
+    ScratchDir::new_in(&temp, "opcost-")
+        .with_context(|| format!("creating a temp dir in {}", temp.display()))
+}
+
+/// Connects to `--peer` (which needs `--token`) and says how fast it answered.
+fn connect_peer(args: &RunArgs) -> anyhow::Result<Option<PeerInfo>> {
+    let Some(addr) = &args.peer else {
+        return Ok(None);
+    };
+    let token = args.token.as_deref().ok_or_else(|| {
+        usage("--peer needs --token TOKEN: the token opcost serve printed when it started")
+    })?;
+    let p = net::set_peer(addr, token)?;
+    eprintln!(
+        "opcost: peer {} answered in {:.2} ms",
+        p.addr,
+        p.rtt.as_secs_f64() * 1e3
+    );
+    Ok(Some(PeerInfo {
+        addr: p.addr.to_string(),
+        host: p.host.clone(),
+    }))
+}
+
+/// Refuses a `--dir` that is missing, not a directory or not writable.
+fn check_dir(dir: &Path) -> anyhow::Result<()> {
+    if !dir.exists() {
+        return Err(usage(format!(
+            "--dir {}: no such directory; create it first",
+            dir.display()
+        )));
+    }
+    if !dir.is_dir() {
+        return Err(usage(format!("--dir {}: not a directory", dir.display())));
+    }
+    tempfile::tempfile_in(dir).map(drop).map_err(|e| {
+        usage(format!(
+            "--dir {}: not writable ({e}); choose a directory you can write to",
+            dir.display()
+        ))
+    })
+}
