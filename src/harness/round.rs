@@ -218,16 +218,6 @@ pub(super) fn drop_out(t: &mut Track, out: &mut RunOutcome, reason: String, fail
 /// One round of one group: prepare, calibrate and warm up each member, then
 /// sample them round-robin in a shuffled order until each has its share.
 pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: &mut RoundCtx<'_>) {
-    let (ctx, opts) = (rc.ctx, rc.opts);
-    let profile = opts.profile;
-    let rounds = opts.rounds();
-    let wanted = opts.round_samples(pass.min(rounds - 1));
-    let min_round = if rounds >= MIN_ROUNDS_ONE_SAMPLE {
-        1
-    } else {
-        MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
-    };
-    let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
     let ids: Vec<String> = group
         .iter()
         .filter(|&&i| !tracks[i].out)
@@ -236,11 +226,60 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
     (rc.progress)(Event::Started(&ids));
     let before = Snapshot::now();
     let load = canary::load1();
-    let mut live: Vec<Live> = Vec::new();
-    // The budget of this round and the ones after it, for the progress of
-    // a benchmark that drops out.
-    let left = |t: &Track| budget_left(t, rounds, pass);
+    let mut live = prepare_members(tracks, group, pass, rc);
+    if rc.overhead.is_none()
+        && live
+            .iter()
+            .any(|l| tracks[l.track].bench.overhead() == Overhead::EmptyLoop)
+    {
+        *rc.overhead = Some(measure_loop_overhead(rc.opts.profile));
+    }
+    sample_members(tracks, &mut live, pass, rc);
+    let interference = before.until(&Snapshot::now());
+    for l in live {
+        let t = &mut tracks[l.track];
+        (rc.progress)(Event::Finished(&t.id, l.budget));
+        if t.out || l.samples_ns.is_empty() {
+            continue;
+        }
+        let values: Vec<f64> = l
+            .samples_ns
+            .iter()
+            .map(|&ns| t.bench.unit().from_ns_per_op(ns))
+            .collect();
+        t.rounds.push(Round {
+            median: quantile(&values, 0.5).unwrap_or(f64::NAN),
+            n: values.len(),
+            ops: l.ops,
+            at_s: rc.at,
+            canary: None,
+            slow: false,
+            used: true,
+            steal_ms: interference.steal_ms,
+            nivcsw: interference.nivcsw,
+            migrations: interference.migrations,
+            load,
+            phase_factor: None,
+            process: None,
+        });
+        file_round(t, l);
+    }
+}
 
+/// Prepares, calibrates and warms up each member of `group` still in the
+/// run; a member that cannot drops out with its reason.
+fn prepare_members(
+    tracks: &mut [Track],
+    group: &[usize],
+    pass: usize,
+    rc: &mut RoundCtx<'_>,
+) -> Vec<Live> {
+    let (ctx, opts) = (rc.ctx, rc.opts);
+    let profile = opts.profile;
+    let rounds = opts.rounds();
+    let wanted = opts.round_samples(pass.min(rounds - 1));
+    let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
+    let mut live: Vec<Live> = Vec::new();
     for &i in group {
         let t = &mut tracks[i];
         if t.out || ctx.stopping() {
@@ -249,72 +288,67 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
         let budget = t.budget / rounds as u32;
         let started = Instant::now();
         let prepared = catch_unwind(AssertUnwindSafe(|| t.bench.prepare(ctx)));
-        let mut timed = match prepared {
-            Ok(Ok(timed)) => timed,
-            Ok(Err(e)) => {
-                let failed = matches!(e, PrepareError::Fail(_));
-                let reason = match e {
-                    PrepareError::Skip(r) => r,
-                    PrepareError::Fail(err) => format!("{err:#}"),
-                };
-                drop_out(t, rc.out, reason, failed);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-                continue;
-            }
-            Err(p) => {
-                drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-                continue;
-            }
-        };
-        let cal = catch_unwind(AssertUnwindSafe(|| {
-            calibrate(timed.as_mut(), profile.sample_target(), budget / 3).and_then(
-                |(ops, took)| {
-                    // A calibration batch as long as the warm-up was the warm-up
-                    // (a whole file tree, a 1 GiB pass): no need for another.
-                    if took < warmup {
-                        warm_up(timed.as_mut(), ops, warmup)?;
+        let failure = match prepared {
+            Ok(Ok(mut timed)) => {
+                let cal = catch_unwind(AssertUnwindSafe(|| {
+                    calibrate(timed.as_mut(), profile.sample_target(), budget / 3).and_then(
+                        |(ops, took)| {
+                            // A calibration batch as long as the warm-up was the
+                            // warm-up (a whole file tree, a 1 GiB pass): no need
+                            // for another.
+                            if took < warmup {
+                                warm_up(timed.as_mut(), ops, warmup)?;
+                            }
+                            Ok(ops)
+                        },
+                    )
+                }));
+                match cal {
+                    Ok(Ok(ops)) => {
+                        timed.take_op_times(); // discard calibration and warm-up timings
+                        live.push(Live {
+                            track: i,
+                            timed,
+                            ops,
+                            budget,
+                            wanted,
+                            spent: started.elapsed(),
+                            samples_ns: Vec::with_capacity(wanted),
+                            op_times: Vec::new(),
+                            done: false,
+                        });
+                        continue;
                     }
-                    Ok(ops)
-                },
-            )
-        }));
-        match cal {
-            Ok(Ok(ops)) => {
-                timed.take_op_times(); // discard calibration and warm-up timings
-                live.push(Live {
-                    track: i,
-                    timed,
-                    ops,
-                    budget,
-                    wanted,
-                    spent: started.elapsed(),
-                    samples_ns: Vec::with_capacity(wanted),
-                    op_times: Vec::new(),
-                    done: false,
-                })
+                    Ok(Err(e)) => (format!("{e:#}"), true),
+                    Err(p) => (panic_text(p), true),
+                }
             }
-            Ok(Err(e)) => {
-                drop_out(t, rc.out, format!("{e:#}"), true);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-            }
-            Err(p) => {
-                drop_out(t, rc.out, panic_text(p), true);
-                (rc.progress)(Event::Finished(&t.id, left(t)));
-            }
+            Ok(Err(PrepareError::Skip(r))) => (r, false),
+            Ok(Err(PrepareError::Fail(err))) => (format!("{err:#}"), true),
+            Err(p) => (panic_text(p), true),
+        };
+        let (reason, failed) = failure;
+        drop_out(t, rc.out, reason, failed);
+        (rc.progress)(Event::Finished(&t.id, budget_left(t, rounds, pass)));
+    }
+    live
+}
+
+/// Samples the prepared members round-robin, in a shuffled order each
+/// turn, until each has its share of the round's samples (or its budget
+/// is spent, or the run stops).
+fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut RoundCtx<'_>) {
+    let (ctx, opts) = (rc.ctx, rc.opts);
+    let rounds = opts.rounds();
+    // Fewest samples a budget-limited round stops at.
+    let min_round = |wanted: usize| {
+        if rounds >= MIN_ROUNDS_ONE_SAMPLE {
+            1
+        } else {
+            MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
         }
-    }
-
-    if rc.overhead.is_none()
-        && live
-            .iter()
-            .any(|l| tracks[l.track].bench.overhead() == Overhead::EmptyLoop)
-    {
-        *rc.overhead = Some(measure_loop_overhead(profile));
-    }
+    };
     let overhead = *rc.overhead;
-
-    // Sample, round-robin in a shuffled order per turn.
     let mut order: Vec<usize> = (0..live.len()).collect();
     while live.iter().any(|l| !l.done) {
         if ctx.stopping() {
@@ -346,60 +380,37 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
             if let Some(reason) = err {
                 drop_out(t, rc.out, reason, true);
                 l.done = true;
-                // This round is counted below; the rounds it will not run, here.
-                (rc.progress)(Event::Finished(&t.id, left(t).saturating_sub(l.budget)));
+                // This round is counted by the caller; the rounds it will not run, here.
+                let left = budget_left(t, rounds, pass).saturating_sub(l.budget);
+                (rc.progress)(Event::Finished(&t.id, left));
                 continue;
             }
             let n = l.samples_ns.len();
             // An explicit --samples is honoured; the profile's count yields to the budget.
             let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
-            if n >= l.wanted || (n >= min_round && out_of_budget) {
+            if n >= l.wanted || (n >= min_round(l.wanted) && out_of_budget) {
                 l.done = true;
             }
         }
     }
+}
 
-    let interference = before.until(&Snapshot::now());
-    for l in live {
-        let t = &mut tracks[l.track];
-        (rc.progress)(Event::Finished(&t.id, l.budget));
-        if t.out || l.samples_ns.is_empty() {
-            continue;
-        }
-        let values: Vec<f64> = l
-            .samples_ns
-            .iter()
-            .map(|&ns| t.bench.unit().from_ns_per_op(ns))
-            .collect();
-        t.rounds.push(Round {
-            median: quantile(&values, 0.5).unwrap_or(f64::NAN),
-            n: values.len(),
-            ops: l.ops,
-            at_s: rc.at,
-            canary: None,
-            slow: false,
-            used: true,
-            steal_ms: interference.steal_ms,
-            nivcsw: interference.nivcsw,
-            migrations: interference.migrations,
-            load,
-            phase_factor: None,
-            process: None,
-        });
-        t.cut = !l.done;
-        t.samples_ns.push(l.samples_ns);
-        t.op_times.extend(l.op_times);
-        let dropped = catch_unwind(AssertUnwindSafe(|| {
-            (l.timed.warnings(), l.timed.details(), drop(l.timed))
-        }));
-        if let Ok((w, d, ())) = dropped {
-            for w in w {
-                if !t.warnings.contains(&w) {
-                    t.warnings.push(w);
-                }
+/// Files a member's round in its track: its samples, timings, warnings
+/// and details (the round itself is already pushed).
+fn file_round(t: &mut Track, l: Live) {
+    t.cut = !l.done;
+    t.samples_ns.push(l.samples_ns);
+    t.op_times.extend(l.op_times);
+    let dropped = catch_unwind(AssertUnwindSafe(|| {
+        (l.timed.warnings(), l.timed.details(), drop(l.timed))
+    }));
+    if let Ok((w, d, ())) = dropped {
+        for w in w {
+            if !t.warnings.contains(&w) {
+                t.warnings.push(w);
             }
-            t.details = d.or(t.details.take());
         }
+        t.details = d.or(t.details.take());
     }
 }
 

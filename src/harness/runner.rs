@@ -141,6 +141,21 @@ pub fn run(
         .collect();
     out.stability = Stability::of(&record.checks, &timeline, counts, &interference);
     out.interrupted |= ctx.stopping();
+    finish(&tracks, ctx, opts, overhead, &mut out, progress);
+    out
+}
+
+/// Files each benchmark's measurement from its rounds, in run order, with
+/// the skips (a benchmark stopped before enough samples is one).
+fn finish(
+    tracks: &[Track],
+    ctx: &Ctx,
+    opts: &RunOptions,
+    overhead: Option<f64>,
+    out: &mut RunOutcome,
+    progress: &mut dyn FnMut(Event<'_>),
+) {
+    let rounds = opts.rounds();
     // Skips in run order, whatever order the rounds ran in.
     let position = |id: &str| tracks.iter().position(|t| t.id == id);
     out.skipped.sort_by_key(|s| position(&s.id));
@@ -176,7 +191,6 @@ pub fn run(
             out.measurements.push(m);
         }
     }
-    out
 }
 
 /// Measures round `pass` of a group: in the pass's own process when the
