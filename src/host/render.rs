@@ -149,7 +149,23 @@ impl Host {
     }
 
     fn sections(&self) -> Vec<Section> {
-        let virtual_machine = self.hypervisor();
+        vec![
+            self.top_section(),
+            self.cpu_section(),
+            self.caches_section(),
+            self.freq_section(),
+            self.kernel_section(),
+            self.mitigations_section(),
+            self.clock_section(),
+            self.thp_section(),
+            self.memory_section(),
+            self.virt_section(),
+            self.sw_section(),
+        ]
+    }
+
+    /// The host name and load, untitled at the top.
+    fn top_section(&self) -> Section {
         let mut top = Section::new("");
         top.row(
             "hostname",
@@ -164,7 +180,11 @@ impl Host {
             self.loadavg
                 .map(|[a, b, c]| format!("{a:.2} {b:.2} {c:.2} (1, 5, 15 min)")),
         );
+        top
+    }
 
+    /// The CPU: model, topology, SMT.
+    fn cpu_section(&self) -> Section {
         let c = &self.cpu;
         let mut cpu = Section::new("CPU");
         cpu.opt("model", c.model.as_ref())
@@ -193,7 +213,12 @@ impl Host {
                 },
             )
             .opt("NUMA nodes", c.numa_nodes);
+        cpu
+    }
 
+    /// The caches as sysfs lists them.
+    fn caches_section(&self) -> Section {
+        let virtual_machine = self.hypervisor();
         let mut caches = Section::new("Caches");
         for cache in &self.caches {
             caches.row(cache_name(cache), cache_text(cache));
@@ -205,7 +230,11 @@ impl Host {
                 .notes
                 .push("as the hypervisor reports them; the hardware may differ".to_string());
         }
+        caches
+    }
 
+    /// The clock: cpufreq, governor, boost and the clock assumed for cycles.
+    fn freq_section(&self) -> Section {
         let f = &self.freq;
         let mut freq = Section::new("Frequency");
         let no_cpufreq = f.current_mhz.is_none() && f.max_mhz.is_none() && f.driver.is_none();
@@ -232,7 +261,11 @@ impl Host {
             "clock assumed for cycles",
             self.cpu_ghz().map(|g| format!("{g:.2} GHz")),
         );
+        freq
+    }
 
+    /// The kernel's name, release and command line.
+    fn kernel_section(&self) -> Section {
         let k = &self.kernel;
         let mut kernel = Section::new("Kernel");
         kernel
@@ -240,7 +273,11 @@ impl Host {
             .opt("release", k.release.as_ref())
             .opt("version", k.version.as_ref())
             .opt("command line", k.cmdline.as_ref());
+        kernel
+    }
 
+    /// The CPU vulnerabilities and their mitigations.
+    fn mitigations_section(&self) -> Section {
         let mut mitigations = Section::new("Mitigations");
         for (name, state) in &self.vulnerabilities {
             mitigations.row(name.as_str(), state.as_str());
@@ -251,19 +288,31 @@ impl Host {
                 format!("{UNKNOWN} (no /sys/devices/system/cpu/vulnerabilities)"),
             );
         }
+        mitigations
+    }
 
+    /// The clocksource in use and those available.
+    fn clock_section(&self) -> Section {
         let mut clock = Section::new("Clocksource");
         clock.opt("current", self.clocksource.as_ref()).opt(
             "available",
             (!self.clocksources_available.is_empty())
                 .then(|| self.clocksources_available.join(" ")),
         );
+        clock
+    }
 
+    /// Transparent huge pages.
+    fn thp_section(&self) -> Section {
         let mut thp = Section::new("Transparent huge pages");
         thp.opt("enabled", self.thp.enabled.as_ref())
             .opt("defrag", self.thp.defrag.as_ref())
             .opt("shmem_enabled", self.thp.shmem_enabled.as_ref());
+        thp
+    }
 
+    /// Memory, swap and the huge page pool.
+    fn memory_section(&self) -> Section {
         let m = &self.memory;
         let mut memory = Section::new("Memory");
         memory
@@ -277,7 +326,12 @@ impl Host {
                     None => n.to_string(),
                 }),
             );
+        memory
+    }
 
+    /// Whether this is a virtual machine or a container, and of what kind.
+    fn virt_section(&self) -> Section {
+        let virtual_machine = self.hypervisor();
         let v = &self.virt;
         let mut virt = Section::new("Virtualisation");
         virt.row(
@@ -307,7 +361,11 @@ impl Host {
             "container (marker files)",
             v.container.clone().unwrap_or_else(|| "none seen".into()),
         );
+        virt
+    }
 
+    /// The OS, C library, opcost build and compiler.
+    fn sw_section(&self) -> Section {
         let s = &self.software;
         let mut sw = Section::new("Software");
         sw.opt("OS", s.os.as_ref())
@@ -333,20 +391,7 @@ impl Host {
                 ),
             )
             .opt("compiler", s.rustc_version.as_ref());
-
-        vec![
-            top,
-            cpu,
-            caches,
-            freq,
-            kernel,
-            mitigations,
-            clock,
-            thp,
-            memory,
-            virt,
-            sw,
-        ]
+        sw
     }
 }
 
