@@ -568,110 +568,117 @@ fn insert_run(
     complete: bool,
     p: &Path,
 ) -> anyhow::Result<()> {
-    {
-        let host = serde_json::to_value(&doc.host).context("serialising the host")?;
-        tx.execute(
-            "INSERT INTO runs (id, started, duration_s, profile, label, hostname, cpu_model,
-                opcost_version, doc_schema, interrupted, n_results, n_skipped, saved, source,
-                host, doc, complete)
+    let host = serde_json::to_value(&doc.host).context("serialising the host")?;
+    tx.execute(
+        "INSERT INTO runs (id, started, duration_s, profile, label, hostname, cpu_model,
+            opcost_version, doc_schema, interrupted, n_results, n_skipped, saved, source,
+            host, doc, complete)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        params![
+            doc.run.id,
+            doc.run.started,
+            finite(doc.run.duration_s).unwrap_or(0.0),
+            doc.run.profile.name(),
+            doc.run.label,
+            doc.host.hostname,
+            cpu_model(&host),
+            doc.opcost_version,
+            doc.schema,
+            doc.run.interrupted,
+            doc.results.len() as i64,
+            doc.skipped.len() as i64,
+            chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            source,
+            host.to_string(),
+            text,
+            complete,
+        ],
+    )
+    .map_err(|e| explain(e, p))?;
+    insert_results(tx, doc, p)?;
+    insert_findings(tx, doc, p)
+}
+
+/// Inserts the index rows of a run's results and their rounds.
+fn insert_results(tx: &rusqlite::Transaction<'_>, doc: &RunDoc, p: &Path) -> anyhow::Result<()> {
+    let mut ins = tx
+        .prepare(
+            "INSERT INTO results (run_id, seq, bench_id, area, unit, params, median,
+                ci_low, ci_high, p5, p95, min, max, cv, n_samples, noisy, n_rounds)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            params![
-                doc.run.id,
-                doc.run.started,
-                finite(doc.run.duration_s).unwrap_or(0.0),
-                doc.run.profile.name(),
-                doc.run.label,
-                doc.host.hostname,
-                cpu_model(&host),
-                doc.opcost_version,
-                doc.schema,
-                doc.run.interrupted,
-                doc.results.len() as i64,
-                doc.skipped.len() as i64,
-                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                source,
-                host.to_string(),
-                text,
-                complete,
-            ],
         )
         .map_err(|e| explain(e, p))?;
-        {
-            let mut ins = tx
-                .prepare(
-                    "INSERT INTO results (run_id, seq, bench_id, area, unit, params, median,
-                        ci_low, ci_high, p5, p95, min, max, cv, n_samples, noisy, n_rounds)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-                )
-                .map_err(|e| explain(e, p))?;
-            let mut ins_round = tx
-                .prepare(
-                    "INSERT INTO rounds (run_id, seq, round, bench_id, median, n_samples, at_s,
-                        canary, slow, used, steal_ms, nivcsw, migrations, load)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                )
-                .map_err(|e| explain(e, p))?;
-            for (i, m) in doc.results.iter().enumerate() {
-                let params_json = serde_json::to_string(&m.params).context("serialising params")?;
-                ins.execute(params![
+    let mut ins_round = tx
+        .prepare(
+            "INSERT INTO rounds (run_id, seq, round, bench_id, median, n_samples, at_s,
+                canary, slow, used, steal_ms, nivcsw, migrations, load)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        )
+        .map_err(|e| explain(e, p))?;
+    for (i, m) in doc.results.iter().enumerate() {
+        let params_json = serde_json::to_string(&m.params).context("serialising params")?;
+        ins.execute(params![
+            doc.run.id,
+            i as i64,
+            m.id,
+            m.area,
+            m.unit.label(),
+            params_json,
+            finite(m.median),
+            finite(m.ci_low),
+            finite(m.ci_high),
+            finite(m.p5),
+            finite(m.p95),
+            finite(m.min),
+            finite(m.max),
+            finite(m.cv),
+            m.samples.len() as i64,
+            m.noisy,
+            m.rounds.len() as i64,
+        ])
+        .map_err(|e| explain(e, p))?;
+        for (k, r) in m.rounds.iter().enumerate() {
+            ins_round
+                .execute(params![
                     doc.run.id,
                     i as i64,
+                    k as i64,
                     m.id,
-                    m.area,
-                    m.unit.label(),
-                    params_json,
-                    finite(m.median),
-                    finite(m.ci_low),
-                    finite(m.ci_high),
-                    finite(m.p5),
-                    finite(m.p95),
-                    finite(m.min),
-                    finite(m.max),
-                    finite(m.cv),
-                    m.samples.len() as i64,
-                    m.noisy,
-                    m.rounds.len() as i64,
+                    finite(r.median),
+                    r.n as i64,
+                    finite(r.at_s),
+                    r.canary.and_then(finite),
+                    r.slow,
+                    r.used,
+                    r.steal_ms.and_then(finite),
+                    r.nivcsw.map(|v| v as i64),
+                    r.migrations.map(|v| v as i64),
+                    r.load.and_then(finite),
                 ])
                 .map_err(|e| explain(e, p))?;
-                for (k, r) in m.rounds.iter().enumerate() {
-                    ins_round
-                        .execute(params![
-                            doc.run.id,
-                            i as i64,
-                            k as i64,
-                            m.id,
-                            finite(r.median),
-                            r.n as i64,
-                            finite(r.at_s),
-                            r.canary.and_then(finite),
-                            r.slow,
-                            r.used,
-                            r.steal_ms.and_then(finite),
-                            r.nivcsw.map(|v| v as i64),
-                            r.migrations.map(|v| v as i64),
-                            r.load.and_then(finite),
-                        ])
-                        .map_err(|e| explain(e, p))?;
-                }
-            }
-            let mut ins = tx
-                .prepare(
-                    "INSERT INTO findings (run_id, seq, area, text, value, unit)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(|e| explain(e, p))?;
-            for (i, f) in doc.findings.iter().enumerate() {
-                ins.execute(params![
-                    doc.run.id,
-                    i as i64,
-                    f.area,
-                    f.text,
-                    finite(f.value),
-                    f.unit
-                ])
-                .map_err(|e| explain(e, p))?;
-            }
         }
+    }
+    Ok(())
+}
+
+/// Inserts the index rows of a run's findings.
+fn insert_findings(tx: &rusqlite::Transaction<'_>, doc: &RunDoc, p: &Path) -> anyhow::Result<()> {
+    let mut ins = tx
+        .prepare(
+            "INSERT INTO findings (run_id, seq, area, text, value, unit)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(|e| explain(e, p))?;
+    for (i, f) in doc.findings.iter().enumerate() {
+        ins.execute(params![
+            doc.run.id,
+            i as i64,
+            f.area,
+            f.text,
+            finite(f.value),
+            f.unit
+        ])
+        .map_err(|e| explain(e, p))?;
     }
     Ok(())
 }
