@@ -64,21 +64,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             "--format bmf and github-benchmark describe one run, and ab prints a comparison: use --format json, or `opcost show RUN --format bmf` for either side",
         ));
     }
-    let a = Setting {
-        cpu: args.a_cpu,
-        env: args.a_env.clone(),
-        wrap: args.a_wrap.clone(),
-    };
-    let b = Setting {
-        cpu: args.b_cpu,
-        env: args.b_env.clone(),
-        wrap: args.b_wrap.clone(),
-    };
-    if a == b {
-        return Err(usage(
-            "settings A and B are the same; give at least one of --a-cpu/--b-cpu, --a-env/--b-env, --a-wrap/--b-wrap",
-        ));
-    }
+    let (a, b) = settings(args)?;
     let rounds = args
         .rounds
         .map_or(args.profile.rounds(), |r| r as usize)
@@ -98,25 +84,13 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         a.describe(),
         b.describe()
     );
-    let mut sides: [Vec<RunDoc>; 2] = [Vec::new(), Vec::new()];
-    'rounds: for r in 0..rounds {
-        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
-            if stop.load(Ordering::SeqCst) {
-                break 'rounds;
-            }
-            let setting = if side == 0 { &a } else { &b };
-            let json = tmp.path().join(format!("r{r}-{side}.json"));
-            let code = run_child(&exe, args, setting, samples, &json)?;
-            if !json.exists() {
-                break 'rounds; // stopped before anything was written
-            }
-            sides[side].push(RunDoc::read_json(&json)?);
-            if code == 130 {
-                break 'rounds;
-            }
-        }
-    }
+    let child = Child {
+        exe: &exe,
+        args,
+        samples,
+        dir: tmp.path(),
+    };
+    let sides = alternate(&child, [&a, &b], rounds, &stop)?;
     let interrupted = stop.load(Ordering::SeqCst);
     let [docs_a, docs_b] = sides;
     if docs_a.is_empty() || docs_b.is_empty() {
@@ -158,6 +132,65 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// The two settings from the flags; refused when they are the same.
+fn settings(args: &AbArgs) -> anyhow::Result<(Setting, Setting)> {
+    let a = Setting {
+        cpu: args.a_cpu,
+        env: args.a_env.clone(),
+        wrap: args.a_wrap.clone(),
+    };
+    let b = Setting {
+        cpu: args.b_cpu,
+        env: args.b_env.clone(),
+        wrap: args.b_wrap.clone(),
+    };
+    if a == b {
+        return Err(usage(
+            "settings A and B are the same; give at least one of --a-cpu/--b-cpu, --a-env/--b-env, --a-wrap/--b-wrap",
+        ));
+    }
+    Ok((a, b))
+}
+
+/// How a round of either side is started.
+struct Child<'a> {
+    exe: &'a Path,
+    args: &'a AbArgs,
+    samples: usize,
+    /// Where each round writes its JSON.
+    dir: &'a Path,
+}
+
+/// Runs `rounds` rounds of each setting, A and B alternating (the order
+/// flipped every other round), until done or stopped; returns each side's
+/// round documents.
+fn alternate(
+    child: &Child<'_>,
+    settings: [&Setting; 2],
+    rounds: usize,
+    stop: &AtomicBool,
+) -> anyhow::Result<[Vec<RunDoc>; 2]> {
+    let mut sides: [Vec<RunDoc>; 2] = [Vec::new(), Vec::new()];
+    'rounds: for r in 0..rounds {
+        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            if stop.load(Ordering::SeqCst) {
+                break 'rounds;
+            }
+            let json = child.dir.join(format!("r{r}-{side}.json"));
+            let code = run_child(child.exe, child.args, settings[side], child.samples, &json)?;
+            if !json.exists() {
+                break 'rounds; // stopped before anything was written
+            }
+            sides[side].push(RunDoc::read_json(&json)?);
+            if code == 130 {
+                break 'rounds;
+            }
+        }
+    }
+    Ok(sides)
 }
 
 /// Runs one round of one side as a child and returns its exit code; a
