@@ -434,100 +434,8 @@ fn serve_test(
             size,
             sockets,
             batch,
-        } => {
-            let socks = udp_group(ip, sockets as usize)?;
-            let port = socks[0].local_addr()?.port();
-            // The tally looks at the sockets' queues through duplicates.
-            let queues = socks
-                .iter()
-                .map(UdpSocket::try_clone)
-                .collect::<std::io::Result<Vec<_>>>()?;
-            let counters: Vec<Arc<Counters>> = (0..socks.len()).map(|_| Arc::default()).collect();
-            let epoch = Instant::now();
-            let mut threads = Vec::new();
-            for (s, c) in socks.into_iter().zip(&counters) {
-                let (run, c) = (run.clone(), c.clone());
-                threads.push(std::thread::spawn(move || {
-                    udp_receive(s, size as usize, batch as usize, &c, epoch, &run)
-                }));
-            }
-            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
-            let res = control_loop(&mut reader, conn, run, |line| {
-                // `count QUIET_US [SENT]`: SENT, when given, ends the wait
-                // as soon as every datagram sent has been counted.
-                let mut words = line
-                    .strip_prefix("count")
-                    .ok_or_else(|| anyhow::anyhow!("unknown control line"))?
-                    .split_whitespace()
-                    .map(str::parse::<u64>);
-                let malformed = || anyhow::anyhow!("malformed count line");
-                let quiet_us = words
-                    .next()
-                    .ok_or_else(malformed)?
-                    .map_err(|_| malformed())?;
-                let sent = words.next().transpose().map_err(|_| malformed())?;
-                if words.next().is_some() {
-                    return Err(malformed());
-                }
-                Ok(tally_udp(
-                    &counters,
-                    &queues,
-                    Duration::from_micros(quiet_us.clamp(200, 1_000_000)),
-                    sent,
-                    run,
-                ))
-            });
-            run.stop.store(true, Ordering::SeqCst);
-            for t in threads {
-                let _ = t.join();
-            }
-            res
-        }
-        Test::TcpSink { streams } => {
-            let listener = TcpListener::bind((ip, 0))?;
-            let port = listener.local_addr()?.port();
-            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
-            let total = Arc::new(AtomicU64::new(0));
-            let mut data = Vec::new();
-            let mut threads = Vec::new();
-            for _ in 0..streams {
-                let Some(s) = accept_keyed(&listener, run)? else {
-                    break;
-                };
-                data.push(s.try_clone()?);
-                let (run, total) = (run.clone(), total.clone());
-                threads.push(std::thread::spawn(move || sink(s, &total, &run)));
-            }
-            let res = control_loop(&mut reader, conn, run, |line| {
-                let want: u64 = line
-                    .strip_prefix("sync ")
-                    .ok_or_else(|| anyhow::anyhow!("unknown control line"))?
-                    .trim()
-                    .parse()
-                    .map_err(|_| anyhow::anyhow!("malformed sync line"))?;
-                let t0 = Instant::now();
-                while total.load(Ordering::Acquire) < want && !run.over() {
-                    if t0.elapsed() > Duration::from_secs(10) {
-                        anyhow::bail!("sync: {want} bytes never arrived");
-                    }
-                    std::thread::yield_now();
-                }
-                Ok(Tally {
-                    received: total.load(Ordering::Acquire),
-                    timed: 0,
-                    span_ns: 0,
-                    sockets_used: data.len() as u32,
-                })
-            });
-            run.stop.store(true, Ordering::SeqCst);
-            for s in &data {
-                let _ = s.shutdown(Shutdown::Both);
-            }
-            for t in threads {
-                let _ = t.join();
-            }
-            res
-        }
+        } => serve_udp_sink(size, sockets, batch, ip, conn, &mut reader, run, ok),
+        Test::TcpSink { streams } => serve_tcp_sink(streams, ip, conn, &mut reader, run, ok),
         Test::TcpEcho { size } => {
             let listener = TcpListener::bind((ip, 0))?;
             let port = listener.local_addr()?.port();
@@ -562,6 +470,123 @@ fn serve_test(
         }
         Test::Hello => Ok(()),
     }
+}
+
+/// Serves a UDP sink test: `sockets` receivers of `size`-byte datagrams,
+/// counted until the client asks for the tally.
+#[allow(clippy::too_many_arguments)]
+fn serve_udp_sink(
+    size: u32,
+    sockets: u32,
+    batch: u32,
+    ip: IpAddr,
+    conn: &TcpStream,
+    reader: &mut BufReader<&TcpStream>,
+    run: &Arc<Run>,
+    ok: &dyn Fn(Option<u16>, Option<serde_json::Value>) -> Reply,
+) -> anyhow::Result<()> {
+    let socks = udp_group(ip, sockets as usize)?;
+    let port = socks[0].local_addr()?.port();
+    // The tally looks at the sockets' queues through duplicates.
+    let queues = socks
+        .iter()
+        .map(UdpSocket::try_clone)
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let counters: Vec<Arc<Counters>> = (0..socks.len()).map(|_| Arc::default()).collect();
+    let epoch = Instant::now();
+    let mut threads = Vec::new();
+    for (s, c) in socks.into_iter().zip(&counters) {
+        let (run, c) = (run.clone(), c.clone());
+        threads.push(std::thread::spawn(move || {
+            udp_receive(s, size as usize, batch as usize, &c, epoch, &run)
+        }));
+    }
+    (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+    let res = control_loop(reader, conn, run, |line| {
+        // `count QUIET_US [SENT]`: SENT, when given, ends the wait
+        // as soon as every datagram sent has been counted.
+        let mut words = line
+            .strip_prefix("count")
+            .ok_or_else(|| anyhow::anyhow!("unknown control line"))?
+            .split_whitespace()
+            .map(str::parse::<u64>);
+        let malformed = || anyhow::anyhow!("malformed count line");
+        let quiet_us = words
+            .next()
+            .ok_or_else(malformed)?
+            .map_err(|_| malformed())?;
+        let sent = words.next().transpose().map_err(|_| malformed())?;
+        if words.next().is_some() {
+            return Err(malformed());
+        }
+        Ok(tally_udp(
+            &counters,
+            &queues,
+            Duration::from_micros(quiet_us.clamp(200, 1_000_000)),
+            sent,
+            run,
+        ))
+    });
+    run.stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    res
+}
+
+/// Serves a TCP sink test: `streams` connections whose bytes are counted
+/// and thrown away, with a `sync` control line to wait for a byte count.
+fn serve_tcp_sink(
+    streams: u32,
+    ip: IpAddr,
+    conn: &TcpStream,
+    reader: &mut BufReader<&TcpStream>,
+    run: &Arc<Run>,
+    ok: &dyn Fn(Option<u16>, Option<serde_json::Value>) -> Reply,
+) -> anyhow::Result<()> {
+    let listener = TcpListener::bind((ip, 0))?;
+    let port = listener.local_addr()?.port();
+    (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+    let total = Arc::new(AtomicU64::new(0));
+    let mut data = Vec::new();
+    let mut threads = Vec::new();
+    for _ in 0..streams {
+        let Some(s) = accept_keyed(&listener, run)? else {
+            break;
+        };
+        data.push(s.try_clone()?);
+        let (run, total) = (run.clone(), total.clone());
+        threads.push(std::thread::spawn(move || sink(s, &total, &run)));
+    }
+    let res = control_loop(reader, conn, run, |line| {
+        let want: u64 = line
+            .strip_prefix("sync ")
+            .ok_or_else(|| anyhow::anyhow!("unknown control line"))?
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("malformed sync line"))?;
+        let t0 = Instant::now();
+        while total.load(Ordering::Acquire) < want && !run.over() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                anyhow::bail!("sync: {want} bytes never arrived");
+            }
+            std::thread::yield_now();
+        }
+        Ok(Tally {
+            received: total.load(Ordering::Acquire),
+            timed: 0,
+            span_ns: 0,
+            sockets_used: data.len() as u32,
+        })
+    });
+    run.stop.store(true, Ordering::SeqCst);
+    for s in &data {
+        let _ = s.shutdown(Shutdown::Both);
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    res
 }
 
 /// Reads control lines until the client closes the connection (the normal
