@@ -34,6 +34,8 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         check_dir(dir)?;
     }
     let inputs = suites::codec::check_inputs(&args.input).map_err(usage)?;
+    let (words, locales) =
+        suites::text::user::check_args(&args.words, &args.locale).map_err(usage)?;
     if let Some(cpu) = args.cpu {
         affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
     }
@@ -46,11 +48,18 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let host = Arc::new(Host::detect());
     let mut all = suites::all_benches(&host);
     all.extend(suites::codec::input_benches(&inputs));
+    all.extend(suites::text::user::benches(&words, &locales));
     let mut benches = suites::select(all, &args.patterns)?;
     if !inputs.is_empty() && !benches.iter().any(|b| b.id().starts_with("codec.file-")) {
         return Err(usage(
             "--input files are measured by the codec suite, which the patterns leave out; \
              select it (`opcost run codec.file --input FILE`)",
+        ));
+    }
+    if !words.is_empty() && !benches.iter().any(|b| b.id().starts_with("text.user.")) {
+        return Err(usage(
+            "--words lists are measured by the text suite, which the patterns leave out; \
+             select it (`opcost run text.user --words FILE`)",
         ));
     }
     // The net.peer.* benchmarks run against --peer and only then.
@@ -124,6 +133,8 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             dir: args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf()),
             tmp: tmp.path().to_path_buf(),
             inputs: inputs.iter().map(|u| u.path.clone()).collect(),
+            words: words.iter().map(|w| w.path.clone()).collect(),
+            locales: locales.iter().map(|l| l.name.clone()).collect(),
             host: (*host).clone(),
         };
         // This very binary, even if the file was replaced since it started.

@@ -36,6 +36,12 @@ pub struct Hello {
     pub tmp: PathBuf,
     /// `--input` files.
     pub inputs: Vec<PathBuf>,
+    /// `--words` files.
+    #[serde(default)]
+    pub words: Vec<PathBuf>,
+    /// The locales of the `--words` files, as the run resolved them.
+    #[serde(default)]
+    pub locales: Vec<String>,
     /// The machine, as the run detected it.
     pub host: Host,
 }
@@ -78,6 +84,9 @@ fn work() -> anyhow::Result<()> {
     let inputs = suites::codec::check_inputs(&hello.inputs).map_err(anyhow::Error::msg)?;
     let mut all = suites::all_benches(&host);
     all.extend(suites::codec::input_benches(&inputs));
+    let (words, locales) =
+        suites::text::user::check_args(&hello.words, &hello.locales).map_err(anyhow::Error::msg)?;
+    all.extend(suites::text::user::benches(&words, &locales));
     let mut benches = Vec::with_capacity(hello.ids.len());
     for id in &hello.ids {
         let Some(k) = all.iter().position(|b| b.id() == id) else {

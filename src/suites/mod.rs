@@ -18,6 +18,7 @@ pub mod syscall;
 pub mod text;
 pub mod timer;
 pub mod undisturbed;
+pub mod user_file;
 
 pub use bench::{Budget, FnBench, Looped, PrepareFn, get, median_of, ratio_finding};
 

@@ -19,9 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::methods::{
-    Compare, Keyed, Loc, Method, Strength, Visit, build, check_order, comparer,
-};
+use super::methods::{Compare, Keyed, Loc, Method, Strength, Visit, build, check_order, comparer};
 use super::words::{Corpus, Lang, Word};
 use crate::harness::{Bench, PrepareError, Profile, Timed, Unit};
 use crate::suites::FnBench;

@@ -24,7 +24,163 @@ use crate::units::{fmt_ratio, human, human_bytes};
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = order_findings(ms);
     out.extend(speed_findings(ms));
+    out.extend(user_findings(ms));
     out.extend(lines_findings(ms));
+    out
+}
+
+/// The results of the user's words (`text.user.*`), per set
+/// (`file-NAME/LOCALE`), each kind (`cmp`, `sort`) in method name order.
+fn user_sets(ms: &[Measurement]) -> BTreeMap<String, BTreeMap<String, Vec<&Measurement>>> {
+    let mut sets: BTreeMap<String, BTreeMap<String, Vec<&Measurement>>> = BTreeMap::new();
+    for m in ms.iter().filter(|m| m.id.starts_with("text.user.")) {
+        let (Some(lang), Some(kind)) = (detail_str(m, "lang"), m.id.split('.').nth(2)) else {
+            continue;
+        };
+        sets.entry(lang.to_string())
+            .or_default()
+            .entry(kind.to_string())
+            .or_default()
+            .push(m);
+    }
+    for kinds in sets.values_mut() {
+        for rows in kinds.values_mut() {
+            rows.sort_by(|a, b| a.id.cmp(&b.id));
+        }
+    }
+    sets
+}
+
+/// A user's result as (method, right, share of the reference's pairs kept,
+/// the first pair it gets wrong).
+fn user_check(m: &Measurement) -> Option<(String, bool, f64, Option<(String, String)>)> {
+    let d = m.details.as_ref()?;
+    let pair = d
+        .get("first_wrong_pair")
+        .and_then(|p| p.as_array())
+        .and_then(|p| {
+            Some((
+                p.first()?.as_str()?.to_string(),
+                p.get(1)?.as_str()?.to_string(),
+            ))
+        });
+    Some((
+        d.get("method")?.as_str()?.to_string(),
+        d.get("order_correct")?.as_bool()?,
+        d.get("order_agreement")?.as_f64()?,
+        pair,
+    ))
+}
+
+/// Per set of the user's words: which methods keep the reference order
+/// (and how much of it the others keep), and the fastest right comparison
+/// and sort, with the faster wrong ones named when there are any.
+fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let widths = Widths::of(ms);
+    for (set, kinds) in user_sets(ms) {
+        let (label, locale) = set.split_once('/').unwrap_or((set.as_str(), "?"));
+        // The order check, from whichever kind has the method.
+        let mut checks: BTreeMap<String, (bool, f64, Option<(String, String)>)> = BTreeMap::new();
+        let mut about = String::new();
+        for m in kinds.values().flatten() {
+            if let Some((method, ok, share, pair)) = user_check(m) {
+                checks.entry(method).or_insert((ok, share, pair));
+            }
+            if about.is_empty()
+                && let Some(d) = &m.details
+            {
+                about = format!(
+                    "{} entries, against {} over {} neighbouring pairs",
+                    d["words_file"]["entries"],
+                    d["reference"].as_str().unwrap_or("ICU"),
+                    d["pairs_checked"]
+                );
+            }
+        }
+        let right: Vec<&str> = checks
+            .iter()
+            .filter(|c| c.1.0)
+            .map(|c| c.0.as_str())
+            .collect();
+        let mut wrong: Vec<(&String, &(bool, f64, Option<(String, String)>))> =
+            checks.iter().filter(|c| !c.1.0).collect();
+        wrong.sort_by(|a, b| b.1.1.total_cmp(&a.1.1).then(a.0.cmp(b.0)));
+        let wrong_text: Vec<String> = wrong
+            .iter()
+            .map(|(m, (_, share, pair))| {
+                let example = pair
+                    .as_ref()
+                    .map(|(a, b)| format!(", e.g. not '{a}' < '{b}'"))
+                    .unwrap_or_default();
+                format!("{m} {:.1}%{example}", share * 100.0)
+            })
+            .collect();
+        out.push(Finding {
+            area: "text".into(),
+            text: format!(
+                "order of your words {label} under {locale} ({about}): right with {}; kept in part: {}",
+                if right.is_empty() {
+                    "no method".to_string()
+                } else {
+                    right.join(", ")
+                },
+                if wrong_text.is_empty() {
+                    "none".to_string()
+                } else {
+                    wrong_text.join("; ")
+                }
+            ),
+            value: right.len() as f64,
+            unit: "methods".into(),
+        });
+        for (kind, what) in [("sort", "sort of the list"), ("cmp", "comparison")] {
+            let Some(rows) = kinds.get(kind) else {
+                continue;
+            };
+            let named: Vec<(String, bool, f64, Est)> = rows
+                .iter()
+                .filter_map(|m| {
+                    let (method, ok, share, _) = user_check(m)?;
+                    Some((method, ok, share, widths.est(m)))
+                })
+                .collect();
+            let ok: Vec<&(String, bool, f64, Est)> = named.iter().filter(|r| r.1).collect();
+            let items: Vec<Est> = ok.iter().map(|r| r.3).collect();
+            let t = rank_apart(&items, CLEAR_GAP);
+            let (Some(top), Some(&lead)) = (t.tiers.first(), t.leaders.first()) else {
+                continue;
+            };
+            let names: Vec<&str> = top.iter().map(|&i| ok[i].0.as_str()).collect();
+            // Wrong methods clearly faster than the fastest right one.
+            let faster: Vec<String> = named
+                .iter()
+                .filter(|r| {
+                    !r.1 && matches!(
+                        compare_beyond(&r.3, &items[lead], CLEAR_GAP),
+                        Verdict::Better(_)
+                    )
+                })
+                .map(|r| format!("{} (keeps {:.1}%)", r.0, r.2 * 100.0))
+                .collect();
+            let faster = if faster.is_empty() {
+                String::new()
+            } else {
+                format!("; faster but wrong: {}", faster.join(", "))
+            };
+            out.push(Finding {
+                area: "text".into(),
+                text: format!(
+                    "fastest right {what} for your words {label} under {locale}: {}, {} per {}{faster}",
+                    tier_words(&names),
+                    human(items[lead].value, "ns"),
+                    if kind == "sort" { "sort" } else { "comparison" }
+                ),
+                value: items[lead].value,
+                unit: "ns/op".into(),
+            });
+        }
+    }
     out
 }
 
@@ -39,7 +195,11 @@ fn order_checks(
     ms: &[Measurement],
 ) -> BTreeMap<String, BTreeMap<String, Option<(String, String)>>> {
     let mut by_lang: BTreeMap<String, BTreeMap<String, Option<(String, String)>>> = BTreeMap::new();
-    for m in ms.iter().filter(|m| m.area == "text") {
+    // The user's words have findings of their own.
+    for m in ms
+        .iter()
+        .filter(|m| m.area == "text" && !m.id.starts_with("text.user."))
+    {
         let Some(d) = &m.details else { continue };
         let (Some(lang), Some(method), Some(ok)) = (
             d.get("lang").and_then(|v| v.as_str()),
@@ -660,6 +820,82 @@ mod tests {
                 .contains("(the most: memchr_mmap and whole_split, 1.0× the file"),
             "{}",
             mem.text
+        );
+    }
+
+    fn user(
+        kind: &str,
+        method: &str,
+        ns: f64,
+        share: f64,
+        wrong: Option<[&str; 2]>,
+    ) -> Measurement {
+        let lang = "file-names_txt/tr_TR.UTF-8";
+        let mut x = m(
+            &format!("text.user.{kind}.{method}/{lang}"),
+            "ns/op",
+            ns,
+            json!({"method": method, "lang": lang}),
+            json!({"method": method, "lang": lang, "order_correct": share == 1.0,
+                   "order_agreement": share, "first_wrong_pair": wrong,
+                   "pairs_checked": 40, "reference": "icu.primary/tr-TR",
+                   "words_file": {"entries": 41}}),
+        );
+        x.summary.ci_low = ns * 0.97;
+        x.summary.ci_high = ns * 1.03;
+        x
+    }
+
+    #[test]
+    fn user_words_name_the_fastest_right_method_and_the_faster_wrong_ones() {
+        let ms = vec![
+            user("sort", "icu_keys.primary", 2e5, 1.0, None),
+            user("sort", "icu.primary", 2.05e5, 1.0, None),
+            user("sort", "lower_alloc", 5e4, 0.9, Some(["ılık", "ilk"])),
+            user("sort", "strcoll", 9e5, 1.0, None),
+            user("cmp", "icu.primary", 100.0, 1.0, None),
+            user("cmp", "lower_alloc", 300.0, 0.9, Some(["ılık", "ilk"])),
+        ];
+        let f = findings(&ms);
+        let find = |s: &str| {
+            f.iter()
+                .find(|f| f.text.starts_with(s))
+                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
+        };
+        let order = find("order of your words file-names_txt under tr_TR.UTF-8");
+        assert!(
+            order
+                .text
+                .contains("41 entries, against icu.primary/tr-TR over 40 neighbouring pairs"),
+            "{}",
+            order.text
+        );
+        assert!(
+            order.text.contains("right with icu.primary, icu_keys.primary, strcoll; kept in part: lower_alloc 90.0%, e.g. not 'ılık' < 'ilk'"),
+            "{}",
+            order.text
+        );
+        assert_eq!(order.value, 3.0);
+        let sort = find("fastest right sort of the list for your words file-names_txt");
+        assert!(
+            sort.text
+                .contains(": icu.primary and icu_keys.primary, with no clear gap between them, "),
+            "{}",
+            sort.text
+        );
+        assert!(
+            sort.text
+                .contains("faster but wrong: lower_alloc (keeps 90.0%)"),
+            "{}",
+            sort.text
+        );
+        let cmp = find("fastest right comparison for your words");
+        assert!(cmp.text.contains(": icu.primary, "), "{}", cmp.text);
+        assert!(!cmp.text.contains("faster but wrong"), "{}", cmp.text);
+        // The built-in findings leave the user's results alone.
+        assert!(
+            !f.iter().any(|f| f.text.starts_with("order check for")),
+            "{f:#?}"
         );
     }
 

@@ -126,8 +126,8 @@ impl Lang {
             // ASCII: digits, then letters in alphabetical order whatever
             // their case; a hyphen and an apostrophe before any letter.
             Lang::C => &[
-                "1984", "2001", "apple", "Banana", "cherry", "co-op", "coop", "Date", "eel",
-                "Fig", "O'Brien", "Obama", "zebra",
+                "1984", "2001", "apple", "Banana", "cherry", "co-op", "coop", "Date", "eel", "Fig",
+                "O'Brien", "Obama", "zebra",
             ],
         }
     }
