@@ -145,6 +145,33 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
                     Some((method, ok, share, widths.est(m)))
                 })
                 .collect();
+            // Comparisons of keys built beforehand are named apart, as
+            // for the built-in words; a sort builds its keys, so all compete.
+            let is_keyed = |m: &str| m.starts_with("icu_keys") || m == "strxfrm";
+            let keyed_rows: Vec<&(String, bool, f64, Est)> = named
+                .iter()
+                .filter(|r| kind == "cmp" && r.1 && is_keyed(&r.0))
+                .collect();
+            let keys = {
+                let items: Vec<Est> = keyed_rows.iter().map(|r| r.3).collect();
+                let t = rank_apart(&items, CLEAR_GAP);
+                match (t.tiers.first(), t.leaders.first()) {
+                    (Some(top), Some(&lead)) => {
+                        let names: Vec<&str> =
+                            top.iter().map(|&i| keyed_rows[i].0.as_str()).collect();
+                        format!(
+                            "; with sort keys built beforehand: {}, {} per comparison",
+                            tier_words(&names),
+                            human(items[lead].value, "ns")
+                        )
+                    }
+                    _ => String::new(),
+                }
+            };
+            let named: Vec<(String, bool, f64, Est)> = named
+                .into_iter()
+                .filter(|r| kind == "sort" || !is_keyed(&r.0))
+                .collect();
             let ok: Vec<&(String, bool, f64, Est)> = named.iter().filter(|r| r.1).collect();
             let items: Vec<Est> = ok.iter().map(|r| r.3).collect();
             let t = rank_apart(&items, CLEAR_GAP);
@@ -171,7 +198,7 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
             out.push(Finding {
                 area: "text".into(),
                 text: format!(
-                    "fastest right {what} for your words {label} under {locale}: {}, {} per {}{faster}",
+                    "fastest right {what} for your words {label} under {locale}: {}, {} per {}{faster}{keys}",
                     tier_words(&names),
                     human(items[lead].value, "ns"),
                     if kind == "sort" { "sort" } else { "comparison" }
@@ -344,6 +371,51 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
                     human(ascii.value, "ns")
                 ),
                 icu.value / ascii.value,
+            ));
+        }
+        // What building the locale or collator for every comparison costs,
+        // and what the ASCII fast path in front of strcoll_l saves.
+        let mut parts = Vec::new();
+        for (slow, fast, what) in [
+            (
+                "strcoll_per_call",
+                "strcoll",
+                "strcoll_l with a locale made per comparison",
+            ),
+            (
+                "icu_per_call",
+                "icu.tertiary",
+                "ICU with a collator built per comparison",
+            ),
+            (
+                "ascii_strcoll",
+                "strcoll",
+                "the ASCII fast path in front of strcoll_l",
+            ),
+        ] {
+            let (Some(a), Some(b)) = (cmp(slow), cmp(fast)) else {
+                continue;
+            };
+            let verdict = match compare(&a, &b) {
+                Verdict::Worse(r) => format!("{} slower", r.text()),
+                Verdict::Better(r) => format!("{} faster", r.text()),
+                Verdict::Tie(_) => "no different, within noise,".to_string(),
+            };
+            parts.push((
+                format!(
+                    "{what} is {verdict} than {fast} ({} vs {})",
+                    human(a.value, "ns"),
+                    human(b.value, "ns")
+                ),
+                a.value / b.value,
+            ));
+        }
+        if let Some(&(_, first)) = parts.first() {
+            let texts: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+            out.push(ratio_finding(
+                "text",
+                format!("per comparison for {lang}: {}", texts.join("; ")),
+                first,
             ));
         }
         // The fastest methods with the right order, as the tier that cannot
@@ -636,6 +708,13 @@ mod tests {
             cmp("icu.tertiary", "sv", 140.0, None),
             cmp("strcoll", "sv", 200.0, None),
             cmp("icu_keys.primary", "sv", 8.0, None),
+            cmp(
+                "strcoll_per_call",
+                "sv",
+                2000.0,
+                Some(["O'Neill", "Olsson"]),
+            ),
+            cmp("ascii_strcoll", "sv", 100.0, Some(["x", "y"])),
         ];
         let f = findings(&ms);
         let find = |s: &str| {
@@ -659,6 +738,13 @@ mod tests {
             "{}",
             ratio.text
         );
+        let per_call = find("per comparison for sv: ");
+        assert!(
+            per_call.text.contains("strcoll_l with a locale made per comparison is 10.0× (10.0–10.0) slower than strcoll (2.00 µs vs 200 ns); the ASCII fast path in front of strcoll_l is 2.00× (2.00–2.00) faster than strcoll"),
+            "{}",
+            per_call.text
+        );
+        assert_eq!(per_call.value, 10.0);
         let fastest = find("fastest comparison with the right order for sv");
         assert!(fastest.text.contains("icu.tertiary"), "{}", fastest.text);
         assert!(
