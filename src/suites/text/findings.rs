@@ -51,11 +51,21 @@ fn user_sets(ms: &[Measurement]) -> BTreeMap<String, BTreeMap<String, Vec<&Measu
     sets
 }
 
-/// A user's result as (method, right, share of the reference's pairs kept,
-/// the first pair it gets wrong).
-fn user_check(m: &Measurement) -> Option<(String, bool, f64, Option<(String, String)>)> {
+/// How one method ordered a set of the user's words.
+#[derive(Clone)]
+struct UserCheck {
+    method: String,
+    right: bool,
+    /// The share of the reference's pairs it keeps.
+    share: f64,
+    /// The first pair it gets wrong.
+    wrong: Option<(String, String)>,
+}
+
+/// The order check of a user's result.
+fn user_check(m: &Measurement) -> Option<UserCheck> {
     let d = m.details.as_ref()?;
-    let pair = d
+    let wrong = d
         .get("first_wrong_pair")
         .and_then(|p| p.as_array())
         .and_then(|p| {
@@ -64,12 +74,12 @@ fn user_check(m: &Measurement) -> Option<(String, bool, f64, Option<(String, Str
                 p.get(1)?.as_str()?.to_string(),
             ))
         });
-    Some((
-        d.get("method")?.as_str()?.to_string(),
-        d.get("order_correct")?.as_bool()?,
-        d.get("order_agreement")?.as_f64()?,
-        pair,
-    ))
+    Some(UserCheck {
+        method: d.get("method")?.as_str()?.to_string(),
+        right: d.get("order_correct")?.as_bool()?,
+        share: d.get("order_agreement")?.as_f64()?,
+        wrong,
+    })
 }
 
 /// Per set of the user's words: which methods keep the reference order
@@ -81,11 +91,11 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
     for (set, kinds) in user_sets(ms) {
         let (label, locale) = set.split_once('/').unwrap_or((set.as_str(), "?"));
         // The order check, from whichever kind has the method.
-        let mut checks: BTreeMap<String, (bool, f64, Option<(String, String)>)> = BTreeMap::new();
+        let mut checks: BTreeMap<String, UserCheck> = BTreeMap::new();
         let mut about = String::new();
         for m in kinds.values().flatten() {
-            if let Some((method, ok, share, pair)) = user_check(m) {
-                checks.entry(method).or_insert((ok, share, pair));
+            if let Some(c) = user_check(m) {
+                checks.entry(c.method.clone()).or_insert(c);
             }
             if about.is_empty()
                 && let Some(d) = &m.details
@@ -99,21 +109,21 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
             }
         }
         let right: Vec<&str> = checks
-            .iter()
-            .filter(|c| c.1.0)
-            .map(|c| c.0.as_str())
+            .values()
+            .filter(|c| c.right)
+            .map(|c| c.method.as_str())
             .collect();
-        let mut wrong: Vec<(&String, &(bool, f64, Option<(String, String)>))> =
-            checks.iter().filter(|c| !c.1.0).collect();
-        wrong.sort_by(|a, b| b.1.1.total_cmp(&a.1.1).then(a.0.cmp(b.0)));
+        let mut wrong: Vec<&UserCheck> = checks.values().filter(|c| !c.right).collect();
+        wrong.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.method.cmp(&b.method)));
         let wrong_text: Vec<String> = wrong
             .iter()
-            .map(|(m, (_, share, pair))| {
-                let example = pair
+            .map(|c| {
+                let example = c
+                    .wrong
                     .as_ref()
                     .map(|(a, b)| format!(", e.g. not '{a}' < '{b}'"))
                     .unwrap_or_default();
-                format!("{m} {:.1}%{example}", share * 100.0)
+                format!("{} {:.1}%{example}", c.method, c.share * 100.0)
             })
             .collect();
         out.push(Finding {
@@ -138,27 +148,26 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
             let Some(rows) = kinds.get(kind) else {
                 continue;
             };
-            let named: Vec<(String, bool, f64, Est)> = rows
+            let named: Vec<(UserCheck, Est)> = rows
                 .iter()
-                .filter_map(|m| {
-                    let (method, ok, share, _) = user_check(m)?;
-                    Some((method, ok, share, widths.est(m)))
-                })
+                .filter_map(|m| Some((user_check(m)?, widths.est(m))))
                 .collect();
             // Comparisons of keys built beforehand are named apart, as
             // for the built-in words; a sort builds its keys, so all compete.
             let is_keyed = |m: &str| m.starts_with("icu_keys") || m == "strxfrm";
-            let keyed_rows: Vec<&(String, bool, f64, Est)> = named
+            let keyed_rows: Vec<&(UserCheck, Est)> = named
                 .iter()
-                .filter(|r| kind == "cmp" && r.1 && is_keyed(&r.0))
+                .filter(|r| kind == "cmp" && r.0.right && is_keyed(&r.0.method))
                 .collect();
             let keys = {
-                let items: Vec<Est> = keyed_rows.iter().map(|r| r.3).collect();
+                let items: Vec<Est> = keyed_rows.iter().map(|r| r.1).collect();
                 let t = rank_apart(&items, CLEAR_GAP);
                 match (t.tiers.first(), t.leaders.first()) {
                     (Some(top), Some(&lead)) => {
-                        let names: Vec<&str> =
-                            top.iter().map(|&i| keyed_rows[i].0.as_str()).collect();
+                        let names: Vec<&str> = top
+                            .iter()
+                            .map(|&i| keyed_rows[i].0.method.as_str())
+                            .collect();
                         format!(
                             "; with sort keys built beforehand: {}, {} per comparison",
                             tier_words(&names),
@@ -168,27 +177,28 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
                     _ => String::new(),
                 }
             };
-            let named: Vec<(String, bool, f64, Est)> = named
+            let named: Vec<(UserCheck, Est)> = named
                 .into_iter()
-                .filter(|r| kind == "sort" || !is_keyed(&r.0))
+                .filter(|r| kind == "sort" || !is_keyed(&r.0.method))
                 .collect();
-            let ok: Vec<&(String, bool, f64, Est)> = named.iter().filter(|r| r.1).collect();
-            let items: Vec<Est> = ok.iter().map(|r| r.3).collect();
+            let ok: Vec<&(UserCheck, Est)> = named.iter().filter(|r| r.0.right).collect();
+            let items: Vec<Est> = ok.iter().map(|r| r.1).collect();
             let t = rank_apart(&items, CLEAR_GAP);
             let (Some(top), Some(&lead)) = (t.tiers.first(), t.leaders.first()) else {
                 continue;
             };
-            let names: Vec<&str> = top.iter().map(|&i| ok[i].0.as_str()).collect();
+            let names: Vec<&str> = top.iter().map(|&i| ok[i].0.method.as_str()).collect();
             // Wrong methods clearly faster than the fastest right one.
             let faster: Vec<String> = named
                 .iter()
                 .filter(|r| {
-                    !r.1 && matches!(
-                        compare_beyond(&r.3, &items[lead], CLEAR_GAP),
-                        Verdict::Better(_)
-                    )
+                    !r.0.right
+                        && matches!(
+                            compare_beyond(&r.1, &items[lead], CLEAR_GAP),
+                            Verdict::Better(_)
+                        )
                 })
-                .map(|r| format!("{} (keeps {:.1}%)", r.0, r.2 * 100.0))
+                .map(|r| format!("{} (keeps {:.1}%)", r.0.method, r.0.share * 100.0))
                 .collect();
             let faster = if faster.is_empty() {
                 String::new()
