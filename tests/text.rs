@@ -278,6 +278,11 @@ fn user_words_in_swedish_and_turkish_are_checked_against_icu_for_the_locale() {
         assert_eq!(x["order_correct"], false, "{m}");
         assert_eq!(x["first_wrong_pair"].as_array().unwrap().len(), 2, "{m}");
     }
+    // The ASCII fast path compares Irmak and ilk, both ASCII, as bytes.
+    assert_eq!(
+        d(&format!("text.user.cmp.ascii_strcoll/{tr}"))["first_wrong_pair"],
+        serde_json::json!(["Irmak", "ilk"])
+    );
     for m in [
         "strcoll",
         "icu.tertiary",

@@ -593,7 +593,10 @@ mod tests {
         for m in [Method::StrColl, Method::StrXfrm, Method::StrCollPerCall] {
             assert_eq!(check(m, Lang::Sv).first_wrong, punct, "{m:?}");
         }
-        for (lang, pair) in [(Lang::De, ("O'Hara", "Ofen")), (Lang::En, ("D'Arcy", "Dante"))] {
+        for (lang, pair) in [
+            (Lang::De, ("O'Hara", "Ofen")),
+            (Lang::En, ("D'Arcy", "Dante")),
+        ] {
             if have_locale(lang) {
                 let want = Some((pair.0.to_string(), pair.1.to_string()));
                 assert_eq!(check(Method::StrColl, lang).first_wrong, want, "{lang:?}");
