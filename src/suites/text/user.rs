@@ -133,13 +133,24 @@ pub fn environment_locale() -> String {
 }
 
 /// The ICU tag of a C library locale name: `tr_TR.UTF-8` → `tr-TR`,
-/// `C` and `POSIX` → `und` (the root collation).
+/// `sr_RS@latin` → `sr-Latn-RS`, `C` and `POSIX` → `und` (the root
+/// collation). Other modifiers (`@euro`) do not change the collation.
 fn bcp47_of(name: &str) -> String {
     let base = name.split(['.', '@']).next().unwrap_or(name);
     if base.is_empty() || base == "C" || base == "POSIX" {
         return "und".to_string();
     }
-    base.replace('_', "-")
+    let script = match name.split_once('@').map(|m| m.1) {
+        Some("latin") => Some("Latn"),
+        Some("cyrillic") => Some("Cyrl"),
+        Some("devanagari") => Some("Deva"),
+        _ => None,
+    };
+    match (script, base.split_once('_')) {
+        (Some(sc), Some((lang, region))) => format!("{lang}-{sc}-{region}"),
+        (Some(sc), None) => format!("{base}-{sc}"),
+        (None, _) => base.replace('_', "-"),
+    }
 }
 
 /// The locales the C library has, as `locale -a` lists them (or, without
@@ -164,13 +175,28 @@ fn available_locales() -> Vec<String> {
     v
 }
 
+/// The language part of a locale name: `tr` of `tr_TR.UTF-8`.
+fn language_of(name: &str) -> String {
+    name.split(['_', '.', '@'])
+        .next()
+        .unwrap_or(name)
+        .to_lowercase()
+}
+
 /// Up to five of `names` closest to `wanted`, case and the spelling of
-/// UTF-8 aside.
+/// UTF-8 aside; the names of the same language, when there are any, alone.
 fn closest(wanted: &str, names: &[String]) -> Vec<String> {
     let norm = |s: &str| s.to_lowercase().replace("utf-8", "utf8");
     let w = norm(wanted);
-    let mut scored: Vec<(usize, &String)> = names
-        .iter()
+    let lang = language_of(wanted);
+    let same: Vec<&String> = names.iter().filter(|n| language_of(n) == lang).collect();
+    let pool: Vec<&String> = if same.is_empty() {
+        names.iter().collect()
+    } else {
+        same
+    };
+    let mut scored: Vec<(usize, &String)> = pool
+        .into_iter()
         .map(|n| (strsim::levenshtein(&w, &norm(n)), n))
         .collect();
     scored.sort();
@@ -180,6 +206,21 @@ fn closest(wanted: &str, names: &[String]) -> Vec<String> {
         .filter(|(d, _)| *d <= limit)
         .take(5)
         .map(|(_, n)| n.clone())
+        .collect()
+}
+
+/// The UTF-8 locales of `name`'s language and territory (`tr_TR.utf8` for
+/// `tr_TR`), as the machine lists them.
+fn utf8_twins(name: &str, names: &[String]) -> Vec<String> {
+    let base = name.split(['.', '@']).next().unwrap_or(name);
+    names
+        .iter()
+        .filter(|n| {
+            let lower = n.to_lowercase();
+            n.split(['.', '@']).next() == Some(base)
+                && (lower.contains(".utf8") || lower.contains(".utf-8"))
+        })
+        .cloned()
         .collect()
 }
 
@@ -208,9 +249,14 @@ pub fn check_locales(names: &[String]) -> Result<Vec<UserLocale>, String> {
         let set = c.codeset();
         let bcp47 = bcp47_of(name);
         if bcp47 != "und" && set != "UTF-8" {
-            let base = name.split(['.', '@']).next().unwrap_or(name);
+            let twins = utf8_twins(name, &available_locales());
+            let hint = if twins.is_empty() {
+                "name one in UTF-8 (`locale -a` lists them)".to_string()
+            } else {
+                format!("try {}", twins.join(" or "))
+            };
             return Err(format!(
-                "--locale {name}: its character set is {set}, not UTF-8, and the words are UTF-8; try {base}.UTF-8"
+                "--locale {name}: its character set is {set}, not UTF-8, and the words are UTF-8; {hint}"
             ));
         }
         let loc = Loc {
@@ -485,11 +531,19 @@ mod tests {
             assert!(e.contains("sv_SE"), "{e}");
         }
         assert!(check_locales(&["a/b".into()]).is_err());
+        let names: Vec<String> = ["tr_CY.utf8", "tr_TR.utf8", "ar_AE.utf8", "tt_RU"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(closest("tr_XX.UTF-8", &names), ["tr_CY.utf8", "tr_TR.utf8"]);
+        assert_eq!(closest("tt_XX", &names), ["tt_RU"]);
+        assert_eq!(utf8_twins("tr_TR", &names), ["tr_TR.utf8"]);
         let c = check_locales(&["C".into(), "C".into()]).unwrap();
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].loc.bcp47, "und");
         assert_eq!(bcp47_of("tr_TR.UTF-8"), "tr-TR");
-        assert_eq!(bcp47_of("sr_RS@latin"), "sr-RS");
+        assert_eq!(bcp47_of("sr_RS@latin"), "sr-Latn-RS");
+        assert_eq!(bcp47_of("de_DE@euro"), "de-DE");
+        assert_eq!(bcp47_of("C.UTF-8"), "und");
     }
 
     #[test]
@@ -499,7 +553,10 @@ mod tests {
             return;
         }
         let e = check_locales(&["tr_TR".into()]).unwrap_err();
-        assert!(e.contains("ISO-8859-9") && e.contains("tr_TR.UTF-8"), "{e}");
+        assert!(
+            e.contains("ISO-8859-9") && e.contains("try tr_TR.utf8"),
+            "{e}"
+        );
     }
 
     fn turkish() -> Option<UserLocale> {
