@@ -30,6 +30,17 @@ fn result<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no result {id}; skipped: {}", doc["skipped"]))
 }
 
+/// Fails with the failed benchmarks of `doc`, if any.
+fn assert_no_failures(doc: &Value) {
+    let failed: Vec<&Value> = doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["failed"] == true)
+        .collect();
+    assert!(failed.is_empty(), "failures: {failed:?}");
+}
+
 #[test]
 fn quick_run_checks_order_sorts_and_line_counts() {
     let dir = tempfile::tempdir().unwrap();
@@ -47,13 +58,7 @@ fn quick_run_checks_order_sorts_and_line_counts() {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 
-    let failed: Vec<&Value> = doc["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["failed"] == true)
-        .collect();
-    assert!(failed.is_empty(), "failures: {failed:?}");
+    assert_no_failures(&doc);
     let results = doc["results"].as_array().unwrap();
     assert!(results.len() >= 50, "only {} results", results.len());
     for m in results {
@@ -229,13 +234,7 @@ fn user_words_in_swedish_and_turkish_are_checked_against_icu_for_the_locale() {
         .assert()
         .success();
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let failed: Vec<&Value> = doc["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["failed"] == true)
-        .collect();
-    assert!(failed.is_empty(), "failures: {failed:?}");
+    assert_no_failures(&doc);
     let results = doc["results"].as_array().unwrap();
     for m in results {
         let id = m["id"].as_str().unwrap();

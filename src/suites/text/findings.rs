@@ -126,24 +126,12 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
                 format!("{} {:.1}%{example}", c.method, c.share * 100.0)
             })
             .collect();
-        out.push(Finding {
-            area: "text".into(),
-            text: format!(
-                "order of your words {label} under {locale} ({about}): right with {}; kept in part: {}",
-                if right.is_empty() {
-                    "no method".to_string()
-                } else {
-                    right.join(", ")
-                },
-                if wrong_text.is_empty() {
-                    "none".to_string()
-                } else {
-                    wrong_text.join("; ")
-                }
-            ),
-            value: right.len() as f64,
-            unit: "methods".into(),
-        });
+        out.push(order_finding(
+            format!("order of your words {label} under {locale} ({about})"),
+            &right,
+            "kept in part",
+            &wrong_text,
+        ));
         for (kind, what) in [("sort", "sort of the list"), ("cmp", "comparison")] {
             let Some(rows) = kinds.get(kind) else {
                 continue;
@@ -267,6 +255,27 @@ fn order_checks(
     by_lang
 }
 
+/// "HEAD: right with a, b; LABEL: x; y", its value the number right.
+fn order_finding(head: String, right: &[&str], label: &str, wrong: &[String]) -> Finding {
+    let or = |list: String, none: &str| {
+        if list.is_empty() {
+            none.to_string()
+        } else {
+            list
+        }
+    };
+    Finding {
+        area: "text".into(),
+        text: format!(
+            "{head}: right with {}; {label}: {}",
+            or(right.join(", "), "no method"),
+            or(wrong.join("; "), "none")
+        ),
+        value: right.len() as f64,
+        unit: "methods".into(),
+    }
+}
+
 /// Per language: which methods order its fixed list right, and how the
 /// others go wrong; and where the C library and ICU disagree.
 fn order_findings(ms: &[Measurement]) -> Vec<Finding> {
@@ -288,24 +297,12 @@ fn order_findings(ms: &[Measurement]) -> Vec<Finding> {
             .iter()
             .map(|((a, b), ms)| format!("{} fail '{a}' < '{b}'", ms.join(", ")))
             .collect();
-        out.push(Finding {
-            area: "text".into(),
-            text: format!(
-                "order check for {lang}: right with {}; wrong: {}",
-                if right.is_empty() {
-                    "no method".to_string()
-                } else {
-                    right.join(", ")
-                },
-                if wrong_text.is_empty() {
-                    "none".to_string()
-                } else {
-                    wrong_text.join("; ")
-                }
-            ),
-            value: right.len() as f64,
-            unit: "methods".into(),
-        });
+        out.push(order_finding(
+            format!("order check for {lang}"),
+            &right,
+            "wrong",
+            &wrong_text,
+        ));
     }
     for m in ms.iter().filter(|m| m.id.starts_with("text.cmp.strcoll/")) {
         let Some(d) = m.details.as_ref().and_then(|d| d.get("icu_disagreement")) else {
@@ -699,6 +696,13 @@ mod tests {
         m
     }
 
+    /// The finding whose text holds `s`.
+    fn find_in<'a>(f: &'a [Finding], s: &str) -> &'a Finding {
+        f.iter()
+            .find(|f| f.text.contains(s))
+            .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
+    }
+
     fn cmp(method: &str, lang: &str, ns: f64, wrong: Option<[&str; 2]>) -> Measurement {
         m(
             &format!("text.cmp.{method}/{lang}"),
@@ -727,11 +731,7 @@ mod tests {
             cmp("ascii_strcoll", "sv", 100.0, Some(["x", "y"])),
         ];
         let f = findings(&ms);
-        let find = |s: &str| {
-            f.iter()
-                .find(|f| f.text.contains(s))
-                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
-        };
+        let find = |s: &str| find_in(&f, s);
         let order = find("order check for sv");
         assert!(
             order
@@ -786,11 +786,7 @@ mod tests {
             row("memchr_block", 5e8, 7e4, true),
         ];
         let f = findings(&ms);
-        let find = |s: &str| {
-            f.iter()
-                .find(|f| f.text.contains(s))
-                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
-        };
+        let find = |s: &str| find_in(&f, s);
         let l = find("lines of a crlf-40B file");
         assert_eq!(l.value, 10.0);
         assert!(
@@ -953,11 +949,7 @@ mod tests {
             user("cmp", "lower_alloc", 300.0, 0.9, Some(["ılık", "ilk"])),
         ];
         let f = findings(&ms);
-        let find = |s: &str| {
-            f.iter()
-                .find(|f| f.text.starts_with(s))
-                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
-        };
+        let find = |s: &str| find_in(&f, s);
         let order = find("order of your words file-names_txt under tr_TR.UTF-8");
         assert!(
             order

@@ -186,27 +186,16 @@ fn language_of(name: &str) -> String {
 /// Up to five of `names` closest to `wanted`, case and the spelling of
 /// UTF-8 aside; the names of the same language, when there are any, alone.
 fn closest(wanted: &str, names: &[String]) -> Vec<String> {
-    let norm = |s: &str| s.to_lowercase().replace("utf-8", "utf8");
-    let w = norm(wanted);
     let lang = language_of(wanted);
-    let same: Vec<&String> = names.iter().filter(|n| language_of(n) == lang).collect();
-    let pool: Vec<&String> = if same.is_empty() {
-        names.iter().collect()
+    let same = || names.iter().filter(|n| language_of(n) == lang);
+    let pool: Vec<&str> = if same().next().is_some() {
+        same().map(String::as_str).collect()
     } else {
-        same
+        names.iter().map(String::as_str).collect()
     };
-    let mut scored: Vec<(usize, &String)> = pool
-        .into_iter()
-        .map(|n| (strsim::levenshtein(&w, &norm(n)), n))
-        .collect();
-    scored.sort();
-    let limit = (w.len() / 2).max(3);
-    scored
-        .into_iter()
-        .filter(|(d, _)| *d <= limit)
-        .take(5)
-        .map(|(_, n)| n.clone())
-        .collect()
+    crate::suites::closest(wanted, pool.into_iter(), |s| {
+        s.to_lowercase().replace("utf-8", "utf8")
+    })
 }
 
 /// The UTF-8 locales of `name`'s language and territory (`tr_TR.utf8` for
