@@ -34,6 +34,8 @@ const PER_CALL_MAX_SORT: usize = 1_000;
 const CHEAP_BUDGET: f64 = 0.2;
 /// Lists up to this many entries sort cheaply.
 const CHEAP_SORT: usize = 10_000;
+/// The largest list whose methods are interleaved (each holds a copy).
+const INTERLEAVE_MAX: u64 = 8 << 20;
 /// The strength of the reference order: caseless.
 const REFERENCE: Strength = Strength::Primary;
 
@@ -442,7 +444,7 @@ fn bench(set: &Arc<Set>, m: Method, sort: bool) -> Box<dyn Bench> {
             m.describe()
         )
     };
-    let b = FnBench::new(
+    let mut b = FnBench::new(
         format!("text.user.{kind}.{}/{tag}", m.name()),
         summary,
         Unit::Latency,
@@ -451,8 +453,11 @@ fn bench(set: &Arc<Set>, m: Method, sort: bool) -> Box<dyn Bench> {
             let memo = Memo::default();
             move |_ctx| prepare(&set, m, sort, &memo)
         },
-    )
-    .interleave(format!("text.user.{kind}/{tag}"));
+    );
+    // Interleaved alternatives each hold a copy of the list at once.
+    if set.words.bytes <= INTERLEAVE_MAX {
+        b = b.interleave(format!("text.user.{kind}/{tag}"));
+    }
     let mut b = if sort {
         b.param("n", set.words.entries)
     } else {
