@@ -4,7 +4,7 @@
 # namespaces), Chromium (which opens the
 # HTML report headless to check that its charts render), and the glibc
 # locales the text suite collates under (sv_SE.UTF-8, de_DE.UTF-8,
-# en_US.UTF-8), PostgreSQL (the tests start a throw-away server) and
+# en_US.UTF-8, and tr_TR.UTF-8 for the --words tests), PostgreSQL (the tests start a throw-away server) and
 # Ansible (the playbook is run against localhost). Only what is missing is
 # installed.
 set -euo pipefail
@@ -32,7 +32,7 @@ command -v ansible-playbook >/dev/null 2>&1 || missing+=(ansible)
 # piping it into `grep -q` under pipefail fails at random, since grep exits
 # at the first match and `locale -a` then dies of SIGPIPE.
 has_locale() { grep -qx "$1.utf8" <<<"$(locale -a 2>/dev/null)"; }
-for loc in sv_SE de_DE en_US; do
+for loc in sv_SE de_DE en_US tr_TR; do
   if ! has_locale "$loc"; then
     missing+=(locales-all)
     break
@@ -47,6 +47,6 @@ command -v cc >/dev/null
 has_pg_server || { echo "error: the PostgreSQL server binaries are still missing" >&2; exit 1; }
 command -v ansible-playbook >/dev/null
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null
-for loc in sv_SE de_DE en_US; do
+for loc in sv_SE de_DE en_US tr_TR; do
   has_locale "$loc" || { echo "error: locale $loc.UTF-8 still missing" >&2; exit 1; }
 done

@@ -123,6 +123,16 @@ pub struct RunArgs {
     /// its name and size are recorded, never its content.
     #[arg(long, value_name = "FILE")]
     pub input: Vec<PathBuf>,
+    /// A list of your own for the text suite to compare and sort (UTF-8, one
+    /// entry a line; repeatable): `text.user.*`, each method's order checked
+    /// against ICU's for the locale. Its name, size and line count are
+    /// recorded, never its content.
+    #[arg(long, value_name = "FILE")]
+    pub words: Vec<PathBuf>,
+    /// The locale of the --words lists (repeatable; a name `locale -a`
+    /// lists, in UTF-8, e.g. tr_TR.UTF-8); default: the environment's.
+    #[arg(long, value_name = "NAME", requires = "words")]
+    pub locale: Vec<String>,
     /// A label saved with the run (e.g. "mitigations=off").
     #[arg(long)]
     pub label: Option<String>,
@@ -158,6 +168,8 @@ impl RunArgs {
             seed: None,
             dir: None,
             input: Vec::new(),
+            words: Vec::new(),
+            locale: Vec::new(),
             label: None,
             no_save: false,
             format: Format::Text,

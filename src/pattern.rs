@@ -73,17 +73,27 @@ pub fn nearest<'a>(pattern: &str, ids: impl Iterator<Item = &'a str>) -> Vec<Str
         }
     }
     let bare = pattern.trim_matches(['*', '?']);
-    let mut scored: Vec<(usize, String)> = cands
-        .into_iter()
-        .map(|c| (strsim::levenshtein(bare, &c), c))
+    closest(bare, cands.iter().map(String::as_str), str::to_string)
+}
+
+/// Up to five of `cands` closest to `wanted` by edit distance (within
+/// half its length, at least 3), each compared as `key` spells it.
+pub fn closest<'a>(
+    wanted: &str,
+    cands: impl Iterator<Item = &'a str>,
+    key: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let w = key(wanted);
+    let mut scored: Vec<(usize, &str)> = cands
+        .map(|c| (strsim::levenshtein(&w, &key(c)), c))
         .collect();
     scored.sort();
-    let limit = (bare.len() / 2).max(3);
+    let limit = (w.len() / 2).max(3);
     scored
         .into_iter()
         .filter(|(d, _)| *d <= limit)
         .take(5)
-        .map(|(_, c)| c)
+        .map(|(_, c)| c.to_string())
         .collect()
 }
 

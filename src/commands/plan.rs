@@ -22,7 +22,7 @@ use crate::harness::scratch::{self, ScratchDir};
 use crate::harness::worker::WorkerCmd;
 use crate::harness::{Bench, Ctx, Profile, RunOptions, affinity, canary};
 use crate::host::Host;
-use crate::suites::{self, codec, net};
+use crate::suites::{self, UserData, net};
 
 /// What a run is made of, and what a worker needs to build the same
 /// benchmarks and measure them the same way.
@@ -44,11 +44,22 @@ pub struct Hello {
     pub tmp: PathBuf,
     /// `--input` files.
     pub inputs: Vec<PathBuf>,
+    /// `--words` files.
+    #[serde(default)]
+    pub words: Vec<PathBuf>,
+    /// The locales of the `--words` files, as the run resolved them.
+    #[serde(default)]
+    pub locales: Vec<String>,
     /// The machine, as the run detected it.
     pub host: Host,
 }
 
 impl Hello {
+    /// The user's data of the run, checked again (by a worker).
+    pub fn user_data(&self) -> anyhow::Result<UserData> {
+        UserData::check(&self.inputs, &self.words, &self.locales).map_err(anyhow::Error::msg)
+    }
+
     /// The context of a process measuring the run, with its own temp dir.
     pub fn ctx(&self, host: Arc<Host>, tmp: &Path, stop: Arc<AtomicBool>) -> Ctx {
         Ctx {
@@ -79,8 +90,8 @@ pub struct RunPlan {
     pub host: Arc<Host>,
     /// The selected benchmarks, in run order.
     pub benches: Vec<Box<dyn Bench>>,
-    /// The `--input` files, checked.
-    pub inputs: Vec<codec::UserInput>,
+    /// The user's `--input` files and `--words` lists, checked.
+    pub user: UserData,
     /// The peer of the net.peer.* benchmarks, when `--peer` was given.
     pub peer: Option<PeerInfo>,
     /// The order's seed (`--seed`, else drawn now).
@@ -99,13 +110,13 @@ impl RunPlan {
         if let Some(dir) = &args.dir {
             check_dir(dir)?;
         }
-        let inputs = codec::check_inputs(&args.input).map_err(usage)?;
+        let user = UserData::check(&args.input, &args.words, &args.locale).map_err(usage)?;
         if let Some(cpu) = args.cpu {
             affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
         }
         let host = Arc::new(Host::detect());
-        let benches = suites::select(suites::catalog(&host, &inputs), &args.patterns)?;
-        codec::check_selected(&benches, &inputs).map_err(usage)?;
+        let benches = suites::select(suites::catalog(&host, &user), &args.patterns)?;
+        user.check_selected(&benches).map_err(usage)?;
         let benches = net::for_peer(benches, args.peer.is_some()).map_err(usage)?;
         let peer = connect_peer(args)?;
         let benches =
@@ -113,7 +124,7 @@ impl RunPlan {
         Ok(RunPlan {
             host,
             benches,
-            inputs,
+            user,
             peer,
             seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
             // The net.peer.* connection belongs to this process.
@@ -131,7 +142,9 @@ impl RunPlan {
             cpu: args.cpu,
             dir: args.dir.clone(),
             tmp: tmp.to_path_buf(),
-            inputs: self.inputs.iter().map(|u| u.path.clone()).collect(),
+            inputs: self.user.inputs.iter().map(|u| u.path.clone()).collect(),
+            words: self.user.words.iter().map(|w| w.path.clone()).collect(),
+            locales: self.user.locales.iter().map(|l| l.name.clone()).collect(),
             host: (*self.host).clone(),
         }
     }

@@ -50,8 +50,7 @@ fn work() -> anyhow::Result<()> {
     input.read_line(&mut line).context("reading the hello")?;
     let hello: Hello = serde_json::from_str(&line).context("reading the hello")?;
     let host = Arc::new(hello.host.clone());
-    let inputs = suites::codec::check_inputs(&hello.inputs).map_err(anyhow::Error::msg)?;
-    let mut all = suites::catalog(&host, &inputs);
+    let mut all = suites::catalog(&host, &hello.user_data()?);
     let mut benches = Vec::with_capacity(hello.ids.len());
     for id in &hello.ids {
         let Some(k) = all.iter().position(|b| b.id() == id) else {

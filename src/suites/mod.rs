@@ -18,10 +18,13 @@ pub mod syscall;
 pub mod text;
 pub mod timer;
 pub mod undisturbed;
+pub mod user_file;
 
 pub use bench::Suite;
 
 pub use crate::pattern::{NoMatch, matches};
+
+use std::path::PathBuf;
 
 use crate::harness::{Bench, Finding, Measurement, Profile};
 use crate::host::Host;
@@ -49,11 +52,47 @@ pub fn all_benches(host: &Host) -> Vec<Box<dyn Bench>> {
     suites().iter().flat_map(|s| (s.benches)(host)).collect()
 }
 
-/// Every benchmark this build has on `host`, with those of the `--input`
-/// files: the catalog a run selects from and a worker rebuilds.
-pub fn catalog(host: &Host, inputs: &[codec::UserInput]) -> Vec<Box<dyn Bench>> {
+/// The user's own data a run measures: `--input` files (codec) and
+/// `--words` lists in `--locale` orders (text), checked.
+#[derive(Debug, Default)]
+pub struct UserData {
+    /// `--input` files.
+    pub inputs: Vec<codec::UserInput>,
+    /// `--words` files.
+    pub words: Vec<text::user::UserWords>,
+    /// The locales the word lists are ordered in.
+    pub locales: Vec<text::user::UserLocale>,
+}
+
+impl UserData {
+    /// Checks the files and names as given; a message on the first mistake.
+    pub fn check(
+        inputs: &[PathBuf],
+        words: &[PathBuf],
+        locales: &[String],
+    ) -> Result<UserData, String> {
+        let inputs = codec::check_inputs(inputs)?;
+        let (words, locales) = text::user::check_args(words, locales)?;
+        Ok(UserData {
+            inputs,
+            words,
+            locales,
+        })
+    }
+
+    /// Refuses data that the selected benchmarks would not measure.
+    pub fn check_selected(&self, benches: &[Box<dyn Bench>]) -> Result<(), String> {
+        codec::check_selected(benches, &self.inputs)?;
+        text::user::check_selected(benches, &self.words)
+    }
+}
+
+/// Every benchmark this build has on `host`, with those of the user's
+/// data: the catalog a run selects from and a worker rebuilds.
+pub fn catalog(host: &Host, user: &UserData) -> Vec<Box<dyn Bench>> {
     let mut all = all_benches(host);
-    all.extend(codec::input_benches(inputs));
+    all.extend(codec::input_benches(&user.inputs));
+    all.extend(text::user::benches(&user.words, &user.locales));
     all
 }
 

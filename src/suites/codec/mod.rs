@@ -20,7 +20,7 @@ pub mod corpus;
 mod findings;
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -73,61 +73,15 @@ pub struct UserInput {
 pub fn check_inputs(paths: &[PathBuf]) -> Result<Vec<UserInput>, String> {
     let mut out: Vec<UserInput> = Vec::new();
     for path in paths {
-        let shown = path.display();
-        let meta = std::fs::metadata(path)
-            .map_err(|e| format!("--input {shown}: cannot read it ({e})"))?;
-        if !meta.is_file() {
-            return Err(format!("--input {shown}: not a regular file"));
-        }
-        // Opening and reading a byte proves the permissions, not just the name.
-        let mut f = std::fs::File::open(path)
-            .map_err(|e| format!("--input {shown}: cannot read it ({e})"))?;
-        let mut byte = [0u8; 1];
-        std::io::Read::read(&mut f, &mut byte)
-            .map_err(|e| format!("--input {shown}: cannot read it ({e})"))?;
-        if meta.len() == 0 {
-            return Err(format!("--input {shown}: the file is empty"));
-        }
-        if meta.len() > MAX_INPUT {
-            return Err(format!(
-                "--input {shown}: {} bytes is more than the {} opcost holds in memory; pass a sample of it",
-                meta.len(),
-                size_label(MAX_INPUT)
-            ));
-        }
-        let base = format!("file-{}", sanitise(path));
-        let mut label = base.clone();
-        let mut n = 2;
-        while out.iter().any(|u| u.label == label) {
-            label = format!("{base}-{n}");
-            n += 1;
-        }
+        let len = super::user_file::check("--input", path, MAX_INPUT, &size_label(MAX_INPUT))?;
+        let label = super::user_file::label(path, |l| out.iter().any(|u| u.label == l));
         out.push(UserInput {
             path: path.clone(),
             label,
-            len: meta.len(),
+            len,
         });
     }
     Ok(out)
-}
-
-/// The file name reduced to characters that are safe in an id segment.
-fn sanitise(path: &Path) -> String {
-    const MAX_LEN: usize = 40;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "input".to_string());
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(MAX_LEN)
-        .collect()
 }
 
 /// Refuses `--input` files when the selection leaves out the benchmarks

@@ -55,6 +55,20 @@ impl CLocale {
         &self.name
     }
 
+    /// The locale's character set (`UTF-8`, `ISO-8859-9`), as `nl_langinfo_l` names it.
+    pub fn codeset(&self) -> String {
+        // SAFETY: the locale object is alive; the result is a NUL-terminated
+        // string owned by it, copied at once.
+        let p = unsafe { libc::nl_langinfo_l(libc::CODESET, self.loc) };
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: as above.
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
     /// `strcoll_l`: the locale's collation order.
     pub fn strcoll(&self, a: Word<'_>, b: Word<'_>) -> Ordering {
         // SAFETY: words are NUL-terminated; the locale object is alive.
@@ -102,6 +116,7 @@ mod tests {
         c.strxfrm(w[1], &mut ka);
         c.strxfrm(w[2], &mut kb);
         assert_eq!(ka.cmp(&kb), c.strcoll(w[1], w[2]));
+        assert_eq!(c.codeset(), "ANSI_X3.4-1968");
     }
 
     #[test]

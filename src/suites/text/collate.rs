@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::methods::{Compare, Keyed, Method, Strength, Visit, build, check_order, comparer};
+use super::methods::{Compare, Keyed, Loc, Method, Strength, Visit, build, check_order, comparer};
 use super::words::{Corpus, Lang, Word};
 use crate::harness::{Bench, PrepareError, Profile, Timed, Unit};
 use crate::suites::bench::FnBench;
@@ -50,6 +50,8 @@ const LARGEST_METHODS: [Method; 7] = [
     Method::Icu(Strength::Tertiary),
     Method::IcuKeys(Strength::Tertiary),
 ];
+/// The largest sort of the methods that build their locale per comparison.
+const PER_CALL_MAX_SORT: usize = 1_000;
 /// Budget scale of the cheap benchmarks (comparisons, small sorts), whose
 /// samples converge fast: quick stays a few seconds for the whole suite.
 const CHEAP_BUDGET: f64 = 0.2;
@@ -86,6 +88,11 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
                 {
                     continue;
                 }
+                // A locale or collator built per comparison makes a large
+                // sort take minutes; the small one shows the cost.
+                if m.per_call() && n > PER_CALL_MAX_SORT {
+                    continue;
+                }
                 v.push(sort_bench(m, lang, n, lang_profile(lang, base, true)));
             }
         }
@@ -93,9 +100,10 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
     v
 }
 
-fn with_params(b: FnBench, m: Method, lang: Lang) -> FnBench {
-    let b = b.param("method", m.name()).param("lang", lang.tag());
-    match m.locale(lang) {
+/// `b` with the method, the set of words (`lang`) and the locale as params.
+pub(super) fn with_params(b: FnBench, m: Method, lang: &str, loc: &Loc) -> FnBench {
+    let b = b.param("method", m.name()).param("lang", lang);
+    match m.locale(loc) {
         Some(l) => b.param("locale", l),
         None => b,
     }
@@ -119,7 +127,7 @@ fn cmp_bench(m: Method, lang: Lang) -> Box<dyn Bench> {
     .min_profile(lang_profile(lang, Profile::Quick, false))
     .interleave(format!("text.cmp/{}", lang.tag()))
     .budget_scale(CHEAP_BUDGET);
-    with_params(b, m, lang).boxed()
+    with_params(b, m, lang.tag(), &lang.into()).boxed()
 }
 
 fn sort_bench(m: Method, lang: Lang, n: usize, from: Profile) -> Box<dyn Bench> {
@@ -146,11 +154,25 @@ fn sort_bench(m: Method, lang: Lang, n: usize, from: Profile) -> Box<dyn Bench> 
         // not, so that only one of them holds its words and keys at a time.
         b = b.interleave(format!("text.sort/{}/{n}", lang.tag()));
     }
-    with_params(b, m, lang).boxed()
+    with_params(b, m, lang.tag(), &lang.into()).boxed()
 }
 
 /// A benchmark's facts, worked out in its first round and kept for the others.
-type Memo = Arc<Mutex<Option<Value>>>;
+pub(super) type Memo = Arc<Mutex<Option<Value>>>;
+
+/// The facts in `memo`, or worked out by `work` and kept there.
+pub(super) fn memo_or(
+    memo: &Memo,
+    work: impl FnOnce() -> Result<Value, PrepareError>,
+) -> Result<Value, PrepareError> {
+    let mut slot = memo.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(v) = slot.as_ref() {
+        return Ok(v.clone());
+    }
+    let v = work()?;
+    *slot = Some(v.clone());
+    Ok(v)
+}
 
 /// [`facts`] from `memo`, or worked out and kept there.
 fn memo_facts(
@@ -160,13 +182,7 @@ fn memo_facts(
     corpus: &Corpus,
     compare_with_icu: bool,
 ) -> Result<Value, PrepareError> {
-    let mut slot = memo.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(v) = slot.as_ref() {
-        return Ok(v.clone());
-    }
-    let v = facts(m, lang, corpus, compare_with_icu)?;
-    *slot = Some(v.clone());
-    Ok(v)
+    memo_or(memo, || facts(m, lang, corpus, compare_with_icu))
 }
 
 /// What every result of a method and language carries: the order check,
@@ -178,7 +194,8 @@ fn facts(
     corpus: &Corpus,
     compare_with_icu: bool,
 ) -> Result<Value, PrepareError> {
-    let mut c = comparer(m, lang).map_err(PrepareError::Skip)?;
+    let loc = Loc::from(lang);
+    let mut c = comparer(m, &loc).map_err(PrepareError::Skip)?;
     let check = check_order(c.as_mut(), lang)?;
     let mut v = json!({
         "method": m.name(),
@@ -192,12 +209,12 @@ fn facts(
             "mean_bytes": corpus.mean_len(),
         },
     });
-    if let Some(l) = m.locale(lang) {
+    if let Some(l) = m.locale(&loc) {
         v["locale"] = l.into();
     }
     if m == Method::StrColl && compare_with_icu {
         // Where the C library and ICU disagree on the generated words.
-        if let Ok(mut icu) = comparer(Method::Icu(Strength::Tertiary), lang) {
+        if let Ok(mut icu) = comparer(Method::Icu(Strength::Tertiary), &loc) {
             let words = corpus.words();
             let (count, pairs, first) =
                 super::methods::disagreement(&words, c.as_mut(), icu.as_mut());
@@ -215,11 +232,28 @@ fn facts(
 fn prepare_cmp(m: Method, lang: Lang, memo: &Memo) -> Result<Box<dyn Timed>, PrepareError> {
     let corpus = Corpus::generate(lang, CMP_POOL);
     let details = memo_facts(memo, m, lang, &corpus, true)?;
+    cmp_timed(m, &lang.into(), corpus, details)
+}
+
+/// One comparison of `m` under `loc` of two words of `corpus` (at least
+/// two), drawn in a fixed pseudo-random order of distinct positions.
+pub(super) fn cmp_timed(
+    m: Method,
+    loc: &Loc,
+    corpus: Corpus,
+    details: Value,
+) -> Result<Box<dyn Timed>, PrepareError> {
+    let pool = u32::try_from(corpus.len()).unwrap_or(u32::MAX);
+    if pool < 2 {
+        return Err(PrepareError::Skip(
+            "a comparison needs at least two words".into(),
+        ));
+    }
     let mut rng = fastrand::Rng::with_seed(0xc0de);
     let pairs: Vec<(u32, u32)> = (0..CMP_PAIRS)
         .map(|_| {
-            let i = rng.u32(..CMP_POOL as u32);
-            let j = (i + rng.u32(1..CMP_POOL as u32)) % CMP_POOL as u32;
+            let i = rng.u32(..pool);
+            let j = (i + rng.u32(1..pool)) % pool;
             (i, j)
         })
         .collect();
@@ -260,7 +294,7 @@ fn prepare_cmp(m: Method, lang: Lang, memo: &Memo) -> Result<Box<dyn Timed>, Pre
     }
     build(
         m,
-        lang,
+        loc,
         V {
             corpus,
             pairs,
@@ -334,6 +368,16 @@ fn prepare_sort(
 ) -> Result<Box<dyn Timed>, PrepareError> {
     let corpus = Corpus::generate(lang, n);
     let details = memo_facts(memo, m, lang, &corpus, false)?;
+    sort_timed(m, &lang.into(), corpus, details)
+}
+
+/// One `sort_unstable_by` of every word of `corpus` with `m` under `loc`.
+pub(super) fn sort_timed(
+    m: Method,
+    loc: &Loc,
+    corpus: Corpus,
+    details: Value,
+) -> Result<Box<dyn Timed>, PrepareError> {
     struct V {
         corpus: Corpus,
         details: Value,
@@ -360,7 +404,7 @@ fn prepare_sort(
             })
         }
     }
-    build(m, lang, V { corpus, details }).map_err(PrepareError::Skip)
+    build(m, loc, V { corpus, details }).map_err(PrepareError::Skip)
 }
 
 /// The first pair of `sorted` out of order under `cmp`, as an error.
@@ -397,8 +441,18 @@ impl<C: Compare> Timed for SortDirect<C> {
             let mut v: Vec<Word<'_>> = base.clone();
             let c = &mut self.c;
             let start = Instant::now();
-            v.sort_unstable_by(|a, b| c.cmp(*a, *b));
+            // A comparison that is not a total order on these words (one
+            // that mixes two orders) may make the sort panic: an error of
+            // this benchmark, not the end of the run.
+            let sorted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                v.sort_unstable_by(|a, b| c.cmp(*a, *b))
+            }));
             total += start.elapsed();
+            if sorted.is_err() {
+                anyhow::bail!(
+                    "the sort found that this comparison is not a total order on these words"
+                );
+            }
             if !self.checked {
                 verify_sorted(&v, |a, b| c.cmp(*a, *b), |w| format!("{:?}", w.as_str()))?;
                 self.checked = true;
@@ -471,10 +525,16 @@ mod tests {
     fn ids_cover_every_method_language_and_size() {
         let b = benches();
         let per_lang = Method::all().len();
+        let per_call = Method::all().iter().filter(|m| m.per_call()).count();
         let largest = LARGEST_LANGS.len() * LARGEST_METHODS.len();
+        let large_sorts = SORT_SIZES
+            .iter()
+            .filter(|s| s.0 > PER_CALL_MAX_SORT && s.0 != LARGEST)
+            .count();
         assert_eq!(
             b.len(),
             per_lang * Lang::ALL.len() * SORT_SIZES.len() + largest
+                - per_call * Lang::ALL.len() * large_sorts
         );
         assert!(
             b.iter()

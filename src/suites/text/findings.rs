@@ -24,7 +24,188 @@ use crate::units::{fmt_ratio, human, human_bytes};
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = order_findings(ms);
     out.extend(speed_findings(ms));
+    out.extend(user_findings(ms));
     out.extend(lines_findings(ms));
+    out
+}
+
+/// The results of the user's words (`text.user.*`), per set
+/// (`file-NAME/LOCALE`), each kind (`cmp`, `sort`) in method name order.
+fn user_sets(ms: &[Measurement]) -> BTreeMap<String, BTreeMap<String, Vec<&Measurement>>> {
+    let mut sets: BTreeMap<String, BTreeMap<String, Vec<&Measurement>>> = BTreeMap::new();
+    for m in ms.iter().filter(|m| m.id.starts_with("text.user.")) {
+        let (Some(lang), Some(kind)) = (detail_str(m, "lang"), m.id.split('.').nth(2)) else {
+            continue;
+        };
+        sets.entry(lang.to_string())
+            .or_default()
+            .entry(kind.to_string())
+            .or_default()
+            .push(m);
+    }
+    for kinds in sets.values_mut() {
+        for rows in kinds.values_mut() {
+            rows.sort_by(|a, b| a.id.cmp(&b.id));
+        }
+    }
+    sets
+}
+
+/// How one method ordered a set of the user's words.
+#[derive(Clone)]
+struct UserCheck {
+    method: String,
+    right: bool,
+    /// The share of the reference's pairs it keeps.
+    share: f64,
+    /// The first pair it gets wrong.
+    wrong: Option<(String, String)>,
+}
+
+/// The order check of a user's result.
+fn user_check(m: &Measurement) -> Option<UserCheck> {
+    let d = m.details.as_ref()?;
+    let wrong = d
+        .get("first_wrong_pair")
+        .and_then(|p| p.as_array())
+        .and_then(|p| {
+            Some((
+                p.first()?.as_str()?.to_string(),
+                p.get(1)?.as_str()?.to_string(),
+            ))
+        });
+    Some(UserCheck {
+        method: d.get("method")?.as_str()?.to_string(),
+        right: d.get("order_correct")?.as_bool()?,
+        share: d.get("order_agreement")?.as_f64()?,
+        wrong,
+    })
+}
+
+/// Per set of the user's words: which methods keep the reference order
+/// (and how much of it the others keep), and the fastest right comparison
+/// and sort, with the faster wrong ones named when there are any.
+fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let widths = Widths::of(ms);
+    for (set, kinds) in user_sets(ms) {
+        let (label, locale) = set.split_once('/').unwrap_or((set.as_str(), "?"));
+        // The order check, from whichever kind has the method.
+        let mut checks: BTreeMap<String, UserCheck> = BTreeMap::new();
+        let mut about = String::new();
+        for m in kinds.values().flatten() {
+            if let Some(c) = user_check(m) {
+                checks.entry(c.method.clone()).or_insert(c);
+            }
+            if about.is_empty()
+                && let Some(d) = &m.details
+            {
+                about = format!(
+                    "{} entries, against {} over {} neighbouring pairs",
+                    d["words_file"]["entries"],
+                    d["reference"].as_str().unwrap_or("ICU"),
+                    d["pairs_checked"]
+                );
+            }
+        }
+        let right: Vec<&str> = checks
+            .values()
+            .filter(|c| c.right)
+            .map(|c| c.method.as_str())
+            .collect();
+        let mut wrong: Vec<&UserCheck> = checks.values().filter(|c| !c.right).collect();
+        wrong.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.method.cmp(&b.method)));
+        let wrong_text: Vec<String> = wrong
+            .iter()
+            .map(|c| {
+                let example = c
+                    .wrong
+                    .as_ref()
+                    .map(|(a, b)| format!(", e.g. not '{a}' < '{b}'"))
+                    .unwrap_or_default();
+                format!("{} {:.1}%{example}", c.method, c.share * 100.0)
+            })
+            .collect();
+        out.push(order_finding(
+            format!("order of your words {label} under {locale} ({about})"),
+            &right,
+            "kept in part",
+            &wrong_text,
+        ));
+        for (kind, what) in [("sort", "sort of the list"), ("cmp", "comparison")] {
+            let Some(rows) = kinds.get(kind) else {
+                continue;
+            };
+            let named: Vec<(UserCheck, Est)> = rows
+                .iter()
+                .filter_map(|m| Some((user_check(m)?, widths.est(m))))
+                .collect();
+            // Comparisons of keys built beforehand are named apart, as
+            // for the built-in words; a sort builds its keys, so all compete.
+            let is_keyed = |m: &str| m.starts_with("icu_keys") || m == "strxfrm";
+            let keyed_rows: Vec<&(UserCheck, Est)> = named
+                .iter()
+                .filter(|r| kind == "cmp" && r.0.right && is_keyed(&r.0.method))
+                .collect();
+            let keys = {
+                let items: Vec<Est> = keyed_rows.iter().map(|r| r.1).collect();
+                let t = rank_apart(&items, CLEAR_GAP);
+                match (t.tiers.first(), t.leaders.first()) {
+                    (Some(top), Some(&lead)) => {
+                        let names: Vec<&str> = top
+                            .iter()
+                            .map(|&i| keyed_rows[i].0.method.as_str())
+                            .collect();
+                        format!(
+                            "; with sort keys built beforehand: {}, {} per comparison",
+                            tier_words(&names),
+                            human(items[lead].value, "ns")
+                        )
+                    }
+                    _ => String::new(),
+                }
+            };
+            let named: Vec<(UserCheck, Est)> = named
+                .into_iter()
+                .filter(|r| kind == "sort" || !is_keyed(&r.0.method))
+                .collect();
+            let ok: Vec<&(UserCheck, Est)> = named.iter().filter(|r| r.0.right).collect();
+            let items: Vec<Est> = ok.iter().map(|r| r.1).collect();
+            let t = rank_apart(&items, CLEAR_GAP);
+            let (Some(top), Some(&lead)) = (t.tiers.first(), t.leaders.first()) else {
+                continue;
+            };
+            let names: Vec<&str> = top.iter().map(|&i| ok[i].0.method.as_str()).collect();
+            // Wrong methods clearly faster than the fastest right one.
+            let faster: Vec<String> = named
+                .iter()
+                .filter(|r| {
+                    !r.0.right
+                        && matches!(
+                            compare_beyond(&r.1, &items[lead], CLEAR_GAP),
+                            Verdict::Better(_)
+                        )
+                })
+                .map(|r| format!("{} (keeps {:.1}%)", r.0.method, r.0.share * 100.0))
+                .collect();
+            let faster = if faster.is_empty() {
+                String::new()
+            } else {
+                format!("; faster but wrong: {}", faster.join(", "))
+            };
+            out.push(Finding {
+                area: "text".into(),
+                text: format!(
+                    "fastest right {what} for your words {label} under {locale}: {}, {} per {}{faster}{keys}",
+                    tier_words(&names),
+                    human(items[lead].value, "ns"),
+                    if kind == "sort" { "sort" } else { "comparison" }
+                ),
+                value: items[lead].value,
+                unit: "ns/op".into(),
+            });
+        }
+    }
     out
 }
 
@@ -39,7 +220,11 @@ fn order_checks(
     ms: &[Measurement],
 ) -> BTreeMap<String, BTreeMap<String, Option<(String, String)>>> {
     let mut by_lang: BTreeMap<String, BTreeMap<String, Option<(String, String)>>> = BTreeMap::new();
-    for m in ms.iter().filter(|m| m.area == "text") {
+    // The user's words have findings of their own.
+    for m in ms
+        .iter()
+        .filter(|m| m.area == "text" && !m.id.starts_with("text.user."))
+    {
         let Some(d) = &m.details else { continue };
         let (Some(lang), Some(method), Some(ok)) = (
             d.get("lang").and_then(|v| v.as_str()),
@@ -70,6 +255,27 @@ fn order_checks(
     by_lang
 }
 
+/// "HEAD: right with a, b; LABEL: x; y", its value the number right.
+fn order_finding(head: String, right: &[&str], label: &str, wrong: &[String]) -> Finding {
+    let or = |list: String, none: &str| {
+        if list.is_empty() {
+            none.to_string()
+        } else {
+            list
+        }
+    };
+    Finding {
+        area: "text".into(),
+        text: format!(
+            "{head}: right with {}; {label}: {}",
+            or(right.join(", "), "no method"),
+            or(wrong.join("; "), "none")
+        ),
+        value: right.len() as f64,
+        unit: "methods".into(),
+    }
+}
+
 /// Per language: which methods order its fixed list right, and how the
 /// others go wrong; and where the C library and ICU disagree.
 fn order_findings(ms: &[Measurement]) -> Vec<Finding> {
@@ -91,24 +297,12 @@ fn order_findings(ms: &[Measurement]) -> Vec<Finding> {
             .iter()
             .map(|((a, b), ms)| format!("{} fail '{a}' < '{b}'", ms.join(", ")))
             .collect();
-        out.push(Finding {
-            area: "text".into(),
-            text: format!(
-                "order check for {lang}: right with {}; wrong: {}",
-                if right.is_empty() {
-                    "no method".to_string()
-                } else {
-                    right.join(", ")
-                },
-                if wrong_text.is_empty() {
-                    "none".to_string()
-                } else {
-                    wrong_text.join("; ")
-                }
-            ),
-            value: right.len() as f64,
-            unit: "methods".into(),
-        });
+        out.push(order_finding(
+            format!("order check for {lang}"),
+            &right,
+            "wrong",
+            &wrong_text,
+        ));
     }
     for m in ms.iter().filter(|m| m.id.starts_with("text.cmp.strcoll/")) {
         let Some(d) = m.details.as_ref().and_then(|d| d.get("icu_disagreement")) else {
@@ -184,6 +378,51 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
                     human(ascii.value, "ns")
                 ),
                 icu.value / ascii.value,
+            ));
+        }
+        // What building the locale or collator for every comparison costs,
+        // and what the ASCII fast path in front of strcoll_l saves.
+        let mut parts = Vec::new();
+        for (slow, fast, what) in [
+            (
+                "strcoll_per_call",
+                "strcoll",
+                "strcoll_l with a locale made per comparison",
+            ),
+            (
+                "icu_per_call",
+                "icu.tertiary",
+                "ICU with a collator built per comparison",
+            ),
+            (
+                "ascii_strcoll",
+                "strcoll",
+                "the ASCII fast path in front of strcoll_l",
+            ),
+        ] {
+            let (Some(a), Some(b)) = (cmp(slow), cmp(fast)) else {
+                continue;
+            };
+            let verdict = match compare(&a, &b) {
+                Verdict::Worse(r) => format!("{} slower", r.text()),
+                Verdict::Better(r) => format!("{} faster", r.text()),
+                Verdict::Tie(_) => "no different, within noise,".to_string(),
+            };
+            parts.push((
+                format!(
+                    "{what} is {verdict} than {fast} ({} vs {})",
+                    human(a.value, "ns"),
+                    human(b.value, "ns")
+                ),
+                a.value / b.value,
+            ));
+        }
+        if let Some(&(_, first)) = parts.first() {
+            let texts: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+            out.push(ratio_finding(
+                "text",
+                format!("per comparison for {lang}: {}", texts.join("; ")),
+                first,
             ));
         }
         // The fastest methods with the right order, as the tier that cannot
@@ -457,6 +696,13 @@ mod tests {
         m
     }
 
+    /// The finding whose text holds `s`.
+    fn find_in<'a>(f: &'a [Finding], s: &str) -> &'a Finding {
+        f.iter()
+            .find(|f| f.text.contains(s))
+            .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
+    }
+
     fn cmp(method: &str, lang: &str, ns: f64, wrong: Option<[&str; 2]>) -> Measurement {
         m(
             &format!("text.cmp.{method}/{lang}"),
@@ -476,13 +722,16 @@ mod tests {
             cmp("icu.tertiary", "sv", 140.0, None),
             cmp("strcoll", "sv", 200.0, None),
             cmp("icu_keys.primary", "sv", 8.0, None),
+            cmp(
+                "strcoll_per_call",
+                "sv",
+                2000.0,
+                Some(["O'Neill", "Olsson"]),
+            ),
+            cmp("ascii_strcoll", "sv", 100.0, Some(["x", "y"])),
         ];
         let f = findings(&ms);
-        let find = |s: &str| {
-            f.iter()
-                .find(|f| f.text.contains(s))
-                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
-        };
+        let find = |s: &str| find_in(&f, s);
         let order = find("order check for sv");
         assert!(
             order
@@ -499,6 +748,13 @@ mod tests {
             "{}",
             ratio.text
         );
+        let per_call = find("per comparison for sv: ");
+        assert!(
+            per_call.text.contains("strcoll_l with a locale made per comparison is 10.0× (10.0–10.0) slower than strcoll (2.00 µs vs 200 ns); the ASCII fast path in front of strcoll_l is 2.00× (2.00–2.00) faster than strcoll"),
+            "{}",
+            per_call.text
+        );
+        assert_eq!(per_call.value, 10.0);
         let fastest = find("fastest comparison with the right order for sv");
         assert!(fastest.text.contains("icu.tertiary"), "{}", fastest.text);
         assert!(
@@ -530,11 +786,7 @@ mod tests {
             row("memchr_block", 5e8, 7e4, true),
         ];
         let f = findings(&ms);
-        let find = |s: &str| {
-            f.iter()
-                .find(|f| f.text.contains(s))
-                .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
-        };
+        let find = |s: &str| find_in(&f, s);
         let l = find("lines of a crlf-40B file");
         assert_eq!(l.value, 10.0);
         assert!(
@@ -660,6 +912,78 @@ mod tests {
                 .contains("(the most: memchr_mmap and whole_split, 1.0× the file"),
             "{}",
             mem.text
+        );
+    }
+
+    fn user(
+        kind: &str,
+        method: &str,
+        ns: f64,
+        share: f64,
+        wrong: Option<[&str; 2]>,
+    ) -> Measurement {
+        let lang = "file-names_txt/tr_TR.UTF-8";
+        let mut x = m(
+            &format!("text.user.{kind}.{method}/{lang}"),
+            "ns/op",
+            ns,
+            json!({"method": method, "lang": lang}),
+            json!({"method": method, "lang": lang, "order_correct": share == 1.0,
+                   "order_agreement": share, "first_wrong_pair": wrong,
+                   "pairs_checked": 40, "reference": "icu.primary/tr-TR",
+                   "words_file": {"entries": 41}}),
+        );
+        x.summary.ci_low = ns * 0.97;
+        x.summary.ci_high = ns * 1.03;
+        x
+    }
+
+    #[test]
+    fn user_words_name_the_fastest_right_method_and_the_faster_wrong_ones() {
+        let ms = vec![
+            user("sort", "icu_keys.primary", 2e5, 1.0, None),
+            user("sort", "icu.primary", 2.05e5, 1.0, None),
+            user("sort", "lower_alloc", 5e4, 0.9, Some(["ılık", "ilk"])),
+            user("sort", "strcoll", 9e5, 1.0, None),
+            user("cmp", "icu.primary", 100.0, 1.0, None),
+            user("cmp", "lower_alloc", 300.0, 0.9, Some(["ılık", "ilk"])),
+        ];
+        let f = findings(&ms);
+        let find = |s: &str| find_in(&f, s);
+        let order = find("order of your words file-names_txt under tr_TR.UTF-8");
+        assert!(
+            order
+                .text
+                .contains("41 entries, against icu.primary/tr-TR over 40 neighbouring pairs"),
+            "{}",
+            order.text
+        );
+        assert!(
+            order.text.contains("right with icu.primary, icu_keys.primary, strcoll; kept in part: lower_alloc 90.0%, e.g. not 'ılık' < 'ilk'"),
+            "{}",
+            order.text
+        );
+        assert_eq!(order.value, 3.0);
+        let sort = find("fastest right sort of the list for your words file-names_txt");
+        assert!(
+            sort.text
+                .contains(": icu.primary and icu_keys.primary, with no clear gap between them, "),
+            "{}",
+            sort.text
+        );
+        assert!(
+            sort.text
+                .contains("faster but wrong: lower_alloc (keeps 90.0%)"),
+            "{}",
+            sort.text
+        );
+        let cmp = find("fastest right comparison for your words");
+        assert!(cmp.text.contains(": icu.primary, "), "{}", cmp.text);
+        assert!(!cmp.text.contains("faster but wrong"), "{}", cmp.text);
+        // The built-in findings leave the user's results alone.
+        assert!(
+            !f.iter().any(|f| f.text.starts_with("order check for")),
+            "{f:#?}"
         );
     }
 

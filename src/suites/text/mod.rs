@@ -14,6 +14,7 @@ pub mod collate;
 mod findings;
 pub mod lines;
 pub mod methods;
+pub mod user;
 pub mod words;
 
 use super::bench::Suite;

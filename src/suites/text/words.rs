@@ -88,31 +88,47 @@ impl Lang {
 
     /// The fixed list in its correct caseless order for this locale, as the
     /// CLDR rules give it. Neighbours differ at the primary level (base
-    /// letters), so the order holds at every strength and for any caseless
-    /// compare that is right for the language.
+    /// letters, digits or punctuation), so the order holds at every strength
+    /// and for any caseless compare that is right for the language. Digits
+    /// sort before letters; punctuation counts at the first level (CLDR's
+    /// default, "non-ignorable"), before digits and letters: `O'Neill`
+    /// sorts before `Olsson`. The C library's tables (ISO 14651) ignore
+    /// punctuation at the first level and put `Olsson` first.
     pub fn check_list(self) -> &'static [&'static str] {
         match self {
             // Swedish: A … Z < Å < Ä < Ö, and case does not count.
-            Lang::Sv => &["apa", "Bil", "zebra", "åsna", "Älg", "öga"],
+            Lang::Sv => &[
+                "10 april", "2 maj", "apa", "Bil", "O'Neill", "Olsson", "zebra", "åsna", "Älg",
+                "öga",
+            ],
             // German (DIN 5007-1, CLDR de): ä ö ü as a o u, ß as ss.
             Lang::De => &[
-                "Abend", "ärgern", "Bach", "Ofen", "öffnen", "Straße", "Strauch", "zahlen",
+                "1. Mai", "2. Juni", "Abend", "ärgern", "Bach", "O'Hara", "Ofen", "öffnen",
+                "Straße", "Strauch", "zahlen",
             ],
             // English: accents are secondary, so café < Cafeteria and crème < Cremona.
             Lang::En => &[
+                "1st",
+                "2nd",
                 "café",
                 "Cafeteria",
                 "cliché",
                 "Cliffs",
                 "crème",
                 "Cremona",
+                "D'Arcy",
+                "Dante",
                 "naïve",
                 "Naples",
                 "résumé",
                 "Rome",
             ],
-            // ASCII: letters in alphabetical order whatever their case.
-            Lang::C => &["apple", "Banana", "cherry", "Date", "eel", "Fig", "zebra"],
+            // ASCII: digits, then letters in alphabetical order whatever
+            // their case; a hyphen and an apostrophe before any letter.
+            Lang::C => &[
+                "1984", "2001", "apple", "Banana", "cherry", "co-op", "coop", "Date", "eel", "Fig",
+                "O'Brien", "Obama", "zebra",
+            ],
         }
     }
 }
