@@ -19,6 +19,16 @@ pub const WIDTH: u32 = 960;
 /// Most bars groups (benchmarks) drawn in one bar chart.
 pub const MAX_GROUPS: usize = 40;
 
+/// The part a chart is of a split series, ` (2/3)`, or nothing when it is
+/// the only one.
+pub fn part(i: usize, of: usize) -> String {
+    if of > 1 {
+        format!(" ({}/{of})", i + 1)
+    } else {
+        String::new()
+    }
+}
+
 /// The colour of run (or series) `i`: a ten-colour palette readable on white.
 pub fn color(i: usize) -> RGBColor {
     const P: [(u8, u8, u8); 10] = [
