@@ -45,6 +45,7 @@ struct Described {
 }
 
 impl Described {
+    /// The descriptions of the runs' hosts.
     fn of(docs: &[RunDoc]) -> Described {
         let blocks: Vec<Vec<(String, String)>> = docs
             .iter()
