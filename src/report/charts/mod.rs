@@ -3,7 +3,7 @@
 //! of time ratios, one file per kind.
 //!
 //! Values are plotted in transformed coordinates (log10 of the value on a
-//! log axis) with tick positions chosen here ([`axis`]), so one drawing
+//! log axis) with tick positions chosen here (in `axis.rs`), so one drawing
 //! path serves linear and log axes and the ticks read in human units (ns,
 //! µs, GB/s, KiB) instead of raw exponents. This module holds what every
 //! kind shares: the palette, the SVG canvas, the plotting area and its mesh.
