@@ -65,30 +65,8 @@ pub enum Command {
     Cmd(CmdArgs),
 }
 
-/// How a run or a comparison is printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// The terminal table.
-    Text,
-    /// Markdown tables.
-    Md,
-    /// CSV, one row per benchmark.
-    Csv,
-    /// JSON.
-    Json,
-    /// Bencher Metric Format (a run only): each result's median and 95% interval.
-    Bmf,
-    /// github-action-benchmark's `customSmallerIsBetter` JSON (a run only):
-    /// each result as time per operation with its range.
-    GithubBenchmark,
-}
-
-impl Format {
-    /// True for the formats that describe one run for a dashboard.
-    pub fn is_dashboard(self) -> bool {
-        matches!(self, Format::Bmf | Format::GithubBenchmark)
-    }
-}
+/// How a run or a comparison is printed (defined with the renderers).
+pub use crate::report::Format;
 
 /// Options of `opcost run`.
 #[derive(Debug, Clone, Args)]

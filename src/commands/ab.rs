@@ -124,7 +124,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         &[],
     );
     super::quiet_broken_pipe();
-    print!("{}", super::compare::render(&c, args.format)?);
+    print!("{}", crate::report::render_comparison(&c, args.format)?);
     Ok(if !copied {
         1
     } else if interrupted {

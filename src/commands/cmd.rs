@@ -98,7 +98,7 @@ pub fn execute(args: &CmdArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     super::quiet_broken_pipe();
     match args.format {
         Format::Text => print!("{}", render::render(&doc, &outcomes)),
-        f => print!("{}", super::show::render(&doc, f)?),
+        f => print!("{}", crate::report::render_run(&doc, f)?),
     }
     if let Some(path) = &args.json {
         doc.write_json(path)?;

@@ -5,11 +5,11 @@
 use crate::store::Location;
 
 use crate::cli::{CompareArgs, Format};
-use crate::compare::{Comparison, compare_sides};
+use crate::compare::compare_sides;
 
 /// Earlier runs of a host read for its noise floor, newest first.
 const HISTORY_RUNS: usize = 20;
-use crate::report::{comparison, csv, markdown};
+use crate::report::{self, comparison};
 
 use super::source::Loader;
 
@@ -35,7 +35,7 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
     };
     let c = compare_sides(&a, &b, &args.patterns, args.threshold, &history);
     let failures = c.gate(&args.fail_on);
-    let body = render(&c, args.format)?;
+    let body = report::render_comparison(&c, args.format)?;
     if !args.fail_on.is_empty() {
         // The offending rows first: on standard output before a table, on
         // standard error before a document, which must stay parseable.
@@ -54,17 +54,4 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
         );
     }
     Ok(if failures.passed() { 0 } else { 1 })
-}
-
-/// A comparison in the chosen format.
-pub fn render(c: &Comparison, format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => comparison::render(c),
-        Format::Md => markdown::render_compare(c),
-        Format::Csv => csv::render_compare(c)?,
-        Format::Json => serde_json::to_string_pretty(c)? + "\n",
-        Format::Bmf | Format::GithubBenchmark => {
-            return Err(super::usage("a comparison has no dashboard format"));
-        }
-    })
 }

@@ -15,7 +15,7 @@ pub fn execute(args: &ExportArgs, db: Option<&Location>) -> anyhow::Result<i32> 
         check_writable(path).map_err(|e| usage(format!("-o {}: {e:#}", path.display())))?;
     }
     let doc = Loader::new(db).load(&args.run)?;
-    let text = super::show::render(&doc, args.format)?;
+    let text = crate::report::render_run(&doc, args.format)?;
     match &args.output {
         Some(path) => {
             write_atomic(path, text.as_bytes())?;

@@ -3,9 +3,9 @@
 //! outliers of each group flagged with what may explain them (the method
 //! is in [`crate::fleet`]).
 
-use crate::cli::{FleetArgs, Format};
+use crate::cli::FleetArgs;
 use crate::fleet::{self, Rule};
-use crate::report::fleet as render;
+use crate::report;
 use crate::store::{Location, TrendFilter};
 use crate::trend::Method;
 
@@ -60,19 +60,6 @@ pub fn execute(args: &FleetArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             )
         }));
     }
-    print!(
-        "{}",
-        match args.format {
-            Format::Text => render::render_text(&view),
-            Format::Md => render::render_md(&view),
-            Format::Csv => render::render_csv(&view)?,
-            Format::Json => serde_json::to_string_pretty(&view)? + "\n",
-            Format::Bmf | Format::GithubBenchmark => {
-                return Err(super::usage(
-                    "--format bmf and github-benchmark describe one run: use them with `opcost run`, `show` or `export`",
-                ));
-            }
-        }
-    );
+    print!("{}", report::render_fleet(&view, args.format)?);
     Ok(0)
 }

@@ -156,7 +156,7 @@ fn deliver(
     doc: &RunDoc,
     saved: Option<anyhow::Result<&std::path::Path>>,
 ) -> anyhow::Result<i32> {
-    let text = super::show::render(doc, args.format)?;
+    let text = crate::report::render_run(doc, args.format)?;
     let json_to_stdout = args
         .json
         .as_deref()

@@ -2,9 +2,9 @@
 //! time, the change points in them and what changed in the host
 //! description then (the method is in [`crate::trend`]).
 
-use crate::cli::{Format, TrendArgs};
+use crate::cli::TrendArgs;
 use crate::host::Host;
-use crate::report::trend as render;
+use crate::report;
 use crate::store::{Location, TrendFilter, TrendRows};
 use crate::trend::{self, Method, Point, Run, Trend, Value};
 
@@ -87,16 +87,7 @@ pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         )));
     }
     let t = analyse(rows, &method);
-    print!(
-        "{}",
-        match args.format {
-            Format::Text => render::render_text(&t),
-            Format::Md => render::render_md(&t),
-            Format::Csv => render::render_csv(&t)?,
-            Format::Json => serde_json::to_string_pretty(&t)? + "\n",
-            Format::Bmf | Format::GithubBenchmark => unreachable!("refused above"),
-        }
-    );
+    print!("{}", report::render_trend(&t, args.format)?);
     Ok(0)
 }
 

@@ -15,6 +15,37 @@ use crate::units::human;
 /// Renders a comparison as text for the terminal.
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
+    sides(&mut out, c);
+    for note in phase_note(c).into_iter().chain(load_note(c)) {
+        let _ = writeln!(out, "{note}");
+    }
+    let mut areas: Vec<&str> = Vec::new();
+    for r in &c.rows {
+        if !areas.contains(&r.area.as_str()) {
+            areas.push(&r.area);
+        }
+    }
+    for area in areas {
+        let _ = writeln!(out, "\n{area}\n{}", area_table(c, area));
+    }
+    if c.rows.is_empty() {
+        let _ = writeln!(out, "\nno benchmark is in both runs");
+    }
+    summary(&mut out, c);
+    for (title, ids) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
+        if !ids.is_empty() {
+            let _ = writeln!(out, "\n{title}: {}", ids.join(", "));
+        }
+    }
+    for i in &c.incomparable {
+        let _ = writeln!(out, "\nnot comparable: {}: {}", i.id, i.reason);
+    }
+    let _ = writeln!(out, "\n{}", method_note(c));
+    out
+}
+
+/// The runs of each side: one line, or a count and a line per run.
+fn sides(out: &mut String, c: &Comparison) {
     for (side, runs) in [("A", &c.a_runs), ("B", &c.b_runs)] {
         match runs.as_slice() {
             [one] => {
@@ -28,104 +59,92 @@ pub fn render(c: &Comparison) -> String {
             }
         }
     }
-    for note in phase_note(c).into_iter().chain(load_note(c)) {
-        let _ = writeln!(out, "{note}");
-    }
-    let mut areas: Vec<&str> = Vec::new();
-    for r in &c.rows {
-        if !areas.contains(&r.area.as_str()) {
-            areas.push(&r.area);
+}
+
+/// A table without inner lines whose columns `right` are right-aligned.
+fn table(header: Vec<&str>, right: &[usize]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    for &i in right {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
         }
     }
-    for area in areas {
-        let mut t = Table::new();
-        t.load_style(UTF8_BORDERS_ONLY)
-            .set_content_arrangement(ContentArrangement::Disabled)
-            .set_header(vec!["benchmark", "A", "B", "B/A", "95% CI", "verdict"]);
-        for i in 1..=4 {
-            if let Some(col) = t.column_mut(i) {
-                col.set_cell_alignment(CellAlignment::Right);
-            }
-        }
-        let noisy = |n: bool| if n { NOISY_MARK } else { " " };
-        for r in c.rows.iter().filter(|r| r.area == area) {
-            t.add_row(vec![
-                Cell::new(&r.id),
-                Cell::new(format!(
-                    "{}{}",
-                    human(r.a, r.unit.label()),
-                    noisy(r.noisy_a)
-                )),
-                Cell::new(format!(
-                    "{}{}",
-                    human(r.b, r.unit.label()),
-                    noisy(r.noisy_b)
-                )),
-                Cell::new(fmt_ratio(r.ratio)),
-                Cell::new(format!(
-                    "{} – {}",
-                    fmt_ratio(r.ci_low),
-                    fmt_ratio(r.ci_high)
-                )),
-                Cell::new(verdict_text(r)),
-            ]);
-        }
-        let _ = writeln!(out, "\n{area}\n{t}");
+    t
+}
+
+/// The rows of one area: A, B, the ratio B/A, its interval and the verdict.
+fn area_table(c: &Comparison, area: &str) -> Table {
+    let mut t = table(
+        vec!["benchmark", "A", "B", "B/A", "95% CI", "verdict"],
+        &[1, 2, 3, 4],
+    );
+    let noisy = |n: bool| if n { NOISY_MARK } else { " " };
+    for r in c.rows.iter().filter(|r| r.area == area) {
+        t.add_row(vec![
+            Cell::new(&r.id),
+            Cell::new(format!(
+                "{}{}",
+                human(r.a, r.unit.label()),
+                noisy(r.noisy_a)
+            )),
+            Cell::new(format!(
+                "{}{}",
+                human(r.b, r.unit.label()),
+                noisy(r.noisy_b)
+            )),
+            Cell::new(fmt_ratio(r.ratio)),
+            Cell::new(format!(
+                "{} – {}",
+                fmt_ratio(r.ci_low),
+                fmt_ratio(r.ci_high)
+            )),
+            Cell::new(verdict_text(r)),
+        ]);
     }
-    if c.rows.is_empty() {
-        let _ = writeln!(out, "\nno benchmark is in both runs");
+    t
+}
+
+/// The geometric mean of each area's time ratios with its interval, and
+/// how many rows could have seen a 5% change.
+fn summary(out: &mut String, c: &Comparison) {
+    if c.summaries.is_empty() {
+        return;
     }
-    if !c.summaries.is_empty() {
-        let mut t = Table::new();
-        t.load_style(UTF8_BORDERS_ONLY)
-            .set_content_arrangement(ContentArrangement::Disabled)
-            .set_header(vec![
-                "area", "n", "time B/A", "B is", "faster", "slower", "same",
-            ]);
-        for i in [1, 2, 4, 5, 6] {
-            if let Some(col) = t.column_mut(i) {
-                col.set_cell_alignment(CellAlignment::Right);
-            }
-        }
-        for s in &c.summaries {
-            let g = s.geomean_time_ratio;
-            t.add_row(vec![
-                s.area.clone(),
-                s.n.to_string(),
-                format!(
-                    "{} ({} – {})",
-                    fmt_ratio(g),
-                    fmt_ratio(s.geomean_ci.0),
-                    fmt_ratio(s.geomean_ci.1)
-                ),
-                area_word(s),
-                s.faster.to_string(),
-                s.slower.to_string(),
-                s.same.to_string(),
-            ]);
-        }
+    let mut t = table(
+        vec!["area", "n", "time B/A", "B is", "faster", "slower", "same"],
+        &[1, 2, 4, 5, 6],
+    );
+    for s in &c.summaries {
+        let g = s.geomean_time_ratio;
+        t.add_row(vec![
+            s.area.clone(),
+            s.n.to_string(),
+            format!(
+                "{} ({} – {})",
+                fmt_ratio(g),
+                fmt_ratio(s.geomean_ci.0),
+                fmt_ratio(s.geomean_ci.1)
+            ),
+            area_word(s),
+            s.faster.to_string(),
+            s.slower.to_string(),
+            s.same.to_string(),
+        ]);
+    }
+    let _ = writeln!(
+        out,
+        "\nsummary: geometric mean of time ratios B/A with its 95% interval (the area's rows as samples of its change)\n{t}"
+    );
+    if let Some(all) = c.summaries.last() {
         let _ = writeln!(
             out,
-            "\nsummary: geometric mean of time ratios B/A with its 95% interval (the area's rows as samples of its change)\n{t}"
+            "{} of {} rows could have seen a 5% change (their minimal detectable effect is at most 5%)",
+            all.could_see, all.n
         );
-        if let Some(all) = c.summaries.last() {
-            let _ = writeln!(
-                out,
-                "{} of {} rows could have seen a 5% change (their minimal detectable effect is at most 5%)",
-                all.could_see, all.n
-            );
-        }
     }
-    for (title, ids) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
-        if !ids.is_empty() {
-            let _ = writeln!(out, "\n{title}: {}", ids.join(", "));
-        }
-    }
-    for i in &c.incomparable {
-        let _ = writeln!(out, "\nnot comparable: {}: {}", i.id, i.reason);
-    }
-    let _ = writeln!(out, "\n{}", method_note(c));
-    out
 }
 
 /// An area's verdict in words, decided by its geometric mean's interval:

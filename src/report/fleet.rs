@@ -75,25 +75,7 @@ fn rule_text(f: &Fleet) -> String {
 pub fn render_text(f: &Fleet) -> String {
     let mut out = String::new();
     for g in &f.groups {
-        let _ = writeln!(out, "{}", heading(g));
-        let mut t = Table::new();
-        let mut head = vec!["host".to_string(), "run".to_string()];
-        head.extend(f.columns.iter().map(|c| c.label.clone()));
-        t.load_style(NOTHING).set_header(head);
-        for h in &g.hosts {
-            let mut row = vec![h.hostname.clone(), h.run_id.clone()];
-            row.extend((0..f.columns.len()).map(|j| shown(f, h, j)));
-            t.add_row(row);
-        }
-        let mut med = vec!["median".to_string(), String::new()];
-        med.extend(
-            g.medians
-                .iter()
-                .zip(&f.columns)
-                .map(|(m, c)| m.map_or("—".into(), |m| human(m, &c.unit))),
-        );
-        t.add_row(med);
-        let _ = writeln!(out, "{t}\n");
+        let _ = writeln!(out, "{}\n{}\n", heading(g), group_table(f, g));
     }
     let flagged: Vec<_> = f.flagged().collect();
     if flagged.is_empty() {
@@ -140,6 +122,28 @@ pub fn render_text(f: &Fleet) -> String {
         rule_text(f)
     );
     out
+}
+
+/// One group's hosts, a row each, and the group's medians.
+fn group_table(f: &Fleet, g: &Group) -> Table {
+    let mut t = Table::new();
+    let mut head = vec!["host".to_string(), "run".to_string()];
+    head.extend(f.columns.iter().map(|c| c.label.clone()));
+    t.load_style(NOTHING).set_header(head);
+    for h in &g.hosts {
+        let mut row = vec![h.hostname.clone(), h.run_id.clone()];
+        row.extend((0..f.columns.len()).map(|j| shown(f, h, j)));
+        t.add_row(row);
+    }
+    let mut med = vec!["median".to_string(), String::new()];
+    med.extend(
+        g.medians
+            .iter()
+            .zip(&f.columns)
+            .map(|(m, c)| m.map_or("—".into(), |m| human(m, &c.unit))),
+    );
+    t.add_row(med);
+    t
 }
 
 /// Markdown: a table per group and the list of flagged hosts.

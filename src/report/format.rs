@@ -1,5 +1,30 @@
-//! Presentation helpers every output format shares: escaping for HTML and
-//! Markdown, and the mark of a noisy result.
+//! What every output format shares: the formats themselves, escaping for
+//! HTML and Markdown, and the mark of a noisy result.
+
+/// How a run or a comparison is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The terminal table.
+    Text,
+    /// Markdown tables.
+    Md,
+    /// CSV, one row per benchmark.
+    Csv,
+    /// JSON.
+    Json,
+    /// Bencher Metric Format (a run only): each result's median and 95% interval.
+    Bmf,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON (a run only):
+    /// each result as time per operation with its range.
+    GithubBenchmark,
+}
+
+impl Format {
+    /// True for the formats that describe one run for a dashboard.
+    pub fn is_dashboard(self) -> bool {
+        matches!(self, Format::Bmf | Format::GithubBenchmark)
+    }
+}
 
 /// The mark shown beside a noisy result.
 pub const NOISY_MARK: &str = "~";

@@ -12,6 +12,23 @@ use crate::units::human;
 /// Renders a run as Markdown.
 pub fn render_run(doc: &RunDoc) -> String {
     let mut out = String::new();
+    run_header(&mut out, doc);
+    for area in doc.areas() {
+        run_area(&mut out, doc, &area);
+    }
+    if !doc.skipped.is_empty() {
+        out.push_str("## skipped and failed\n\n");
+        for s in &doc.skipped {
+            let what = if s.failed { "failed" } else { "skipped" };
+            let _ = writeln!(out, "- `{}` {what}: {}", cell(&s.id), cell(&s.reason));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The run's title, what it was, its stability line and its warnings.
+fn run_header(out: &mut String, doc: &RunDoc) {
     let _ = writeln!(
         out,
         "# opcost run {} on {}\n",
@@ -45,48 +62,41 @@ pub fn render_run(doc: &RunDoc) -> String {
     for w in &doc.warnings {
         let _ = writeln!(out, "> warning: {}\n", cell(w));
     }
-    for area in doc.areas() {
-        let _ = writeln!(out, "## {}\n", cell(&area));
-        if doc.area(&area).next().is_some() {
-            out.push_str("| benchmark | median | ±CI | p5 … p95 | samples | note |\n");
-            out.push_str("|---|--:|--:|--:|--:|---|\n");
-            for m in doc.area(&area) {
-                let (lo, hi) = (m.p5.min(m.p95), m.p5.max(m.p95));
-                let mut note: Vec<String> = Vec::new();
-                if m.noisy {
-                    note.push(format!("{NOISY_MARK} noisy"));
-                }
-                note.extend(m.other_warnings().cloned());
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {} | ±{:.1}% | {} … {} | {} | {} |",
-                    cell(&m.id),
-                    human(m.median, m.unit.label()),
-                    m.ci_rel() * 100.0,
-                    human(lo, m.unit.label()),
-                    human(hi, m.unit.label()),
-                    m.samples.len(),
-                    cell(&note.join("; "))
-                );
+}
+
+/// One area of a run: the table of its results, then its findings.
+fn run_area(out: &mut String, doc: &RunDoc, area: &str) {
+    let _ = writeln!(out, "## {}\n", cell(area));
+    if doc.area(area).next().is_some() {
+        out.push_str("| benchmark | median | ±CI | p5 … p95 | samples | note |\n");
+        out.push_str("|---|--:|--:|--:|--:|---|\n");
+        for m in doc.area(area) {
+            let (lo, hi) = (m.p5.min(m.p95), m.p5.max(m.p95));
+            let mut note: Vec<String> = Vec::new();
+            if m.noisy {
+                note.push(format!("{NOISY_MARK} noisy"));
             }
-            out.push('\n');
-        }
-        for f in doc.findings.iter().filter(|f| f.area == area) {
-            let _ = writeln!(out, "- {}", cell(&f.text));
-        }
-        if doc.findings.iter().any(|f| f.area == area) {
-            out.push('\n');
-        }
-    }
-    if !doc.skipped.is_empty() {
-        out.push_str("## skipped and failed\n\n");
-        for s in &doc.skipped {
-            let what = if s.failed { "failed" } else { "skipped" };
-            let _ = writeln!(out, "- `{}` {what}: {}", cell(&s.id), cell(&s.reason));
+            note.extend(m.other_warnings().cloned());
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | ±{:.1}% | {} … {} | {} | {} |",
+                cell(&m.id),
+                human(m.median, m.unit.label()),
+                m.ci_rel() * 100.0,
+                human(lo, m.unit.label()),
+                human(hi, m.unit.label()),
+                m.samples.len(),
+                cell(&note.join("; "))
+            );
         }
         out.push('\n');
     }
-    out
+    for f in doc.findings.iter().filter(|f| f.area == area) {
+        let _ = writeln!(out, "- {}", cell(&f.text));
+    }
+    if doc.findings.iter().any(|f| f.area == area) {
+        out.push('\n');
+    }
 }
 
 /// Renders a comparison as Markdown.
@@ -95,6 +105,31 @@ pub fn render_compare(c: &Comparison) -> String {
     let _ = writeln!(out, "# opcost compare\n");
     let _ = writeln!(out, "- A: {} ({})", cell(&c.a.describe()), c.a.started);
     let _ = writeln!(out, "- B: {} ({})\n", cell(&c.b.describe()), c.b.started);
+    compare_rows(&mut out, c);
+    compare_summary(&mut out, c);
+    let list = |out: &mut String, title: &str, ids: &[String]| {
+        if !ids.is_empty() {
+            let _ = writeln!(out, "## {title}\n");
+            for id in ids {
+                let _ = writeln!(out, "- `{}`", cell(id));
+            }
+            out.push('\n');
+        }
+    };
+    list(&mut out, "only in A", &c.only_a);
+    list(&mut out, "only in B", &c.only_b);
+    if !c.incomparable.is_empty() {
+        let _ = writeln!(out, "## not comparable\n");
+        for i in &c.incomparable {
+            let _ = writeln!(out, "- `{}`: {}", cell(&i.id), cell(&i.reason));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The compared rows, one table per area.
+fn compare_rows(out: &mut String, c: &Comparison) {
     let mut area = "";
     for r in &c.rows {
         if r.area != area {
@@ -124,6 +159,10 @@ pub fn render_compare(c: &Comparison) -> String {
     if !c.rows.is_empty() {
         out.push('\n');
     }
+}
+
+/// The geometric mean of each area's time ratios and its verdict.
+fn compare_summary(out: &mut String, c: &Comparison) {
     if !c.summaries.is_empty() {
         let _ = writeln!(
             out,
@@ -149,25 +188,6 @@ pub fn render_compare(c: &Comparison) -> String {
         }
         out.push('\n');
     }
-    let list = |out: &mut String, title: &str, ids: &[String]| {
-        if !ids.is_empty() {
-            let _ = writeln!(out, "## {title}\n");
-            for id in ids {
-                let _ = writeln!(out, "- `{}`", cell(id));
-            }
-            out.push('\n');
-        }
-    };
-    list(&mut out, "only in A", &c.only_a);
-    list(&mut out, "only in B", &c.only_b);
-    if !c.incomparable.is_empty() {
-        let _ = writeln!(out, "## not comparable\n");
-        for i in &c.incomparable {
-            let _ = writeln!(out, "- `{}`: {}", cell(&i.id), cell(&i.reason));
-        }
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]

@@ -288,28 +288,58 @@ pub fn html_section(h: &mut String, t: &Trend) -> usize {
     n
 }
 
+/// The trend chart's size and margins, in SVG pixels.
+const W: f64 = 800.0;
+const H: f64 = 240.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 20.0;
+const BOTTOM: f64 = 30.0;
+
+/// Where a series' runs go on a trend chart: one slot per run, the
+/// medians' range with room for most of the whiskers.
+struct Frame {
+    /// The value at the bottom and at the top.
+    y0: f64,
+    y1: f64,
+    /// The padding added either side of the medians' range.
+    pad: f64,
+    /// The number of slots (at least 2).
+    n: usize,
+}
+
+impl Frame {
+    /// The frame of a series.
+    fn of(s: &Series) -> Frame {
+        let meds: Vec<f64> = s.points.iter().map(|p| p.2.median).collect();
+        let lo = meds.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = meds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let pad = ((hi - lo) * 0.5).max(hi.abs() * 0.02);
+        Frame {
+            y0: lo - pad,
+            y1: hi + pad,
+            pad,
+            n: s.points.len().max(2),
+        }
+    }
+
+    /// The x of slot `i` (fractions fall between runs).
+    fn x(&self, i: f64) -> f64 {
+        LEFT + (W - LEFT - RIGHT) * (i + 0.5) / self.n as f64
+    }
+
+    /// The y of value `v`, clamped to the frame.
+    fn y(&self, v: f64) -> f64 {
+        let v = v.clamp(self.y0, self.y1);
+        TOP + (H - TOP - BOTTOM) * (1.0 - (v - self.y0) / (self.y1 - self.y0))
+    }
+}
+
 /// One series as SVG: each run's median with its interval, in start order,
 /// a dashed line before each change point's first run with the change and
 /// what changed written at it.
 fn series_svg(s: &Series) -> String {
-    const W: f64 = 800.0;
-    const H: f64 = 240.0;
-    const LEFT: f64 = 70.0;
-    const RIGHT: f64 = 20.0;
-    const TOP: f64 = 20.0;
-    const BOTTOM: f64 = 30.0;
-    let meds: Vec<f64> = s.points.iter().map(|p| p.2.median).collect();
-    let lo = meds.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = meds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    // The medians' range with room for most of the whiskers.
-    let pad = ((hi - lo) * 0.5).max(hi.abs() * 0.02);
-    let (y0, y1) = (lo - pad, hi + pad);
-    let n = s.points.len().max(2);
-    let x = |i: f64| LEFT + (W - LEFT - RIGHT) * (i + 0.5) / n as f64;
-    let y = |v: f64| {
-        let v = v.clamp(y0, y1);
-        TOP + (H - TOP - BOTTOM) * (1.0 - (v - y0) / (y1 - y0))
-    };
+    let f = Frame::of(s);
     let mut g = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
         esc(&s.id)
@@ -320,42 +350,69 @@ fn series_svg(s: &Series) -> String {
         W - LEFT - RIGHT,
         H - TOP - BOTTOM
     );
-    for v in [y0 + pad, y1 - pad] {
+    for v in [f.y0 + f.pad, f.y1 - f.pad] {
         let _ = write!(
             g,
             "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">{}</text>",
             LEFT - 4.0,
-            y(v) + 4.0,
+            f.y(v) + 4.0,
             esc(&human(v, &s.unit))
         );
     }
+    draw_runs(&mut g, s, &f);
+    draw_changes(&mut g, s, &f);
+    let _ = write!(
+        g,
+        "<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\" fill=\"#555\">{}</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">{}</text></svg>",
+        H - 8.0,
+        esc(day(s.points.first())),
+        W - RIGHT,
+        H - 8.0,
+        esc(day(s.points.last()))
+    );
+    g
+}
+
+/// The day a run started (`YYYY-MM-DD`), empty without a run.
+fn day(p: Option<&(String, String, Point)>) -> &str {
+    p.map_or("", |p| p.1.get(..10).unwrap_or(&p.1))
+}
+
+/// Each run: its interval as a whisker and its median as a dot whose
+/// title names the run.
+fn draw_runs(g: &mut String, s: &Series, f: &Frame) {
     for (i, (id, started, p)) in s.points.iter().enumerate() {
-        let xi = x(i as f64);
+        let xi = f.x(i as f64);
         if p.ci_low.is_finite() && p.ci_high.is_finite() {
             let _ = write!(
                 g,
                 "<line class=\"whisker\" x1=\"{xi:.1}\" x2=\"{xi:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#7a9cc6\"/>",
-                y(p.ci_low),
-                y(p.ci_high)
+                f.y(p.ci_low),
+                f.y(p.ci_high)
             );
         }
         let _ = write!(
             g,
             "<circle class=\"run\" cx=\"{xi:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1a5fb4\"><title>{} {}: {}</title></circle>",
-            y(p.median),
+            f.y(p.median),
             esc(id),
             esc(started),
             esc(&human(p.median, &s.unit))
         );
     }
+}
+
+/// Each change point: a dashed line before its first run, the change and
+/// what changed in the host written at its top.
+fn draw_changes(g: &mut String, s: &Series, f: &Frame) {
     for c in &s.change_points {
-        let xc = x(c.index as f64 - 0.5);
+        let xc = f.x(c.index as f64 - 0.5);
         let _ = write!(
             g,
             "<line class=\"change\" x1=\"{xc:.1}\" x2=\"{xc:.1}\" y1=\"{TOP}\" y2=\"{}\" stroke=\"#c0392b\" stroke-dasharray=\"4 3\"/>",
             H - BOTTOM
         );
-        let anchor = if c.index as f64 > n as f64 / 2.0 {
+        let anchor = if c.index as f64 > f.n as f64 / 2.0 {
             "end"
         } else {
             "start"
@@ -370,20 +427,4 @@ fn series_svg(s: &Series) -> String {
             esc(&env_text(c))
         );
     }
-    let _ = write!(
-        g,
-        "<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\" fill=\"#555\">{}</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">{}</text></svg>",
-        H - 8.0,
-        esc(s
-            .points
-            .first()
-            .map_or("", |p| p.1.get(..10).unwrap_or(&p.1))),
-        W - RIGHT,
-        H - 8.0,
-        esc(s
-            .points
-            .last()
-            .map_or("", |p| p.1.get(..10).unwrap_or(&p.1)))
-    );
-    g
 }
