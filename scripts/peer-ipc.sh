@@ -10,6 +10,12 @@
 #                     stress-ng --pipe --pipe-data-size S (S <= 4 KiB)
 #   pipe round trip   perf bench sched pipe                           vs ipc.{pipe,unix_stream}.rtt/8B
 #   TCP throughput    iperf3 -c 127.0.0.1 -l S (server on 127.0.0.1)  vs ipc.tcp.tput/S
+#   CMA throughput    scripts/peer/cma_stream.c (process_vm_readv,     vs ipc.vm_readv.tput/S
+#                     the same rendezvous), S = 64 KiB, 1 MiB
+#   SysV round trip   scripts/peer/msg_pingpong.c (msgsnd/msgrcv)       vs ipc.sysv_msg.rtt/8B
+#
+# The two C peers are compiled at run time with cc -O2 (skipped, saying
+# so, where there is no compiler).
 #
 # Peers run pinned like opcost's two ends (same: both on CPU A; cross: CPU A
 # and CPU B) and unpinned ("any": the command as people type it, free to
@@ -18,16 +24,21 @@
 # Usage: scripts/peer-ipc.sh [ROUNDS]   (default 5)
 #   OPCOST=path   the binary (default target/release/opcost, built if missing)
 #   RAW=file      also keep every figure (round, what, tool, value)
+#   CASES=c       only the two C peers (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${1:-5}
 OPCOST=${OPCOST:-target/release/opcost}
 PORT=${PORT:-5299}
-for tool in dd stress-ng perf iperf3 jq taskset; do
+CASES=${CASES:-all}
+tools="jq taskset"
+[ "$CASES" = all ] && tools="dd stress-ng perf iperf3 $tools"
+for tool in $tools; do
     command -v "$tool" >/dev/null || { echo "peer-ipc: $tool is not installed" >&2; exit 1; }
 done
 [ -x "$OPCOST" ] || cargo build --release --quiet
+CC=${CC:-cc}
 
 # The two CPUs opcost would choose: the first two this process may use.
 mapfile -t CPUS < <(taskset -cp $$ | sed 's/.*: //' | tr ',' '\n' |
@@ -42,9 +53,19 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-iperf3 -s -B 127.0.0.1 -p "$PORT" >/dev/null 2>&1 &
-IPERF_PID=$!
-sleep 0.5
+CPEERS=
+if command -v "$CC" >/dev/null &&
+    "$CC" -O2 -o "$work/cma_stream" scripts/peer/cma_stream.c &&
+    "$CC" -O2 -o "$work/msg_pingpong" scripts/peer/msg_pingpong.c; then
+    CPEERS=1
+else
+    echo "peer-ipc: no C compiler ($CC): the process_vm_readv and System V peers are left out" >&2
+fi
+if [ "$CASES" = all ]; then
+    iperf3 -s -B 127.0.0.1 -p "$PORT" >/dev/null 2>&1 &
+    IPERF_PID=$!
+    sleep 0.5
+fi
 
 rows="$work/rows.tsv" # round <TAB> what <TAB> tool <TAB> value (B/s for tput, ns for rtt)
 round=0
@@ -98,7 +119,7 @@ places=("same $A $A")
 
 for round in $(seq 1 "$ROUNDS"); do
     echo "round $round/$ROUNDS" >&2
-    for s in 64 512 4K 64K 1M; do
+    [ "$CASES" = all ] && for s in 64 512 4K 64K 1M; do
         z=${LABEL[$s]}
         for p in "${places[@]}"; do
             read -r name l r <<<"$p"
@@ -113,11 +134,24 @@ for round in $(seq 1 "$ROUNDS"); do
         esac
     done
 
-    add "pipe.rtt/8B/same" "perf-sched-pipe" "$(perf_pipe "$A")"
-    add "pipe.rtt/8B/any" "perf-sched-pipe" "$(perf_pipe any)"
-    opcost_run ipc.pipe.rtt/8B ipc.unix_stream.rtt/8B
+    if [ "$CASES" = all ]; then
+        add "pipe.rtt/8B/same" "perf-sched-pipe" "$(perf_pipe "$A")"
+        add "pipe.rtt/8B/any" "perf-sched-pipe" "$(perf_pipe any)"
+        opcost_run ipc.pipe.rtt/8B ipc.unix_stream.rtt/8B
+    fi
 
-    for len in 64K 1M; do
+    if [ -n "$CPEERS" ]; then
+        for p in "${places[@]}"; do
+            read -r name l r <<<"$p"
+            add "vm_readv.tput/64KiB/$name" "c-cma" "$("$work/cma_stream" 65536 20000 "$l" "$r")"
+            add "vm_readv.tput/1MiB/$name" "c-cma" "$("$work/cma_stream" 1048576 2000 "$l" "$r")"
+            opcost_run "ipc.vm_readv.tput/64KiB/$name" "ipc.vm_readv.tput/1MiB/$name"
+            add "sysv_msg.rtt/8B/$name" "c-msgq" "$("$work/msg_pingpong" 8 20000 "$l" "$r")"
+            opcost_run "ipc.sysv_msg.rtt/8B/$name"
+        done
+    fi
+
+    [ "$CASES" = all ] && for len in 64K 1M; do
         z=${LABEL[$len]}
         add "tcp.tput/$z/same" iperf3 "$(iperf "$len" "$A,$A")"
         opcost_run "ipc.tcp.tput/$z/same"
@@ -143,6 +177,33 @@ awk -F'\t' '
             printf "%-26s %-16s %12.4g  (n=%d)\n", kk[1], kk[2], med, n[k]
         }
     }' "$rows" | sort
+
+echo
+echo "opcost vs the C peers, as the median over rounds of the ratio within a round"
+echo "(throughput: opcost / peer; round trip: peer / opcost; 1.00 = the same figure)"
+awk -F'\t' '
+    function median(list,    a, m, i, j, t) {
+        m = split(substr(list, 2), a, " ")
+        if (m == 0) return -1
+        for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    }
+    { v[$1 SUBSEP $2 SUBSEP $3] = $4; rounds[$1] = 1 }
+    END {
+        n = split("vm_readv.tput/64KiB c-cma t|vm_readv.tput/1MiB c-cma t|sysv_msg.rtt/8B c-msgq l", cases, "|")
+        for (i = 1; i <= n; i++) {
+            split(cases[i], c, " ")
+            for (pi = 1; pi <= 2; pi++) {
+                p = pi == 1 ? "same" : "cross"; list = ""
+                for (r in rounds) {
+                    o = v[r, c[1] "/" p, "opcost"] + 0; q = v[r, c[1] "/" p, c[2]] + 0
+                    if (o > 0 && q > 0) list = list " " (c[3] == "t" ? o / q : q / o)
+                }
+                m = median(list)
+                if (m > 0) printf "  %-24s %-6s %.2fx\n", c[1], p, m
+            }
+        }
+    }' "$rows"
 
 echo
 echo "targets, as the median over rounds of the ratio within a round:"

@@ -1,7 +1,7 @@
 //! End-to-end tests of the IPC suite: the built binary measures, the JSON
 //! document is complete and sane, nothing is left behind (processes,
-//! /dev/shm entries), also after Ctrl-C, and a single allowed CPU turns
-//! cross-CPU benchmarks into skips that say why.
+//! /dev/shm entries, System V queues and segments), also after Ctrl-C, and
+//! a single allowed CPU turns cross-CPU benchmarks into skips that say why.
 //!
 //! Never asserts absolute times: only structure, units, signs, and
 //! orderings that physics guarantees with a wide margin.
@@ -94,6 +94,23 @@ fn shm_entries() -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// This user's System V message queues and shared-memory segments, by id
+/// (from /proc/sysvipc; empty where the kernel has no System V IPC).
+fn sysv_objects() -> BTreeSet<String> {
+    let uid = nix::unistd::getuid().as_raw().to_string();
+    let mut out = BTreeSet::new();
+    for (kind, uid_col) in [("msg", 7), ("shm", 7)] {
+        let text = std::fs::read_to_string(format!("/proc/sysvipc/{kind}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.get(uid_col) == Some(&uid.as_str()) {
+                out.insert(format!("{kind} {}", f.get(1).unwrap_or(&"?")));
+            }
+        }
+    }
+    out
+}
+
 fn opcost(mark: &str) -> Command {
     let mut c = Command::cargo_bin("opcost").expect("the opcost binary");
     c.env("OPCOST_IPC_TEST_MARK", mark).env(
@@ -113,6 +130,7 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     let _turn = serial();
     let mark = marker("quick");
     let shm_before = shm_entries();
+    let sysv_before = sysv_objects();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ipc.json");
     opcost(&mark)
@@ -179,6 +197,26 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     let big = median("ipc.pipe.tput/64KiB/same").expect("pipe at 64 KiB");
     assert!(big > 4.0 * small, "64 KiB {big} B/s vs 64 B {small} B/s");
 
+    // The splice rows say they are a sink, and no ranking puts them in a tier.
+    for r in results {
+        let id = r["id"].as_str().unwrap();
+        let sink = r["params"]["sink_only"] == true;
+        assert_eq!(sink, id.starts_with("ipc.splice.tput/"), "{id}");
+    }
+
+    // The mechanisms added for large messages and notifications are there,
+    // measured or skipped with their reason (checked above).
+    for id in [
+        "ipc.vm_readv.tput/1MiB/same",
+        "ipc.vm_writev.rtt/4KiB/same",
+        "ipc.sysv_msg.rtt/8B/same",
+        "ipc.sysv_shm.tput/64KiB/same",
+        "ipc.memfd_pass.tput/1MiB/same",
+        "ipc.sigqueue.rtt/same",
+    ] {
+        assert!(ipc_ids().iter().any(|i| i == id), "{id}");
+    }
+
     // Findings are there, finite, and of this area.
     let findings: Vec<&Value> = doc["findings"]
         .as_array()
@@ -198,6 +236,22 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
             .iter()
             .all(|f| f["value"].as_f64().unwrap().is_finite())
     );
+    for f in &findings {
+        let t = f["text"].as_str().unwrap();
+        if t.starts_with("throughput at") {
+            let ranked = t.split("; splice to /dev/null").next().unwrap();
+            assert!(!ranked.contains("splice"), "{t}");
+        }
+    }
+    if by_id.contains_key("ipc.sigqueue.rtt/same") && by_id.contains_key("ipc.futex.rtt/same") {
+        assert!(
+            findings.iter().any(|f| f["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("notification round trip (same-cpu)")),
+            "{findings:#?}"
+        );
+    }
 
     // Nothing outlives the run.
     assert_eq!(
@@ -206,6 +260,7 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
         "processes left behind"
     );
     assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
+    assert_eq!(sysv_objects(), sysv_before, "System V objects left behind");
 }
 
 #[test]
@@ -254,6 +309,7 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
     let _turn = serial();
     let mark = marker("ctrlc");
     let shm_before = shm_entries();
+    let sysv_before = sysv_objects();
     let bin = assert_cmd::cargo::cargo_bin("opcost");
     let mut child = std::process::Command::new(bin)
         .args(["run", "ipc", "--profile", "default", "--no-save"])
@@ -310,6 +366,7 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
         "processes left behind"
     );
     assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
+    assert_eq!(sysv_objects(), sysv_before, "System V objects left behind");
 }
 
 #[test]

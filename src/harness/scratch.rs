@@ -138,9 +138,35 @@ pub fn sweep_stale(parent: &Path, prefix: &str, old_empty: bool) -> Vec<PathBuf>
     removed
 }
 
-/// Removes every live scratch directory: for an exit that skips destructors.
-/// Retries a few times, as a benchmark may still be creating files in one.
+/// System V message queues alive now, for [`remove_all`]: unlike a file or
+/// a shared-memory segment, a queue cannot be removed while in use, so it
+/// lives until its owner removes it, and an exit that skips destructors
+/// must remove it here.
+static QUEUES: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn queues() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    QUEUES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Lists the System V message queue `id` as live (its owner removes it and
+/// calls [`queue_removed`]).
+pub fn queue_created(id: i32) {
+    queues().push(id);
+}
+
+/// Unlists a queue its owner removed.
+pub fn queue_removed(id: i32) {
+    queues().retain(|&q| q != id);
+}
+
+/// Removes every live scratch directory and System V message queue: for an
+/// exit that skips destructors. Retries a few times, as a benchmark may
+/// still be creating files in a directory.
 pub fn remove_all() {
+    for id in queues().drain(..) {
+        // SAFETY: IPC_RMID takes no buffer; an id already gone fails harmlessly.
+        unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
     for p in live().drain(..) {
         for _ in 0..3 {
             if std::fs::remove_dir_all(&p).is_ok() || !p.exists() {

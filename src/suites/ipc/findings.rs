@@ -8,7 +8,10 @@
 //! two modes is named bimodal rather than printed at one of its levels.
 //! The `splice` throughput benchmark sends its bytes to /dev/null (its
 //! receiver never holds them), so it is reported apart from the ranking of
-//! mechanisms that deliver bytes.
+//! mechanisms that deliver bytes ([`Mech::sink_only`]). Also: the
+//! notifications (eventfd, futex, a queued signal) ranked, and the
+//! large-message paths that avoid the pipe's two copies (a memfd handed
+//! over, process_vm_readv's single copy) next to the pipe.
 
 use super::{Mech, RTT_SIZES, TPUT_SIZES, rtt_id, tput_id};
 use crate::harness::claims::{self, Est, Verdict};
@@ -51,8 +54,81 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             out.extend(splice_vs_pipe(ms, size, p));
         }
     }
+    for p in Placement::ALL {
+        for size in [64 << 10, 1 << 20] {
+            for m in [Mech::MemfdPass, Mech::VmReadv] {
+                out.extend(large_vs_pipe(ms, m, size, p));
+            }
+        }
+    }
     out.extend(placement_cost(ms));
+    for p in Placement::ALL {
+        out.extend(notifications(ms, p));
+    }
     out
+}
+
+/// The notification round trips (no payload, or a signal's one value).
+pub const NOTIFY: [&str; 3] = ["eventfd", "futex", "sigqueue"];
+
+/// The id of a notification round trip.
+pub fn notify_id(name: &str, p: Placement) -> String {
+    format!("ipc.{name}.rtt/{}", p.label())
+}
+
+/// "notification round trip (same-cpu), …: fastest: futex; then eventfd
+/// and sigqueue (2.1× slower)".
+fn notifications(ms: &[Measurement], p: Placement) -> Option<Finding> {
+    let set: Vec<(&str, &Measurement)> = NOTIFY
+        .iter()
+        .filter_map(|&n| usable(ms, &notify_id(n, p)).map(|x| (n, x)))
+        .collect();
+    if set.len() < 2 {
+        return None;
+    }
+    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
+    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let tiers = claims::rank_apart(&items, TIER_GAP);
+    let top = items[tiers.leaders[0]];
+    Some(Finding {
+        area: AREA.into(),
+        text: format!(
+            "notification round trip ({}), in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {}){}",
+            p.param(),
+            claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
+            human(top.value, "ns/op"),
+            bimodal_clause(&set),
+        ),
+        value: top.value,
+        unit: "ns/op".into(),
+    })
+}
+
+/// A large-message path that avoids the pipe's two copies (a handed-over
+/// memfd, process_vm_readv) next to the copying pipe.
+fn large_vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) -> Option<Finding> {
+    let x = usable(ms, &tput_id(m, size, p))?;
+    let c = usable(ms, &tput_id(Mech::Pipe, size, p))?;
+    let what = match m {
+        Mech::MemfdPass => "a memfd handed over (SCM_RIGHTS)",
+        _ => "process_vm_readv's single copy",
+    };
+    let words = match claims::compare_beyond(&Est::of(x), &Est::of(c), CLEAR) {
+        Verdict::Better(r) => format!("{} is {} faster", m.name(), r.text()),
+        Verdict::Worse(r) => format!("the pipe is {} faster", r.text()),
+        Verdict::Tie(_) => format!("no clear difference of {CLEAR}× or more"),
+    };
+    Some(ratio_finding(
+        AREA,
+        format!(
+            "{what} vs the pipe's two copies at {} ({}): {words} ({} vs {})",
+            size_label(size as u64),
+            p.param(),
+            human(x.median, "B/s"),
+            human(c.median, "B/s")
+        ),
+        x.median / c.median,
+    ))
 }
 
 /// A usable measurement (positive, finite median) of `id`.
@@ -93,7 +169,7 @@ fn bimodal_clause(set: &[(&str, &Measurement)]) -> String {
 fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
     let set: Vec<(&str, &Measurement)> = Mech::TPUT
         .iter()
-        .filter(|&&m| m != Mech::Splice)
+        .filter(|m| !m.sink_only())
         .filter_map(|&m| usable(ms, &tput_id(m, size, p)).map(|x| (m.name(), x)))
         .collect();
     if set.len() < 2 {
@@ -380,6 +456,51 @@ mod tests {
         let o = o.iter().find(|f| f.unit == "%").unwrap();
         assert!(o.text.contains("not what limits"), "{}", o.text);
         assert!(o.text.contains("512B writes are 2.00× ("), "{}", o.text);
+    }
+
+    #[test]
+    fn notifications_are_ranked_and_large_paths_compared_with_the_pipe() {
+        let (s, c) = (Placement::Same, Placement::Cross);
+        let ms = vec![
+            m(&notify_id("eventfd", s), "ns/op", 2000.0, 0.03),
+            m(&notify_id("futex", s), "ns/op", 1900.0, 0.03),
+            m(&notify_id("sigqueue", s), "ns/op", 6000.0, 0.03),
+            m(&tput_id(Mech::MemfdPass, 1 << 20, c), "B/s", 8e8, 0.03),
+            m(&tput_id(Mech::VmReadv, 1 << 20, c), "B/s", 5e9, 0.03),
+            m(&tput_id(Mech::Pipe, 1 << 20, c), "B/s", 2.5e9, 0.03),
+        ];
+        let f = findings(&ms);
+        let n = f
+            .iter()
+            .find(|f| f.text.starts_with("notification round trip (same-cpu)"))
+            .unwrap();
+        assert!(
+            n.text
+                .contains("fastest: eventfd and futex; then sigqueue (3."),
+            "{}",
+            n.text
+        );
+        assert_eq!((n.value, n.unit.as_str()), (1900.0, "ns/op"));
+        assert!(!f.iter().any(
+            |f| f.text.contains("(cross-cpu), in tiers") && f.text.starts_with("notification")
+        ));
+        let memfd = f
+            .iter()
+            .find(|f| f.text.starts_with("a memfd handed over"))
+            .unwrap();
+        assert!(
+            memfd
+                .text
+                .contains("at 1MiB (cross-cpu): the pipe is 3.12× ("),
+            "{}",
+            memfd.text
+        );
+        let cma = f
+            .iter()
+            .find(|f| f.text.starts_with("process_vm_readv's single copy"))
+            .unwrap();
+        assert!(cma.text.contains(": vm_readv is 2.00× ("), "{}", cma.text);
+        assert!((cma.value - 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -605,6 +605,54 @@ mod tests {
         }
     }
 
+    /// Unwraps a set-up, or says the kernel's reason for a skip (None).
+    fn or_skip<T>(r: Result<T, PrepareError>) -> Option<T> {
+        match r {
+            Ok(t) => Some(t),
+            Err(PrepareError::Skip(why)) => {
+                eprintln!("skipped: {why}");
+                None
+            }
+            Err(PrepareError::Fail(e)) => panic!("{e:#}"),
+        }
+    }
+
+    #[test]
+    fn the_newer_mechanisms_pass_the_integrity_check_both_ways() {
+        // Other suites' tests count this process's children.
+        let _children = crate::os::child::test_lock();
+        use crate::suites::ipc::{cma, memfd, shm, sysv};
+        for cpus in [same_cpu(), two_cpus()] {
+            for dir in [cma::Dir::Read, cma::Dir::Write] {
+                if let Some((a, b)) = or_skip(cma::cma_pair(dir, &cpus, false)) {
+                    let mut t = Throughput::start(a, b, 64 << 10, cpus, None).unwrap();
+                    assert!(t.run(8).unwrap() > Duration::ZERO, "{dir:?}");
+                }
+                if let Some((a, b)) = or_skip(cma::cma_pair(dir, &cpus, true)) {
+                    let mut r = RoundTrip::start(a, b, 4096, cpus).unwrap();
+                    assert!(r.run(8).unwrap() > Duration::ZERO, "{dir:?}");
+                }
+            }
+            if let Some((a, b)) = or_skip(sysv::msg_pair(512)) {
+                let mut t = Throughput::start(a, b, 512, cpus, None).unwrap();
+                assert!(t.run(50).unwrap() > Duration::ZERO);
+            }
+            if let Some((a, b)) = or_skip(sysv::msg_pair(64)) {
+                let mut r = RoundTrip::start(a, b, 64, cpus).unwrap();
+                assert!(r.run(8).unwrap() > Duration::ZERO);
+            }
+            let ring = shm::ring_pair_in(shm::Backing::SysV, 4096, shm::Wake::Futex, &cpus, true);
+            if let Some((a, b)) = or_skip(ring) {
+                let mut r = RoundTrip::start(a, b, 4096, cpus).unwrap();
+                assert!(r.run(8).unwrap() > Duration::ZERO);
+            }
+            if let Some((a, b, w)) = or_skip(memfd::pass_pair(64 << 10)) {
+                let mut t = Throughput::start(a, b, 64 << 10, cpus, Some(w)).unwrap();
+                assert!(t.run(8).unwrap() > Duration::ZERO);
+            }
+        }
+    }
+
     #[test]
     fn throughput_check_fails_on_a_transport_that_drops_a_byte() {
         // Other suites' tests count this process's children.

@@ -12,21 +12,27 @@
 //!
 //! Ids: `ipc.MECH.tput/SIZE/PLACE` (bytes/s), `ipc.MECH.rtt/SIZE/PLACE`
 //! (ns per round trip), `ipc.eventfd.rtt/PLACE` and `ipc.futex.rtt/PLACE`
-//! (wake-ups without payload); PLACE is `same` or `cross`.
+//! (wake-ups without payload) and `ipc.sigqueue.rtt/PLACE` (a queued
+//! signal with its value); PLACE is `same` or `cross`. A mechanism made for
+//! large messages (cross-memory attach, a handed-over memfd) is measured at
+//! the sizes it is made for ([`Mech::tput_sizes`], [`Mech::rtt_sizes`]).
 //!
 //! Modules: [`peer`] (the forked peer, placement, shared memory, futex
 //! bells), [`check`] (the integrity check), [`link`] (the two benchmark
 //! shapes for any [`link::End`]), and one module per mechanism family.
 
 pub mod check;
+pub mod cma;
 pub mod findings;
 pub mod link;
+pub mod memfd;
 pub mod mqueue;
 pub mod peer;
 pub mod pipe;
 pub mod shm;
 pub mod signal;
 pub mod socket;
+pub mod sysv;
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,7 +50,7 @@ use shm::Wake;
 pub fn suite() -> Suite {
     Suite {
         name: "ipc",
-        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, mqueue, eventfd, futex: throughput and round trips, same vs cross CPU",
+        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, POSIX and System V queues and shared memory, process_vm_readv/writev, memfd hand-over, eventfd, futex, sigqueue: throughput and round trips, same vs cross CPU",
         benches,
         findings: findings::findings,
     }
@@ -54,6 +60,11 @@ pub fn suite() -> Suite {
 pub const TPUT_SIZES: [usize; 5] = [64, 512, 4 << 10, 64 << 10, 1 << 20];
 /// Message sizes of the round-trip benchmarks.
 pub const RTT_SIZES: [usize; 4] = [8, 64, 1 << 10, 4 << 10];
+/// Throughput sizes of the mechanisms made for large messages.
+const LARGE: [usize; 3] = [4 << 10, 64 << 10, 1 << 20];
+/// Throughput sizes of System V messages: those within the default
+/// `kernel.msgmax` (8 KiB).
+const SYSV_MSG_TPUT: [usize; 3] = [64, 512, 4 << 10];
 
 /// A mechanism that carries a payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,11 +93,21 @@ pub enum Mech {
     RingFutex,
     /// POSIX message queue.
     Mqueue,
+    /// process_vm_readv: the receiver pulls the sender's message (MPI's single copy).
+    VmReadv,
+    /// process_vm_writev: the sender pushes into the receiver's posted buffer.
+    VmWritev,
+    /// System V message queue.
+    SysvMsg,
+    /// The shared-memory ring (futex wake-ups) in a System V segment.
+    SysvShm,
+    /// A fresh memfd per message, handed over through SCM_RIGHTS.
+    MemfdPass,
 }
 
 impl Mech {
     /// Mechanisms measured for throughput, in report order.
-    pub const TPUT: [Mech; 12] = [
+    pub const TPUT: [Mech; 17] = [
         Mech::Pipe,
         Mech::Fifo,
         Mech::Splice,
@@ -99,11 +120,17 @@ impl Mech {
         Mech::RingSpin,
         Mech::RingFutex,
         Mech::Mqueue,
+        Mech::VmReadv,
+        Mech::VmWritev,
+        Mech::SysvMsg,
+        Mech::SysvShm,
+        Mech::MemfdPass,
     ];
 
-    /// Mechanisms measured for round trips (splice and the file have no
-    /// way back; a FIFO, once open, is the anonymous pipe).
-    pub const RTT: [Mech; 9] = [
+    /// Mechanisms measured for round trips (splice, the file and the
+    /// memfd hand-over have no way back; a FIFO, once open, is the
+    /// anonymous pipe).
+    pub const RTT: [Mech; 13] = [
         Mech::Pipe,
         Mech::UnixStream,
         Mech::UnixDgram,
@@ -113,7 +140,37 @@ impl Mech {
         Mech::RingSpin,
         Mech::RingFutex,
         Mech::Mqueue,
+        Mech::VmReadv,
+        Mech::VmWritev,
+        Mech::SysvMsg,
+        Mech::SysvShm,
     ];
+
+    /// The throughput message sizes measured for this mechanism.
+    pub fn tput_sizes(self) -> &'static [usize] {
+        match self {
+            Mech::VmReadv | Mech::VmWritev | Mech::SysvShm | Mech::MemfdPass => &LARGE,
+            Mech::SysvMsg => &SYSV_MSG_TPUT,
+            _ => &TPUT_SIZES,
+        }
+    }
+
+    /// The round-trip message sizes measured for this mechanism (none for
+    /// one-way mechanisms).
+    pub fn rtt_sizes(self) -> &'static [usize] {
+        match self {
+            Mech::Fifo | Mech::Splice | Mech::ShmFile | Mech::MemfdPass => &[],
+            Mech::VmReadv | Mech::VmWritev => &RTT_SIZES[3..],
+            Mech::SysvShm => &RTT_SIZES[..1],
+            _ => &RTT_SIZES,
+        }
+    }
+
+    /// True when the receiver never holds the bytes (splice to /dev/null):
+    /// such a row is reported apart from the mechanisms that deliver.
+    pub fn sink_only(self) -> bool {
+        self == Mech::Splice
+    }
 
     /// The id segment.
     pub fn name(self) -> &'static str {
@@ -130,6 +187,11 @@ impl Mech {
             Mech::RingSpin => "ring_spin",
             Mech::RingFutex => "ring_futex",
             Mech::Mqueue => "mqueue",
+            Mech::VmReadv => "vm_readv",
+            Mech::VmWritev => "vm_writev",
+            Mech::SysvMsg => "sysv_msg",
+            Mech::SysvShm => "sysv_shm",
+            Mech::MemfdPass => "memfd_pass",
         }
     }
 
@@ -148,6 +210,17 @@ impl Mech {
             Mech::RingSpin => "shared-memory ring (memfd), both ends spinning",
             Mech::RingFutex => "shared-memory ring (memfd), futex wake-ups",
             Mech::Mqueue => "POSIX message queue",
+            Mech::VmReadv => {
+                "process_vm_readv: the receiver copies the sender's message (one copy, a rendezvous each)"
+            }
+            Mech::VmWritev => {
+                "process_vm_writev: the sender copies into the receiver's posted buffer (one copy, a rendezvous each)"
+            }
+            Mech::SysvMsg => "System V message queue (msgsnd/msgrcv)",
+            Mech::SysvShm => "shared-memory ring in a System V segment, futex wake-ups",
+            Mech::MemfdPass => {
+                "a fresh memfd per message passed through SCM_RIGHTS; the receiver maps it and faults its pages in"
+            }
         }
     }
 }
@@ -189,7 +262,7 @@ fn ipc_bench(
     (mech, size, p): (&str, Option<usize>, Placement),
     key: String,
     prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
-) -> Box<dyn Bench> {
+) -> FnBench {
     let b = FnBench::new(id, summary, unit, prepare)
         .param("mechanism", mech)
         .param("placement", p.param())
@@ -199,7 +272,6 @@ fn ipc_bench(
         Some(s) => b.param("size", s),
         None => b,
     }
-    .boxed()
 }
 
 fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
@@ -211,6 +283,13 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
         ] {
             for &size in sizes {
                 for &m in mechs {
+                    let wanted = match shape {
+                        Shape::Tput => m.tput_sizes(),
+                        Shape::Rtt => m.rtt_sizes(),
+                    };
+                    if !wanted.contains(&size) {
+                        continue;
+                    }
                     let label = size_label(size as u64);
                     let (id, summary, unit, key) = match shape {
                         Shape::Tput => (
@@ -236,14 +315,21 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                             format!("ipc.rtt/{label}/{}", p.label()),
                         ),
                     };
-                    out.push(ipc_bench(
+                    let b = ipc_bench(
                         id,
                         summary,
                         unit,
                         (m.name(), Some(size), p),
                         key,
                         move |ctx| open(m, shape, size, &p.cpus(ctx)?, ctx),
-                    ));
+                    );
+                    // A sink that never holds the bytes says so in its row.
+                    let b = if shape == Shape::Tput && m.sink_only() {
+                        b.param("sink_only", true)
+                    } else {
+                        b
+                    };
+                    out.push(b.boxed());
                 }
             }
         }
@@ -258,18 +344,26 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 "futex",
                 "futex ping-pong in shared memory (a wake-up each way, no payload)",
             ),
+            (
+                signal::Kind::Sigqueue,
+                "sigqueue",
+                "real-time signal ping-pong, sigqueue and sigwaitinfo (a wake-up each way carrying a value)",
+            ),
         ] {
-            out.push(ipc_bench(
-                format!("ipc.{name}.rtt/{}", p.label()),
-                format!("{what}, ends on {}", place_text(p)),
-                Unit::Latency,
-                (name, None, p),
-                format!("ipc.signal/{}", p.label()),
-                move |ctx| {
-                    let cpus = p.cpus(ctx)?;
-                    Ok(Box::new(signal::Signalling::start(kind, cpus)?) as Box<dyn Timed>)
-                },
-            ));
+            out.push(
+                ipc_bench(
+                    format!("ipc.{name}.rtt/{}", p.label()),
+                    format!("{what}, ends on {}", place_text(p)),
+                    Unit::Latency,
+                    (name, None, p),
+                    format!("ipc.signal/{}", p.label()),
+                    move |ctx| {
+                        let cpus = p.cpus(ctx)?;
+                        Ok(Box::new(signal::Signalling::start(kind, cpus)?) as Box<dyn Timed>)
+                    },
+                )
+                .boxed(),
+            );
         }
     }
     out
@@ -383,9 +477,33 @@ fn open(
             None,
             None,
         ),
-        (Mech::Fifo | Mech::Splice | Mech::ShmFile, Shape::Rtt) => Err(PrepareError::Skip(
-            format!("{} has no round-trip benchmark", m.name()),
-        )),
+        (Mech::VmReadv | Mech::VmWritev, _) => {
+            let dir = if m == Mech::VmReadv {
+                cma::Dir::Read
+            } else {
+                cma::Dir::Write
+            };
+            start(
+                shape,
+                cma::cma_pair(dir, cpus, duplex)?,
+                size,
+                cpus,
+                None,
+                None,
+            )
+        }
+        (Mech::SysvMsg, _) => start(shape, sysv::msg_pair(size)?, size, cpus, None, None),
+        (Mech::SysvShm, _) => {
+            let ends = shm::ring_pair_in(shm::Backing::SysV, size, Wake::Futex, cpus, duplex)?;
+            start(shape, ends, size, cpus, None, None)
+        }
+        (Mech::MemfdPass, Shape::Tput) => {
+            let (a, b, window) = memfd::pass_pair(size)?;
+            start(shape, (a, b), size, cpus, Some(window), None)
+        }
+        (Mech::Fifo | Mech::Splice | Mech::ShmFile | Mech::MemfdPass, Shape::Rtt) => Err(
+            PrepareError::Skip(format!("{} has no round-trip benchmark", m.name())),
+        ),
     }
 }
 
@@ -401,8 +519,24 @@ mod tests {
     #[test]
     fn ids_follow_the_scheme_and_are_unique() {
         let bs = benches(&Host::default());
-        let n = 2 * (TPUT_SIZES.len() * Mech::TPUT.len() + RTT_SIZES.len() * Mech::RTT.len() + 2);
-        assert_eq!(bs.len(), n);
+        let per_place: usize = Mech::TPUT
+            .iter()
+            .map(|m| m.tput_sizes().len())
+            .sum::<usize>()
+            + Mech::RTT.iter().map(|m| m.rtt_sizes().len()).sum::<usize>()
+            + 3;
+        assert_eq!(bs.len(), 2 * per_place);
+        // Every size a mechanism declares is one of the suite's sizes.
+        for m in Mech::TPUT {
+            assert!(
+                m.tput_sizes().iter().all(|s| TPUT_SIZES.contains(s)),
+                "{m:?}"
+            );
+        }
+        for m in Mech::RTT {
+            assert!(!m.rtt_sizes().is_empty(), "{m:?}");
+            assert!(m.rtt_sizes().iter().all(|s| RTT_SIZES.contains(s)), "{m:?}");
+        }
         let mut seen = std::collections::HashSet::new();
         for b in &bs {
             assert!(seen.insert(b.id().to_string()), "{}", b.id());
@@ -425,6 +559,24 @@ mod tests {
         assert!(seen.contains("ipc.pipe.tput/64KiB/cross"));
         assert!(seen.contains("ipc.pipe.rtt/8B/same"));
         assert!(seen.contains("ipc.eventfd.rtt/same"));
+        for id in [
+            "ipc.vm_readv.tput/1MiB/cross",
+            "ipc.vm_writev.rtt/4KiB/same",
+            "ipc.sysv_msg.tput/4KiB/same",
+            "ipc.sysv_msg.rtt/8B/cross",
+            "ipc.sysv_shm.tput/64KiB/same",
+            "ipc.sysv_shm.rtt/8B/same",
+            "ipc.memfd_pass.tput/1MiB/same",
+            "ipc.sigqueue.rtt/cross",
+        ] {
+            assert!(seen.contains(id), "{id}");
+        }
+        assert!(!seen.contains("ipc.memfd_pass.rtt/8B/same"));
+        let splice = bs
+            .iter()
+            .find(|b| b.id() == "ipc.splice.tput/64KiB/same")
+            .unwrap();
+        assert_eq!(splice.params()["sink_only"], true);
     }
 
     #[test]

@@ -286,10 +286,12 @@ impl Drop for Peer {
     }
 }
 
-/// A shared (or private) memory mapping, unmapped on drop.
+/// A shared (or private) memory mapping, unmapped (or, for a System V
+/// segment, detached) on drop.
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
+    sysv: bool,
 }
 
 // SAFETY: the mapping is plain memory; shared access goes through atomics
@@ -318,6 +320,7 @@ impl Mapping {
         Ok(Mapping {
             ptr: p.cast(),
             len: n.get(),
+            sysv: false,
         })
     }
 
@@ -338,6 +341,19 @@ impl Mapping {
         Ok(Mapping {
             ptr: p.cast(),
             len: n.get(),
+            sysv: false,
+        })
+    }
+
+    /// A private System V segment of `len` bytes, attached, and marked for
+    /// removal at once (the kernel frees it when the last user detaches).
+    pub fn sysv(len: usize) -> Result<Mapping, PrepareError> {
+        let (p, _) = super::sysv::segment(len)?;
+        let ptr = NonNull::new(p).ok_or_else(|| anyhow::anyhow!("shmat returned null"))?;
+        Ok(Mapping {
+            ptr,
+            len,
+            sysv: true,
         })
     }
 
@@ -359,8 +375,13 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: ptr/len came from mmap and are unmapped once.
-        let _ = unsafe { munmap(self.ptr.cast(), self.len) };
+        if self.sysv {
+            // SAFETY: ptr came from shmat and is detached once.
+            unsafe { libc::shmdt(self.ptr.as_ptr().cast()) };
+        } else {
+            // SAFETY: ptr/len came from mmap and are unmapped once.
+            let _ = unsafe { munmap(self.ptr.cast(), self.len) };
+        }
     }
 }
 

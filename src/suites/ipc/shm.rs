@@ -67,13 +67,28 @@ struct Ring {
     cap: u64,
 }
 
+/// The memory a ring lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A memfd mapped shared by both processes.
+    Memfd,
+    /// A System V segment (shmget/shmat), inherited across the fork.
+    SysV,
+}
+
 impl Ring {
-    fn new(cap: usize) -> Result<Ring, PrepareError> {
-        let fd = memfd_create(c"opcost-ipc-ring", MFdFlags::MFD_CLOEXEC)
-            .map_err(|e| PrepareError::Skip(format!("memfd_create is not available ({e})")))?;
+    fn new(cap: usize, backing: Backing) -> Result<Ring, PrepareError> {
         let len = HDR + cap;
-        ftruncate(&fd, len as i64)?;
-        let map = Mapping::of_file(&fd, len)?;
+        let map = match backing {
+            Backing::Memfd => {
+                let fd = memfd_create(c"opcost-ipc-ring", MFdFlags::MFD_CLOEXEC).map_err(|e| {
+                    PrepareError::Skip(format!("memfd_create is not available ({e})"))
+                })?;
+                ftruncate(&fd, len as i64)?;
+                Mapping::of_file(&fd, len)?
+            }
+            Backing::SysV => Mapping::sysv(len)?,
+        };
         Ok(Ring {
             map: Arc::new(map),
             cap: cap as u64,
@@ -164,9 +179,24 @@ pub fn ring_pair(
     cpus: &Cpus,
     duplex: bool,
 ) -> Result<(RingEnd, RingEnd), PrepareError> {
+    ring_pair_in(Backing::Memfd, size, wake, cpus, duplex)
+}
+
+/// [`ring_pair`] in memory of `backing`.
+pub fn ring_pair_in(
+    backing: Backing,
+    size: usize,
+    wake: Wake,
+    cpus: &Cpus,
+    duplex: bool,
+) -> Result<(RingEnd, RingEnd), PrepareError> {
     let cap = (size * 2).max(256 << 10).next_power_of_two();
-    let a = Ring::new(cap)?;
-    let b = if duplex { Some(Ring::new(cap)?) } else { None };
+    let a = Ring::new(cap, backing)?;
+    let b = if duplex {
+        Some(Ring::new(cap, backing)?)
+    } else {
+        None
+    };
     let strong = match wake {
         Wake::Spin => Ordering::Release,
         Wake::Futex => Ordering::SeqCst,

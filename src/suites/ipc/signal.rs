@@ -1,13 +1,23 @@
 //! Pure signalling, no payload: an eventfd ping-pong and a futex ping-pong.
 //! These are the floor under every blocking mechanism: what waking the
-//! other process and being woken back costs.
+//! other process and being woken back costs. And the smallest notification
+//! that carries a value: a queued real-time signal (`sigqueue`, received
+//! with `sigwaitinfo`), whose payload is the sequence number itself.
 //!
 //! Every round trip carries a sequence number that the peer must return,
 //! so a lost or duplicated wake-up is an error, not a fast number.
+//!
+//! The signal ping-pong: the parent queues the signal to the peer with
+//! `sigqueue`; the peer takes it with `sigwaitinfo` and answers with the
+//! same value, queued to the measuring thread itself (`rt_tgsigqueueinfo`,
+//! the thread-directed form of `sigqueue`), which takes it with
+//! `sigtimedwait` (`sigwaitinfo` with a deadline). The signal is blocked in
+//! the measuring thread only while it measures, and has a handler that does
+//! nothing, so no other thread of the process can be hit by it.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -32,6 +42,140 @@ pub enum Kind {
     Eventfd,
     /// One futex word in shared memory: odd = request, even = reply.
     Futex,
+    /// A real-time signal with a value each way: sigqueue, sigwaitinfo.
+    Sigqueue,
+}
+
+/// The real-time signal the signal ping-pong uses.
+fn rt_signal() -> i32 {
+    libc::SIGRTMIN() + 7
+}
+
+/// The set holding only [`rt_signal`].
+fn rt_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the set; both are async-signal-safe.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, rt_signal());
+        set
+    }
+}
+
+/// A handler that does nothing: a reply that arrives after its thread
+/// stopped waiting is dropped, never the default action (termination).
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Installs [`ignore_signal`] for [`rt_signal`], once per process.
+fn install_handler() -> Result<(), PrepareError> {
+    static DONE: std::sync::OnceLock<Result<(), Errno>> = std::sync::OnceLock::new();
+    let r = DONE.get_or_init(|| {
+        // SAFETY: sigaction is plain data; zero is a valid start.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = ignore_signal as *const () as libc::sighandler_t;
+        sa.sa_flags = libc::SA_RESTART;
+        // SAFETY: a valid sigaction for a real-time signal nobody else uses.
+        let r = unsafe {
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(rt_signal(), &sa, std::ptr::null_mut())
+        };
+        Errno::result(r).map(drop)
+    });
+    r.map_err(|e| PrepareError::Skip(format!("cannot handle real-time signals here ({e})")))
+}
+
+/// Blocks [`rt_signal`] in the calling thread until dropped.
+struct RtBlocked {
+    old: libc::sigset_t,
+}
+
+impl RtBlocked {
+    fn new() -> RtBlocked {
+        let set = rt_set();
+        // SAFETY: valid sets; only the calling thread's mask changes.
+        unsafe {
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            RtBlocked { old }
+        }
+    }
+}
+
+impl Drop for RtBlocked {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by new.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// The calling thread's id.
+fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// A `siginfo_t` as the kernel reads it for a queued signal (x86-64 and
+/// aarch64 layout: three ints, padding, then pid, uid and the value).
+#[repr(C)]
+struct QueuedInfo {
+    signo: i32,
+    errno: i32,
+    code: i32,
+    _pad: i32,
+    pid: i32,
+    uid: u32,
+    value: u64,
+    _rest: [u64; 12],
+}
+
+const _: () = assert!(std::mem::size_of::<QueuedInfo>() == 128);
+
+/// The peer's signal loop: take a signal, queue its value back to the
+/// parent's measuring thread (published in `w`).
+fn sigqueue_peer(w: &Word, ctl: &Ctl) -> i32 {
+    let set = rt_set();
+    // SAFETY: the child is single-threaded; blocking is async-signal-safe.
+    unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    // SAFETY: getpid and getuid have no preconditions.
+    let (me, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    loop {
+        // SAFETY: siginfo_t is plain data.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: valid set and info.
+        let r = unsafe { libc::sigwaitinfo(&set, &mut info) };
+        if let Err(e) = Errno::result(r) {
+            if e == Errno::EINTR {
+                continue;
+            }
+            return ctl.fail(Step::Recv, e);
+        }
+        // SAFETY: a queued signal's info holds a value.
+        let value = unsafe { info.si_value().sival_ptr } as u64;
+        let out = QueuedInfo {
+            signo: rt_signal(),
+            errno: 0,
+            code: libc::SI_QUEUE,
+            _pad: 0,
+            pid: me,
+            uid,
+            value,
+            _rest: [0; 12],
+        };
+        let (tgid, tid) = (w.tgid.load(Ordering::SeqCst), w.tid.load(Ordering::SeqCst));
+        // SAFETY: out is a valid 128-byte siginfo for a queued signal.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                tgid,
+                tid,
+                rt_signal(),
+                &out as *const QueuedInfo,
+            )
+        };
+        if let Err(e) = Errno::result(r) {
+            return ctl.fail(Step::Send, e);
+        }
+    }
 }
 
 /// The futex ping-pong's shared word.
@@ -39,6 +183,10 @@ pub enum Kind {
 #[repr(C)]
 struct Word {
     seq: Padded<AtomicU32>,
+    /// Signal ping-pong: the parent's process id.
+    tgid: AtomicI32,
+    /// Signal ping-pong: the parent's measuring thread.
+    tid: AtomicI32,
 }
 
 // SAFETY: only atomics, valid when zero.
@@ -50,6 +198,7 @@ enum How {
         from_peer: OwnedFd,
     },
     Futex(Arc<Shared<Word>>),
+    Sigqueue(Arc<Shared<Word>>),
 }
 
 /// A ping-pong of wake-ups between the parent and its peer; every round
@@ -146,6 +295,16 @@ impl Signalling {
                 let peer = Peer::spawn(cpus.peer, move || futex_peer(&w2.seq, &c))?;
                 (peer, How::Futex(w))
             }
+            Kind::Sigqueue => {
+                install_handler()?;
+                let w = Arc::new(Shared::<Word>::new()?);
+                let w2 = w.clone();
+                // The peer inherits the mask of the thread that forks it:
+                // blocked from its first instruction, no signal is lost.
+                let _blocked = RtBlocked::new();
+                let peer = Peer::spawn(cpus.peer, move || sigqueue_peer(&w2, &c))?;
+                (peer, How::Sigqueue(w))
+            }
         };
         let mut s = Signalling {
             peer,
@@ -156,10 +315,24 @@ impl Signalling {
             times: Vec::new(),
         };
         let _pin = Pinned::to(cpus.parent)?;
+        let _blocked = s.enter();
         for _ in 0..CHECK_ROUNDS {
             s.round().map_err(PrepareError::Fail)?;
         }
         Ok(s)
+    }
+
+    /// Signal ping-pong: blocks the signal in the calling thread and tells
+    /// the peer which thread to answer; nothing for the others.
+    fn enter(&self) -> Option<RtBlocked> {
+        let How::Sigqueue(w) = &self.how else {
+            return None;
+        };
+        let b = RtBlocked::new();
+        // SAFETY: getpid has no preconditions.
+        w.tgid.store(unsafe { libc::getpid() }, Ordering::SeqCst);
+        w.tid.store(gettid(), Ordering::SeqCst);
+        Some(b)
     }
 
     /// One round trip; checks the value that comes back.
@@ -173,6 +346,7 @@ impl Signalling {
                     .and_then(|()| efd_read(from_peer.as_raw_fd()))
             }
             How::Futex(w) => futex_round(&w.seq, expect).map(u64::from),
+            How::Sigqueue(_) => sig_round(self.peer.pid().as_raw(), expect),
         }
         .map_err(|e| self.peer.explain("signalling the peer", e, Some(&self.ctl)))?;
         if got != u64::from(expect) {
@@ -181,6 +355,47 @@ impl Signalling {
             );
         }
         Ok(())
+    }
+}
+
+/// Parent side of one signal round: queue `expect` to the peer, take the
+/// answer (the signal must be blocked in this thread: [`Signalling::enter`]).
+#[inline]
+fn sig_round(peer: libc::pid_t, expect: u32) -> Result<u64, Errno> {
+    let value = libc::sigval {
+        sival_ptr: expect as usize as *mut libc::c_void,
+    };
+    // SAFETY: plain system call.
+    Errno::result(unsafe { libc::sigqueue(peer, rt_signal(), value) })?;
+    let set = rt_set();
+    let slice = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: SLICE.as_nanos() as libc::c_long,
+    };
+    let mut deadline: Option<Instant> = None;
+    loop {
+        // SAFETY: siginfo_t is plain data.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: valid set, info and timeout.
+        let r = unsafe { libc::sigtimedwait(&set, &mut info, &slice) };
+        match Errno::result(r) {
+            Ok(_) => {
+                // SAFETY: a queued signal's info holds a pid and a value.
+                let (from, v) = unsafe { (info.si_pid(), info.si_value().sival_ptr as u64) };
+                if from != peer {
+                    continue; // not our peer's answer
+                }
+                return Ok(v);
+            }
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => {
+                let d = *deadline.get_or_insert_with(|| Instant::now() + STALL_LIMIT);
+                if Instant::now() >= d {
+                    return Err(Errno::ETIMEDOUT);
+                }
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -211,6 +426,7 @@ fn futex_round(w: &AtomicU32, expect: u32) -> Result<u32, Errno> {
 impl Timed for Signalling {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let _pin = Pinned::to(self.cpus.parent)?;
+        let _blocked = self.enter();
         let stride = op_time_stride(ops);
         self.times.reserve((ops / stride) as usize + 1);
         let start = Instant::now();
@@ -251,7 +467,7 @@ mod tests {
             peer: c,
             same_core: true,
         };
-        for kind in [Kind::Eventfd, Kind::Futex] {
+        for kind in [Kind::Eventfd, Kind::Futex, Kind::Sigqueue] {
             let mut s = Signalling::start(kind, cpus).unwrap();
             assert!(s.run(20).unwrap() > Duration::ZERO);
             let t = s.take_op_times();
