@@ -1,15 +1,18 @@
-//! What the crypto results say: which of AES-256-GCM and SHA-256 moves
-//! more bytes per second, by how much, and along which paths.
+//! What the crypto results say: AES against ChaCha20 on this CPU (the
+//! reason TLS and SSH offer both), the CPU instructions the rows could
+//! use, the order of the hashes, what a small record costs, and which of
+//! AES-256-GCM and SHA-256 moves more bytes per second.
 //!
-//! Both are properties of the CPU, so they are read at their fast ends
+//! All are properties of the CPU, so they are read at their fast ends
 //! ([`crate::harness::claims::fast_end`]: the 95th percentile of the
 //! rate with a distribution-free interval), which a round slowed by a
 //! neighbour does not move. Which one is named first is decided by those
 //! intervals ([`crate::harness::claims::compare`]); equal within noise
 //! reads as a tie, not as whichever came out higher this run.
 
-use super::{AES_ID, SHA_ID};
-use crate::harness::claims::{Est, Verdict, compare, fast_end};
+use super::ops::{Cipher, Hash};
+use super::{AES_ID, SHA_ID, SIZES, cipher_id, hash_id};
+use crate::harness::claims::{Est, Verdict, compare, fast_end, rank, tiers_text};
 use crate::harness::{Finding, Measurement};
 use crate::suites::{get, ratio_finding};
 use crate::units::human;
@@ -20,14 +23,35 @@ fn implementation(m: &Measurement) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// A rate read at its fast end (the point estimate when too few samples).
+fn est(m: &Measurement) -> Est {
+    fast_end(m).unwrap_or_else(|| Est::of(m))
+}
+
+/// A measurement of `id` with a positive rate.
+fn rate<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
+    get(ms, id).filter(|m| m.median > 0.0)
+}
+
 /// Every crypto finding of a run.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if let (Some(aes), Some(sha)) = (get(ms, AES_ID), get(ms, SHA_ID))
-        && aes.median > 0.0
-        && sha.median > 0.0
+    [
+        aes_against_sha(ms),
+        aes_against_chacha(ms),
+        instructions(ms),
+        hash_order(ms),
+        small_records(ms),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Which of AES-256-GCM and SHA-256 moves more bytes per second at 16 KiB.
+fn aes_against_sha(ms: &[Measurement]) -> Option<Finding> {
     {
-        let est = |m: &Measurement| fast_end(m).unwrap_or_else(|| Est::of(m));
+        let aes = rate(ms, AES_ID)?;
+        let sha = rate(ms, SHA_ID)?;
         let (a, s) = (est(aes), est(sha));
         let figures = format!(
             "fastest 5% of each: AES {}, SHA {}; {} AES path, {} SHA path",
@@ -58,9 +82,134 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
                 r.ratio,
             ),
         };
-        out.push(ratio_finding("crypto", text, value));
+        Some(ratio_finding("crypto", text, value))
     }
-    out
+}
+
+
+/// AES-256-GCM against ChaCha20-Poly1305 at 16 KiB: with AES instructions
+/// AES-GCM wins, without them ChaCha20 does, and TLS and SSH choose by it.
+fn aes_against_chacha(ms: &[Measurement]) -> Option<Finding> {
+    let aes = rate(ms, AES_ID)?;
+    let chacha = rate(ms, &cipher_id(Cipher::ChaCha20Poly1305, "16KiB"))?;
+    let (a, c) = (est(aes), est(chacha));
+    let figures = format!(
+        "16 KiB messages, fastest 5%: AES-256-GCM {}, ChaCha20-Poly1305 {}; AES path {}",
+        human(a.value, "B/s"),
+        human(c.value, "B/s"),
+        implementation(aes)
+    );
+    let (text, value) = match compare(&a, &c) {
+        Verdict::Better(r) => (
+            format!(
+                "AES-256-GCM encrypts {} as fast as ChaCha20-Poly1305: on this CPU TLS and SSH do better with AES-GCM ({figures})",
+                r.text()
+            ),
+            r.ratio,
+        ),
+        Verdict::Worse(r) => (
+            format!(
+                "ChaCha20-Poly1305 encrypts {} as fast as AES-256-GCM: on this CPU TLS and SSH do better with ChaCha20 ({figures})",
+                r.text()
+            ),
+            1.0 / r.ratio,
+        ),
+        Verdict::Tie(r) => (
+            format!(
+                "AES-256-GCM and ChaCha20-Poly1305 encrypt within noise of each other: either suits TLS and SSH here ({figures})"
+            ),
+            r.ratio,
+        ),
+    };
+    Some(ratio_finding("crypto", text, value))
+}
+
+/// The CPU instructions open to the AES and SHA rows (their details'
+/// `cpu_instructions`, from the CPU flags), with the AES-GCM rate that
+/// shows whether they were used.
+fn instructions(ms: &[Measurement]) -> Option<Finding> {
+    let flags = |id: &str| {
+        get(ms, id)
+            .and_then(|m| m.details.as_ref())
+            .and_then(|d| d["cpu_instructions"].as_str().map(str::to_string))
+    };
+    let aes = get(ms, AES_ID).map(|_| flags(AES_ID).unwrap_or_default());
+    let sha = get(ms, SHA_ID).map(|_| flags(SHA_ID).unwrap_or_default());
+    let or_none = |s: String| if s.is_empty() { "none".to_string() } else { s };
+    let mut parts = Vec::new();
+    if let Some(a) = aes {
+        parts.push(format!("AES rows {}", or_none(a)));
+    }
+    if let Some(s) = sha {
+        parts.push(format!("SHA-256/SHA-1 rows {}", or_none(s)));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let paths: Vec<String> = [AES_ID, SHA_ID]
+        .iter()
+        .filter_map(|id| get(ms, id))
+        .map(|m| format!("{} {}", m.id, implementation(m)))
+        .collect();
+    let n = parts.len() as f64;
+    Some(Finding {
+        area: "crypto".into(),
+        text: format!(
+            "CPU crypto instructions open to the libraries (from the CPU flags): {}; paths: {}",
+            parts.join("; "),
+            paths.join(", ")
+        ),
+        value: n,
+        unit: "groups".into(),
+    })
+}
+
+/// The hashes at 16 KiB in tiers, fastest first.
+fn hash_order(ms: &[Measurement]) -> Option<Finding> {
+    let present: Vec<(Hash, &Measurement)> = Hash::ALL
+        .iter()
+        .filter_map(|&h| rate(ms, &hash_id(h, "16KiB")).map(|m| (h, m)))
+        .collect();
+    if present.len() < 2 {
+        return None;
+    }
+    let names: Vec<&str> = present.iter().map(|(h, _)| h.title()).collect();
+    let items: Vec<Est> = present.iter().map(|(_, m)| est(m)).collect();
+    let tiers = rank(&items);
+    let top = items[tiers.leaders[0]].value;
+    let bottom = items[*tiers.leaders.last().expect("one tier at least")].value;
+    Some(ratio_finding(
+        "crypto",
+        format!(
+            "hashes at 16 KiB, fastest 5% of each: {}",
+            tiers_text(&names, &items, "fastest")
+        ),
+        top / bottom,
+    ))
+}
+
+/// What a 64 B message costs against a 16 KiB one in AES-256-GCM: the
+/// per-message work (key schedule, tag, call) that a small TLS record or
+/// SSH packet pays.
+fn small_records(ms: &[Measurement]) -> Option<Finding> {
+    let (small_len, small) = SIZES[0];
+    let s = rate(ms, &cipher_id(Cipher::Aes256Gcm, small))?;
+    let l = rate(ms, AES_ID)?;
+    let (se, le) = (est(s), est(l));
+    let text = match compare(&le, &se) {
+        Verdict::Better(r) => format!(
+            "AES-256-GCM moves {} as many bytes per second at 16 KiB as at {small_len} B: small records pay a per-message cost (fastest 5%: {} at {small_len} B, {} at 16 KiB)",
+            r.text(),
+            human(se.value, "B/s"),
+            human(le.value, "B/s")
+        ),
+        _ => format!(
+            "AES-256-GCM moves bytes no faster at 16 KiB than at {small_len} B (within noise or slower): no per-message cost shows (fastest 5%: {} at {small_len} B, {} at 16 KiB)",
+            human(se.value, "B/s"),
+            human(le.value, "B/s")
+        ),
+    };
+    Some(ratio_finding("crypto", text, le.value / se.value))
 }
 
 #[cfg(test)]
