@@ -86,7 +86,6 @@ fn aes_against_sha(ms: &[Measurement]) -> Option<Finding> {
     }
 }
 
-
 /// AES-256-GCM against ChaCha20-Poly1305 at 16 KiB: with AES instructions
 /// AES-GCM wins, without them ChaCha20 does, and TLS and SSH choose by it.
 fn aes_against_chacha(ms: &[Measurement]) -> Option<Finding> {
@@ -234,7 +233,7 @@ mod tests {
             .insert("implementation".into(), "cpu-instructions".into());
         let s = Measurement::point(SHA_ID, "B/s", 1e9);
         let f = findings(&[a.clone(), s.clone()]);
-        assert_eq!(f.len(), 1);
+        assert_eq!(f.len(), 2, "AES against SHA, and the instructions");
         assert!(
             f[0].text.starts_with("AES-256-GCM moves 4.00× (4.00–4.00)"),
             "{}",
@@ -255,7 +254,99 @@ mod tests {
             f[0].text
         );
         assert!(findings(&[]).is_empty());
-        assert!(findings(&[a]).is_empty(), "one result alone: no comparison");
+        let alone = findings(&[a]);
+        assert!(
+            alone.iter().all(|f| !f.text.contains("SHA-256 mov")),
+            "one result alone: no comparison"
+        );
+    }
+
+    fn with_flags(mut m: Measurement, flags: &str) -> Measurement {
+        m.details = Some(serde_json::json!({ "impl": "ring", "cpu_instructions": flags }));
+        m
+    }
+
+    #[test]
+    fn aes_against_chacha_names_the_faster_or_a_tie() {
+        let chacha = cipher_id(Cipher::ChaCha20Poly1305, "16KiB");
+        let f = findings(&[rate(AES_ID, 7e9, 0.02), rate(&chacha, 2.3e9, 0.02)]);
+        let t = &f
+            .iter()
+            .find(|f| f.text.contains("ChaCha20"))
+            .expect("a finding")
+            .text;
+        assert!(t.starts_with("AES-256-GCM encrypts 3.0"), "{t}");
+        assert!(t.contains("do better with AES-GCM"), "{t}");
+        let f = findings(&[rate(AES_ID, 0.5e9, 0.02), rate(&chacha, 1.5e9, 0.02)]);
+        let t = &f
+            .iter()
+            .find(|f| f.text.contains("ChaCha20"))
+            .expect("a finding")
+            .text;
+        assert!(t.starts_with("ChaCha20-Poly1305 encrypts 3.0"), "{t}");
+        assert!(
+            (f[0].value - 1.0 / 3.0).abs() < 0.05,
+            "AES over ChaCha: {}",
+            f[0].value
+        );
+        let f = findings(&[rate(AES_ID, 1.01e9, 0.05), rate(&chacha, 1e9, 0.05)]);
+        let t = &f
+            .iter()
+            .find(|f| f.text.contains("ChaCha20"))
+            .expect("a finding")
+            .text;
+        assert!(t.contains("within noise"), "{t}");
+    }
+
+    #[test]
+    fn instructions_come_from_the_rows_details() {
+        let a = with_flags(rate(AES_ID, 7e9, 0.02), "aes pclmulqdq vaes");
+        let s = with_flags(rate(SHA_ID, 1.5e9, 0.02), "");
+        let f = findings(&[a, s]);
+        let t = &f
+            .iter()
+            .find(|f| f.text.starts_with("CPU crypto instructions"))
+            .expect("a finding")
+            .text;
+        assert!(t.contains("AES rows aes pclmulqdq vaes"), "{t}");
+        assert!(t.contains("SHA-256/SHA-1 rows none"), "{t}");
+    }
+
+    #[test]
+    fn hashes_are_ranked_in_tiers_and_small_records_compared() {
+        let f = findings(&[
+            rate(&hash_id(Hash::Blake3, "16KiB"), 4e9, 0.02),
+            rate(&hash_id(Hash::Sha256, "16KiB"), 1.6e9, 0.02),
+            rate(&hash_id(Hash::Sha1, "16KiB"), 1.62e9, 0.02),
+            rate(&hash_id(Hash::Md5, "16KiB"), 0.55e9, 0.02),
+        ]);
+        let h = f
+            .iter()
+            .find(|f| f.text.starts_with("hashes"))
+            .expect("a ranking");
+        assert!(
+            h.text
+                .contains("fastest: BLAKE3; then SHA-256 and SHA-1, within noise"),
+            "{}",
+            h.text
+        );
+        assert!((h.value - 4e9 / 0.55e9).abs() < 0.5, "{}", h.value);
+        let small = cipher_id(Cipher::Aes256Gcm, "64B");
+        let f = findings(&[rate(&small, 0.7e9, 0.02), rate(AES_ID, 7e9, 0.02)]);
+        let t = &f
+            .iter()
+            .find(|f| f.text.contains("64 B"))
+            .expect("a finding")
+            .text;
+        assert!(t.starts_with("AES-256-GCM moves 10"), "{t}");
+        assert!(t.contains("per-message cost"), "{t}");
+        let f = findings(&[rate(&small, 7e9, 0.05), rate(AES_ID, 7e9, 0.05)]);
+        let t = &f
+            .iter()
+            .find(|f| f.text.contains("64 B"))
+            .expect("a finding")
+            .text;
+        assert!(t.contains("no per-message cost shows"), "{t}");
     }
 
     #[test]
