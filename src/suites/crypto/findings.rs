@@ -134,6 +134,13 @@ fn instructions(ms: &[Measurement]) -> Option<Finding> {
     };
     let aes = get(ms, AES_ID).map(|_| flags(AES_ID).unwrap_or_default());
     let sha = get(ms, SHA_ID).map(|_| flags(SHA_ID).unwrap_or_default());
+    let mut named: Vec<String> = [&aes, &sha]
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f.split_whitespace().map(str::to_string))
+        .collect();
+    named.sort_unstable();
+    named.dedup();
     let or_none = |s: String| if s.is_empty() { "none".to_string() } else { s };
     let mut parts = Vec::new();
     if let Some(a) = aes {
@@ -150,7 +157,6 @@ fn instructions(ms: &[Measurement]) -> Option<Finding> {
         .filter_map(|id| get(ms, id))
         .map(|m| format!("{} {}", m.id, implementation(m)))
         .collect();
-    let n = parts.len() as f64;
     Some(Finding {
         area: "crypto".into(),
         text: format!(
@@ -158,8 +164,8 @@ fn instructions(ms: &[Measurement]) -> Option<Finding> {
             parts.join("; "),
             paths.join(", ")
         ),
-        value: n,
-        unit: "groups".into(),
+        value: named.len() as f64,
+        unit: "flags".into(),
     })
 }
 
@@ -310,6 +316,8 @@ mod tests {
             .text;
         assert!(t.contains("AES rows aes pclmulqdq vaes"), "{t}");
         assert!(t.contains("SHA-256/SHA-1 rows none"), "{t}");
+        let n = f.iter().find(|f| f.unit == "flags").expect("the count");
+        assert_eq!(n.value, 3.0, "aes, pclmulqdq and vaes");
     }
 
     #[test]
