@@ -1,33 +1,35 @@
 #!/usr/bin/env bash
-# Compares opcost's crypto figures and integer score with the usual tools,
-# in alternating runs on the same machine (peers, opcost, peers, opcost...),
-# so that other load lands on both:
-#   crypto.aes256gcm.encrypt/16KiB  vs  openssl speed -evp aes-256-gcm -bytes 16384
-#   crypto.sha256/16KiB             vs  openssl speed -evp sha256 -bytes 16384
+# Compares every crypto row that `openssl speed` also measures, and the
+# integer score with sysbench, in alternating runs on the same machine
+# (peers, opcost, peers, opcost...), so that other load lands on both:
+#   crypto.<cipher>.encrypt/<size>  vs  openssl speed -evp <cipher> -bytes <size>
+#       aes128gcm aes256gcm chacha20poly1305 aes128ctr aes256ctr at 64, 1024, 16384 B
+#   crypto.<hash>/<size>            vs  openssl speed -evp <hash> -bytes <size>
+#       sha256 sha512 sha1 md5 (BLAKE3 has no openssl row)
+#   crypto.ed25519.*, ecdsap256.*, rsa2048.*  vs  openssl speed ed25519 ecdsap256 rsa2048
+#   crypto.x25519.keygen+derive     vs  openssl speed ecdhx25519 (derive only: shown, not
+#                                       the same operation, so not in the ratio target)
 #   cpu.integer.primes              vs  sysbench cpu --cpu-max-prime=10000 --threads=1
-# opcost uses the RustCrypto crates (aes-gcm, sha2), OpenSSL its own
-# assembly: both take the CPU's AES/SHA instructions when present, so the
-# ratio says how close the Rust crates come to OpenSSL. The integer score
-# counts primes by trial division exactly as a sysbench cpu event does, so
-# events per second should agree.
+# Both sides pick the CPU's AES/SHA instructions at run time. openssl
+# speed -evp pays its EVP call per message, which shows at 64 B.
 #
 # usage: scripts/peer-crypto.sh [-r ROUNDS] [-p PROFILE] [-s SECONDS]
-#   -r ROUNDS   alternating rounds (default 5)
+#   -r ROUNDS   alternating rounds (default 3)
 #   -p PROFILE  opcost profile: quick, default, thorough (default: default)
-#   -s SECONDS  seconds per openssl and sysbench measurement (default 2)
+#   -s SECONDS  seconds per openssl and sysbench measurement (default 1)
 #
-# Prints every round, then the median of each column and the ratios
-# opcost / peer.
+# Prints each row's median over the rounds for both, the spread of the
+# rounds, and the ratio opcost / peer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=5 profile=default secs=2
+rounds=3 profile=default secs=1
 while getopts "r:p:s:h" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     p) profile=$OPTARG ;;
     s) secs=$OPTARG ;;
-    *) sed -n '2,22p' "$0"; exit 2 ;;
+    *) sed -n '2,24p' "$0"; exit 2 ;;
   esac
 done
 for c in openssl sysbench python3; do
@@ -35,52 +37,84 @@ for c in openssl sysbench python3; do
 done
 
 cargo build --release --quiet
-opcost=target/release/opcost
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+exec python3 - "$rounds" "$profile" "$secs" <<'PY'
+import json, os, statistics as st, subprocess, sys, tempfile
 
-# openssl speed's last line: "<name> <16B> <64B> ... <16384B>" in kB/s (1000 B).
-ossl() {
-  openssl speed -elapsed -seconds "$secs" -bytes 16384 -evp "$1" 2>/dev/null \
-    | awk 'END { v = $NF; sub(/k$/, "", v); printf "%.1f", v * 1000 / 1e6 }'
-}
+rounds, profile, secs = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+opcost = "target/release/opcost"
+ciphers = {"aes128gcm": "aes-128-gcm", "aes256gcm": "aes-256-gcm",
+           "chacha20poly1305": "chacha20-poly1305", "aes128ctr": "aes-128-ctr",
+           "aes256ctr": "aes-256-ctr"}
+hashes = {"sha256": "sha256", "sha512": "sha512", "sha1": "sha1", "md5": "md5"}
+sizes = {64: "64B", 1024: "1KiB", 16384: "16KiB"}
 
-echo "round  openssl aes-gcm  opcost aes-gcm  openssl sha256  opcost sha256  (MB/s)   sysbench  opcost integer  (events/s)"
-for i in $(seq 1 "$rounds"); do
-  oa=$(ossl aes-256-gcm)
-  os=$(ossl sha256)
-  sb=$(sysbench cpu --cpu-max-prime=10000 --threads=1 --time="$secs" run 2>/dev/null \
-    | awk '/events per second/ { print $NF }')
-  "$opcost" run crypto cpu.integer.primes --profile "$profile" --no-save \
-    --json "$tmp/run$i.json" >/dev/null 2>&1
-  read -r ca cs ci < <(python3 - "$tmp/run$i.json" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-m = {r["id"]: r["median"] for r in doc["results"]}
-nan = float("nan")
-print(f'{m.get("crypto.aes256gcm.encrypt/16KiB", nan) / 1e6:.1f}',
-      f'{m.get("crypto.sha256/16KiB", nan) / 1e6:.1f}',
-      f'{m.get("cpu.integer.primes", nan):.1f}')
-PY
-)
-  printf "%5d  %15s  %14s  %14s  %13s  %18s  %14s\n" "$i" "$oa" "$ca" "$os" "$cs" "$sb" "$ci"
-  echo "$oa $ca $os $cs $sb $ci" >>"$tmp/rounds"
-done
+def run(args):
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout
 
-python3 - "$tmp/rounds" <<'PY'
-import statistics as st, sys
-rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
-cols = list(zip(*rows))
-med = [st.median(c) for c in cols]
-names = ["openssl aes-256-gcm (MB/s)", "opcost crypto.aes256gcm (MB/s)",
-         "openssl sha256 (MB/s)", "opcost crypto.sha256 (MB/s)",
-         "sysbench cpu (events/s)", "opcost cpu.integer.primes (events/s)"]
-print()
-for n, c, m in zip(names, cols, med):
-    spread = (max(c) - min(c)) / m * 100 if m else float("nan")
-    print(f"{n:38s} median {m:10.1f}   spread {spread:5.1f}%")
-print()
-print(f"ratio opcost / openssl, AES-256-GCM: {med[1] / med[0]:.3f}")
-print(f"ratio opcost / openssl, SHA-256:     {med[3] / med[2]:.3f}")
-print(f"ratio opcost / sysbench, integer:    {med[5] / med[4]:.3f}")
+def evp(alg, n):
+    # Last line: "<name> <rate>k", the rate in kB/s (1000 B).
+    out = run(["openssl", "speed", "-elapsed", "-seconds", secs, "-bytes", str(n), "-evp", alg])
+    return float(out.strip().splitlines()[-1].split()[-1].rstrip("k")) * 1000
+
+def public_key():
+    out = run(["openssl", "speed", "-elapsed", "-seconds", secs,
+               "rsa2048", "ecdsap256", "ed25519", "ecdhx25519"])
+    r = {}
+    for line in out.splitlines():
+        f = line.split()
+        if line.startswith("rsa 2048 bits"):
+            r["crypto.rsa2048.sign"], r["crypto.rsa2048.verify"] = float(f[-2]), float(f[-1])
+        elif "ecdsa (nistp256)" in line:
+            r["crypto.ecdsap256.sign"], r["crypto.ecdsap256.verify"] = float(f[-2]), float(f[-1])
+        elif "EdDSA (Ed25519)" in line:
+            r["crypto.ed25519.sign"], r["crypto.ed25519.verify"] = float(f[-2]), float(f[-1])
+        elif "ecdh (X25519)" in line:
+            r["crypto.x25519.keygen+derive"] = float(f[-1])
+    return r
+
+def peers():
+    r = {}
+    for name, alg in list(ciphers.items()) + list(hashes.items()):
+        for n, label in sizes.items():
+            rid = f"crypto.{name}.encrypt/{label}" if name in ciphers else f"crypto.{name}/{label}"
+            r[rid] = evp(alg, n)
+    r.update(public_key())
+    out = run(["sysbench", "cpu", "--cpu-max-prime=10000", "--threads=1", f"--time={secs}", "run"])
+    r["cpu.integer.primes"] = next(float(l.split()[-1]) for l in out.splitlines()
+                                   if "events per second" in l)
+    return r
+
+def ours(tmp):
+    path = os.path.join(tmp, "run.json")
+    subprocess.run([opcost, "run", "crypto", "cpu.integer.primes", "--profile", profile,
+                    "--no-save", "--json", path], capture_output=True, check=True)
+    return {r["id"]: r["median"] for r in json.load(open(path))["results"]}
+
+peer_runs, our_runs = [], []
+with tempfile.TemporaryDirectory() as tmp:
+    for i in range(1, rounds + 1):
+        peer_runs.append(peers())
+        our_runs.append(ours(tmp))
+        print(f"round {i} of {rounds} done", file=sys.stderr)
+
+def med(runs, rid):
+    v = [r[rid] for r in runs if rid in r]
+    return (st.median(v), (max(v) - min(v)) / st.median(v) * 100) if v else (float("nan"), 0)
+
+print(f"{'row':36s} {'unit':5s} {'peer':>12s} {'spread':>7s} {'opcost':>12s} {'spread':>7s} {'opcost/peer':>11s}")
+misses = []
+for rid in peer_runs[0]:
+    p, ps = med(peer_runs, rid)
+    o, os_ = med(our_runs, rid)
+    ratio = o / p
+    unit = "MB/s" if "/" in rid and rid.startswith("crypto.") else "ops/s"
+    scale = 1e6 if unit == "MB/s" else 1
+    note = ""
+    if rid == "crypto.x25519.keygen+derive":
+        note = "  (openssl: derive only)"
+    elif abs(ratio - 1) > 0.15:
+        note = "  beyond 15%"
+        misses.append(rid)
+    print(f"{rid:36s} {unit:5s} {p / scale:12.1f} {ps:6.1f}% {o / scale:12.1f} {os_:6.1f}% {ratio:11.3f}{note}")
+print(f"\n{len(misses)} shared rows beyond ±15% of the peer: {', '.join(misses) or 'none'}")
 PY
