@@ -138,6 +138,13 @@ pub struct RunArgs {
     /// The token the peer printed when it started (with --peer).
     #[arg(long, value_name = "TOKEN", requires = "peer")]
     pub token: Option<String>,
+    /// Measure ICMP echo against HOST, a device that runs none of opcost
+    /// (only `net.target.*`; never a default).
+    #[arg(long, value_name = "HOST", conflicts_with = "peer")]
+    pub target: Option<String>,
+    /// Most ICMP echo requests per second sent to --target (default 1000).
+    #[arg(long, value_name = "N", requires = "target", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_pps: Option<u32>,
     /// Measure every round in this process (by default each round runs in
     /// an opcost process of its own, so that the interval holds the
     /// variation between executions, not only within one).
@@ -163,6 +170,8 @@ impl RunArgs {
             format: Format::Text,
             peer: None,
             token: None,
+            target: None,
+            max_pps: None,
             one_process: false,
         }
     }

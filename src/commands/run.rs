@@ -53,15 +53,29 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
              select it (`opcost run codec.file --input FILE`)",
         ));
     }
-    // The net.peer.* benchmarks run against --peer and only then.
+    // The net.peer.* benchmarks run against --peer and only then; the
+    // net.target.* ones against --target and only then.
     let selected = benches.len();
-    benches.retain(|b| suites::net::is_peer_bench(b.id()) == args.peer.is_some());
+    benches.retain(|b| {
+        suites::net::is_peer_bench(b.id()) == args.peer.is_some()
+            && suites::net::is_target_bench(b.id()) == args.target.is_some()
+    });
     if benches.is_empty() && selected > 0 {
         return Err(usage(if args.peer.is_some() {
             "--peer runs only the net.peer.* benchmarks; select them with `net` or `net.peer`"
+        } else if args.target.is_some() {
+            "--target runs only the net.target.* benchmarks; select them with `net` or `net.target`"
         } else {
-            "the net.peer.* benchmarks need --peer HOST:PORT --token TOKEN (a host running opcost serve)"
+            "the net.peer.* benchmarks need --peer HOST:PORT --token TOKEN (a host running opcost serve), the net.target.* ones --target HOST"
         }));
+    }
+    if let Some(host) = &args.target {
+        let max_pps = args.max_pps.unwrap_or(suites::net::icmp::DEFAULT_MAX_PPS);
+        let t = suites::net::set_target(host, max_pps).map_err(|e| usage(format!("{e:#}")))?;
+        eprintln!(
+            "opcost: ICMP echo to {} ({}), at most {} requests/s",
+            t.name, t.addr, t.max_pps
+        );
     }
     let peer = match &args.peer {
         None => None,
@@ -112,9 +126,10 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         canary: crate::harness::canary::check,
         seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
     };
-    // Each round in a process of its own, but for the net.peer.* benchmarks,
-    // whose peer connection belongs to this process.
-    if !args.one_process && args.peer.is_none() {
+    // Each round in a process of its own, but for the net.peer.* and
+    // net.target.* benchmarks, whose peer connection and target belong to
+    // this process.
+    if !args.one_process && args.peer.is_none() && args.target.is_none() {
         let hello = super::worker::Hello {
             ids: benches.iter().map(|b| b.id().to_string()).collect(),
             profile: args.profile,
