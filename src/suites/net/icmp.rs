@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 
-use crate::harness::warnings::Warning;
 use crate::harness::{PrepareError, Timed};
 
 /// Requests per second when `--max-pps` is not given.
@@ -442,19 +441,9 @@ impl Timed for Echo {
     }
 
     fn warnings(&self) -> Vec<String> {
-        let mut w = Vec::new();
-        if self.sent > 0 {
-            let loss = 1.0 - self.received as f64 / self.sent as f64;
-            if loss > 0.01 {
-                w.push(
-                    Warning::DatagramLoss {
-                        percent: loss * 100.0,
-                    }
-                    .to_string(),
-                );
-            }
-        }
-        w
+        super::bench::loss_warning(self.sent, self.received)
+            .into_iter()
+            .collect()
     }
 
     fn details(&self) -> Option<serde_json::Value> {

@@ -214,18 +214,32 @@ fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
     }
 }
 
+/// A point of a sweep: its x and the estimate there.
+type Point = (f64, Est);
+
+/// A sweep of one row over `points` (ids from `id`): its trend, judged
+/// against `material`, with its first and last points measured.
+fn sweep(
+    ms: &[Measurement],
+    points: &[u64],
+    id: impl Fn(u64) -> String,
+    material: f64,
+) -> Option<(Trend, Point, Point)> {
+    let pts: Vec<(f64, Est)> = points
+        .iter()
+        .filter_map(|&n| est(ms, &id(n)).map(|e| (n as f64, e)))
+        .collect();
+    let (&first, &last) = (pts.first()?, pts.last()?);
+    Some((trend(&pts, material)?, first, last))
+}
+
 /// Per spawn method: does it grow with the descriptors the parent holds,
 /// and by how much per 1000 of them.
 fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
     for (_, name, what) in FD_SPAWNS {
-        let pts: Vec<(f64, Est)> = fds::FD_POINTS
-            .iter()
-            .filter_map(|&n| est(ms, &fds_id(name, n)).map(|e| (n as f64, e)))
-            .collect();
-        let (Some(&(n0, lo)), Some(&(n1, hi))) = (pts.first(), pts.last()) else {
-            continue;
-        };
-        let Some(t) = trend(&pts, FDS_MATERIAL) else {
+        let Some((t, (n0, lo), (n1, hi))) =
+            sweep(ms, &fds::FD_POINTS, |n| fds_id(name, n), FDS_MATERIAL)
+        else {
             continue;
         };
         out.push(finding(
@@ -255,14 +269,12 @@ fn nofile_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         if how == nofile::Close::None {
             continue;
         }
-        let pts: Vec<(f64, Est)> = nofile::NOFILE_POINTS
-            .iter()
-            .filter_map(|&n| est(ms, &nofile_id(name, n)).map(|e| (n as f64, e)))
-            .collect();
-        let (Some(&(n0, lo)), Some(&(n1, hi))) = (pts.first(), pts.last()) else {
-            continue;
-        };
-        let Some(t) = trend(&pts, NOFILE_MATERIAL) else {
+        let Some((t, (n0, lo), (n1, hi))) = sweep(
+            ms,
+            &nofile::NOFILE_POINTS,
+            |n| nofile_id(name, n),
+            NOFILE_MATERIAL,
+        ) else {
             continue;
         };
         out.push(finding(
@@ -523,6 +535,38 @@ mod tests {
         );
         assert_eq!(ratio.unit, "x");
         assert!(ratio.value > 100.0);
+    }
+
+    #[test]
+    fn the_close_loop_grows_with_the_limit_and_close_range_stays_flat() {
+        let mut ms = Vec::new();
+        for n in nofile::NOFILE_POINTS {
+            ms.push(m(&nofile_id("close_loop", n), 200_000.0 + 150.0 * n as f64));
+            ms.push(m(&nofile_id("close_range", n), 200_000.0));
+            ms.push(m(&nofile_id("fork_exec", n), 195_000.0));
+        }
+        let f = findings(&ms);
+        let grows = find(&f, "fork + loop + exec grows with the soft RLIMIT_NOFILE");
+        assert!((grows.value - 150.0).abs() < 1.0, "{}", grows.value);
+        assert_eq!(grows.unit, "ns/fd");
+        find(
+            &f,
+            "fork + close_range + exec stays flat with the soft RLIMIT_NOFILE",
+        );
+        let top = find(&f, "closing up to the limit costs");
+        assert!(
+            top.text.contains("at a soft RLIMIT_NOFILE of 1048576"),
+            "{}",
+            top.text
+        );
+        assert!(top.text.contains("close_range is"), "{}", top.text);
+        assert!(
+            top.text.contains("faster than the close loop"),
+            "{}",
+            top.text
+        );
+        assert!(top.text.contains("without closing"), "{}", top.text);
+        assert!(!top.text.contains("closefrom:"), "{}", top.text);
     }
 
     #[test]
