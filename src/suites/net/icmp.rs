@@ -28,6 +28,8 @@ use crate::harness::{PrepareError, Timed};
 pub const DEFAULT_MAX_PPS: u32 = 1000;
 /// Requests in flight at once in the rate row.
 pub const WINDOW: usize = 16;
+/// Send slots a late sender may make up for at once (see `exchange`).
+const CATCH_UP: u32 = 4;
 /// A request unanswered after this long is counted lost.
 pub const LOSS_TIMEOUT: Duration = Duration::from_secs(1);
 /// Payload bytes of each request: ping's default (64 B ICMP messages).
@@ -327,7 +329,16 @@ impl Echo {
                     in_flight[usize::from(seq)] = Some(t_send);
                     pending.push_back(seq);
                     sent += 1;
-                    next_send = next_send.max(now) + self.interval;
+                    // Slots are kept on a fixed schedule, so a late
+                    // wake-up is made up for by the next sends; after a
+                    // longer stall the schedule restarts from now. Over
+                    // any stretch the rate stays at or below the cap.
+                    let stall = self.interval * CATCH_UP;
+                    next_send = if now > next_send + stall {
+                        now
+                    } else {
+                        next_send
+                    } + self.interval;
                     continue;
                 }
             }
@@ -346,9 +357,12 @@ impl Echo {
                 events: libc::POLLIN,
                 revents: 0,
             };
-            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-            // SAFETY: one valid pollfd.
-            let r = unsafe { libc::poll(&mut p, 1, ms) };
+            let ts = libc::timespec {
+                tv_sec: wait.as_secs() as libc::time_t,
+                tv_nsec: libc::c_long::from(wait.subsec_nanos() as i32),
+            };
+            // SAFETY: one valid pollfd, a valid timeout, no signal mask.
+            let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
             if r < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() == std::io::ErrorKind::Interrupted {
