@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Rust toolchain: a C
 # compiler and python3 (the opcost cmd fixtures), iproute2 (the net tests'
-# namespaces), Chromium (which opens the
+# namespaces), iputils-ping (the ICMP peer), Chromium (which opens the
 # HTML report headless to check that its charts render), and the glibc
 # locales the text suite collates under (sv_SE.UTF-8, de_DE.UTF-8,
 # en_US.UTF-8, and tr_TR.UTF-8 for the --words tests), PostgreSQL (the tests start a throw-away server) and
@@ -18,6 +18,8 @@ command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 # The net tests put `opcost serve` in its own network namespace with `ip`.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+# The ICMP echo rows (`--target`) are compared with `ping -f` where it is present.
+command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   missing+=(chromium)
 fi

@@ -126,6 +126,13 @@ pub struct RunArgs {
     /// The token the peer printed when it started (with --peer).
     #[arg(long, value_name = "TOKEN", requires = "peer")]
     pub token: Option<String>,
+    /// Measure ICMP echo against HOST, a device that runs none of opcost
+    /// (only `net.target.*`; never a default).
+    #[arg(long, value_name = "HOST", conflicts_with = "peer")]
+    pub target: Option<String>,
+    /// Most ICMP echo requests per second sent to --target (default 1000).
+    #[arg(long, value_name = "N", requires = "target", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_pps: Option<u32>,
     /// Measure every round in this process (by default each round runs in
     /// an opcost process of its own, so that the interval holds the
     /// variation between executions, not only within one).
@@ -153,6 +160,8 @@ impl RunArgs {
             format: Format::Text,
             peer: None,
             token: None,
+            target: None,
+            max_pps: None,
             one_process: false,
         }
     }
@@ -163,7 +172,8 @@ impl RunArgs {
 #[command(after_help = "Examples:\n  \
 opcost cmd 'python3 m.py 2000' ::: 'python3 m.py 1'\n  \
 opcost cmd --baseline '{} /dev/null' 'python3 m.py' 'lua m.lua'\n  \
-opcost cmd -P n 1000 5000 --step 1000 './loop {n}' ::: './loop 1'")]
+opcost cmd -P size 1000 5000 --step 1000 './loop {size}' ::: './loop 1'\n  \
+opcost cmd --cwd /tmp/x --prepare 'rm -rf src' 'tar -xf ../src.tar'")]
 pub struct CmdArgs {
     /// Commands to time; `CMD ::: BASELINE` gives a command its own baseline.
     #[arg(required = true, value_name = "CMD")]
@@ -206,6 +216,21 @@ pub struct CmdArgs {
     /// Let the commands' stdout and stderr through instead of discarding them.
     #[arg(long)]
     pub show_output: bool,
+    /// Working directory of every command, baseline and hook.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Run CMD before every run (warm-ups and baselines included), untimed.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Run CMD after every run, untimed.
+    #[arg(long, value_name = "CMD")]
+    pub conclude: Option<String>,
+    /// Run CMD once before the runs of each command, untimed.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Run CMD once after the runs of each command, untimed.
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
     /// Also write the run as a JSON document to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -365,3 +365,118 @@ fn ctrl_c_kills_the_running_command_and_exits_130() {
     assert!(start.elapsed() < Duration::from_secs(30));
     assert_none_left("sleep 43.25");
 }
+
+#[test]
+fn prepare_restores_the_state_every_run_needs_in_the_working_directory() {
+    // `tar -x` fails when its output is already there (-k): only a
+    // --prepare that removes it before every run lets each run succeed.
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::write(work.join("src/a.txt"), "a\n").unwrap();
+    let st = StdCommand::new("tar")
+        .current_dir(&work)
+        .args(["-cf", "../src.tar", "src"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_dir_all(work.join("src")).unwrap();
+    let cwd = work.to_str().unwrap();
+    opcost(dir.path())
+        .args([
+            "cmd",
+            "--no-save",
+            "--runs",
+            "3",
+            "--cwd",
+            cwd,
+            "tar -xkf ../src.tar",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("exited with status"));
+    std::fs::remove_dir_all(work.join("src")).unwrap();
+    let doc = run_json(
+        dir.path(),
+        &[
+            "--no-save",
+            "--runs",
+            "4",
+            "--cwd",
+            cwd,
+            "--setup",
+            "touch setup-ran",
+            "--prepare",
+            "rm -rf src",
+            "--conclude",
+            "test -f src/a.txt",
+            "--cleanup",
+            "rm -rf src",
+            "tar -xkf ../src.tar",
+        ],
+    );
+    let r = result(&doc, "cmd.tar_-xkf_.._src.tar");
+    assert_eq!(r["samples"].as_array().unwrap().len(), 4);
+    assert_eq!(r["details"]["cwd"], cwd);
+    assert_eq!(r["details"]["hooks"]["prepare"], "rm -rf src");
+    assert!(work.join("setup-ran").exists());
+    assert!(!work.join("src").exists(), "--cleanup ran last");
+}
+
+#[test]
+fn a_failing_prepare_exits_1_naming_it_and_leaves_no_child() {
+    let dir = tempfile::tempdir().unwrap();
+    opcost(dir.path())
+        .args([
+            "cmd",
+            "--no-save",
+            "--runs",
+            "3",
+            "-i",
+            "--prepare",
+            "sh -c 'sleep 44.25 & exit 3'",
+            "true",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--prepare 'sh -c 'sleep 44.25 & exit 3'' (for 'true') exited with status 3",
+        ));
+    assert_none_left("sleep 44.25");
+}
+
+#[test]
+fn bad_hooks_and_working_directories_exit_2_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--prepare", "opcost-no-such-prepare"],
+            "--prepare: command not found: opcost-no-such-prepare",
+        ),
+        (&["--cleanup", ""], "--cleanup: an empty command"),
+        (&["--cwd", "/nonexistent/opcost-dir"], "no such directory"),
+        (&["--conclude", "echo 'open"], "--conclude: cannot split"),
+    ];
+    for (args, message) in cases {
+        opcost(dir.path())
+            .args(["cmd", "--no-save", "--runs", "2"])
+            .args(args)
+            .arg("true")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(message));
+    }
+}
+
+#[test]
+fn the_help_example_keeps_its_scan_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    opcost(dir.path())
+        .args(["cmd", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("'./loop {size}' ::: './loop 1'")
+                .and(predicate::str::contains("--prepare")),
+        );
+}

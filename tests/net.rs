@@ -134,8 +134,9 @@ fn peer_run_measures_against_serve_and_records_both_hosts() {
 }
 
 /// A network namespace joined to this one by a veth pair (this side
-/// `10.232.N.1/30`, the namespace's `10.232.N.2/30`, N from the pid so
-/// that parallel test runs do not collide); deleted, with the pair, on drop.
+/// `10.(232+S).N.1/30`, the namespace's `10.(232+S).N.2/30`, N from the
+/// pid so that parallel test runs do not collide, S a slot per test of this
+/// process); deleted, with the pair, on drop.
 struct NetNs {
     name: String,
     far: String,
@@ -143,7 +144,7 @@ struct NetNs {
 
 impl NetNs {
     /// Why not, when the machine cannot (not root, no `ip`, no veth).
-    fn create() -> Result<NetNs, String> {
+    fn create(slot: u32) -> Result<NetNs, String> {
         // SAFETY: plain system call.
         if unsafe { libc::geteuid() } != 0 {
             return Err(
@@ -151,12 +152,13 @@ impl NetNs {
             );
         }
         let n = std::process::id() % 250 + 1;
+        let net = 232 + slot;
         let ns = NetNs {
-            name: format!("opcost-t{}", std::process::id()),
-            far: format!("10.232.{n}.2"),
+            name: format!("opcost-t{}-{slot}", std::process::id()),
+            far: format!("10.{net}.{n}.2"),
         };
-        let (near_if, far_if) = (format!("oct{n}a"), format!("oct{n}b"));
-        let near = format!("10.232.{n}.1/30");
+        let (near_if, far_if) = (format!("oc{slot}t{n}a"), format!("oc{slot}t{n}b"));
+        let near = format!("10.{net}.{n}.1/30");
         let far = format!("{}/30", ns.far);
         let steps: [&[&str]; 7] = [
             &["netns", "add", &ns.name],
@@ -200,7 +202,7 @@ impl Drop for NetNs {
 
 #[test]
 fn peer_run_reaches_serve_in_another_network_namespace() {
-    let ns = match NetNs::create() {
+    let ns = match NetNs::create(0) {
         Ok(ns) => ns,
         Err(why) => {
             eprintln!("skipping: {why}");
@@ -423,4 +425,113 @@ fn trickling_clients_are_closed_at_the_deadline_and_a_real_client_still_runs() {
     let log = serve.stop();
     assert!(log.contains("no complete request within 5 s"), "{log}");
     assert!(log.contains("tcp_echo done"), "{log}");
+}
+
+#[test]
+fn icmp_echo_measures_the_kernel_responder_of_a_namespace() {
+    let ns = match NetNs::create(1) {
+        Ok(ns) => ns,
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["run", "net", "--target", &ns.far, "--max-pps", "2000"])
+        .args(["--profile", "quick", "--no-save"])
+        .arg("--json")
+        .arg(&json)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    // Only the target rows run with --target.
+    assert!(
+        results
+            .iter()
+            .all(|r| r["id"].as_str().unwrap().starts_with("net.target.")),
+        "{results:#?}"
+    );
+    if let Some(s) = doc["skipped"].as_array().unwrap().first() {
+        // Neither a ping socket nor a raw one: the reason names both.
+        let why = s["reason"].as_str().unwrap();
+        assert!(
+            why.contains("ping_group_range") && why.contains("CAP_NET_RAW"),
+            "{why}"
+        );
+        return;
+    }
+    let find = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("{id} missing: {doc:#}"))
+    };
+    let rate = find("net.target.icmp.rate");
+    assert_eq!(rate["unit"], "ops/s");
+    let d = &rate["details"];
+    assert_eq!(d["address"], ns.far.as_str());
+    assert_eq!(d["max_pps"], 2000);
+    assert_eq!(d["window"], 16);
+    let (sent, received) = (d["sent"].as_u64().unwrap(), d["received"].as_u64().unwrap());
+    assert!(received > 0 && received <= sent, "{d}");
+    assert_eq!(d["lost"].as_u64().unwrap(), sent - received);
+    // The cap holds: no sample came back faster than the requests went out.
+    assert!(
+        rate["median"].as_f64().unwrap() <= 2000.0 * 1.05,
+        "{rate:#}"
+    );
+    let (p50, p99) = (
+        d["rtt_p50_ns"].as_f64().unwrap(),
+        d["rtt_p99_ns"].as_f64().unwrap(),
+    );
+    assert!(p50 > 0.0 && p50 <= p99, "{d}");
+    let rtt = find("net.target.icmp.rtt");
+    assert_eq!(rtt["unit"], "ns/op");
+    assert!(rtt["median"].as_f64().unwrap() > 0.0);
+    assert_eq!(rtt["details"]["window"], 1);
+}
+
+#[test]
+fn bad_targets_exit_2_with_the_reason() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--target", "opcost-no-such-host.invalid"],
+            "does not resolve",
+        ),
+        (&["--target", "10.0.0.1", "--max-pps", "0"], "--max-pps"),
+        (&["--max-pps", "100"], "--target"),
+        (
+            &[
+                "--target",
+                "10.0.0.1",
+                "--peer",
+                "127.0.0.1:1",
+                "--token",
+                "x",
+            ],
+            "--peer",
+        ),
+    ];
+    for (args, message) in cases {
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .args(["run", "net", "--profile", "quick", "--no-save"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(message));
+    }
+    // Without --target the rows do not run, and asking for them says why.
+    Command::cargo_bin("opcost")
+        .unwrap()
+        .args(["run", "net.target", "--no-save"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--target HOST"));
 }

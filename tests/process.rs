@@ -28,6 +28,10 @@ const FD_POINTS: [&str; 3] = ["10", "1000", "100000"];
 /// The descriptor points a quick run holds.
 const QUICK_FD_POINTS: [&str; 2] = ["10", "1000"];
 
+/// The ways of closing of the descriptor-limit sweep, and its points.
+const NOFILE_ROWS: [&str; 4] = ["fork_exec", "close_loop", "close_range", "closefrom"];
+const NOFILE_POINTS: [&str; 3] = ["1024", "65536", "1048576"];
+
 /// Serialises the tests: each checks that nothing it started is left, so
 /// none may run opcost while another looks.
 fn serial() -> MutexGuard<'static, ()> {
@@ -406,8 +410,67 @@ fn list_shows_every_growth_point() {
             assert!(text.contains(&id), "{id} not listed");
         }
     }
+    for how in NOFILE_ROWS {
+        for p in NOFILE_POINTS {
+            let id = format!("process.nofile.{how}/nofile={p}");
+            assert!(text.contains(&id), "{id} not listed");
+        }
+    }
     assert!(text.contains("process.switch.pingpong_process"));
     assert!(text.contains("process.page_fault.file"));
+}
+
+#[test]
+fn the_descriptor_limit_sweep_measures_or_names_the_limit_and_leaves_no_child() {
+    let _g = serial();
+    let doc = run_json(&["run", "process.nofile", "--profile", "quick"]);
+    let results = doc["results"].as_array().unwrap();
+    for how in NOFILE_ROWS {
+        for p in NOFILE_POINTS {
+            let id = format!("process.nofile.{how}/nofile={p}");
+            if p == "1048576" {
+                assert!(median(&doc, &id).is_none(), "{id} ran at quick");
+                assert!(skip_reason(&doc, &id).is_none(), "{id} prepared at quick");
+                continue;
+            }
+            if let Some(reason) = skip_reason(&doc, &id) {
+                // The hard limit, the kernel's maximum, or a libc or kernel
+                // without the call: each named.
+                assert!(
+                    reason.contains("RLIMIT_NOFILE") || reason.contains("added it"),
+                    "{id}: {reason}"
+                );
+                continue;
+            }
+            let r = results
+                .iter()
+                .find(|r| r["id"] == id.as_str())
+                .unwrap_or_else(|| panic!("{id} neither measured nor skipped"));
+            assert_eq!(r["unit"], "ns/op", "{id}");
+            assert_eq!(r["params"]["nofile"], p.parse::<u64>().unwrap(), "{id}");
+            assert_eq!(
+                r["details"]["nofile_soft"],
+                p.parse::<u64>().unwrap(),
+                "{id}"
+            );
+            let close = r["details"]["close"].as_str().unwrap();
+            assert_eq!(r["params"]["close"], close, "{id}");
+            assert!(r["median"].as_f64().unwrap() > 0.0, "{id}");
+        }
+    }
+    // At 1024 every row runs anywhere (the usual soft limit is the point);
+    // closing a thousand descriptors one by one cannot be free, so the
+    // finding compares the loop with close_range there or higher.
+    if median(&doc, "process.nofile.close_loop/nofile=1024").is_some() {
+        let found = doc["findings"].as_array().unwrap().iter().any(|f| {
+            f["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("closing up to the limit costs")
+        });
+        assert!(found, "{}", doc["findings"]);
+    }
+    assert_no_descendants();
 }
 
 #[test]

@@ -71,6 +71,8 @@ pub struct Launch {
     pub show_output: bool,
     /// Kill the run's process group after this long.
     pub timeout: Option<Duration>,
+    /// Working directory of the run (default: opcost's own).
+    pub cwd: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -180,6 +182,9 @@ pub fn run_once(l: &Launch) -> Result<Usage, SpawnError> {
             "X".repeat(fastrand::usize(..ENV_OFFSET_MAX)),
         )
         .process_group(0);
+    if let Some(d) = &l.cwd {
+        cmd.current_dir(d);
+    }
 
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| match e.kind() {
@@ -323,6 +328,7 @@ mod tests {
             input: None,
             show_output: false,
             timeout: None,
+            cwd: None,
         }
     }
 
@@ -349,6 +355,16 @@ mod tests {
             Err(SpawnError::NotFound(p)) => assert_eq!(p, "opcost-no-such-program"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_run_starts_in_its_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("marker"), "x").unwrap();
+        let mut l = launch(&["test", "-f", "marker"]);
+        assert_eq!(run_once(&l).unwrap().exit, Exit::Code(1));
+        l.cwd = Some(dir.path().to_path_buf());
+        assert_eq!(run_once(&l).unwrap().exit, Exit::Code(0));
     }
 
     #[test]

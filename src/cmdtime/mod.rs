@@ -8,6 +8,12 @@
 //! one with a baseline goes on (to a longer limit) while that CI still
 //! spans zero. In `--shell` mode the start-up of `/bin/sh -c ''` is
 //! measured first and subtracted from every run, as hyperfine does.
+//!
+//! The untimed commands around the runs (`--setup` once before a command's
+//! runs, `--prepare` before every run, `--conclude` after every run,
+//! `--cleanup` once after) are started as the commands are, in their own
+//! process group, and must exit 0: a failing one stops the measurement
+//! (whatever `-i` says), since the runs after it would time the wrong work.
 
 pub mod child;
 pub mod plan;
@@ -23,7 +29,7 @@ use crate::harness::warnings::Warning;
 use crate::harness::{Finding, Measurement, Params, Unit, area_of};
 
 use child::{Exit, Launch, SpawnError, Usage};
-use plan::Spec;
+use plan::{Hook, Spec};
 
 /// How long each command is measured when `--runs` is not given.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(3);
@@ -114,15 +120,72 @@ pub fn shell_startup(sh: &Launch) -> Result<Startup, CmdError> {
     })
 }
 
-/// Runs one command and its baseline, interleaved; stops early (keeping
-/// what is done) when the user presses Ctrl-C.
+/// Runs an untimed command for the run of `line`; false when the user
+/// pressed Ctrl-C during it, an error when it did not exit 0.
+fn run_hook(h: &Hook, line: &str) -> Result<bool, CmdError> {
+    let u = child::run_once(&h.run)?;
+    match u.exit {
+        Exit::Interrupted => Ok(false),
+        Exit::Code(0) => Ok(true),
+        Exit::TimedOut => Err(CmdError::Failed(format!(
+            "{} '{}' (for '{line}') ran past the --timeout of {:.3} s; its process group was killed",
+            h.flag,
+            h.line,
+            h.run.timeout.unwrap_or_default().as_secs_f64()
+        ))),
+        e => Err(CmdError::Failed(format!(
+            "{} '{}' (for '{line}') {}; nothing was measured after it",
+            h.flag,
+            h.line,
+            e.describe()
+        ))),
+    }
+}
+
+/// Runs one command and its baseline, interleaved, between its `--setup`
+/// and `--cleanup`; stops early (keeping what is done) when the user
+/// presses Ctrl-C. The clean-up runs even when a run failed.
 pub fn measure(
     spec: &Spec,
     opts: &Options,
     shell: Startup,
     progress: &mut dyn FnMut(u32),
 ) -> Result<Outcome, CmdError> {
+    let mut out = Outcome {
+        spec: spec.clone(),
+        runs: Vec::new(),
+        base: Vec::new(),
+        shell,
+    };
+    if let Some(h) = &spec.hooks.setup
+        && !run_hook(h, &spec.command)?
+    {
+        return Ok(out);
+    }
+    let runs = measure_runs(spec, opts, shell, progress, &mut out);
+    let cleanup = match &spec.hooks.cleanup {
+        Some(h) if !child::stopped() => run_hook(h, &spec.command).map(drop),
+        _ => Ok(()),
+    };
+    runs?;
+    cleanup?;
+    Ok(out)
+}
+
+/// The warm-up and measured runs of [`measure`], into `out`.
+fn measure_runs(
+    spec: &Spec,
+    opts: &Options,
+    shell: Startup,
+    progress: &mut dyn FnMut(u32),
+    out: &mut Outcome,
+) -> Result<(), CmdError> {
     let once = |l: &Launch, line: &str, what: &str| -> Result<Option<Usage>, CmdError> {
+        if let Some(h) = &spec.hooks.prepare
+            && !run_hook(h, line)?
+        {
+            return Ok(None);
+        }
         let mut u = child::run_once(l)?;
         match u.exit {
             Exit::Interrupted => return Ok(None),
@@ -148,23 +211,22 @@ pub fn measure(
         u.wall = (u.wall - shell.wall).max(0.0);
         u.user = (u.user - shell.user).max(0.0);
         u.sys = (u.sys - shell.sys).max(0.0);
+        if let Some(h) = &spec.hooks.conclude
+            && !run_hook(h, line)?
+        {
+            return Ok(None);
+        }
         Ok(Some(u))
     };
     let base = spec.base.as_ref().zip(spec.baseline.as_deref());
-    let mut out = Outcome {
-        spec: spec.clone(),
-        runs: Vec::new(),
-        base: Vec::new(),
-        shell,
-    };
     for _ in 0..opts.warmup {
         if let Some((l, line)) = base
             && once(l, line, "the baseline")?.is_none()
         {
-            return Ok(out);
+            return Ok(());
         }
         if once(&spec.run, &spec.command, "the command")?.is_none() {
-            return Ok(out);
+            return Ok(());
         }
     }
     let start = Instant::now();
@@ -208,7 +270,7 @@ pub fn measure(
         i += 1;
         progress(i);
     }
-    Ok(out)
+    Ok(())
 }
 
 impl Outcome {
@@ -265,6 +327,8 @@ impl Outcome {
             "max_rss_bytes": self.gross(|u| u.max_rss),
             "baseline_max_rss_bytes": self.baseline(|u| u.max_rss),
             "failed_runs": self.failures(),
+            "cwd": s.run.cwd.as_ref().map(|d| d.display().to_string()),
+            "hooks": s.hooks.details(),
         });
         let with_suffix = |suffix: &str| match s.id.split_once('/') {
             Some((head, tail)) => format!("{head}{suffix}/{tail}"),
@@ -549,6 +613,71 @@ mod tests {
         assert_eq!(ids, ["cmd.true", "cmd.true.user", "cmd.true.sys"]);
         assert_eq!(ms[0].samples.len(), 6);
         assert!(ms[0].samples.iter().all(|x| x.is_finite()));
+    }
+
+    #[test]
+    fn prepare_runs_before_every_run_and_the_hooks_around_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let mut r = plan::Request {
+            words: vec!["true ::: true".into()],
+            shell: true,
+            cwd: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        r.hooks = plan::HookLines {
+            setup: Some("echo setup >> log".into()),
+            prepare: Some("echo prepare >> log".into()),
+            conclude: Some("echo conclude >> log".into()),
+            cleanup: Some("echo cleanup >> log".into()),
+        };
+        let spec = plan::expand(&r).unwrap().remove(0);
+        let opts = Options {
+            warmup: 1,
+            runs: Some(2),
+            ignore_failure: false,
+            shell: None,
+        };
+        let o = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap();
+        assert_eq!(o.runs.len(), 2);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // One warm-up pair and two measured pairs: six runs.
+        assert_eq!(lines.first(), Some(&"setup"));
+        assert_eq!(lines.last(), Some(&"cleanup"));
+        assert_eq!(lines.iter().filter(|l| **l == "prepare").count(), 6);
+        assert_eq!(lines.iter().filter(|l| **l == "conclude").count(), 6);
+        assert_eq!(lines.len(), 14);
+        assert_eq!(
+            o.measurements()[0].details.as_ref().unwrap()["hooks"]["prepare"],
+            "echo prepare >> log"
+        );
+    }
+
+    #[test]
+    fn a_failing_prepare_stops_the_measurement_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = plan::Request {
+            words: vec!["true".into()],
+            cwd: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        r.hooks.prepare = Some("false".into());
+        r.hooks.cleanup = Some("touch cleaned".into());
+        let spec = plan::expand(&r).unwrap().remove(0);
+        let opts = Options {
+            warmup: 0,
+            runs: Some(3),
+            ignore_failure: true,
+            shell: None,
+        };
+        let e = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("--prepare 'false' (for 'true') exited with status 1"),
+            "{e}"
+        );
+        assert!(dir.path().join("cleaned").exists());
     }
 
     #[test]

@@ -91,6 +91,61 @@ pub struct Request {
     pub show_output: bool,
     /// Per-run time limit.
     pub timeout: Option<Duration>,
+    /// Working directory of every run.
+    pub cwd: Option<PathBuf>,
+    /// The untimed commands around the runs.
+    pub hooks: HookLines,
+}
+
+/// The untimed commands around the runs, as typed (hyperfine's
+/// `--setup`, `--prepare`, `--conclude`, `--cleanup`).
+#[derive(Clone, Debug, Default)]
+pub struct HookLines {
+    /// Once before the runs of each command.
+    pub setup: Option<String>,
+    /// Before every run.
+    pub prepare: Option<String>,
+    /// After every run.
+    pub conclude: Option<String>,
+    /// Once after the runs of each command.
+    pub cleanup: Option<String>,
+}
+
+/// An untimed command, ready to run.
+#[derive(Clone, Debug)]
+pub struct Hook {
+    /// Its flag (`--prepare`...), for messages.
+    pub flag: &'static str,
+    /// The command line, the scan value substituted.
+    pub line: String,
+    /// How it is started.
+    pub run: Launch,
+}
+
+/// The untimed commands of one measured command.
+#[derive(Clone, Debug, Default)]
+pub struct Hooks {
+    /// Once before its runs.
+    pub setup: Option<Hook>,
+    /// Before every run.
+    pub prepare: Option<Hook>,
+    /// After every run.
+    pub conclude: Option<Hook>,
+    /// Once after its runs.
+    pub cleanup: Option<Hook>,
+}
+
+impl Hooks {
+    /// The command lines, for a result's details.
+    pub fn details(&self) -> serde_json::Value {
+        let line = |h: &Option<Hook>| h.as_ref().map(|h| h.line.clone());
+        serde_json::json!({
+            "setup": line(&self.setup),
+            "prepare": line(&self.prepare),
+            "conclude": line(&self.conclude),
+            "cleanup": line(&self.cleanup),
+        })
+    }
 }
 
 /// One command to measure, with its baseline, ready to run.
@@ -110,6 +165,8 @@ pub struct Spec {
     pub run: Launch,
     /// How the baseline is started.
     pub base: Option<Launch>,
+    /// The untimed commands around its runs.
+    pub hooks: Hooks,
 }
 
 impl Spec {
@@ -133,6 +190,19 @@ pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
             "{} --name given for {} command(s)",
             r.names.len(),
             pairs.len()
+        ));
+    }
+    if let Some(d) = &r.cwd
+        && !d.is_dir()
+    {
+        return Err(format!(
+            "--cwd {}: {}",
+            d.display(),
+            if d.exists() {
+                "is not a directory"
+            } else {
+                "no such directory"
+            }
         ));
     }
     if let Some(p) = &r.input {
@@ -186,6 +256,25 @@ pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
                 (None, None) => None,
             };
             let base = baseline.as_deref().map(|b| launch(b, r)).transpose()?;
+            let hook = |flag: &'static str, line: &Option<String>| {
+                line.as_deref()
+                    .map(|l| {
+                        if l.trim().is_empty() {
+                            return Err(format!("{flag}: an empty command"));
+                        }
+                        let line = subst(l);
+                        let mut run = launch(&line, r).map_err(|e| format!("{flag}: {e}"))?;
+                        run.input = None;
+                        Ok(Hook { flag, line, run })
+                    })
+                    .transpose()
+            };
+            let hooks = Hooks {
+                setup: hook("--setup", &r.hooks.setup)?,
+                prepare: hook("--prepare", &r.hooks.prepare)?,
+                conclude: hook("--conclude", &r.hooks.conclude)?,
+                cleanup: hook("--cleanup", &r.hooks.cleanup)?,
+            };
             let point = r.scan.as_ref().zip(v).map(|(s, v)| (s.name.clone(), v));
             let id = match &point {
                 Some((n, v)) => format!("cmd.{name}/{n}={v}"),
@@ -204,6 +293,7 @@ pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
                 point,
                 run,
                 base,
+                hooks,
             });
         }
     }
@@ -251,7 +341,7 @@ fn launch(line: &str, r: &Request) -> Result<Launch, String> {
         vec!["/bin/sh".to_string(), "-c".to_string(), line.to_string()]
     } else {
         let words = split(line)?;
-        check_program(&words[0])?;
+        check_program(&words[0], r.cwd.as_deref())?;
         words
     };
     Ok(Launch {
@@ -259,6 +349,7 @@ fn launch(line: &str, r: &Request) -> Result<Launch, String> {
         input: r.input.clone(),
         show_output: r.show_output,
         timeout: r.timeout,
+        cwd: r.cwd.clone(),
     })
 }
 
@@ -279,9 +370,14 @@ fn program_word(line: &str, shell: bool) -> Result<String, String> {
     Ok(shell_words::quote(&split(line)?[0]).into_owned())
 }
 
-/// Fails when `prog` is neither an executable path nor found on PATH.
-fn check_program(prog: &str) -> Result<(), String> {
-    which::which(prog)
+/// Fails when `prog` is neither an executable path (relative to `cwd`
+/// when given, as the run will see it) nor found on PATH.
+fn check_program(prog: &str, cwd: Option<&std::path::Path>) -> Result<(), String> {
+    let found = match cwd {
+        Some(d) => which::which_in(prog, std::env::var_os("PATH"), d),
+        None => which::which(prog),
+    };
+    found
         .map(drop)
         .map_err(|_| format!("command not found: {prog}"))
 }
@@ -391,6 +487,56 @@ mod tests {
                 .contains("--name")
         );
         assert!(Scan::parse(&["n".into(), "5".into(), "1".into()], 1).is_err());
+    }
+
+    #[test]
+    fn hooks_take_the_scan_value_and_are_checked_like_commands() {
+        let mut r = req(&["sleep {t}"]);
+        r.scan = Some(Scan::parse(&["t".into(), "0".into(), "1".into()], 1).unwrap());
+        r.hooks.prepare = Some("touch /tmp/x{t}".into());
+        r.hooks.cleanup = Some("true".into());
+        let specs = expand(&r).unwrap();
+        let p = specs[1].hooks.prepare.as_ref().unwrap();
+        assert_eq!(p.run.argv, ["touch", "/tmp/x1"]);
+        assert_eq!(p.flag, "--prepare");
+        assert!(specs[1].hooks.setup.is_none());
+        assert_eq!(specs[0].hooks.details()["cleanup"], "true");
+        r.hooks.prepare = Some("opcost-no-such-prepare".into());
+        let e = expand(&r).unwrap_err();
+        assert!(
+            e.contains("--prepare: command not found: opcost-no-such-prepare"),
+            "{e}"
+        );
+        r.hooks.prepare = Some("  ".into());
+        assert!(
+            expand(&r)
+                .unwrap_err()
+                .contains("--prepare: an empty command")
+        );
+    }
+
+    #[test]
+    fn the_working_directory_must_exist_and_places_relative_programs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = req(&["./tool"]);
+        r.cwd = Some(dir.path().join("missing"));
+        assert!(expand(&r).unwrap_err().contains("no such directory"));
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        r.cwd = Some(file);
+        assert!(expand(&r).unwrap_err().contains("not a directory"));
+        r.cwd = Some(dir.path().to_path_buf());
+        assert!(
+            expand(&r)
+                .unwrap_err()
+                .contains("command not found: ./tool")
+        );
+        let tool = dir.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let specs = expand(&r).unwrap();
+        assert_eq!(specs[0].run.cwd.as_deref(), Some(dir.path()));
     }
 
     #[test]

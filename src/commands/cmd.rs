@@ -34,6 +34,13 @@ pub fn execute(args: &CmdArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         input: args.input.clone(),
         show_output: args.show_output,
         timeout: args.timeout,
+        cwd: args.cwd.clone(),
+        hooks: plan::HookLines {
+            setup: args.setup.clone(),
+            prepare: args.prepare.clone(),
+            conclude: args.conclude.clone(),
+            cleanup: args.cleanup.clone(),
+        },
     };
     let specs = plan::expand(&request).map_err(usage)?;
     if let Some(path) = &args.json {
@@ -59,6 +66,7 @@ pub fn execute(args: &CmdArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         input: None,
         show_output: false,
         timeout: args.timeout,
+        cwd: args.cwd.clone(),
     });
     let opts = Options {
         warmup: args.warmup,

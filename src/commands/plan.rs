@@ -117,8 +117,10 @@ impl RunPlan {
         let host = Arc::new(Host::detect());
         let benches = suites::select(suites::catalog(&host, &user), &args.patterns)?;
         user.check_selected(&benches).map_err(usage)?;
-        let benches = net::for_peer(benches, args.peer.is_some()).map_err(usage)?;
+        let benches = net::for_far_end(benches, args.peer.is_some(), args.target.is_some())
+            .map_err(usage)?;
         let peer = connect_peer(args)?;
+        set_target(args)?;
         let benches =
             suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
         Ok(RunPlan {
@@ -127,8 +129,9 @@ impl RunPlan {
             user,
             peer,
             seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
-            // The net.peer.* connection belongs to this process.
-            workers: !args.one_process && args.peer.is_none(),
+            // The net.peer.* connection and the net.target.* target belong
+            // to this process.
+            workers: !args.one_process && args.peer.is_none() && args.target.is_none(),
         })
     }
 
@@ -211,6 +214,21 @@ fn connect_peer(args: &RunArgs) -> anyhow::Result<Option<PeerInfo>> {
         addr: p.addr.to_string(),
         host: p.host.clone(),
     }))
+}
+
+/// Resolves `--target` for the net.target.* benchmarks and says at what
+/// rate they may send.
+fn set_target(args: &RunArgs) -> anyhow::Result<()> {
+    let Some(host) = &args.target else {
+        return Ok(());
+    };
+    let max_pps = args.max_pps.unwrap_or(net::icmp::DEFAULT_MAX_PPS);
+    let t = net::set_target(host, max_pps).map_err(|e| usage(format!("{e:#}")))?;
+    eprintln!(
+        "opcost: ICMP echo to {} ({}), at most {} requests/s",
+        t.name, t.addr, t.max_pps
+    );
+    Ok(())
 }
 
 /// Refuses a `--dir` that is missing, not a directory or not writable.

@@ -148,18 +148,7 @@ impl Timed for UdpRate {
     }
 
     fn warnings(&self) -> Vec<String> {
-        let mut w = Vec::new();
-        if self.sent > 0 {
-            let loss = 1.0 - self.received as f64 / self.sent as f64;
-            if loss > 0.01 {
-                w.push(
-                    Warning::DatagramLoss {
-                        percent: loss * 100.0,
-                    }
-                    .to_string(),
-                );
-            }
-        }
+        let mut w: Vec<String> = loss_warning(self.sent, self.received).into_iter().collect();
         if self.sockets > 1 && self.sockets_used > 0 && self.sockets_used < self.sockets {
             w.push(
                 Warning::ReuseportSpread {
@@ -185,6 +174,17 @@ impl Timed for UdpRate {
             "responder": self.target.addr.to_string(),
         }))
     }
+}
+
+/// The warning of a packet loss above 1%, from packets sent and received.
+pub fn loss_warning(sent: u64, received: u64) -> Option<String> {
+    let loss = 1.0 - received as f64 / sent.max(1) as f64;
+    (sent > 0 && loss > 0.01).then(|| {
+        Warning::DatagramLoss {
+            percent: loss * 100.0,
+        }
+        .to_string()
+    })
 }
 
 /// Bulk TCP: `streams` connections written in `CHUNK`s; each batch ends

@@ -126,8 +126,51 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             ));
         }
     }
+    f.extend(target_finding(ms));
     f
 }
+
+/// The `--target` device: its ICMP echo reply rate with the loss and the
+/// round trip beside it; whether the `--max-pps` cap, rather than the
+/// device, bound the rate is said only when the rate's whole interval is
+/// within a tenth of the cap.
+fn target_finding(ms: &[Measurement]) -> Option<Finding> {
+    let rate = usable(ms, "net.target.icmp.rate")?;
+    let d = rate.details.as_ref()?;
+    let name = d.get("target")?.as_str()?;
+    let cap = d.get("max_pps")?.as_f64()?;
+    let loss = d.get("loss").and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let e = Est::of(rate);
+    let bound = if e.low >= CAP_BOUND * cap {
+        "; the --max-pps cap, not the device, bound the rate (raise it to find the device's)"
+    } else {
+        ""
+    };
+    let rtt = usable(ms, "net.target.icmp.rtt")
+        .map(|r| {
+            format!(
+                "; one at a time the round trip is {}",
+                human(r.median, "ns")
+            )
+        })
+        .unwrap_or_default();
+    Some(Finding {
+        area: "net".into(),
+        text: format!(
+            "{name} answers {} ICMP echo requests with {} in flight ({:.1}% lost, at most {} requests/s){rtt}{bound}",
+            human(rate.median, "ops/s"),
+            d.get("window").and_then(|v| v.as_u64()).unwrap_or(0),
+            loss * 100.0,
+            cap
+        ),
+        value: rate.median,
+        unit: "ops/s".into(),
+    })
+}
+
+/// A rate whose interval lies above this share of `--max-pps` was bound
+/// by the cap.
+const CAP_BOUND: f64 = 0.9;
 
 #[cfg(test)]
 mod tests {
@@ -135,6 +178,24 @@ mod tests {
 
     fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
         Measurement::within(id, unit, median, rel)
+    }
+
+    #[test]
+    fn a_target_at_its_cap_says_the_cap_bound_it() {
+        let mut r = m("net.target.icmp.rate", "ops/s", 995.0, 0.01);
+        r.details = Some(serde_json::json!({
+            "target": "router", "max_pps": 1000, "loss": 0.0, "window": 16
+        }));
+        let f = findings(std::slice::from_ref(&r));
+        assert!(f[0].text.starts_with("router answers"), "{}", f[0].text);
+        assert!(f[0].text.contains("cap, not the device"), "{}", f[0].text);
+        let mut r2 = m("net.target.icmp.rate", "ops/s", 400.0, 0.01);
+        r2.details = Some(serde_json::json!({
+            "target": "router", "max_pps": 1000, "loss": 0.2, "window": 16
+        }));
+        let f = findings(&[r2]);
+        assert!(!f[0].text.contains("cap"), "{}", f[0].text);
+        assert!(f[0].text.contains("20.0% lost"), "{}", f[0].text);
     }
 
     #[test]

@@ -18,11 +18,14 @@
 //! `reuseport`), `net.PATH.tcp.stream.one` and `.per_cpu` (B/s),
 //! `net.PATH.tcp.rr/SIZE` (ns per round trip, p50/p99), `net.PATH.tcp.crr`
 //! (ns per connect+request+response+close); PATH is `loopback`, `veth` or
-//! `peer`.
+//! `peer`. With `--target HOST`, `net.target.icmp.rate` (ICMP echo
+//! replies/s) and `net.target.icmp.rtt` (ns per echo) measure a device
+//! that runs none of opcost (see [`icmp`]).
 
 pub mod bench;
 pub mod dgram;
 pub mod findings;
+pub mod icmp;
 pub mod netns;
 pub mod proto;
 pub mod server;
@@ -33,6 +36,7 @@ use crate::harness::{Bench, PrepareError, Profile, Unit, affinity};
 use crate::host::Host;
 use crate::units::size_label;
 use bench::{CHUNK, TcpCrr, TcpRr, TcpStreamBench, UdpRate};
+pub use icmp::{is_target_bench, set_target};
 pub use target::{Path, Peer, set_peer};
 
 /// The net suite.
@@ -80,19 +84,26 @@ pub fn is_peer_bench(id: &str) -> bool {
     id.starts_with("net.peer.")
 }
 
-/// Keeps the net.peer.* benchmarks when a peer was given, and only the
-/// others when not; refuses a selection left empty by that.
-pub fn for_peer(benches: Vec<Box<dyn Bench>>, peer: bool) -> Result<Vec<Box<dyn Bench>>, String> {
+/// Keeps the net.peer.* benchmarks when a peer was given and the
+/// net.target.* ones when a target was, each only then; refuses a
+/// selection left empty by that.
+pub fn for_far_end(
+    benches: Vec<Box<dyn Bench>>,
+    peer: bool,
+    target: bool,
+) -> Result<Vec<Box<dyn Bench>>, String> {
     let selected = benches.len();
     let kept: Vec<Box<dyn Bench>> = benches
         .into_iter()
-        .filter(|b| is_peer_bench(b.id()) == peer)
+        .filter(|b| is_peer_bench(b.id()) == peer && is_target_bench(b.id()) == target)
         .collect();
     if kept.is_empty() && selected > 0 {
         return Err(if peer {
             "--peer runs only the net.peer.* benchmarks; select them with `net` or `net.peer`"
+        } else if target {
+            "--target runs only the net.target.* benchmarks; select them with `net` or `net.target`"
         } else {
-            "the net.peer.* benchmarks need --peer HOST:PORT --token TOKEN (a host running opcost serve)"
+            "the net.peer.* benchmarks need --peer HOST:PORT --token TOKEN (a host running opcost serve), the net.target.* ones --target HOST"
         }
         .to_string());
     }
@@ -216,7 +227,32 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             .boxed(),
         );
     }
+    v.extend(icmp_benches());
     v
+}
+
+/// The ICMP echo rows against `--target`.
+fn icmp_benches() -> Vec<Box<dyn Bench>> {
+    let rate = FnBench::new(
+        "net.target.icmp.rate",
+        format!(
+            "ICMP echo replies per second from the --target host, {} requests in flight, at most --max-pps requests per second",
+            icmp::WINDOW
+        ),
+        Unit::Rate,
+        |_ctx| Ok(icmp::Echo::prepare(icmp::WINDOW)?.boxed()),
+    )
+    .param("path", "target")
+    .param("window", icmp::WINDOW as u64);
+    let rtt = FnBench::new(
+        "net.target.icmp.rtt",
+        "ICMP echo round trip to the --target host, one request at a time",
+        Unit::Latency,
+        |_ctx| Ok(icmp::Echo::prepare(1)?.boxed()),
+    )
+    .param("path", "target")
+    .param("window", 1u64);
+    vec![rate.boxed(), rtt.boxed()]
 }
 
 trait BoxTimed {

@@ -9,8 +9,9 @@
 //! cannot be told apart are named as a tier, in declaration order.
 
 use super::{
-    AREA, FAULT_ANON, FAULT_ANON_THP, FD_SPAWNS, GIB, GROWTH, PINGPONG_PROCESS, PINGPONG_THREAD,
-    PIPE_ALONE, POSIX_SPAWN_DYNAMIC, RSS_POINTS, THREAD, fds, fds_id, growth_id, small_parent,
+    AREA, FAULT_ANON, FAULT_ANON_THP, FD_SPAWNS, GIB, GROWTH, NOFILE_SPAWNS, PINGPONG_PROCESS,
+    PINGPONG_THREAD, PIPE_ALONE, POSIX_SPAWN_DYNAMIC, RSS_POINTS, THREAD, fds, fds_id, growth_id,
+    nofile, nofile_id, small_parent,
 };
 use super::{CLONE_VFORK_EXEC, FORK_EXEC, POPEN, POSIX_SPAWN, SYSTEM};
 use crate::harness::claims::{
@@ -52,6 +53,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = Vec::new();
     growth_findings(ms, &mut out);
     fds_findings(ms, &mut out);
+    nofile_findings(ms, &mut out);
     out.extend(small_parent_finding(ms));
     rank_finding(ms, &mut out);
     thread_finding(ms, &mut out);
@@ -212,18 +214,32 @@ fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
     }
 }
 
+/// A point of a sweep: its x and the estimate there.
+type Point = (f64, Est);
+
+/// A sweep of one row over `points` (ids from `id`): its trend, judged
+/// against `material`, with its first and last points measured.
+fn sweep(
+    ms: &[Measurement],
+    points: &[u64],
+    id: impl Fn(u64) -> String,
+    material: f64,
+) -> Option<(Trend, Point, Point)> {
+    let pts: Vec<(f64, Est)> = points
+        .iter()
+        .filter_map(|&n| est(ms, &id(n)).map(|e| (n as f64, e)))
+        .collect();
+    let (&first, &last) = (pts.first()?, pts.last()?);
+    Some((trend(&pts, material)?, first, last))
+}
+
 /// Per spawn method: does it grow with the descriptors the parent holds,
 /// and by how much per 1000 of them.
 fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
     for (_, name, what) in FD_SPAWNS {
-        let pts: Vec<(f64, Est)> = fds::FD_POINTS
-            .iter()
-            .filter_map(|&n| est(ms, &fds_id(name, n)).map(|e| (n as f64, e)))
-            .collect();
-        let (Some(&(n0, lo)), Some(&(n1, hi))) = (pts.first(), pts.last()) else {
-            continue;
-        };
-        let Some(t) = trend(&pts, FDS_MATERIAL) else {
+        let Some((t, (n0, lo), (n1, hi))) =
+            sweep(ms, &fds::FD_POINTS, |n| fds_id(name, n), FDS_MATERIAL)
+        else {
             continue;
         };
         out.push(finding(
@@ -238,6 +254,66 @@ fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
             "ns/1000fd",
         ));
     }
+}
+
+/// The smallest change of a spawn over the descriptor-limit sweep,
+/// relative to its cost at the lowest limit, that is worth "grows".
+const NOFILE_MATERIAL: f64 = 0.10;
+
+/// The descriptor-limit sweep: per way of closing, does it grow with the
+/// limit and by how much per descriptor of limit; and at the largest limit
+/// measured, the close loop beside close_range (and closefrom, and no
+/// closing at all).
+fn nofile_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    for (how, name, _) in NOFILE_SPAWNS {
+        if how == nofile::Close::None {
+            continue;
+        }
+        let Some((t, (n0, lo), (n1, hi))) = sweep(
+            ms,
+            &nofile::NOFILE_POINTS,
+            |n| nofile_id(name, n),
+            NOFILE_MATERIAL,
+        ) else {
+            continue;
+        };
+        out.push(finding(
+            format!(
+                "fork + {} + exec {} the soft RLIMIT_NOFILE: {} at {n0:.0}, {} at {n1:.0}; {} per descriptor of limit",
+                how.name(),
+                trend_verb(&t),
+                human_ns(lo.value),
+                human_ns(hi.value),
+                t.slope_text(1.0, human_ns)
+            ),
+            t.slope,
+            "ns/fd",
+        ));
+    }
+    let top = nofile::NOFILE_POINTS.iter().rev().find_map(|&n| {
+        let l = est(ms, &nofile_id("close_loop", n))?;
+        let r = est(ms, &nofile_id("close_range", n))?;
+        Some((n, l, r))
+    });
+    let Some((n, l, r)) = top else {
+        return;
+    };
+    let others: String = [("fork_exec", "without closing"), ("closefrom", "closefrom")]
+        .iter()
+        .filter_map(|(name, what)| {
+            est(ms, &nofile_id(name, n)).map(|e| format!("; {what}: {}", human_ns(e.value)))
+        })
+        .collect();
+    out.push(finding(
+        format!(
+            "closing up to the limit costs {} per spawn at a soft RLIMIT_NOFILE of {n}; close_range: {} ({}){others}",
+            human_ns(l.value),
+            human_ns(r.value),
+            compare_text("close_range", &r, "the close loop", &l, "faster"),
+        ),
+        l.value,
+        "ns/op",
+    ));
 }
 
 /// fork+exit from the small parent beside fork+exit from opcost, with
@@ -459,6 +535,38 @@ mod tests {
         );
         assert_eq!(ratio.unit, "x");
         assert!(ratio.value > 100.0);
+    }
+
+    #[test]
+    fn the_close_loop_grows_with_the_limit_and_close_range_stays_flat() {
+        let mut ms = Vec::new();
+        for n in nofile::NOFILE_POINTS {
+            ms.push(m(&nofile_id("close_loop", n), 200_000.0 + 150.0 * n as f64));
+            ms.push(m(&nofile_id("close_range", n), 200_000.0));
+            ms.push(m(&nofile_id("fork_exec", n), 195_000.0));
+        }
+        let f = findings(&ms);
+        let grows = find(&f, "fork + loop + exec grows with the soft RLIMIT_NOFILE");
+        assert!((grows.value - 150.0).abs() < 1.0, "{}", grows.value);
+        assert_eq!(grows.unit, "ns/fd");
+        find(
+            &f,
+            "fork + close_range + exec stays flat with the soft RLIMIT_NOFILE",
+        );
+        let top = find(&f, "closing up to the limit costs");
+        assert!(
+            top.text.contains("at a soft RLIMIT_NOFILE of 1048576"),
+            "{}",
+            top.text
+        );
+        assert!(top.text.contains("close_range is"), "{}", top.text);
+        assert!(
+            top.text.contains("faster than the close loop"),
+            "{}",
+            top.text
+        );
+        assert!(top.text.contains("without closing"), "{}", top.text);
+        assert!(!top.text.contains("closefrom:"), "{}", top.text);
     }
 
     #[test]

@@ -8,11 +8,14 @@
 //! tiny static ELF embedded in opcost (see `target`), so the dynamic loader
 //! is not measured, except in the `/bin/true` row where it is the point.
 //! The growth curve writes every page of an N-byte region in the parent
-//! before forking; N stops short of what the machine has free.
+//! before forking; N stops short of what the machine has free. The
+//! descriptor-limit sweep (see `nofile`) forks from the small helper with
+//! its soft RLIMIT_NOFILE at each point and closes up to it in the child.
 
 mod fault;
 mod fds;
 mod findings;
+mod nofile;
 mod sched;
 pub mod small_parent;
 mod spawn;
@@ -25,6 +28,7 @@ use crate::harness::{Bench, PrepareError, Profile, Unit};
 use crate::host::Host;
 use crate::units::size_label;
 use fault::{Faults, Kind};
+use nofile::Close;
 use spawn::{Method, Region, Spawner};
 use switch::{Peer, PingPong};
 
@@ -156,6 +160,63 @@ fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
 /// milliseconds per spawn where the hard limit allows it, so it starts at
 /// the default profile.
 const FDS_QUICK_MAX: u64 = 1_000;
+
+/// The spawns of the descriptor-limit sweep: how the child closes, name
+/// in ids, and what one operation does.
+const NOFILE_SPAWNS: [(Close, &str, &str); 4] = [
+    (
+        Close::None,
+        "fork_exec",
+        "fork+exec without closing anything (close-on-exec trusted)",
+    ),
+    (
+        Close::Loop,
+        "close_loop",
+        "fork, close(fd) for every fd from 3 up to the soft RLIMIT_NOFILE, exec",
+    ),
+    (
+        Close::Range,
+        "close_range",
+        "fork, close_range(3, ~0U, 0), exec",
+    ),
+    (
+        Close::Closefrom,
+        "closefrom",
+        "fork, libc closefrom(3), exec",
+    ),
+];
+
+/// The id of a spawn of the descriptor-limit sweep.
+fn nofile_id(name: &str, limit: u64) -> String {
+    format!("{AREA}.nofile.{name}/nofile={limit}")
+}
+
+/// A spawn from the small helper with its soft RLIMIT_NOFILE at `limit`,
+/// the child closing its descriptors the `how` way before exec.
+fn nofile_bench(how: Close, name: &str, what: &str, limit: u64) -> FnBench {
+    FnBench::new(
+        nofile_id(name, limit),
+        format!(
+            "{what}, of the static program from a small parent with a soft RLIMIT_NOFILE of {limit}, waitpid"
+        ),
+        Unit::Latency,
+        move |ctx| {
+            how.closer()
+                .map_err(|e| PrepareError::Skip(e.to_string()))?;
+            let path = target::install_static(&ctx.tmp)?;
+            let sp = small_parent::SmallParent::closing(&path, limit, how, ctx)?;
+            Ok(Box::new(sp) as Box<dyn crate::harness::Timed>)
+        },
+    )
+    .param("nofile", limit)
+    .param("close", how.name())
+    .interleave(format!("{AREA}.nofile/nofile={limit}"))
+    .min_profile(if limit > nofile::NOFILE_QUICK_MAX {
+        Profile::Default
+    } else {
+        Profile::Quick
+    })
+}
 
 /// The process suite.
 pub fn suite() -> Suite {
@@ -380,6 +441,11 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             v.push(fds_bench(method, name, what, n).boxed());
         }
     }
+    for n in nofile::NOFILE_POINTS {
+        for (how, name, what) in NOFILE_SPAWNS {
+            v.push(nofile_bench(how, name, what, n).boxed());
+        }
+    }
     for (id, summary, peer) in SWITCHES {
         let b = FnBench::new(id, summary, Unit::Latency, move |ctx| {
             Ok(Box::new(PingPong::new(peer, ctx)?) as Box<dyn crate::harness::Timed>)
@@ -448,5 +514,17 @@ mod tests {
         assert!(runs("process.fds.command/fds=1000", Profile::Quick));
         assert!(!runs("process.fds.command/fds=100000", Profile::Quick));
         assert!(runs("process.fds.command/fds=100000", Profile::Default));
+        assert!(runs(
+            "process.nofile.close_loop/nofile=65536",
+            Profile::Quick
+        ));
+        assert!(!runs(
+            "process.nofile.close_loop/nofile=1048576",
+            Profile::Quick
+        ));
+        assert!(runs(
+            "process.nofile.close_range/nofile=1048576",
+            Profile::Default
+        ));
     }
 }

@@ -8,8 +8,11 @@
 //! helper and opcost are reported with every result.
 //!
 //! Protocol, one line each way: `fork_exit OPS`, `fork_exec OPS PATH`,
-//! `touch BYTES`, `status`; answers `ok NANOSECONDS`, `ok`, `ok RSS VMSIZE`
-//! or `err MESSAGE`. End of input ends the helper.
+//! `fork_exec_close OPS HOW PATH` (the child closes its descriptors the
+//! [`Close`] way first), `touch BYTES`, `nofile N` (the helper's own soft
+//! RLIMIT_NOFILE, so opcost's stays as it is), `status`; answers
+//! `ok NANOSECONDS`, `ok`, `ok RSS VMSIZE` or `err MESSAGE`. End of input
+//! ends the helper.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -19,6 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use serde_json::json;
 
+use super::nofile::{self, Close};
 use crate::harness::{Ctx, PrepareError, Timed};
 
 /// Set in the environment of the helper process.
@@ -47,11 +51,19 @@ fn serve() -> anyhow::Result<()> {
         let line = line?;
         let words: Vec<&str> = line.split_whitespace().collect();
         let answer = match words.as_slice() {
-            ["fork_exit", ops] => forks(ops.parse()?, None).map(|ns| format!("ok {ns}")),
+            ["fork_exit", ops] => {
+                forks(ops.parse()?, None, Close::None).map(|ns| format!("ok {ns}"))
+            }
             ["fork_exec", ops, path] => {
                 let c = std::ffi::CString::new(*path)?;
-                forks(ops.parse()?, Some(&c)).map(|ns| format!("ok {ns}"))
+                forks(ops.parse()?, Some(&c), Close::None).map(|ns| format!("ok {ns}"))
             }
+            ["fork_exec_close", ops, how, path] => {
+                let c = std::ffi::CString::new(*path)?;
+                let how = Close::parse(how)?;
+                forks(ops.parse()?, Some(&c), how).map(|ns| format!("ok {ns}"))
+            }
+            ["nofile", n] => nofile::set_own(n.parse()?).map(|()| "ok".to_string()),
             ["touch", bytes] => {
                 if let Some((p, len)) = region.take() {
                     // SAFETY: our own mapping, no longer referenced.
@@ -107,10 +119,12 @@ fn touch(bytes: usize) -> anyhow::Result<Option<(*mut libc::c_void, usize)>> {
     Ok(Some((p, bytes)))
 }
 
-/// `ops` times: fork, the child exits (or execs `exe`), wait. Nanoseconds.
-fn forks(ops: u64, exe: Option<&std::ffi::CStr>) -> anyhow::Result<u128> {
+/// `ops` times: fork, the child exits (or closes its descriptors the
+/// `close` way and execs `exe`), wait. Nanoseconds.
+fn forks(ops: u64, exe: Option<&std::ffi::CStr>, close: Close) -> anyhow::Result<u128> {
     let argv = exe.map(|e| [e.as_ptr(), std::ptr::null()]);
     let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let closer = close.closer()?;
     let start = Instant::now();
     for _ in 0..ops {
         // SAFETY: this helper is single-threaded; the child only calls
@@ -121,8 +135,12 @@ fn forks(ops: u64, exe: Option<&std::ffi::CStr>) -> anyhow::Result<u128> {
         }
         if pid == 0 {
             if let (Some(e), Some(a)) = (exe, argv.as_ref()) {
-                // SAFETY: NUL-terminated argv and envp that outlive the call.
-                unsafe { libc::execve(e.as_ptr(), a.as_ptr(), envp.as_ptr()) };
+                // SAFETY: the closer only makes system calls (see `nofile`);
+                // NUL-terminated argv and envp that outlive the call.
+                unsafe {
+                    closer.run();
+                    libc::execve(e.as_ptr(), a.as_ptr(), envp.as_ptr())
+                };
                 // SAFETY: leaving the child without running any destructor.
                 unsafe { libc::_exit(127) };
             }
@@ -171,6 +189,29 @@ impl SmallParent {
     /// Starts the helper; it forks (and execs `exe`, if given) after
     /// touching `touched` bytes of its own.
     pub fn new(exe: Option<&Path>, touched: u64, ctx: &Ctx) -> Result<SmallParent, PrepareError> {
+        Self::start(exe, touched, None, ctx)
+    }
+
+    /// Starts the helper with its soft RLIMIT_NOFILE at `limit`; it forks,
+    /// the child closes its descriptors the `close` way, and execs `exe`.
+    /// A limit the helper may not set is a skip with the kernel's reason.
+    pub fn closing(
+        exe: &Path,
+        limit: u64,
+        close: Close,
+        ctx: &Ctx,
+    ) -> Result<SmallParent, PrepareError> {
+        Self::start(Some(exe), 0, Some((limit, close)), ctx)
+    }
+
+    /// Starts the helper, touches `touched` bytes in it and sets its
+    /// descriptor limit and way of closing when `nofile` says so.
+    fn start(
+        exe: Option<&Path>,
+        touched: u64,
+        nofile: Option<(u64, Close)>,
+        ctx: &Ctx,
+    ) -> Result<SmallParent, PrepareError> {
         let _ = ctx;
         if cfg!(test) {
             return Err(PrepareError::Skip(
@@ -203,7 +244,10 @@ impl SmallParent {
                     .ok_or_else(|| {
                         PrepareError::Skip(format!("{} is not a plain path", p.display()))
                     })?;
-                format!("fork_exec {{}} {s}")
+                match nofile {
+                    None => format!("fork_exec {{}} {s}"),
+                    Some((_, how)) => format!("fork_exec_close {{}} {} {s}", how.name()),
+                }
             }
         };
         let mut sp = SmallParent {
@@ -217,6 +261,10 @@ impl SmallParent {
         if touched > 0 {
             sp.ask(&format!("touch {touched}"))
                 .map_err(PrepareError::Fail)?;
+        }
+        if let Some((limit, _)) = nofile {
+            sp.ask(&format!("nofile {limit}"))
+                .map_err(|e| PrepareError::Skip(format!("{e:#}")))?;
         }
         let helper = sp.ask("status").map_err(PrepareError::Fail)?;
         let num = |s: &str, i: usize| {
@@ -235,6 +283,10 @@ impl SmallParent {
             "opcost_vm_bytes": vm,
             "touched_bytes": touched,
         });
+        if let Some((limit, how)) = nofile {
+            sp.details["nofile_soft"] = limit.into();
+            sp.details["close"] = how.name().into();
+        }
         // One trial: a broken exec path fails here, not in a sample.
         sp.run(1).map_err(PrepareError::Fail)?;
         Ok(sp)
@@ -330,14 +382,16 @@ mod tests {
     #[test]
     fn the_helper_loop_forks_and_reaps() {
         let _g = crate::os::child::test_lock();
-        let ns = forks(3, None).unwrap();
+        let ns = forks(3, None, Close::None).unwrap();
         assert!(ns > 0);
         let t = std::ffi::CString::new("/bin/true").unwrap();
         if Path::new("/bin/true").exists() {
-            assert!(forks(1, Some(&t)).unwrap() > 0);
+            assert!(forks(1, Some(&t), Close::None).unwrap() > 0);
+            assert!(forks(1, Some(&t), Close::Loop).unwrap() > 0);
+            assert!(forks(1, Some(&t), Close::Range).unwrap() > 0);
         }
         let missing = std::ffi::CString::new("/nonexistent/opcost-target").unwrap();
-        assert!(forks(1, Some(&missing)).is_err());
+        assert!(forks(1, Some(&missing), Close::None).is_err());
         let r = touch(1 << 20).unwrap().unwrap();
         // SAFETY: our own mapping.
         unsafe { libc::munmap(r.0, r.1) };
