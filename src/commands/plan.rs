@@ -117,8 +117,8 @@ impl RunPlan {
         let host = Arc::new(Host::detect());
         let benches = suites::select(suites::catalog(&host, &user), &args.patterns)?;
         user.check_selected(&benches).map_err(usage)?;
-        let benches = net::for_far_end(benches, args.peer.is_some(), args.target.is_some())
-            .map_err(usage)?;
+        let benches =
+            net::for_far_end(benches, args.peer.is_some(), args.target.is_some()).map_err(usage)?;
         let peer = connect_peer(args)?;
         set_target(args)?;
         let benches =
