@@ -178,7 +178,9 @@ impl Work {
             Work::AtomicAdd => while s.counter.0.fetch_add(1, Ordering::Relaxed) < end {},
             Work::HandoffStd => loop {
                 let mut g = s.std_lock.0.lock().unwrap_or_else(|e| e.into_inner());
-                if *g >= end {
+                // A measuring thread that gave up leaves the count short of
+                // the end: the rival must not wait for its turn forever.
+                if *g >= end || s.quit.load(Ordering::Relaxed) {
                     break;
                 }
                 if *g % 2 == me {
@@ -192,7 +194,7 @@ impl Work {
                     s.futex_count.0.store(n + 1, Ordering::Relaxed);
                 }
                 s.futex_lock.unlock();
-                if n >= end {
+                if n >= end || s.quit.load(Ordering::Relaxed) {
                     break;
                 }
             },
