@@ -100,7 +100,12 @@ pub fn size_label(bytes: u64) -> String {
 /// base units, and whether it is a byte count. A result whose id has a
 /// `/point` part and one of these parameters is a point of a sweep, and
 /// reports draw it as a curve over that parameter.
-pub const SWEEP_AXES: [(&str, bool); 3] = [("size", true), ("rss_bytes", true), ("fds", false)];
+pub const SWEEP_AXES: [(&str, bool); 4] = [
+    ("size", true),
+    ("rss_bytes", true),
+    ("fds", false),
+    ("stride", true),
+];
 
 /// Parses `32KiB`, `4MiB`, `64B`, `1.5GiB`, `16K`, `100MB`, `8` into a value
 /// and whether it is a byte count.

@@ -329,3 +329,108 @@ fn dynamic_all_cpu_bandwidth_sits_beside_the_fixed_slices() {
         }
     }
 }
+
+/// A result of the quick run, or its skip with a reason; neither is a failure.
+fn measured_or_skipped(id: &str) -> Option<&'static Value> {
+    if let Some(r) = result(id) {
+        return Some(r);
+    }
+    let skipped = quick_run()["skipped"].as_array().expect("skipped array");
+    let s = skipped
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("{id} neither measured nor skipped"));
+    assert_eq!(s["failed"], false, "{s}");
+    assert!(s["reason"].as_str().is_some_and(|r| !r.is_empty()), "{s}");
+    None
+}
+
+#[test]
+fn lock_atomic_and_dispatch_rows_are_measured_with_their_placement_and_cycles() {
+    for id in [
+        "cpu.mutex.std.uncontended",
+        "cpu.mutex.futex.uncontended",
+        "cpu.atomic.add.uncontended",
+        "cpu.atomic.add.contended/same",
+        "cpu.call.direct",
+        "cpu.call.indirect",
+        "cpu.dispatch.match",
+        "cpu.dispatch.if_chain",
+        "cpu.hashmap.get/small",
+        "cpu.hashmap.get/l2",
+        "cpu.panic.caught",
+    ] {
+        let r = result(id).unwrap_or_else(|| panic!("{id} missing"));
+        assert_eq!(r["unit"], "ns/op", "{id}");
+        assert!(r["details"]["ghz_estimate"].as_f64().is_some(), "{id}: {r}");
+    }
+    // The DRAM-sized table is left out of quick, never renamed.
+    assert!(result("cpu.hashmap.get/dram").is_none());
+    for id in [
+        "cpu.atomic.add.contended/cross",
+        "cpu.mutex.std.handoff",
+        "cpu.mutex.futex.handoff",
+    ] {
+        if let Some(r) = measured_or_skipped(id) {
+            assert_eq!(r["details"]["placement"], "cross-cpu", "{r}");
+            assert_ne!(r["details"]["parent_cpu"], r["details"]["peer_cpu"]);
+        }
+    }
+    // A caught panic unwinds the stack: far dearer than a call, whatever the machine.
+    let call = num(result("cpu.call.direct").expect("call"), "p5");
+    let panic = num(result("cpu.panic.caught").expect("panic"), "p5");
+    assert!(panic > 10.0 * call, "panic {panic} ns, call {call} ns");
+    let findings = quick_run()["findings"].as_array().expect("findings");
+    assert!(
+        findings.iter().any(|f| f["unit"] == "cycles"
+            && f["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("atomic add, uncontended = "))),
+        "no cycles for the atomic add: {findings:?}"
+    );
+}
+
+#[test]
+fn the_aliasing_sweep_records_its_geometry_and_states_the_page_stride_finding() {
+    let points: Vec<&Value> = results()
+        .iter()
+        .filter(|r| {
+            r["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("memory.alias.stride/"))
+        })
+        .collect();
+    assert!(points.len() >= 11, "only {} stride points", points.len());
+    for r in &points {
+        assert_eq!(r["unit"], "ns/op");
+        assert_eq!(r["params"]["lines"], 32);
+        assert!(r["params"]["stride"].as_u64().is_some_and(|s| s >= 64));
+    }
+    let has = |id: &str| points.iter().any(|r| r["id"] == id);
+    assert!(has("memory.alias.stride/64B") && has("memory.alias.stride/64KiB"));
+    // Where sysfs gives the L1d geometry, its way and its control are in the
+    // sweep and the finding names the set load, decided either way.
+    let Some(l1) = points
+        .iter()
+        .find(|r| r["id"] == "memory.alias.stride/4KiB")
+        .and_then(|r| r["details"]["caches"].as_array())
+        .and_then(|c| c.iter().find(|c| c["level"] == 1).cloned())
+    else {
+        return;
+    };
+    if l1["way_bytes"] != 4096 {
+        return;
+    }
+    assert!(has("memory.alias.stride/4160B"));
+    let findings = quick_run()["findings"].as_array().expect("findings");
+    let f = findings
+        .iter()
+        .find(|f| {
+            f["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("stride 4 KiB: 32 lines map to one L1d set"))
+        })
+        .unwrap_or_else(|| panic!("no page-stride finding: {findings:?}"));
+    assert_eq!(f["unit"], "x");
+    assert!(f["text"].as_str().unwrap().contains("4160 B stride"));
+}

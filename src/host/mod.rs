@@ -120,6 +120,19 @@ pub struct CacheInfo {
     pub ways: Option<u64>,
 }
 
+impl CacheInfo {
+    /// Sets of the cache: size / (ways x line), when sysfs gave all three.
+    pub fn sets(&self) -> Option<u64> {
+        let per_set = self.ways?.checked_mul(self.line_bytes?)?;
+        (per_set > 0 && self.size_bytes.is_multiple_of(per_set)).then(|| self.size_bytes / per_set)
+    }
+
+    /// Bytes of one way (sets x line): addresses this far apart share a set.
+    pub fn way_bytes(&self) -> Option<u64> {
+        Some(self.sets()? * self.line_bytes?)
+    }
+}
+
 /// Clock frequencies.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -11,8 +11,14 @@
 //! neither moves the figure nor flips the word.
 
 use super::chains::{Op, Ty};
+use super::dispatch::{
+    CALL_DIRECT, CALL_INDIRECT, DISPATCH_IF, DISPATCH_MATCH, MapSize, PANIC_CAUGHT, hashmap_id,
+};
+use super::sync::{
+    ATOMIC_UNCONTENDED, HANDOFF_FUTEX, HANDOFF_STD, MUTEX_FUTEX, MUTEX_STD, atomic_contended_id,
+};
 use super::{BRANCH_PREDICTABLE, BRANCH_UNPREDICTABLE, chain_id};
-use crate::harness::claims::{Est, Verdict, compare, fast_end, speedup};
+use crate::harness::claims::{Est, Verdict, compare, compare_text, fast_end, speedup};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{CLOCK_ID, fast_ns_per_op, get, ratio_finding, run_ghz};
 
@@ -54,6 +60,156 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     out.extend(float_vs_int(ms));
     out.extend(branch(ms, ghz));
+    out.extend(primitive_cycles(ms, ghz));
+    out.extend(primitive_words(ms));
+    out
+}
+
+/// The rows of the lock, atomic and dispatch benchmarks with the words
+/// their findings use, in report order.
+fn primitive_rows() -> Vec<(String, &'static str)> {
+    use crate::suites::ipc::peer::Placement;
+    let mut rows = vec![
+        (
+            MUTEX_STD.to_string(),
+            "std mutex lock + unlock, uncontended",
+        ),
+        (
+            MUTEX_FUTEX.to_string(),
+            "futex mutex lock + unlock, uncontended",
+        ),
+        (ATOMIC_UNCONTENDED.to_string(), "atomic add, uncontended"),
+        (
+            atomic_contended_id(Placement::Same),
+            "atomic add, two threads on one CPU",
+        ),
+        (
+            atomic_contended_id(Placement::Cross),
+            "atomic add, two threads on two CPUs",
+        ),
+        (HANDOFF_STD.to_string(), "std mutex handed between two CPUs"),
+        (
+            HANDOFF_FUTEX.to_string(),
+            "futex mutex handed between two CPUs",
+        ),
+        (CALL_DIRECT.to_string(), "direct call"),
+        (CALL_INDIRECT.to_string(), "indirect call"),
+        (
+            DISPATCH_MATCH.to_string(),
+            "match (jump table) on 8 random cases",
+        ),
+        (DISPATCH_IF.to_string(), "if chain on 8 random cases"),
+    ];
+    for (size, what) in MapSize::ALL.into_iter().zip([
+        "HashMap get, small table",
+        "HashMap get, L2-sized table",
+        "HashMap get, DRAM-sized table",
+    ]) {
+        rows.push((hashmap_id(size), what));
+    }
+    rows.push((PANIC_CAUGHT.to_string(), "panic caught by catch_unwind"));
+    rows
+}
+
+/// "std mutex lock + unlock, uncontended = 21 cycles (8.6 ns)": the fast
+/// end of every lock, atomic and dispatch row in cycles at the run's clock
+/// (in ns when the run has no clock). Figures only.
+fn primitive_cycles(ms: &[Measurement], ghz: Option<f64>) -> Vec<Finding> {
+    primitive_rows()
+        .into_iter()
+        .filter_map(|(id, what)| {
+            let m = get(ms, &id).filter(|m| m.median.is_finite() && m.median > 0.0)?;
+            let ns = fast_ns_per_op(m);
+            let time = crate::units::human_ns(ns);
+            Some(match ghz {
+                Some(g) => cpu_finding(
+                    format!("{what} = {} cycles ({time})", fmt_cycles(ns * g)),
+                    ns * g,
+                    "cycles",
+                ),
+                None => cpu_finding(format!("{what} = {time}"), ns, "ns"),
+            })
+        })
+        .collect()
+}
+
+/// The words between the rows that answer one question each: what
+/// contention costs an atomic, an indirect call over a direct one, a jump
+/// table over an if chain, a caught panic in calls. Decided by the fast
+/// ends' intervals ([`compare`]).
+fn primitive_words(ms: &[Measurement]) -> Vec<Finding> {
+    use crate::suites::ipc::peer::Placement;
+    let e = |id: &str| get(ms, id).filter(|m| m.median > 0.0).map(est);
+    let mut out = Vec::new();
+    if let Some(alone) = e(ATOMIC_UNCONTENDED) {
+        for (p, place) in [
+            (Placement::Same, "on one CPU"),
+            (Placement::Cross, "on two CPUs"),
+        ] {
+            let Some(c) = e(&atomic_contended_id(p)) else {
+                continue;
+            };
+            let r = 1.0 / speedup(&c, &alone).ratio;
+            let text = match compare(&c, &alone) {
+                Verdict::Worse(r) => format!(
+                    "an atomic add contended by two threads {place} costs {} an uncontended one",
+                    r.text()
+                ),
+                Verdict::Better(r) => format!(
+                    "an atomic add contended by two threads {place} is {} cheaper than an uncontended one",
+                    r.text()
+                ),
+                Verdict::Tie(_) => format!(
+                    "an atomic add contended by two threads {place} costs what an uncontended one does (within noise)"
+                ),
+            };
+            out.push(ratio_finding("cpu", text, r));
+        }
+    }
+    for (a, a_name, b, b_name) in [
+        (
+            CALL_INDIRECT,
+            "an indirect call",
+            CALL_DIRECT,
+            "a direct call",
+        ),
+        (
+            DISPATCH_MATCH,
+            "a match (jump table)",
+            DISPATCH_IF,
+            "an if chain",
+        ),
+        (MUTEX_FUTEX, "the futex mutex", MUTEX_STD, "std's mutex"),
+    ] {
+        let (Some(ea), Some(eb)) = (e(a), e(b)) else {
+            continue;
+        };
+        let r = 1.0 / speedup(&ea, &eb).ratio;
+        let suffix = if a == DISPATCH_MATCH {
+            " on 8 unpredictable cases"
+        } else {
+            ""
+        };
+        out.push(ratio_finding(
+            "cpu",
+            format!(
+                "{}{suffix}",
+                compare_text(a_name, &ea, b_name, &eb, "cheaper")
+            ),
+            r,
+        ));
+    }
+    if let (Some(p), Some(c)) = (e(PANIC_CAUGHT), e(CALL_DIRECT)) {
+        let r = speedup(&c, &p);
+        out.push(ratio_finding(
+            "cpu",
+            format!(
+                "a panic caught by catch_unwind costs {} direct calls",
+                r.text()
+            ),
+            r.ratio,
+        ));
+    }
     out
 }
 

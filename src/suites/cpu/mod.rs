@@ -6,10 +6,15 @@
 //! turns every time into cycles when hardware counters are missing (as in
 //! most virtual machines; [`counters`] says why, once); the cost of a
 //! mispredicted branch from the same loop over predictable and random data.
+//! The rows programmers quote from tables: locks and atomics, alone and
+//! contended ([`sync`]), and direct and indirect calls, jump tables, hash
+//! lookups and a caught panic ([`dispatch`]), each in cycles at that clock.
 
 pub mod chains;
 pub mod counters;
+pub mod dispatch;
 mod findings;
+pub mod sync;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -62,7 +67,7 @@ use super::bench::CLOCK_ID;
 pub fn suite() -> Suite {
     Suite {
         name: "cpu",
-        summary: "cycles per add/mul/div/fma on i32/i64/f32/f64, effective clock, branch misprediction",
+        summary: "cycles per add/mul/div/fma on i32/i64/f32/f64, effective clock, branch misprediction, locks, atomics, calls, dispatch, hash lookups, panics",
         benches,
         findings: findings::findings,
     }
@@ -144,7 +149,7 @@ impl Timed for Branches {
     }
 }
 
-fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
+fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     let mut out = vec![
         FnBench::new(
             CLOCK_ID,
@@ -215,6 +220,8 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             .boxed(),
         );
     }
+    out.extend(sync::benches());
+    out.extend(dispatch::benches(host));
     out
 }
 

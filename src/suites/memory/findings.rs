@@ -106,6 +106,7 @@ pub(super) fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = latency_findings(ms);
     out.extend(bandwidth_findings(ms));
     out.extend(method_findings(ms));
+    out.extend(super::aliasing::findings(ms));
     out
 }
 

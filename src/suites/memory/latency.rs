@@ -112,10 +112,22 @@ pub fn prepare(
 /// Links every line into one random cycle (Sattolo's algorithm, in place:
 /// each line first holds a line number, then the address it stands for).
 fn link_random(region: &mut Region, lines: usize, ctx: &Ctx) -> Result<(), PrepareError> {
+    link_random_spaced(region, lines, LINE, ctx)
+}
+
+/// [`link_random`] over `lines` lines `spacing` bytes apart (a multiple of
+/// [`LINE`]): line i at byte i x spacing of the region.
+fn link_random_spaced(
+    region: &mut Region,
+    lines: usize,
+    spacing: usize,
+    ctx: &Ctx,
+) -> Result<(), PrepareError> {
     let base = region.as_ptr() as usize;
+    let step = spacing / std::mem::size_of::<usize>();
     let words = region.as_mut_slice::<usize>();
-    for (i, slot) in words.chunks_exact_mut(SLOT_WORDS).take(lines).enumerate() {
-        slot[0] = i;
+    for i in 0..lines {
+        words[i * step] = i;
     }
     let mut rng = fastrand::Rng::with_seed(0x5eed ^ lines as u64);
     for i in (1..lines).rev() {
@@ -123,12 +135,39 @@ fn link_random(region: &mut Region, lines: usize, ctx: &Ctx) -> Result<(), Prepa
             return Err(PrepareError::Skip("interrupted while building".into()));
         }
         let j = rng.usize(..i);
-        words.swap(i * SLOT_WORDS, j * SLOT_WORDS);
+        words.swap(i * step, j * step);
     }
-    for slot in words.chunks_exact_mut(SLOT_WORDS).take(lines) {
-        slot[0] = base + slot[0] * LINE;
+    for i in 0..lines {
+        words[i * step] = base + words[i * step] * spacing;
     }
     Ok(())
+}
+
+/// A random chase through `lines` lines `spacing` bytes apart (a multiple
+/// of [`LINE`]), for sweeps of the distance between the lines rather than
+/// of the working set; `details` are recorded with the result.
+pub fn prepare_spaced(
+    lines: usize,
+    spacing: usize,
+    pages: Pages,
+    ctx: &Ctx,
+    details: serde_json::Value,
+) -> Result<Chase, PrepareError> {
+    let lines = lines.max(2);
+    let spacing = spacing.max(LINE) / LINE * LINE;
+    let mut region = Region::new(lines * spacing, pages)?;
+    link_random_spaced(&mut region, lines, spacing, ctx)?;
+    let cur = region.as_ptr().cast::<usize>().cast_const();
+    let mut details = details;
+    if let Some(d) = details.as_object_mut() {
+        d.insert("huge_page_fraction".into(), json!(region.huge_fraction()));
+    }
+    Ok(Chase {
+        region,
+        cur,
+        warnings: Vec::new(),
+        details,
+    })
 }
 
 /// Links line i to line i+1, the last back to the first.
@@ -177,11 +216,17 @@ unsafe fn chase(mut p: *const usize, n: u64) -> *const usize {
 }
 
 impl Chase {
-    /// Follows `n` pointers without timing them (for tests).
+    /// Follows `n` pointers without timing them (for tests); returns the
+    /// byte offset it stopped at over [`LINE`].
     pub fn walk(&mut self, n: u64) -> usize {
         // SAFETY: `cur` is in the chain built in `prepare`, kept alive by `region`.
         self.cur = unsafe { chase(self.cur, n) };
         (self.cur as usize - self.region.as_ptr() as usize) / LINE
+    }
+
+    /// Attaches a caveat to the result.
+    pub fn warn(&mut self, w: String) {
+        self.warnings.push(w);
     }
 }
 

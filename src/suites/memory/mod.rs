@@ -10,8 +10,11 @@
 //! Sizes follow the machine but stay bounded: the curve's largest points
 //! and the bandwidth arrays grow with the profile (quick stays small) and
 //! never take more than half of the memory available, and a result says so
-//! when such a cap kept it below 4x the last-level cache.
+//! when such a cap kept it below 4x the last-level cache. A second sweep
+//! ([`aliasing`]) keeps the working set fixed and varies the distance
+//! between its lines, to show the set-associativity cliff.
 
+pub mod aliasing;
 pub mod bandwidth;
 pub mod detect;
 pub mod dynamic;
@@ -255,6 +258,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     out.extend(bandwidth_benches(host));
     out.extend(methods::benches());
     out.extend(dynamic_benches());
+    out.extend(aliasing::benches(host));
     out
 }
 
