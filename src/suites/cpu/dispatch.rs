@@ -25,8 +25,8 @@ use super::chains::Reg;
 use crate::harness::clock::ghz_estimate as clock_ghz_estimate;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::host::Host;
-use crate::suites::undisturbed::Undisturbed;
 use crate::suites::bench::{FnBench, Looped};
+use crate::suites::undisturbed::Undisturbed;
 use crate::units::size_label;
 
 /// Id of a direct call of a non-inlined function.

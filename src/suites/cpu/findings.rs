@@ -68,7 +68,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
 /// The rows of the lock, atomic and dispatch benchmarks with the words
 /// their findings use, in report order.
 fn primitive_rows() -> Vec<(String, &'static str)> {
-    use crate::suites::ipc::peer::Placement;
+    use crate::harness::affinity::Placement;
     let mut rows = vec![
         (
             MUTEX_STD.to_string(),
@@ -138,7 +138,7 @@ fn primitive_cycles(ms: &[Measurement], ghz: Option<f64>) -> Vec<Finding> {
 /// table over an if chain, a caught panic in calls. Decided by the fast
 /// ends' intervals ([`compare`]).
 fn primitive_words(ms: &[Measurement]) -> Vec<Finding> {
-    use crate::suites::ipc::peer::Placement;
+    use crate::harness::affinity::Placement;
     let e = |id: &str| get(ms, id).filter(|m| m.median > 0.0).map(est);
     let mut out = Vec::new();
     if let Some(alone) = e(ATOMIC_UNCONTENDED) {

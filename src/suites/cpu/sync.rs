@@ -29,12 +29,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::harness::clock::ghz_estimate as clock_ghz_estimate;
 use crate::harness::affinity::{self, Pinned};
+use crate::harness::affinity::{Cpus, Placement};
+use crate::harness::clock::ghz_estimate as clock_ghz_estimate;
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
-use crate::suites::ipc::peer::{Cpus, Placement};
-use crate::suites::undisturbed::Undisturbed;
 use crate::suites::bench::{FnBench, Looped};
+use crate::suites::undisturbed::Undisturbed;
 
 /// Id of std's mutex locked and unlocked by one thread.
 pub const MUTEX_STD: &str = "cpu.mutex.std.uncontended";

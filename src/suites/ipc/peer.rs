@@ -23,7 +23,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use crate::harness::{Ctx, PrepareError, affinity};
+use crate::harness::PrepareError;
 use crate::os::child;
 
 /// How long a waiting parent tolerates a peer that makes no progress.
@@ -31,122 +31,11 @@ pub const STALL_LIMIT: Duration = Duration::from_secs(5);
 /// One futex sleep; a waiter re-checks its deadline after each.
 const SLEEP_SLICE: Duration = Duration::from_millis(50);
 
-/// Where the two ends run relative to each other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
-    /// Both ends pinned to the same CPU: every hand-over is a context switch.
-    Same,
-    /// The ends pinned to two different CPUs: hand-overs are cross-CPU wake-ups.
-    Cross,
-}
+pub use crate::harness::affinity::{Cpus, Placement};
 
-impl Placement {
-    /// Both placements, in report order.
-    pub const ALL: [Placement; 2] = [Placement::Same, Placement::Cross];
-
-    /// The short form used in ids: `same`, `cross`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Placement::Same => "same",
-            Placement::Cross => "cross",
-        }
-    }
-
-    /// The value of the `placement` parameter: `same-cpu`, `cross-cpu`.
-    pub fn param(self) -> &'static str {
-        match self {
-            Placement::Same => "same-cpu",
-            Placement::Cross => "cross-cpu",
-        }
-    }
-
-    /// Chooses the CPUs of the two ends among those this process may use.
-    ///
-    /// Cross placement prefers a CPU on another physical core (not an SMT
-    /// sibling); with one allowed CPU it is skipped, saying why.
-    pub fn cpus(self, ctx: &Ctx) -> Result<Cpus, PrepareError> {
-        let allowed = affinity::allowed_cpus();
-        let Some(&parent) = allowed.first() else {
-            return Err(PrepareError::Skip(
-                "no CPU is allowed to this process".into(),
-            ));
-        };
-        match self {
-            Placement::Same => Ok(Cpus {
-                placement: self,
-                parent,
-                peer: parent,
-                same_core: true,
-            }),
-            Placement::Cross => {
-                let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != parent).collect();
-                let Some(&first) = others.first() else {
-                    let why = if ctx.cpu.is_some() {
-                        " (--cpu pins the run to one CPU)"
-                    } else {
-                        ""
-                    };
-                    return Err(PrepareError::Skip(format!(
-                        "cross-cpu needs two CPUs, but only CPU {parent} is allowed to this process{why}"
-                    )));
-                };
-                let home = core_of(parent);
-                let peer = others
-                    .iter()
-                    .copied()
-                    .find(|&c| home.is_none() || core_of(c) != home)
-                    .unwrap_or(first);
-                Ok(Cpus {
-                    placement: self,
-                    parent,
-                    peer,
-                    same_core: home.is_some() && core_of(peer) == home,
-                })
-            }
-        }
-    }
-}
-
-/// The physical core of a CPU as sysfs names it: (package, core id).
-fn core_of(cpu: usize) -> Option<(u32, u32)> {
-    let read = |f: &str| -> Option<u32> {
-        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    Some((read("physical_package_id")?, read("core_id")?))
-}
-
-/// The CPUs chosen for the two ends of a benchmark.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cpus {
-    /// The placement they implement.
-    pub placement: Placement,
-    /// The CPU of the measuring (parent) end.
-    pub parent: usize,
-    /// The CPU of the peer (child) end.
-    pub peer: usize,
-    /// True when both CPUs are on one physical core (identical or SMT siblings).
-    pub same_core: bool,
-}
-
-impl Cpus {
-    /// The facts recorded with the result.
-    pub fn details(&self) -> serde_json::Value {
-        serde_json::json!({
-            "placement": self.placement.param(),
-            "parent_cpu": self.parent,
-            "peer_cpu": self.peer,
-            "same_core": self.same_core,
-        })
-    }
-
-    /// How a waiter on this placement spins.
-    pub fn spin(&self) -> Spin {
-        Spin::new(self.parent == self.peer)
-    }
+/// How a waiter on the placement `cpus` spins.
+pub fn spin_of(cpus: &Cpus) -> Spin {
+    Spin::new(cpus.parent == cpus.peer)
 }
 
 /// The steps a peer reports when it fails (stored in [`Ctl::step`]).
@@ -674,7 +563,7 @@ impl Ctl {
         let before = if cpus.parent == cpus.peer {
             Before::Sleep
         } else {
-            Before::Poll(ACK_SPIN_POLLS, cpus.spin())
+            Before::Poll(ACK_SPIN_POLLS, spin_of(&cpus))
         };
         self.ack.wait(before, Some(stall), || {
             self.received.load(Ordering::SeqCst) >= target
@@ -691,6 +580,7 @@ impl Ctl {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::affinity;
     use std::sync::Arc;
 
     #[test]
