@@ -84,6 +84,30 @@ fn quick_run_parses_names_its_location_and_leaves_nothing_behind() {
             "{id}: neither a device nor why there is none: {loc}"
         );
         assert!(loc["scheduler"].is_string(), "{id}");
+
+        // The CPU its samples cost: per operation, and as CPUs kept busy.
+        let det = &m["details"];
+        for k in [
+            "cpu_user_ns_per_op",
+            "cpu_sys_ns_per_op",
+            "cpu_share",
+            "cpu_share_low",
+            "cpu_share_high",
+            "cpu_sys_share",
+        ] {
+            let v = det[k].as_f64();
+            assert!(
+                v.is_some_and(|v| v.is_finite() && v >= 0.0),
+                "{id}: {k} = {v:?}"
+            );
+        }
+        assert!(
+            det["cpu_share_low"].as_f64() <= det["cpu_share_high"].as_f64(),
+            "{id}"
+        );
+        if unit == "B/s" {
+            assert!(det["cpu_ns_per_mib"].as_f64().is_some(), "{id}");
+        }
     }
     let unit_of = |id: &str| {
         results

@@ -10,6 +10,7 @@
 pub mod affinity;
 pub mod canary;
 pub mod claims;
+pub mod cpu;
 pub mod runner;
 pub mod scratch;
 pub mod stats;
@@ -240,6 +241,12 @@ pub trait Bench: Send {
         let _ = profile;
         true
     }
+    /// True when the CPU time of its samples is accounted (user and
+    /// system, of opcost and of the peers its [`Timed::peer_pids`] names)
+    /// and reported in `details` as `cpu_*` keys (see [`cpu::details_of`]).
+    fn cpu_cost(&self) -> bool {
+        false
+    }
     /// Sets up (untimed) and returns the thing to time.
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError>;
 }
@@ -269,6 +276,11 @@ pub trait Timed {
     /// Facts about where or how it was measured (a device, a placement), kept with the result.
     fn details(&self) -> Option<serde_json::Value> {
         None
+    }
+    /// Processes besides opcost that do the benchmark's work (a child, a
+    /// local peer), whose CPU time counts with opcost's.
+    fn peer_pids(&self) -> Vec<u32> {
+        Vec::new()
     }
 }
 
@@ -401,6 +413,10 @@ pub struct Round {
     /// 1 (absent when the round ran in the run's own process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<u32>,
+    /// CPU time spent over the round's samples, for benchmarks that
+    /// account it ([`Bench::cpu_cost`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<cpu::CpuUse>,
 }
 
 fn yes() -> bool {

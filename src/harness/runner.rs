@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::canary::{self, Snapshot, Stability};
+use super::cpu::{CpuUse, Probe};
 use super::stats::{Summary, is_bimodal, quantile, round_interval};
 use super::timer::{EmptyLoop, calibrate};
 use super::warnings::Warning;
@@ -193,6 +194,8 @@ struct Live {
     spent: Duration,
     samples_ns: Vec<f64>,
     op_times: Vec<f64>,
+    /// CPU time of the samples, when the benchmark accounts it.
+    cpu: Option<CpuUse>,
     done: bool,
 }
 
@@ -704,6 +707,7 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
                     spent: started.elapsed(),
                     samples_ns: Vec::with_capacity(wanted),
                     op_times: Vec::new(),
+                    cpu: t.bench.cpu_cost().then(CpuUse::default),
                     done: false,
                 })
             }
@@ -740,11 +744,18 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
                 continue;
             }
             let t = &mut tracks[l.track];
+            // The CPU counters are read outside the call: its own timed
+            // region never holds them.
+            let probe = l.cpu.is_some().then(|| Probe::start(&l.timed.peer_pids()));
             let sample_start = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(|| l.timed.run(l.ops)));
-            l.spent += sample_start.elapsed();
+            let wall = sample_start.elapsed();
+            l.spent += wall;
             let err = match result {
                 Ok(Ok(took)) => {
+                    if let (Some(p), Some(c)) = (probe, l.cpu.as_mut()) {
+                        c.add(&p.finish(l.ops, wall.as_nanos() as f64));
+                    }
                     let mut per_op = took.as_nanos() as f64 / l.ops as f64;
                     if t.bench.overhead() == Overhead::EmptyLoop {
                         per_op -= overhead.unwrap_or(0.0);
@@ -798,6 +809,7 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
             load,
             phase_factor: None,
             process: None,
+            cpu: l.cpu,
         });
         t.cut = !l.done;
         t.samples_ns.push(l.samples_ns);
@@ -927,10 +939,21 @@ fn summarise(
         noisy,
         warnings,
         per_op,
-        details: t.details.clone(),
+        details: super::cpu::merge_into(
+            t.details.clone(),
+            super::cpu::details_of(&t.rounds, unit_bytes(unit)),
+        ),
         rounds: t.rounds.clone(),
         samples: values,
     })
+}
+
+/// Bytes per operation of a throughput.
+fn unit_bytes(unit: super::Unit) -> Option<f64> {
+    match unit {
+        super::Unit::Throughput { bytes_per_op } => Some(bytes_per_op),
+        _ => None,
+    }
 }
 
 /// Statistics of per-op timings; `None` when the benchmark recorded none.
@@ -1339,6 +1362,7 @@ mod tests {
             load: None,
             phase_factor: None,
             process: None,
+            cpu: None,
         }
     }
 

@@ -121,7 +121,8 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 .param("path", p)
                 .param("payload", size as u64)
                 .param("mode", mode.label())
-                .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 });
+                .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 })
+                .cpu_cost();
                 v.push(
                     if quick {
                         b
@@ -160,6 +161,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 )
                 .param("path", p)
                 .param("write", CHUNK as u64)
+                .cpu_cost()
                 .boxed(),
             );
         }
@@ -174,7 +176,8 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             )
             .param("path", p)
             .param("size", size as u64)
-            .param("nodelay", true);
+            .param("nodelay", true)
+            .cpu_cost();
             let quick = size == 1 || size == 64 << 10;
             v.push(
                 if quick {
@@ -194,6 +197,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             )
             .param("path", p)
             .param("size", 1u64)
+            .cpu_cost()
             .boxed(),
         );
     }

@@ -57,7 +57,25 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out.extend(small_files_verdicts(ms));
     out.extend(bonnie_device(ms));
     out.extend(bonnie_perchar_vs_block(ms));
+    out.extend(cpu_limits(ms));
     out
+}
+
+/// What limits each sequential row (one thread moves the data): the CPU
+/// or the device, from the CPU its samples kept busy.
+fn cpu_limits(ms: &[Measurement]) -> Vec<Finding> {
+    [
+        seq::WRITE_BUFFERED,
+        seq::WRITE_FDATASYNC,
+        seq::WRITE_DIRECT,
+        seq::READ_COLD,
+        seq::READ_DIRECT,
+        seq::READ_HOT,
+    ]
+    .iter()
+    .filter_map(|id| res(ms, id))
+    .filter_map(|m| crate::suites::bench::cpu_limit_finding(m, 1.0, "the device"))
+    .collect()
 }
 
 /// The first storage result's location block, if any result has one.
