@@ -130,6 +130,12 @@ fn peer_run_measures_against_serve_and_records_both_hosts() {
             r["details"]["cpu_share"].as_f64().is_some_and(|s| s >= 0.0),
             "{r}"
         );
+        // The interface it went through, as ethtool would name it.
+        let iface = &r["details"]["interface"];
+        assert!(
+            iface["name"].is_string() && iface["mtu"].is_u64(),
+            "{iface}"
+        );
     }
     assert!(doc["host"]["hostname"].is_string());
     assert!(doc["peer"]["host"]["hostname"].is_string());

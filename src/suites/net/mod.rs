@@ -23,6 +23,7 @@
 pub mod bench;
 pub mod dgram;
 pub mod findings;
+pub mod iface;
 pub mod netns;
 pub mod proto;
 pub mod server;

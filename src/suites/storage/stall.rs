@@ -33,7 +33,7 @@ use anyhow::Context;
 use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
 use serde_json::json;
 
-use super::common::{MIB, MIN_FILE, Workspace, fill_pattern, lay_out};
+use super::common::{MIB, MIN_FILE, Workspace, fill_pattern, lay_out, min_ops_for};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::{Budget, FnBench};
 
@@ -45,6 +45,18 @@ const READ_FILE: u64 = 16 * MIB;
 const STAT_FILES: usize = 64;
 /// Most operations kept for the tail of a round (in `details.op_ns`).
 const KEEP_OPS: usize = 4000;
+/// The longest the fewest operations of a batch should take.
+const MIN_BATCH_TIME: Duration = Duration::from_millis(50);
+
+/// Operations a batch holds at least (fewer when they are slow), so that
+/// a round gathers enough of them for a tail.
+fn ops_wanted(p: Profile) -> u64 {
+    match p {
+        Profile::Quick => 16,
+        Profile::Default => 32,
+        Profile::Thorough => 64,
+    }
+}
 
 /// The operation timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,6 +209,7 @@ struct Stall {
     kept: Vec<f64>,
     /// Set once calibration's times were taken (and discarded).
     sampling: bool,
+    min_ops: u64,
     // Dropped before the workspace (declaration order): the writer stops
     // before its directory is removed.
     flood: Option<Flood>,
@@ -250,6 +263,9 @@ impl Timed for Stall {
             }
         }
         Ok(start.elapsed())
+    }
+    fn min_ops(&self) -> u64 {
+        self.min_ops
     }
     fn take_op_times(&mut self) -> Vec<f64> {
         // The first take is calibration and warm-up, discarded by the
@@ -305,6 +321,7 @@ fn prepare(ctx: &Ctx, op: Op, flood: bool) -> Result<Box<dyn Timed>, PrepareErro
         op_times: Vec::new(),
         kept: Vec::new(),
         sampling: false,
+        min_ops: 1,
         flood: None,
         ws,
     };
@@ -338,14 +355,21 @@ fn prepare(ctx: &Ctx, op: Op, flood: bool) -> Result<Box<dyn Timed>, PrepareErro
         }
     }
     if flood {
-        let deadline = Instant::now() + flood_time(ctx.profile);
-        s.flood = Some(Flood::start(
-            s.ws.file("flood"),
-            size,
-            deadline,
-            ctx.stop.clone(),
-        ));
+        let started = Instant::now();
+        let time = flood_time(ctx.profile);
+        let f = Flood::start(s.ws.file("flood"), size, started + time, ctx.stop.clone());
+        // Untimed: the samples start once the writer has filled its file
+        // once (dirty pages piling up), or a third of its time is gone.
+        while f.tally.written.load(Ordering::Relaxed) < size
+            && started.elapsed() < time / 3
+            && !ctx.stopping()
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        s.flood = Some(f);
     }
+    let est = s.one()?.max(s.one()?);
+    s.min_ops = min_ops_for(est, ops_wanted(ctx.profile), MIN_BATCH_TIME);
     Ok(Box::new(s))
 }
 
