@@ -295,6 +295,13 @@ pub struct OpStats {
     pub p90: f64,
     /// 99th percentile (ns).
     pub p99: f64,
+    /// Lower end of the p99's distribution-free 95% interval (ns); absent
+    /// when too few operations bound that side ([`claims::quantile_est`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_low: Option<f64>,
+    /// Upper end of the p99's interval (ns); absent when open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_high: Option<f64>,
     /// Largest (ns).
     pub max: f64,
     /// True when the distribution has two well-separated modes.
