@@ -1,7 +1,8 @@
 //! The fleet view: the latest run of each host side by side, to answer
 //! "which of our hosts pays twice as much for a system call, and why".
 //!
-//! Hosts are grouped by CPU model and kernel release: only hosts of one
+//! Hosts are grouped by CPU model, kernel release and the storage and net
+//! devices their figures came through ([`io_of`]): only hosts of one
 //! kind are expected to agree. Within a group, each figure's spread is
 //! measured robustly (median and MAD, so the outliers themselves do not
 //! widen it), and a host outside it is flagged with the differences of its
@@ -111,13 +112,18 @@ pub struct Change {
     pub point: crate::trend::ChangePoint,
 }
 
-/// Hosts of one CPU model and kernel.
+/// Hosts of one CPU model, kernel and storage/net device.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Group {
     /// CPU model.
     pub cpu_model: String,
     /// Kernel release.
     pub kernel: String,
+    /// The storage transport and net interface its figures came through
+    /// (`storage virtio_blk; net virtio_net 10000 Mb/s MTU 1500`), empty
+    /// when its runs had neither (see [`io_of`]).
+    #[serde(default)]
+    pub io: String,
     /// The hosts, by name.
     pub hosts: Vec<HostRow>,
     /// Per column: the median of the group's hosts.
@@ -194,13 +200,18 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
         cols
     };
 
-    let mut by_kind: BTreeMap<(String, String), Vec<&RunDoc>> = BTreeMap::new();
+    let mut by_kind: BTreeMap<(String, String, String), Vec<&RunDoc>> = BTreeMap::new();
     for d in &docs {
-        by_kind.entry(kind_of(&d.host)).or_default().push(d);
+        let (cpu, kernel) = kind_of(&d.host);
+        by_kind.entry((cpu, kernel, io_of(d))).or_default().push(d);
     }
     let mut groups: Vec<Group> = by_kind
         .into_iter()
-        .map(|((cpu_model, kernel), runs)| group(cpu_model, kernel, &runs, &columns, rule))
+        .map(|((cpu_model, kernel, io), runs)| {
+            let mut g = group(cpu_model, kernel, &runs, &columns, rule);
+            g.io = io;
+            g
+        })
         .collect();
     groups.sort_by(|a, b| {
         b.hosts
@@ -289,6 +300,44 @@ fn kind_of(h: &Host) -> (String, String) {
     )
 }
 
+/// What a run's storage and net figures came through: the storage
+/// location's transport and the driver, speed and MTU of the interface
+/// toward a peer (`storage virtio_blk; net virtio_net 10000 Mb/s MTU
+/// 1500`); empty when the run has neither. Hosts whose figures came
+/// through different devices are not expected to agree, so the fleet
+/// groups by it as well.
+pub fn io_of(d: &RunDoc) -> String {
+    let detail = |prefix: &str, path: &[&str]| {
+        d.results
+            .iter()
+            .filter(|m| m.id.starts_with(prefix))
+            .find_map(|m| {
+                let mut v = m.details.as_ref()?;
+                for k in path {
+                    v = v.get(*k)?;
+                }
+                (!v.is_null()).then(|| v.clone())
+            })
+    };
+    let mut parts = Vec::new();
+    if let Some(t) =
+        detail("storage.", &["location", "transport"]).and_then(|v| v.as_str().map(String::from))
+    {
+        parts.push(format!("storage {t}"));
+    }
+    if let Some(i) = detail("net.peer.", &["interface"]) {
+        let mut s = format!("net {}", i["driver"].as_str().unwrap_or("?"));
+        if let Some(sp) = i["speed_mbps"].as_u64() {
+            s.push_str(&format!(" {sp} Mb/s"));
+        }
+        if let Some(mtu) = i["mtu"].as_u64() {
+            s.push_str(&format!(" MTU {mtu}"));
+        }
+        parts.push(s);
+    }
+    parts.join("; ")
+}
+
 fn group(
     cpu_model: String,
     kernel: String,
@@ -371,6 +420,7 @@ fn group(
     Group {
         cpu_model,
         kernel,
+        io: String::new(),
         hosts,
         medians,
         bounds,
@@ -418,6 +468,35 @@ mod tests {
             "{:?}",
             h.differences
         );
+    }
+
+    #[test]
+    fn hosts_are_grouped_by_the_device_their_figures_came_through() {
+        let with = |host: &str, transport: &str| {
+            let mut d = run(host, 100.0, "tsc");
+            let mut m = Measurement::point("storage.seq.read.cold", "B/s", 1e9);
+            m.details = Some(serde_json::json!({"location": {"transport": transport}}));
+            d.results.push(m);
+            let mut n = Measurement::point("net.peer.tcp.stream.one", "B/s", 1e9);
+            n.details = Some(serde_json::json!({"interface": {
+                "name": "eth0", "driver": "virtio_net", "speed_mbps": 10000, "mtu": 1500}}));
+            d.results.push(n);
+            d
+        };
+        let docs = [with("a", "nvme"), with("b", "nvme"), with("c", "usb (uas)")];
+        assert_eq!(
+            io_of(&docs[2]),
+            "storage usb (uas); net virtio_net 10000 Mb/s MTU 1500"
+        );
+        let f = build(&docs, &["storage".to_string()], Rule::default());
+        assert_eq!(f.groups.len(), 2);
+        assert_eq!(f.groups[0].hosts.len(), 2);
+        assert!(
+            f.groups[0].io.starts_with("storage nvme"),
+            "{}",
+            f.groups[0].io
+        );
+        assert_eq!(io_of(&run("d", 1.0, "tsc")), "");
     }
 
     #[test]

@@ -125,6 +125,17 @@ fn peer_run_measures_against_serve_and_records_both_hosts() {
     for r in results {
         assert!(r["id"].as_str().unwrap().starts_with("net.peer."));
         assert!(r["median"].as_f64().unwrap() > 0.0);
+        // opcost's side of the CPU it cost (the peer's is its own).
+        assert!(
+            r["details"]["cpu_share"].as_f64().is_some_and(|s| s >= 0.0),
+            "{r}"
+        );
+        // The interface it went through, as ethtool would name it.
+        let iface = &r["details"]["interface"];
+        assert!(
+            iface["name"].is_string() && iface["mtu"].is_u64(),
+            "{iface}"
+        );
     }
     assert!(doc["host"]["hostname"].is_string());
     assert!(doc["peer"]["host"]["hostname"].is_string());

@@ -84,6 +84,30 @@ fn quick_run_parses_names_its_location_and_leaves_nothing_behind() {
             "{id}: neither a device nor why there is none: {loc}"
         );
         assert!(loc["scheduler"].is_string(), "{id}");
+
+        // The CPU its samples cost: per operation, and as CPUs kept busy.
+        let det = &m["details"];
+        for k in [
+            "cpu_user_ns_per_op",
+            "cpu_sys_ns_per_op",
+            "cpu_share",
+            "cpu_share_low",
+            "cpu_share_high",
+            "cpu_sys_share",
+        ] {
+            let v = det[k].as_f64();
+            assert!(
+                v.is_some_and(|v| v.is_finite() && v >= 0.0),
+                "{id}: {k} = {v:?}"
+            );
+        }
+        assert!(
+            det["cpu_share_low"].as_f64() <= det["cpu_share_high"].as_f64(),
+            "{id}"
+        );
+        if unit == "B/s" {
+            assert!(det["cpu_ns_per_mib"].as_f64().is_some(), "{id}");
+        }
     }
     let unit_of = |id: &str| {
         results
@@ -201,15 +225,20 @@ fn a_memory_file_system_is_said_to_be_one() {
 /// Starts a run in `dir`, waits until it has created its scratch directory,
 /// sends SIGINT `signals` times, and returns the exit code.
 fn interrupt(dir: &Path, signals: usize) -> Option<i32> {
+    interrupt_run(
+        dir,
+        &["storage.seq", "--profile", "default"],
+        signals,
+        Duration::ZERO,
+    )
+}
+
+/// [`interrupt`] for the run `args`, `delay` after its scratch directory appears.
+fn interrupt_run(dir: &Path, args: &[&str], signals: usize, delay: Duration) -> Option<i32> {
     let mut child = StdCommand::new(env!("CARGO_BIN_EXE_opcost"))
-        .args([
-            "run",
-            "storage.seq",
-            "--profile",
-            "default",
-            "--no-save",
-            "--dir",
-        ])
+        .arg("run")
+        .args(args)
+        .args(["--no-save", "--dir"])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -223,6 +252,7 @@ fn interrupt(dir: &Path, signals: usize) -> Option<i32> {
         !entries(dir).is_empty(),
         "the run never created its directory"
     );
+    std::thread::sleep(delay);
     let pid = Pid::from_raw(child.id() as i32);
     for _ in 0..signals {
         kill(pid, Signal::SIGINT).unwrap();
@@ -246,4 +276,165 @@ fn a_second_ctrl_c_exits_at_once_and_still_cleans_up() {
     let code = interrupt(dir.path(), 2);
     assert_eq!(code, Some(130));
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+}
+
+#[test]
+fn the_write_back_flood_is_stopped_and_removed_after_ctrl_c_at_any_point() {
+    // Interrupts at random points of the flood's life (set-up, writing,
+    // sampling, between rounds; in a worker or in the run's own process):
+    // the run exits as interrupted, or finished, and leaves nothing.
+    for k in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let delay = Duration::from_millis(fastrand::u64(0..1500));
+        let mut args = vec!["storage.stall.fsync.flood", "--profile", "quick"];
+        if k % 2 == 1 {
+            args.push("--one-process");
+        }
+        let signals = 1 + k / 2;
+        let code = interrupt_run(dir.path(), &args, signals, delay);
+        assert!(
+            matches!(code, Some(130) | Some(0)),
+            "{args:?} after {delay:?}: exit {code:?}"
+        );
+        assert!(
+            entries(dir.path()).is_empty(),
+            "{args:?} after {delay:?}, {signals} SIGINT: left {:?}",
+            entries(dir.path())
+        );
+    }
+}
+
+#[test]
+fn stall_rows_give_tails_idle_and_under_the_flood_with_the_dirty_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_json(dir.path(), &["storage.stall.fsync", "storage.stall.stat"]);
+    assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+    let results = doc["results"].as_array().unwrap();
+    for id in [
+        "storage.stall.fsync.idle",
+        "storage.stall.fsync.flood",
+        "storage.stall.stat.idle",
+        "storage.stall.stat.flood",
+    ] {
+        let Some(m) = results.iter().find(|m| m["id"] == id) else {
+            let why = doc["skipped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == id);
+            let why = why.unwrap_or_else(|| panic!("{id}: neither measured nor skipped"));
+            assert_eq!(why["failed"], false, "{why}");
+            continue;
+        };
+        assert_eq!(m["unit"], "ns/op", "{id}");
+        let p = &m["per_op"];
+        let (p50, p99, max) = (
+            p["p50"].as_f64().unwrap(),
+            p["p99"].as_f64().unwrap(),
+            p["max"].as_f64().unwrap(),
+        );
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{id}: {p}");
+        let d = &m["details"];
+        assert!(!d["op_ns"].as_array().unwrap().is_empty(), "{id}");
+        let wb = &d["location"]["writeback"];
+        assert!(
+            wb["dirty_ratio"].is_u64() && wb["dirty_expire_centisecs"].is_u64(),
+            "{id}: {wb}"
+        );
+        assert!(d["writeback"]["dirty_bytes"].is_u64(), "{id}");
+        if id.ends_with(".flood") {
+            assert!(
+                d["flood_written_bytes"].as_u64().unwrap() > 0,
+                "{id}: the writer never wrote"
+            );
+            assert!(d["flood_file_bytes"].as_u64().unwrap() > 0, "{id}");
+        }
+    }
+    let findings = doc["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("a 4 KiB write + fsync waits up to")),
+        "{findings:#?}"
+    );
+}
+
+/// Sets `/proc/sys/vm/dirty_bytes` for the guard's life, restoring the old
+/// value (and with it the ratio, when the old value was 0) on drop.
+struct DirtyBytes {
+    old_bytes: String,
+    old_ratio: String,
+}
+
+impl DirtyBytes {
+    const BYTES: &'static str = "/proc/sys/vm/dirty_bytes";
+    const RATIO: &'static str = "/proc/sys/vm/dirty_ratio";
+
+    fn set(bytes: u64) -> std::io::Result<DirtyBytes> {
+        let g = DirtyBytes {
+            old_bytes: std::fs::read_to_string(Self::BYTES)?.trim().to_string(),
+            old_ratio: std::fs::read_to_string(Self::RATIO)?.trim().to_string(),
+        };
+        std::fs::write(Self::BYTES, bytes.to_string())?;
+        Ok(g)
+    }
+}
+
+impl Drop for DirtyBytes {
+    fn drop(&mut self) {
+        if self.old_bytes != "0" {
+            let _ = std::fs::write(Self::BYTES, &self.old_bytes);
+        } else {
+            // Writing the ratio switches the kernel back from the byte limit.
+            let _ = std::fs::write(Self::RATIO, &self.old_ratio);
+        }
+    }
+}
+
+#[test]
+fn a_tiny_dirty_limit_is_recorded_with_the_stall_it_brings() {
+    // vm.dirty_bytes belongs to the whole kernel: no namespace holds a copy
+    // of its own, so changing it touches every program on the machine. The
+    // test does so only when asked (as root, OPCOST_TEST_GLOBAL_SYSCTL=1).
+    if std::env::var("OPCOST_TEST_GLOBAL_SYSCTL").as_deref() != Ok("1") {
+        eprintln!(
+            "skipped: vm.dirty_bytes is global to the kernel (not per namespace); \
+             set OPCOST_TEST_GLOBAL_SYSCTL=1 as root to let this test change it for a few seconds"
+        );
+        return;
+    }
+    let tiny: u64 = 4 << 20;
+    let guard = match DirtyBytes::set(tiny) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("skipped: cannot set vm.dirty_bytes: {e}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let doc = run_json(dir.path(), &["storage.stall.fsync"]);
+    drop(guard);
+    let results = doc["results"].as_array().unwrap();
+    let flood = results
+        .iter()
+        .find(|m| m["id"] == "storage.stall.fsync.flood")
+        .expect("the flood row");
+    // The limits recorded are the ones in force while it ran.
+    assert_eq!(
+        flood["details"]["location"]["writeback"]["dirty_bytes"].as_u64(),
+        Some(tiny)
+    );
+    let finding = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|f| {
+            f["text"]
+                .as_str()
+                .filter(|t| t.starts_with("a 4 KiB write + fsync"))
+        })
+        .expect("the stall finding");
+    assert!(finding.contains("dirty limit 4.00 MiB"), "{finding}");
+    eprintln!("{finding}");
 }

@@ -11,6 +11,7 @@ pub mod affinity;
 pub mod canary;
 pub mod claims;
 pub mod clock;
+pub mod cpu;
 mod phase;
 pub mod round;
 pub mod runner;
@@ -243,6 +244,12 @@ pub trait Bench: Send {
         let _ = profile;
         true
     }
+    /// True when the CPU time of its samples is accounted (user and
+    /// system, of opcost and of the peers its [`Timed::peer_pids`] names)
+    /// and reported in `details` as `cpu_*` keys (see [`cpu::details_of`]).
+    fn cpu_cost(&self) -> bool {
+        false
+    }
     /// Sets up (untimed) and returns the thing to time.
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError>;
 }
@@ -273,6 +280,11 @@ pub trait Timed {
     fn details(&self) -> Option<serde_json::Value> {
         None
     }
+    /// Processes besides opcost that do the benchmark's work (a child, a
+    /// local peer), whose CPU time counts with opcost's.
+    fn peer_pids(&self) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 /// Statistics of per-operation timings, for benchmarks that time each operation.
@@ -286,6 +298,13 @@ pub struct OpStats {
     pub p90: f64,
     /// 99th percentile (ns).
     pub p99: f64,
+    /// Lower end of the p99's distribution-free 95% interval (ns); absent
+    /// when too few operations bound that side ([`claims::quantile_est`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_low: Option<f64>,
+    /// Upper end of the p99's interval (ns); absent when open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_high: Option<f64>,
     /// Largest (ns).
     pub max: f64,
     /// True when the distribution has two well-separated modes.
@@ -404,6 +423,10 @@ pub struct Round {
     /// 1 (absent when the round ran in the run's own process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<u32>,
+    /// CPU time spent over the round's samples, for benchmarks that
+    /// account it ([`Bench::cpu_cost`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<cpu::CpuUse>,
 }
 
 fn yes() -> bool {

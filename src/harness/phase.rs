@@ -153,6 +153,7 @@ mod tests {
             load: None,
             phase_factor: None,
             process: None,
+            cpu: None,
         }
     }
 

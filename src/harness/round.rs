@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::canary::{self, Snapshot, Stability};
+use super::cpu::{CpuUse, Probe};
 use super::stats::quantile;
 use super::timer::{EmptyLoop, calibrate};
 use super::{Bench, Ctx, Measurement, Overhead, PrepareError, Profile, Round, Timed};
@@ -171,6 +172,8 @@ struct Live {
     spent: Duration,
     samples_ns: Vec<f64>,
     op_times: Vec<f64>,
+    /// CPU time of the samples, when the benchmark accounts it.
+    cpu: Option<CpuUse>,
     done: bool,
 }
 
@@ -261,6 +264,7 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
             load,
             phase_factor: None,
             process: None,
+            cpu: l.cpu,
         });
         file_round(t, l);
     }
@@ -315,6 +319,7 @@ fn prepare_members(
                             spent: started.elapsed(),
                             samples_ns: Vec::with_capacity(wanted),
                             op_times: Vec::new(),
+                            cpu: t.bench.cpu_cost().then(CpuUse::default),
                             done: false,
                         });
                         continue;
@@ -361,11 +366,18 @@ fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut
                 continue;
             }
             let t = &mut tracks[l.track];
+            // The CPU counters are read outside the call: its own timed
+            // region never holds them.
+            let probe = l.cpu.is_some().then(|| Probe::start(&l.timed.peer_pids()));
             let sample_start = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(|| l.timed.run(l.ops)));
-            l.spent += sample_start.elapsed();
+            let wall = sample_start.elapsed();
+            l.spent += wall;
             let err = match result {
                 Ok(Ok(took)) => {
+                    if let (Some(p), Some(c)) = (probe, l.cpu.as_mut()) {
+                        c.add(&p.finish(l.ops, wall.as_nanos() as f64));
+                    }
                     let mut per_op = took.as_nanos() as f64 / l.ops as f64;
                     if t.bench.overhead() == Overhead::EmptyLoop {
                         per_op -= overhead.unwrap_or(0.0);

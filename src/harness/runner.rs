@@ -401,10 +401,21 @@ fn summarise(
         noisy,
         warnings,
         per_op,
-        details: t.details.clone(),
+        details: super::cpu::merge_into(
+            t.details.clone(),
+            super::cpu::details_of(&t.rounds, unit_bytes(unit)),
+        ),
         rounds: t.rounds.clone(),
         samples: values,
     })
+}
+
+/// Bytes per operation of a throughput.
+fn unit_bytes(unit: super::Unit) -> Option<f64> {
+    match unit {
+        super::Unit::Throughput { bytes_per_op } => Some(bytes_per_op),
+        _ => None,
+    }
 }
 
 /// Statistics of per-op timings; `None` when the benchmark recorded none.
@@ -415,7 +426,11 @@ pub fn op_stats(times: &[f64]) -> Option<OpStats> {
     let mut s = times.to_vec();
     s.sort_by(f64::total_cmp);
     let q = |p| super::stats::quantile_sorted(&s, p);
+    let p99 = super::claims::quantile_est(&s, 0.99, false);
+    let bound = |v: f64| (v.is_finite() && v > f64::MIN_POSITIVE).then_some(v);
     Some(OpStats {
+        p99_low: p99.and_then(|e| bound(e.low)),
+        p99_high: p99.and_then(|e| bound(e.high)),
         count: s.len(),
         p50: q(0.5),
         p90: q(0.9),

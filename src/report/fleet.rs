@@ -27,8 +27,13 @@ fn shown(f: &Fleet, h: &HostRow, j: usize) -> String {
 
 /// The heading of a group.
 fn heading(g: &Group) -> String {
+    let io = if g.io.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", g.io)
+    };
     format!(
-        "{} · kernel {} · {} host{}",
+        "{} · kernel {}{io} · {} host{}",
         g.cpu_model,
         g.kernel,
         g.hosts.len(),
@@ -114,7 +119,7 @@ pub fn render_text(f: &Fleet) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{} host{} in {} group{} (CPU model and kernel); {}",
+        "\n{} host{} in {} group{} (CPU model, kernel, storage and net device); {}",
         f.hosts(),
         if f.hosts() == 1 { "" } else { "s" },
         f.groups.len(),
@@ -239,7 +244,7 @@ pub fn html_section(h: &mut String, f: &Fleet) {
     h.push_str("<section id=\"fleet\">\n<h2>fleet</h2>\n");
     let _ = writeln!(
         h,
-        "<p class=\"meta\">The latest run of each of {} hosts, grouped by CPU model and kernel; {}.</p>",
+        "<p class=\"meta\">The latest run of each of {} hosts, grouped by CPU model, kernel, storage and net device; {}.</p>",
         f.hosts(),
         esc(&rule_text(f))
     );

@@ -150,6 +150,23 @@ pub fn render_glance(doc: &RunDoc) -> String {
     out
 }
 
+/// "cpu 38% (sys 31%)" for a throughput whose CPU time was accounted:
+/// the CPUs its samples kept busy, and of that the kernel's part, as a
+/// share of one CPU.
+fn cpu_note(m: &crate::harness::Measurement) -> Option<String> {
+    if m.unit != crate::harness::BaseUnit::BytesPerSec {
+        return None;
+    }
+    let d = m.details.as_ref()?;
+    let share = d.get("cpu_share")?.as_f64()?;
+    let sys = d.get("cpu_sys_share")?.as_f64()?;
+    Some(format!(
+        "cpu {:.0}% (sys {:.0}%) ",
+        share * 100.0,
+        sys * 100.0
+    ))
+}
+
 /// Renders one area: its table, numbered warnings, then its findings.
 pub fn render_area(doc: &RunDoc, area: &str) -> String {
     let mut table = Table::new();
@@ -167,6 +184,9 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
         let mut note = String::new();
         if m.noisy {
             note.push_str(NOISY_MARK);
+        }
+        if let Some(c) = cpu_note(m) {
+            note.push_str(&c);
         }
         // The noise warning is the mark's.
         for w in m.other_warnings() {
@@ -208,4 +228,21 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
         let _ = writeln!(out, "  » {}", f.text);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Measurement;
+
+    #[test]
+    fn throughput_rows_with_cpu_details_show_the_share_and_its_kernel_part() {
+        let mut m = Measurement::point("storage.seq.read.cold", "B/s", 1e8);
+        assert_eq!(cpu_note(&m), None);
+        m.details = Some(serde_json::json!({"cpu_share": 0.38, "cpu_sys_share": 0.31}));
+        assert_eq!(cpu_note(&m).as_deref(), Some("cpu 38% (sys 31%) "));
+        let mut lat = Measurement::point("storage.sync.fsync", "ns/op", 1e6);
+        lat.details = m.details.clone();
+        assert_eq!(cpu_note(&lat), None);
+    }
 }

@@ -61,6 +61,7 @@ pub struct FnBench {
     interleave: Option<String>,
     budget: Budget,
     min_profile: Profile,
+    cpu_cost: bool,
     prepare: PrepareFn,
 }
 
@@ -81,6 +82,7 @@ impl FnBench {
             interleave: None,
             budget: Budget::DEFAULT,
             min_profile: Profile::Quick,
+            cpu_cost: false,
             prepare: Box::new(prepare),
         }
     }
@@ -121,6 +123,12 @@ impl FnBench {
         self
     }
 
+    /// Accounts the CPU time of its samples (`cpu_*` keys in `details`).
+    pub fn cpu_cost(mut self) -> Self {
+        self.cpu_cost = true;
+        self
+    }
+
     /// Boxes it for a suite's list.
     pub fn boxed(self) -> Box<dyn Bench> {
         Box::new(self)
@@ -151,6 +159,9 @@ impl Bench for FnBench {
     }
     fn runs_at(&self, profile: Profile) -> bool {
         profile >= self.min_profile
+    }
+    fn cpu_cost(&self) -> bool {
+        self.cpu_cost
     }
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
         (self.prepare)(ctx)
@@ -266,9 +277,88 @@ pub fn run_ghz(ms: &[Measurement]) -> Option<f64> {
         .find(|g| g.is_finite() && *g > 0.0)
 }
 
+/// Share of the CPUs a row's work can use above which, over the whole
+/// interval of its CPU share, the CPU is what limits it.
+pub const CPU_BOUND: f64 = 0.85;
+/// Share below which, over the whole interval, the CPU is not what limits it.
+pub const CPU_SPARE: f64 = 0.5;
+
+/// What limits a throughput row, from the CPU its samples kept busy
+/// (`cpu_*` details): "the CPU" when the whole interval of its share is at
+/// least [`CPU_BOUND`] of the CPUs its work can use (`threads`, at most
+/// the CPUs the run had), `other` (the device, the path) when it is at
+/// most [`CPU_SPARE`] of them, no verdict in between. The text gives the
+/// share, its kernel part and the share per 100 MB/s moved. `None` without
+/// the details.
+pub fn cpu_limit_finding(m: &Measurement, threads: f64, other: &str) -> Option<Finding> {
+    let d = m.details.as_ref()?;
+    let f = |k: &str| d.get(k).and_then(serde_json::Value::as_f64);
+    let (share, low, high) = (f("cpu_share")?, f("cpu_share_low")?, f("cpu_share_high")?);
+    let sys = f("cpu_sys_share")?;
+    let per_100 = f("cpu_share_per_100mbps")?;
+    let usable = threads.min(f("cpu_cpus").unwrap_or(threads)).max(1.0);
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    let verdict = if low >= CPU_BOUND * usable {
+        "the CPU limits it".to_string()
+    } else if high <= CPU_SPARE * usable {
+        format!("{other}, not the CPU, limits it")
+    } else {
+        "the CPU is busy but its interval cannot say whether it limits it".to_string()
+    };
+    let of = if usable > 1.0 {
+        format!(" of the {usable:.0} CPUs its work can use")
+    } else {
+        String::new()
+    };
+    Some(Finding {
+        area: m.area.clone(),
+        text: format!(
+            "{} at {}: {} of one CPU busy ({}–{}; kernel {}){of}, {} of one CPU per 100 MB/s; {verdict}",
+            m.id,
+            crate::units::human(m.median, m.unit.label()),
+            pct(share),
+            pct(low),
+            pct(high),
+            pct(sys),
+            pct(per_100),
+        ),
+        value: share,
+        unit: "CPUs".to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn with_cpu(share: f64, low: f64, high: f64) -> Measurement {
+        let mut m = Measurement::point("storage.seq.read.cold", "B/s", 1e8);
+        m.details = Some(serde_json::json!({
+            "cpu_share": share, "cpu_share_low": low, "cpu_share_high": high,
+            "cpu_sys_share": share * 0.9, "cpu_share_per_100mbps": share, "cpu_cpus": 2,
+        }));
+        m
+    }
+
+    #[test]
+    fn cpu_limit_words_follow_the_interval_of_the_share() {
+        let f = cpu_limit_finding(&with_cpu(0.38, 0.3, 0.45), 1.0, "the device").unwrap();
+        assert!(f.text.contains("38% of one CPU busy"), "{}", f.text);
+        assert!(
+            f.text.ends_with("the device, not the CPU, limits it"),
+            "{}",
+            f.text
+        );
+        let f = cpu_limit_finding(&with_cpu(0.97, 0.9, 1.0), 1.0, "the device").unwrap();
+        assert!(f.text.ends_with("the CPU limits it"), "{}", f.text);
+        // a point above the line with an interval across it: no verdict
+        let f = cpu_limit_finding(&with_cpu(0.9, 0.4, 1.0), 1.0, "the device").unwrap();
+        assert!(f.text.contains("cannot say"), "{}", f.text);
+        // two threads' work on two CPUs: 1.3 CPUs is not saturated
+        let f = cpu_limit_finding(&with_cpu(1.3, 1.1, 1.5), 2.0, "the path").unwrap();
+        assert!(f.text.contains("cannot say") && f.text.contains("of the 2 CPUs"));
+        assert!(cpu_limit_finding(&Measurement::point("a.b", "B/s", 1.0), 1.0, "x").is_none());
+    }
 
     #[test]
     fn budgets_scale_or_fix_per_profile() {

@@ -172,6 +172,7 @@ impl Timed for UdpRate {
             "received_per_s": rate(self.timed, self.recv_ns),
             "sockets_used": self.sockets_used,
             "responder": self.target.addr.to_string(),
+            "interface": self.target.interface(),
         }))
     }
 }
@@ -266,6 +267,7 @@ impl Timed for TcpStreamBench {
             "streams": self.conns.len(),
             "write_bytes": CHUNK,
             "responder": self.target.addr.to_string(),
+            "interface": self.target.interface(),
         }))
     }
 }
@@ -319,7 +321,11 @@ impl Timed for TcpRr {
     }
 
     fn details(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({ "nodelay": true, "responder": self._target.addr.to_string() }))
+        Some(serde_json::json!({
+            "nodelay": true,
+            "responder": self._target.addr.to_string(),
+            "interface": self._target.interface(),
+        }))
     }
 }
 
@@ -392,7 +398,7 @@ impl Timed for TcpCrr {
 
     fn details(&self) -> Option<serde_json::Value> {
         Some(
-            serde_json::json!({ "close": "reset (SO_LINGER 0)", "responder": self.target.addr.to_string() }),
+            serde_json::json!({ "close": "reset (SO_LINGER 0)", "responder": self.target.addr.to_string(), "interface": self.target.interface() }),
         )
     }
 }

@@ -103,6 +103,17 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             ));
         }
     }
+    // What limits one stream: sender and responder both run in opcost on
+    // loopback and veth (two threads' work), only the sender with a peer.
+    for path in Path::ALL {
+        let id = format!("net.{}.tcp.stream.one", path.label());
+        let threads = if path == Path::Peer { 1.0 } else { 2.0 };
+        if let Some(m) = usable(ms, &id)
+            .and_then(|m| crate::suites::bench::cpu_limit_finding(m, threads, "the path"))
+        {
+            f.push(m);
+        }
+    }
     // The cost a veth hop adds per packet and per round trip.
     for (what, rest) in [
         ("a 64 B datagram", "udp.plain/64B"),

@@ -26,6 +26,7 @@ pub mod bench;
 pub mod dgram;
 pub mod findings;
 pub mod icmp;
+pub mod iface;
 pub mod netns;
 pub mod proto;
 pub mod server;
@@ -151,7 +152,8 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 .param("path", p)
                 .param("payload", size as u64)
                 .param("mode", mode.label())
-                .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 });
+                .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 })
+                .cpu_cost();
                 v.push(
                     if quick {
                         b
@@ -190,6 +192,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 )
                 .param("path", p)
                 .param("write", CHUNK as u64)
+                .cpu_cost()
                 .boxed(),
             );
         }
@@ -204,7 +207,8 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             )
             .param("path", p)
             .param("size", size as u64)
-            .param("nodelay", true);
+            .param("nodelay", true)
+            .cpu_cost();
             let quick = size == 1 || size == 64 << 10;
             v.push(
                 if quick {
@@ -224,6 +228,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
             )
             .param("path", p)
             .param("size", 1u64)
+            .cpu_cost()
             .boxed(),
         );
     }

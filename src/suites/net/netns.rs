@@ -40,7 +40,7 @@ pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 231, 0, 2);
 const PREFIX: u8 = 24;
 /// Interface names inside the namespaces (each namespace is private, so
 /// they cannot clash with the host's).
-const IF_CLIENT: &str = "opc0";
+pub const IF_CLIENT: &str = "opc0";
 const IF_SERVER: &str = "opc1";
 
 /// Two namespaces joined by a veth pair, removed when dropped.

@@ -138,6 +138,22 @@ impl Target {
         }
     }
 
+    /// The client's side of the path: its interface's driver, link speed,
+    /// MTU and offloads (see [`super::iface`]), as JSON for `details`;
+    /// null when it cannot be found.
+    pub fn interface(&self) -> serde_json::Value {
+        let iface = match (&self.veth, self._responder.is_some()) {
+            (Some(v), _) => {
+                netns::in_netns(&v.client, || super::iface::describe(netns::IF_CLIENT)).ok()
+            }
+            (None, true) => Some(super::iface::describe("lo")),
+            (None, false) => super::iface::toward(self.addr).map(|n| super::iface::describe(&n)),
+        };
+        iface.map_or(serde_json::Value::Null, |i| {
+            serde_json::to_value(i).unwrap_or_default()
+        })
+    }
+
     /// The namespace client sockets must be created in (veth only).
     pub fn client_ns(&self) -> Option<&std::os::fd::OwnedFd> {
         self.veth.as_ref().map(|v| &v.client)

@@ -388,7 +388,8 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             )
             .param("reaches", reach.param())
             .interleave(key)
-            .budget_scale(1.5);
+            .budget_scale(1.5)
+            .cpu_cost();
             match reach {
                 Reach::Cache => b.boxed(),
                 Reach::Device => b.min_profile(Profile::Default).boxed(),

@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::location::Location;
 use super::{bonnie, rand, seq, sync};
-use crate::harness::claims::{Est, Ratio, Verdict, compare, speedup};
+use crate::harness::claims::{self, Est, Ratio, Verdict, compare, speedup};
 use crate::harness::{Finding, Measurement, OpStats};
 use crate::suites::bench::{get, ratio_finding};
 use crate::units::{fmt_ratio, human, human_bytes};
@@ -57,7 +57,107 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out.extend(small_files_verdicts(ms));
     out.extend(bonnie_device(ms));
     out.extend(bonnie_perchar_vs_block(ms));
+    out.extend(cpu_limits(ms));
+    out.extend(stalls(ms));
     out
+}
+
+/// How much longer the flood's p99 must be than the idle one, over the
+/// whole interval of the ratio, to be called a stall: a tail is noisier
+/// from run to run than its interval says.
+const STALL_FACTOR: f64 = 2.0;
+
+/// The tail an operation's flood row shows against its idle row: the
+/// figures (max, p99 under the flood, median idle) and the word, decided
+/// by the p99s' distribution-free intervals ([`claims::quantile_est`],
+/// open where too few operations bound a side), with the dirty limits in
+/// force and how far the flood's dirty pages rose.
+fn stalls(ms: &[Measurement]) -> Vec<Finding> {
+    use super::stall::{Op, id};
+    let mut out = Vec::new();
+    for (op, what) in [
+        (Op::Fsync, "a 4 KiB write + fsync"),
+        (Op::Read, "a 4 KiB read from the device"),
+        (Op::Stat, "a stat"),
+    ] {
+        let (Some(flood), Some(idle)) = (get(ms, &id(op, true)), get(ms, &id(op, false))) else {
+            continue;
+        };
+        let (Some(fp), Some(ip)) = (flood.per_op.as_ref(), idle.per_op.as_ref()) else {
+            continue;
+        };
+        // The p99s with their distribution-free intervals over every
+        // operation of the used rounds (open sides stay open).
+        let p99_est = |p: &OpStats| Est {
+            value: p.p99,
+            low: p.p99_low.unwrap_or(f64::MIN_POSITIVE),
+            high: p.p99_high.unwrap_or(f64::INFINITY),
+            higher_is_better: false,
+        };
+        let (fo, io) = (fp.count, ip.count);
+        let verdict = match (Some(p99_est(fp)), Some(p99_est(ip))) {
+            (Some(f), Some(i)) => {
+                let r = speedup(&i, &f);
+                match claims::compare_beyond(&i, &f, STALL_FACTOR) {
+                    Verdict::Better(_) => format!(
+                        "the flood stretches its p99 {} ({fo} operations under it, {io} idle)",
+                        r.text(),
+                    ),
+                    _ => format!(
+                        "its p99 under the flood cannot be told {STALL_FACTOR:.0}× the idle one ({fo} vs {io} operations; {})",
+                        r.text()
+                    ),
+                }
+            }
+            _ => "too few operations to compare the tails".to_string(),
+        };
+        let det = flood.details.as_ref();
+        let limits = det
+            .and_then(|d| d.get("location")?.get("writeback").cloned())
+            .and_then(|w| serde_json::from_value::<super::device::Writeback>(w).ok())
+            .map(|w| format!("; {}", w.describe()))
+            .unwrap_or_default();
+        let peak = det
+            .and_then(|d| d.get("flood_peak_dirty_bytes")?.as_f64())
+            .filter(|b| *b > 0.0)
+            .map(|b| {
+                format!(
+                    "; dirty pages peaked at {} during the flood",
+                    human_bytes(b)
+                )
+            })
+            .unwrap_or_default();
+        out.push(Finding {
+            area: "storage".into(),
+            text: format!(
+                "{what} waits up to {} (p99 {}) while the device absorbs buffered writes; idle it takes {} (p99 {}): {verdict}{limits}{peak}",
+                human(fp.max, "ns/op"),
+                human(fp.p99, "ns/op"),
+                human(ip.p50, "ns/op"),
+                human(ip.p99, "ns/op"),
+            ),
+            value: fp.p99,
+            unit: "ns/op".into(),
+        });
+    }
+    out
+}
+
+/// What limits each sequential row (one thread moves the data): the CPU
+/// or the device, from the CPU its samples kept busy.
+fn cpu_limits(ms: &[Measurement]) -> Vec<Finding> {
+    [
+        seq::WRITE_BUFFERED,
+        seq::WRITE_FDATASYNC,
+        seq::WRITE_DIRECT,
+        seq::READ_COLD,
+        seq::READ_DIRECT,
+        seq::READ_HOT,
+    ]
+    .iter()
+    .filter_map(|id| res(ms, id))
+    .filter_map(|m| crate::suites::bench::cpu_limit_finding(m, 1.0, "the device"))
+    .collect()
 }
 
 /// The first storage result's location block, if any result has one.
@@ -97,6 +197,7 @@ fn location_finding(v: &serde_json::Value) -> Option<Finding> {
         (Some(d), Some(k)) => format!(" on {d} ({k}) over {}", physical.join(", ")),
         (None, _) => String::new(),
     };
+    let on = format!("{on}{}", transport_text(&loc));
     let or = |s: &str, none: &str| {
         if s.is_empty() {
             none.to_string()
@@ -127,6 +228,34 @@ fn location_finding(v: &serde_json::Value) -> Option<Finding> {
         value: free.unwrap_or(0.0),
         unit: "B".into(),
     })
+}
+
+/// " via virtio_blk (queue 256 requests, read-ahead 4096 KiB, wbt 75 ms)":
+/// the transport of the physical devices and the first one's queue.
+fn transport_text(loc: &Location) -> String {
+    let Some(t) = loc.transport.as_deref() else {
+        return String::new();
+    };
+    let q = loc.physical.iter().find_map(|p| p.queue.as_ref());
+    let mut parts = Vec::new();
+    if let Some(q) = q {
+        if let Some(n) = q.nr_requests {
+            parts.push(format!("queue {n} requests"));
+        }
+        if let Some(r) = q.read_ahead_kb {
+            parts.push(format!("read-ahead {r} KiB"));
+        }
+        match q.wbt_lat_usec {
+            Some(0) => parts.push("write-back throttling off".to_string()),
+            Some(w) => parts.push(format!("write-back throttling at {} ms", w / 1000)),
+            None => {}
+        }
+    }
+    if parts.is_empty() {
+        format!(" via {t}")
+    } else {
+        format!(" via {t} ({})", parts.join(", "))
+    }
 }
 
 /// The directory a run wrote in, as the location finding names it: the
@@ -459,6 +588,53 @@ fn bonnie_perchar_vs_block(ms: &[Measurement]) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stall_row(id: &str, ops: &[f64], limits: bool) -> Measurement {
+        let mut m = Measurement::point(id, "ns/op", ops[ops.len() / 2]);
+        m.per_op = crate::harness::runner::op_stats(ops);
+        let mut d = serde_json::json!({ "op_ns": ops });
+        if limits {
+            d["location"] = serde_json::json!({"writeback": {
+                "dirty_ratio": 20, "dirty_background_ratio": 10, "dirty_bytes": 0,
+                "dirty_background_bytes": 0, "dirty_expire_centisecs": 3000}});
+            d["flood_peak_dirty_bytes"] = serde_json::json!(1u64 << 30);
+        }
+        m.details = Some(d);
+        m
+    }
+
+    #[test]
+    fn a_stall_is_named_only_when_the_p99_intervals_separate() {
+        // 1000 idle fsyncs near 1 ms; under the flood 5% take 2 s.
+        let idle: Vec<f64> = (0..1000).map(|i| 1e6 + (i % 50) as f64 * 1e3).collect();
+        let flood: Vec<f64> = (0..1000)
+            .map(|i| if i % 20 == 0 { 2e9 } else { 1.2e6 })
+            .collect();
+        let ms = [
+            stall_row("storage.stall.fsync.idle", &idle, false),
+            stall_row("storage.stall.fsync.flood", &flood, true),
+        ];
+        let f = stalls(&ms);
+        assert_eq!(f.len(), 1);
+        let t = &f[0].text;
+        assert!(
+            t.starts_with("a 4 KiB write + fsync waits up to 2.00 s (p99 2.00 s)"),
+            "{t}"
+        );
+        assert!(t.contains("the flood stretches its p99"), "{t}");
+        assert!(
+            t.contains("dirty limit 20%, background 10%, expire 30 s"),
+            "{t}"
+        );
+        assert!(t.contains("peaked at 1.00 GiB"), "{t}");
+        // 15 operations each: the p99's upper side is open, no stall word.
+        let ms = [
+            stall_row("storage.stall.fsync.idle", &idle[..15], false),
+            stall_row("storage.stall.fsync.flood", &flood[..15], false),
+        ];
+        let t = &stalls(&ms)[0].text;
+        assert!(t.contains("cannot be told"), "{t}");
+    }
 
     #[test]
     fn the_location_finding_names_dir_fs_device_and_scheduler() {

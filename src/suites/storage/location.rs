@@ -136,6 +136,13 @@ pub struct Physical {
     pub write_cache: Option<String>,
     /// Model string, when the device has one.
     pub model: Option<String>,
+    /// How it is attached (`nvme`, `sata (ahci)`, `virtio_blk`, `usb (uas)`,
+    /// `mmc (sdhci-pci)`...; see [`super::device::transport_of`]).
+    pub transport: Option<String>,
+    /// The drivers along its sysfs path, nearest first.
+    pub drivers: Vec<String>,
+    /// Its request-queue settings.
+    pub queue: Option<super::device::Queue>,
 }
 
 /// The block device a file system lives on, resolved down to physical devices.
@@ -256,6 +263,9 @@ fn physical_of(disk: &Path) -> Physical {
         rotational: read_trim(&disk.join("queue/rotational")).map(|r| r == "1"),
         write_cache: read_trim(&disk.join("queue/write_cache")),
         model: read_trim(&disk.join("device/model")),
+        transport: super::device::transport_of(disk),
+        drivers: super::device::drivers_of(disk),
+        queue: super::device::queue_of(disk),
     }
 }
 
@@ -402,6 +412,10 @@ pub struct Location {
     pub rotational: Option<bool>,
     /// For ext3/ext4: whether the file system has a journal (jbd2).
     pub journal: Option<bool>,
+    /// The physical devices' transports joined (`virtio_blk`, `nvme + usb (uas)`).
+    pub transport: Option<String>,
+    /// The kernel's dirty-page limits when located.
+    pub writeback: Option<super::device::Writeback>,
 }
 
 /// A byte count written as an integer or, by other tools, as a float.
@@ -517,6 +531,8 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
         scheduler_note: String::new(),
         rotational: None,
         journal: None,
+        transport: None,
+        writeback: Some(super::device::writeback()),
     };
     let Some(m) = mount else {
         loc.scheduler_note = "mount not found in /proc/self/mountinfo".into();
@@ -545,6 +561,7 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
             loc.scheduler = b.scheduler;
             loc.scheduler_note = b.scheduler_note;
             loc.rotational = b.rotational;
+            loc.transport = super::device::transports_text(&loc.physical);
             if matches!(loc.fs_type.as_str(), "ext3" | "ext4") {
                 let dev = loc.device.as_deref().unwrap_or_default();
                 loc.journal = Some(has_journal(Path::new("/proc/fs/jbd2"), dev));

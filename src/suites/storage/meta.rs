@@ -199,6 +199,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
     let b = |id: &str, summary: &str, op: Op| {
         FnBench::new(id, summary, Unit::Rate, move |ctx| prepare(ctx, op))
             .budget_scale(1.5)
+            .cpu_cost()
             .boxed()
     };
     vec![

@@ -11,11 +11,13 @@
 
 pub mod bonnie;
 pub mod common;
+pub mod device;
 mod findings;
 pub mod location;
 pub mod meta;
 pub mod rand;
 pub mod seq;
+pub mod stall;
 pub mod sync;
 pub mod tree;
 
@@ -40,5 +42,6 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
     v.extend(meta::benches());
     v.extend(tree::benches());
     v.extend(bonnie::benches());
+    v.extend(stall::benches());
     v
 }

@@ -278,6 +278,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         .param("depth", 1)
         .interleave("storage.rand.read")
         .budget_scale(4.0)
+        .cpu_cost()
         .boxed(),
         FnBench::new(
             deep_id(),
@@ -289,6 +290,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         .param("depth", DEPTH as u64)
         .interleave("storage.rand.read")
         .budget_scale(4.0)
+        .cpu_cost()
         .boxed(),
     ]
 }

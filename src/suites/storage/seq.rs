@@ -193,6 +193,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             .param("block", "1MiB")
             .interleave(key)
             .budget_scale(scale)
+            .cpu_cost()
             .boxed()
     };
     vec![

@@ -166,6 +166,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             .param("record", "4KiB")
             .interleave("storage.sync")
             .budget_scale(4.0)
+            .cpu_cost()
             .boxed()
     };
     vec![

@@ -344,6 +344,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         FnBench::new(id, summary, Unit::Rate, move |ctx| prepare(ctx, phase))
             .param("files", "100/4000/10000 by profile")
             .budget_scale(scale)
+            .cpu_cost()
             .boxed()
     };
     vec![

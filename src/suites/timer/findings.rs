@@ -256,6 +256,8 @@ mod tests {
                 p99,
                 max,
                 bimodal: false,
+                p99_low: None,
+                p99_high: None,
             });
             m
         };
