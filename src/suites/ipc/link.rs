@@ -295,7 +295,7 @@ fn send_one<E: End>(
         let in_flight = || s - ctl.received.load(Ordering::SeqCst).min(s);
         if in_flight() > limit {
             ctl.credit.wait(
-                Before::Poll(super::peer::ACK_SPIN_POLLS, super::peer::spin_of(&cpus)),
+                Before::Poll(super::peer::ACK_SPIN_POLLS, super::peer::spin_of(cpus)),
                 Some(STALL_LIMIT),
                 || in_flight() <= limit,
             )?;

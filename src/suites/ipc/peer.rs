@@ -563,7 +563,7 @@ impl Ctl {
         let before = if cpus.parent == cpus.peer {
             Before::Sleep
         } else {
-            Before::Poll(ACK_SPIN_POLLS, spin_of(&cpus))
+            Before::Poll(ACK_SPIN_POLLS, spin_of(cpus))
         };
         self.ack.wait(before, Some(stall), || {
             self.received.load(Ordering::SeqCst) >= target

@@ -206,7 +206,7 @@ pub fn ring_pair_in(
         rx,
         ctl: a.map.clone(),
         wake,
-        spin: super::peer::spin_of(&cpus),
+        spin: super::peer::spin_of(cpus),
         side,
         strong,
     };
