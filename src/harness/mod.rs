@@ -250,6 +250,12 @@ pub trait Bench: Send {
     fn cpu_cost(&self) -> bool {
         false
     }
+    /// True when its pace is set by a cap (a requests-per-second limit),
+    /// not by the machine's speed: its slow rounds are never corrected for
+    /// the machine's phase, which would lift it above its cap.
+    fn paced(&self) -> bool {
+        false
+    }
     /// Sets up (untimed) and returns the thing to time.
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError>;
 }

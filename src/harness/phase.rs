@@ -75,6 +75,7 @@ pub(super) fn correct_slow_rounds(tracks: &mut [Track], slopes: &[f64]) -> usize
     tracks
         .iter_mut()
         .zip(slopes)
+        .filter(|(t, _)| !t.bench.paced())
         .map(|(t, &b)| {
             let up = t.bench.unit().higher_is_better();
             correct_rounds(&mut t.rounds, &mut t.samples_ns, b, up)

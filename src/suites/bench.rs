@@ -62,6 +62,7 @@ pub struct FnBench {
     budget: Budget,
     min_profile: Profile,
     cpu_cost: bool,
+    paced: bool,
     prepare: PrepareFn,
 }
 
@@ -83,6 +84,7 @@ impl FnBench {
             budget: Budget::DEFAULT,
             min_profile: Profile::Quick,
             cpu_cost: false,
+            paced: false,
             prepare: Box::new(prepare),
         }
     }
@@ -129,6 +131,12 @@ impl FnBench {
         self
     }
 
+    /// Its pace is set by a cap, not by the machine (see [`Bench::paced`]).
+    pub fn paced(mut self) -> Self {
+        self.paced = true;
+        self
+    }
+
     /// Boxes it for a suite's list.
     pub fn boxed(self) -> Box<dyn Bench> {
         Box::new(self)
@@ -162,6 +170,9 @@ impl Bench for FnBench {
     }
     fn cpu_cost(&self) -> bool {
         self.cpu_cost
+    }
+    fn paced(&self) -> bool {
+        self.paced
     }
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
         (self.prepare)(ctx)

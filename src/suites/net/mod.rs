@@ -248,7 +248,8 @@ fn icmp_benches() -> Vec<Box<dyn Bench>> {
         |_ctx| Ok(icmp::Echo::prepare(icmp::WINDOW)?.boxed()),
     )
     .param("path", "target")
-    .param("window", icmp::WINDOW as u64);
+    .param("window", icmp::WINDOW as u64)
+    .paced();
     let rtt = FnBench::new(
         "net.target.icmp.rtt",
         "ICMP echo round trip to the --target host, one request at a time",
