@@ -132,6 +132,25 @@ pub fn parse_quantity(s: &str) -> Option<(f64, bool)> {
     Some((v * mult, bytes))
 }
 
+/// A size rounded for a finding: `48 KiB`, `4.5 MiB`.
+pub fn approx_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    let (v, unit) = if b >= (1u64 << 30) as f64 {
+        (b / (1u64 << 30) as f64, "GiB")
+    } else if b >= (1u64 << 20) as f64 {
+        (b / (1u64 << 20) as f64, "MiB")
+    } else if b >= 1024.0 {
+        (b / 1024.0, "KiB")
+    } else {
+        (b, "B")
+    };
+    if v >= 10.0 || v.fract() < 0.05 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

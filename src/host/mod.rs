@@ -14,6 +14,8 @@
 //! documents of other machines and older versions, so every field has a
 //! default and a document missing any of them still loads.
 
+pub mod device;
+pub mod location;
 mod parse;
 mod probe;
 mod render;

@@ -7,6 +7,7 @@
 //! children; with the helpers here neither suite reaches into the other.
 
 pub mod child;
+pub mod fs;
 pub mod signals;
 
 use std::path::PathBuf;

@@ -338,6 +338,23 @@ pub fn cpu_limit_finding(m: &Measurement, threads: f64, other: &str) -> Option<F
     })
 }
 
+/// Fraction of currently available memory one benchmark may take.
+const MAX_SHARE_OF_AVAILABLE: f64 = 0.5;
+
+/// Refuses (as a skip) a working set larger than half the memory available now.
+pub fn check_memory(bytes: u64) -> Result<(), PrepareError> {
+    if let Some(avail) = crate::host::mem_available_now()
+        && bytes as f64 > avail as f64 * MAX_SHARE_OF_AVAILABLE
+    {
+        return Err(PrepareError::Skip(format!(
+            "needs {} MiB but only {} MiB of memory is available; free memory or use a shorter profile",
+            bytes >> 20,
+            avail >> 20
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -250,7 +250,7 @@ fn ghz_details() -> serde_json::Value {
 
 /// Prepares a lookup in a `HashMap<u64, u64>` of `target` bytes.
 fn prepare_map(target: u64, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
-    crate::suites::memory::region::check_memory(target * 2)?;
+    crate::suites::bench::check_memory(target * 2)?;
     let n = entries_for(target);
     let mut map: HashMap<u64, u64> = HashMap::with_capacity(n as usize);
     for i in 0..n {

@@ -33,6 +33,7 @@ pub mod shm;
 pub mod signal;
 pub mod socket;
 pub mod sysv;
+pub mod sysv_kernel;
 
 use std::path::Path;
 use std::time::Duration;

@@ -237,7 +237,7 @@ impl Mapping {
     /// A private System V segment of `len` bytes, attached, and marked for
     /// removal at once (the kernel frees it when the last user detaches).
     pub fn sysv(len: usize) -> Result<Mapping, PrepareError> {
-        let (p, _) = super::sysv::segment(len)?;
+        let (p, _) = super::sysv_kernel::segment(len)?;
         let ptr = NonNull::new(p).ok_or_else(|| anyhow::anyhow!("shmat returned null"))?;
         Ok(Mapping {
             ptr,

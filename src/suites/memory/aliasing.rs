@@ -309,7 +309,7 @@ fn finding(l: &Load, control_stride: u64, cliff: &Est, control: &Est) -> Finding
         )
     };
     let control_label = if control_stride.is_power_of_two() {
-        crate::suites::memory::findings::approx_size(control_stride)
+        crate::units::approx_size(control_stride)
     } else {
         format!("{control_stride} B")
     };
@@ -327,7 +327,7 @@ fn finding(l: &Load, control_stride: u64, cliff: &Est, control: &Est) -> Finding
         area: "memory".into(),
         text: format!(
             "stride {}: {sets}; {verdict} ({:.2} vs {:.2} ns per load, fastest 5%)",
-            crate::suites::memory::findings::approx_size(l.way),
+            crate::units::approx_size(l.way),
             cliff.value,
             control.value
         ),

@@ -286,7 +286,7 @@ impl Bandwidth {
                 "array of {array_bytes} bytes is not a whole number of {pass_bytes}-byte passes"
             )));
         }
-        super::region::check_memory((array_bytes * kernel.arrays()) as u64)?;
+        crate::suites::bench::check_memory((array_bytes * kernel.arrays()) as u64)?;
         let mut arrays = Vec::with_capacity(kernel.arrays());
         for _ in 0..kernel.arrays() {
             arrays.push(Region::untouched(array_bytes, Pages::Default)?);

@@ -57,7 +57,7 @@ impl Dynamic {
                 cpus.len()
             )));
         }
-        super::region::check_memory((array * kernel.arrays()) as u64)?;
+        crate::suites::bench::check_memory((array * kernel.arrays()) as u64)?;
         let mut arrays = Vec::new();
         for i in 0..kernel.arrays() {
             let mut r = Region::new(array, Pages::Default)?;

@@ -50,25 +50,6 @@ pub(super) fn sysfs_caches(ms: &[Measurement]) -> Vec<(u8, u64)> {
     out
 }
 
-/// A size rounded for a finding: `48 KiB`, `4.5 MiB`.
-pub(super) fn approx_size(bytes: u64) -> String {
-    let b = bytes as f64;
-    let (v, unit) = if b >= (1u64 << 30) as f64 {
-        (b / (1u64 << 30) as f64, "GiB")
-    } else if b >= (1u64 << 20) as f64 {
-        (b / (1u64 << 20) as f64, "MiB")
-    } else if b >= 1024.0 {
-        (b / 1024.0, "KiB")
-    } else {
-        (b, "B")
-    };
-    if v >= 10.0 || v.fract() < 0.05 {
-        format!("{v:.0} {unit}")
-    } else {
-        format!("{v:.1} {unit}")
-    }
-}
-
 pub(super) fn level_name(level: usize) -> String {
     if level == 1 {
         "L1d".to_string()
@@ -142,7 +123,7 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "{} ~{} @ {}; {verdict}{}",
                 level_name(n),
-                approx_size(l.size),
+                crate::units::approx_size(l.size),
                 ns_cycles(l.ns, ghz),
                 if i == 0 { caveat } else { "" }
             ),
@@ -165,15 +146,21 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
             .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)))
             .or_else(|| memory_ns.map(|ns| format!("memory ({})", human_ns(ns))));
         let why = match (below, above) {
-            _ if top < size / 2 => format!("the curve ends at {}, before it", approx_size(top)),
+            _ if top < size / 2 => format!(
+                "the curve ends at {}, before it",
+                crate::units::approx_size(top)
+            ),
             (Some(b), Some(a)) => format!(
                 "no plateau between {b} and {a}; sysfs lists {}, of which too little is usable here to show (shared with other tenants, or partitioned)",
-                approx_size(size)
+                crate::units::approx_size(size)
             ),
-            (None, Some(a)) => format!("no plateau below {a}; sysfs lists {}", approx_size(size)),
+            (None, Some(a)) => format!(
+                "no plateau below {a}; sysfs lists {}",
+                crate::units::approx_size(size)
+            ),
             _ => format!(
                 "the curve shows no level; sysfs lists {}",
-                approx_size(size)
+                crate::units::approx_size(size)
             ),
         };
         out.push(finding(
@@ -189,21 +176,21 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         let text = match llc {
             Some(l) if top < l && h.memory_reached => format!(
                 "last plateau from {} @ {}: the curve ends at {}, inside the {} last-level cache, so memory latency was not reached; use a longer profile",
-                approx_size(m.from),
+                crate::units::approx_size(m.from),
                 ns_cycles(m.ns, ghz),
-                approx_size(top),
-                approx_size(l)
+                crate::units::approx_size(top),
+                crate::units::approx_size(l)
             ),
             Some(l) if top < l * LLC_FACTOR => format!(
                 "memory @ {} from {} on; the curve stops at {}, below 4x the last-level cache",
                 ns_cycles(m.ns, ghz),
-                approx_size(m.from),
-                approx_size(top)
+                crate::units::approx_size(m.from),
+                crate::units::approx_size(top)
             ),
             _ => format!(
                 "memory @ {} from {} on",
                 ns_cycles(m.ns, ghz),
-                approx_size(m.from)
+                crate::units::approx_size(m.from)
             ),
         };
         out.push(finding(text, m.ns, "ns/op"));
@@ -212,7 +199,7 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         out.push(finding(
             format!(
                 "TLB step at ~{} with 4 KiB pages: {} slower than on huge pages just past it (page walks, not a cache level)",
-                approx_size(t.size),
+                crate::units::approx_size(t.size),
                 fmt_ratio(t.ratio)
             ),
             t.ratio,
@@ -228,7 +215,7 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         out.push(finding(
             format!(
                 "TLB reach with 4 KiB pages: ~{} (the largest working set where 4 KiB pages are as fast as huge pages); past it a load pays a page walk",
-                approx_size(reach)
+                crate::units::approx_size(reach)
             ),
             reach as f64,
             "B",
@@ -238,7 +225,7 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         out.push(finding(
             format!(
                 "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
-                approx_size(s.size),
+                crate::units::approx_size(s.size),
                 crate::units::human_ns((s.ns - p.ns).max(0.0))
             ),
             (s.ns - p.ns).max(0.0),
@@ -247,7 +234,7 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         out.push(finding(
             format!(
                 "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
-                approx_size(s.size),
+                crate::units::approx_size(s.size),
                 human_ns(s.ns),
                 human_ns(p.ns),
                 fmt_ratio(s.ns / p.ns)
@@ -266,7 +253,7 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
         out.push(finding(
             format!(
                 "at {} a sequential 64-byte stride takes {} per load, random order {} ({} slower): the prefetcher hides the cliffs",
-                approx_size(r.size),
+                crate::units::approx_size(r.size),
                 human_ns(p.ns),
                 human_ns(r.ns),
                 fmt_ratio(r.ns / p.ns)
@@ -362,20 +349,20 @@ pub fn size_verdict(l: &detect::Level, s: u64, last: bool) -> String {
     let (lo, hi) = (l.size_lo.min(l.size) as f64, l.size_hi.max(l.size) as f64);
     let sf = s as f64;
     if hi * SIZE_AGREES >= sf && lo <= sf * SIZE_AGREES {
-        format!("sysfs: {}", approx_size(s))
+        format!("sysfs: {}", crate::units::approx_size(s))
     } else if last && hi < sf {
         format!(
             "sysfs: {}, of which about {} is usable here (the step to memory is at {}-{}: shared with other tenants or partitioned)",
-            approx_size(s),
-            approx_size(l.size),
-            approx_size(l.size_lo),
-            approx_size(l.size_hi)
+            crate::units::approx_size(s),
+            crate::units::approx_size(l.size),
+            crate::units::approx_size(l.size_lo),
+            crate::units::approx_size(l.size_hi)
         )
     } else {
         let r = l.size.max(s) as f64 / l.size.min(s).max(1) as f64;
         format!(
             "sysfs: {}, which the curve contradicts ({} apart)",
-            approx_size(s),
+            crate::units::approx_size(s),
             fmt_ratio(r)
         )
     }
@@ -447,7 +434,7 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
             Some((
                 format!(
                     "{}{} {}",
-                    approx_size(s),
+                    crate::units::approx_size(s),
                     fits.map(|f| format!(" ({f})")).unwrap_or_default(),
                     human(m.median, "B/s")
                 ),

@@ -354,7 +354,7 @@ impl MethodBw {
                 "array of {array} bytes is not a whole number of page-aligned {block}-byte blocks"
             )));
         }
-        super::region::check_memory((array * op.arrays()) as u64)?;
+        crate::suites::bench::check_memory((array * op.arrays()) as u64)?;
         let mut arrays = Vec::new();
         for i in 0..op.arrays() {
             let mut r = Region::new(array, Pages::Default)?;

@@ -14,13 +14,9 @@ use std::ptr::NonNull;
 use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous, munmap};
 
 use crate::harness::PrepareError;
-use crate::host;
 
 /// Huge page size when the kernel does not say (x86_64 and most aarch64 kernels).
 const DEFAULT_HUGE_PAGE: usize = 2 << 20;
-
-/// Fraction of currently available memory one benchmark may take.
-const MAX_SHARE_OF_AVAILABLE: f64 = 0.5;
 
 /// Which pages back a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +97,7 @@ impl Region {
     /// Maps like [`Region::new`] but leaves the pages untouched, so that the
     /// threads that will use them can place them (first touch) themselves.
     pub fn untouched(len: usize, pages: Pages) -> Result<Region, PrepareError> {
-        check_memory(len as u64)?;
+        crate::suites::bench::check_memory(len as u64)?;
         let huge = huge_page_size();
         // Room to align the start to a huge page, and for THP the whole
         // huge pages around a small array.
@@ -229,20 +225,6 @@ pub fn thp_mode() -> Option<String> {
     let start = s.find('[')?;
     let end = s[start..].find(']')? + start;
     Some(s[start + 1..end].to_string())
-}
-
-/// Refuses (as a skip) a working set larger than half the memory available now.
-pub fn check_memory(bytes: u64) -> Result<(), PrepareError> {
-    if let Some(avail) = host::mem_available_now()
-        && bytes as f64 > avail as f64 * MAX_SHARE_OF_AVAILABLE
-    {
-        return Err(PrepareError::Skip(format!(
-            "needs {} MiB but only {} MiB of memory is available; free memory or use a shorter profile",
-            bytes >> 20,
-            avail >> 20
-        )));
-    }
-    Ok(())
 }
 
 /// `AnonHugePages` (kB) of the smaps entry (mapping) that contains `addr`.

@@ -14,10 +14,10 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::location::Location;
 use super::{bonnie, rand, seq, sync};
 use crate::harness::claims::{self, Est, Ratio, Verdict, compare, speedup};
 use crate::harness::{Finding, Measurement, OpStats};
+use crate::host::location::Location;
 use crate::suites::bench::{get, ratio_finding};
 use crate::units::{fmt_ratio, human, human_bytes};
 
@@ -114,7 +114,7 @@ fn stalls(ms: &[Measurement]) -> Vec<Finding> {
         let det = flood.details.as_ref();
         let limits = det
             .and_then(|d| d.get("location")?.get("writeback").cloned())
-            .and_then(|w| serde_json::from_value::<super::device::Writeback>(w).ok())
+            .and_then(|w| serde_json::from_value::<crate::host::device::Writeback>(w).ok())
             .map(|w| format!("; {}", w.describe()))
             .unwrap_or_default();
         let peak = det

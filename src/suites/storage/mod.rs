@@ -11,9 +11,7 @@
 
 pub mod bonnie;
 pub mod common;
-pub mod device;
 mod findings;
-pub mod location;
 pub mod meta;
 pub mod rand;
 pub mod seq;

@@ -284,7 +284,7 @@ impl Timed for Stall {
             "op": self.op.label(),
             "block_bytes": BLOCK,
             "op_ns": self.kept,
-            "writeback": super::device::writeback(),
+            "writeback": crate::host::device::writeback(),
         });
         if let Some(f) = &self.flood {
             let obj = extra.as_object_mut().expect("an object");

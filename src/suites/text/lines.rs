@@ -29,9 +29,9 @@ use serde_json::{Value, json};
 use crate::harness::scratch::ScratchDir;
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
+use crate::host::location::locate;
+use crate::os::fs::{MIB, drop_from_cache, fit_size, fs_space, reserve_bytes};
 use crate::suites::bench::FnBench;
-use crate::suites::storage::common::{MIB, drop_from_cache, fit_size, fs_space, reserve_bytes};
-use crate::suites::storage::location::locate;
 use crate::units::{human_bytes, size_label};
 
 /// Smallest file a benchmark accepts after scaling down to the free space.

@@ -204,17 +204,6 @@ pub fn transport_from(name: &str, drivers: &[String], path: &str) -> Option<Stri
     Some(t)
 }
 
-/// The transports of `physical` devices joined ("virtio_blk", "nvme +
-/// usb (uas)"), for the location block and the fleet view.
-pub fn transports_text(physical: &[super::location::Physical]) -> Option<String> {
-    let mut names: Vec<String> = physical
-        .iter()
-        .filter_map(|p| p.transport.clone())
-        .collect();
-    names.dedup();
-    (!names.is_empty()).then(|| names.join(" + "))
-}
-
 /// The sysfs directory of block device `name` under `sysfs`.
 pub fn block_dir(sysfs: &Path, name: &str) -> PathBuf {
     sysfs.join("block").join(name)

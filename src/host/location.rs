@@ -522,7 +522,7 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
         mount_options: mount.as_ref().map(|m| m.options.clone()),
         super_options: mount.as_ref().map(|m| m.super_options.clone()),
         fs_block_size: stat.as_ref().map(|s| s.block_size() as u64),
-        free_bytes: super::common::fs_space(&canon).ok().map(|(free, _)| free),
+        free_bytes: crate::os::fs::fs_space(&canon).ok().map(|(free, _)| free),
         device: None,
         device_kind: None,
         stack: Vec::new(),
@@ -561,7 +561,7 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
             loc.scheduler = b.scheduler;
             loc.scheduler_note = b.scheduler_note;
             loc.rotational = b.rotational;
-            loc.transport = super::device::transports_text(&loc.physical);
+            loc.transport = transports_text(&loc.physical);
             if matches!(loc.fs_type.as_str(), "ext3" | "ext4") {
                 let dev = loc.device.as_deref().unwrap_or_default();
                 loc.journal = Some(has_journal(Path::new("/proc/fs/jbd2"), dev));
@@ -603,6 +603,17 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
         }
     }
     loc
+}
+
+/// The transports of `physical` devices joined ("virtio_blk", "nvme +
+/// usb (uas)"), for the location block and the fleet view.
+pub fn transports_text(physical: &[Physical]) -> Option<String> {
+    let mut names: Vec<String> = physical
+        .iter()
+        .filter_map(|p| p.transport.clone())
+        .collect();
+    names.dedup();
+    (!names.is_empty()).then(|| names.join(" + "))
 }
 
 #[cfg(test)]
