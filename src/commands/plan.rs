@@ -115,7 +115,11 @@ impl RunPlan {
             affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
         }
         let host = Arc::new(Host::detect());
-        let benches = suites::select(suites::catalog(&host, &user), &args.patterns)?;
+        let mut benches = suites::select(suites::catalog(&host, &user), &args.patterns)?;
+        // The whole machine at the quick profile stays under a minute.
+        if args.patterns.is_empty() && args.profile == Profile::Quick {
+            benches.retain(|b| !b.on_request());
+        }
         user.check_selected(&benches).map_err(usage)?;
         let benches =
             net::for_far_end(benches, args.peer.is_some(), args.target.is_some()).map_err(usage)?;

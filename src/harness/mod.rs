@@ -256,6 +256,13 @@ pub trait Bench: Send {
     fn paced(&self) -> bool {
         false
     }
+    /// True when the whole-machine quick profile (`opcost` with no
+    /// arguments, which must stay under a minute) leaves it out: it runs at
+    /// the quick profile only when a pattern selects it, and at the others
+    /// always.
+    fn on_request(&self) -> bool {
+        false
+    }
     /// Sets up (untimed) and returns the thing to time.
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError>;
 }

@@ -63,6 +63,7 @@ pub struct FnBench {
     min_profile: Profile,
     cpu_cost: bool,
     paced: bool,
+    on_request: bool,
     prepare: PrepareFn,
 }
 
@@ -85,6 +86,7 @@ impl FnBench {
             min_profile: Profile::Quick,
             cpu_cost: false,
             paced: false,
+            on_request: false,
             prepare: Box::new(prepare),
         }
     }
@@ -137,6 +139,13 @@ impl FnBench {
         self
     }
 
+    /// Left out of the whole-machine quick profile (see
+    /// [`Bench::on_request`]).
+    pub fn on_request(mut self) -> Self {
+        self.on_request = true;
+        self
+    }
+
     /// Boxes it for a suite's list.
     pub fn boxed(self) -> Box<dyn Bench> {
         Box::new(self)
@@ -173,6 +182,9 @@ impl Bench for FnBench {
     }
     fn paced(&self) -> bool {
         self.paced
+    }
+    fn on_request(&self) -> bool {
+        self.on_request
     }
     fn prepare(&self, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
         (self.prepare)(ctx)

@@ -295,7 +295,7 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
         )
         .subtract_loop()
         .interleave("cpu.call")
-        .boxed(),
+        .on_request().boxed(),
         FnBench::new(
             CALL_INDIRECT,
             "the same call through a function pointer the compiler cannot see (always the same target)",
@@ -308,7 +308,7 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
         )
         .subtract_loop()
         .interleave("cpu.call")
-        .boxed(),
+        .on_request().boxed(),
     ];
     for (id, kernel, summary) in [
         (
@@ -333,6 +333,7 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
             })
             .param("cases", CASES)
             .interleave("cpu.dispatch")
+            .on_request()
             .boxed(),
         );
     }
@@ -355,7 +356,7 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
         } else {
             b
         };
-        out.push(b.boxed());
+        out.push(b.on_request().boxed());
     }
     out.push(
         FnBench::new(
@@ -382,6 +383,7 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 ))
             },
         )
+        .on_request()
         .boxed(),
     );
     out

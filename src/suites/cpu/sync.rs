@@ -332,7 +332,8 @@ fn one_thread(f: impl FnMut() + 'static) -> Box<dyn Timed> {
 
 /// The lock and atomic benchmarks.
 pub fn benches() -> Vec<Box<dyn Bench>> {
-    let mut out = vec![
+    let mut out =
+        vec![
         FnBench::new(
             MUTEX_STD,
             "std::sync::Mutex lock + unlock by one thread (no other thread uses it)",
@@ -350,7 +351,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         )
         .param("threads", 1)
         .interleave("cpu.mutex.uncontended")
-        .boxed(),
+        .on_request().boxed(),
         FnBench::new(
             MUTEX_FUTEX,
             "a three-state futex mutex (compare-and-swap to lock, swap to unlock) by one thread",
@@ -367,7 +368,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         )
         .param("threads", 1)
         .interleave("cpu.mutex.uncontended")
-        .boxed(),
+        .on_request().boxed(),
         FnBench::new(
             ATOMIC_UNCONTENDED,
             "atomic fetch_add on a 64-bit counter only this thread touches (lock xadd on x86)",
@@ -380,7 +381,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             },
         )
         .param("threads", 1)
-        .boxed(),
+        .on_request().boxed(),
     ];
     for p in Placement::ALL {
         out.push(
@@ -399,7 +400,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             )
             .param("threads", 2)
             .param("placement", p.param())
-            .boxed(),
+            .on_request().boxed(),
         );
     }
     for (id, work, what) in [
@@ -419,7 +420,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             )
             .param("threads", 2)
             .param("placement", Placement::Cross.param())
-            .boxed(),
+            .on_request().boxed(),
         );
     }
     out

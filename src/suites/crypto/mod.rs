@@ -133,8 +133,18 @@ impl Row {
             }
             Ok(l.boxed())
         });
+        // Small records are for a closer look: the whole-machine quick
+        // profile keeps the 16 KiB rows and the public-key operations.
+        let small = self
+            .params
+            .get("bytes")
+            .and_then(serde_json::Value::as_u64)
+            .is_some_and(|n| n < 16 * 1024);
         for (k, v) in self.params {
             b = b.param(k, v);
+        }
+        if small {
+            b = b.on_request();
         }
         b.boxed()
     }

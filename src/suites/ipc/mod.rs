@@ -254,6 +254,18 @@ pub fn rtt_id(m: Mech, size: usize, p: Placement) -> String {
     )
 }
 
+/// Mechanisms the whole-machine quick profile leaves out (they run at the
+/// quick profile when a pattern selects them, and at the others always):
+/// the ones beyond the everyday pipes, sockets, rings and queues.
+const ON_REQUEST: [&str; 6] = [
+    "vm_readv",
+    "vm_writev",
+    "sysv_msg",
+    "sysv_shm",
+    "memfd_pass",
+    "sigqueue",
+];
+
 /// An IPC benchmark of `mech` (with a message `size`, if it has one) whose
 /// ends sit at placement `p`, interleaved with the others of group `key`.
 fn ipc_bench(
@@ -264,8 +276,13 @@ fn ipc_bench(
     key: String,
     prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
 ) -> FnBench {
-    let b = FnBench::new(id, summary, unit, prepare)
-        .param("mechanism", mech)
+    let b = FnBench::new(id, summary, unit, prepare).param("mechanism", mech);
+    let b = if ON_REQUEST.contains(&mech) {
+        b.on_request()
+    } else {
+        b
+    };
+    let b = b
         .param("placement", p.param())
         .interleave(key)
         .with_budget(BUDGET);

@@ -171,7 +171,7 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
             .param("lines", LINES)
             .budget_scale(POINT_BUDGET)
             .interleave("memory.alias")
-            .boxed()
+            .on_request().boxed()
         })
         .collect()
 }

@@ -210,6 +210,7 @@ fn nofile_bench(how: Close, name: &str, what: &str, limit: u64) -> FnBench {
     )
     .param("nofile", limit)
     .param("close", how.name())
+    .on_request()
     .interleave(format!("{AREA}.nofile/nofile={limit}"))
     .min_profile(if limit > nofile::NOFILE_QUICK_MAX {
         Profile::Default

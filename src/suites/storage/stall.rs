@@ -410,6 +410,7 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
                 .param("flood", flood)
                 .with_budget(budget)
                 .cpu_cost()
+                .on_request()
                 .boxed(),
             );
         }
