@@ -83,6 +83,12 @@ fn notifications(ms: &[Measurement], p: Placement) -> Option<Finding> {
         .iter()
         .filter_map(|&n| usable(ms, &notify_id(n, p)).map(|x| (n, x)))
         .collect();
+    rtt_tiers(&set, &format!("notification round trip ({})", p.param()))
+}
+
+/// The round trips of `set` in tiers apart by a clear [`TIER_GAP`], the
+/// quickest named with its time: "`what`, in tiers apart by …".
+fn rtt_tiers(set: &[(&str, &Measurement)], what: &str) -> Option<Finding> {
     if set.len() < 2 {
         return None;
     }
@@ -93,11 +99,10 @@ fn notifications(ms: &[Measurement], p: Placement) -> Option<Finding> {
     Some(Finding {
         area: AREA.into(),
         text: format!(
-            "notification round trip ({}), in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {}){}",
-            p.param(),
+            "{what}, in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {}){}",
             claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
             human(top.value, "ns/op"),
-            bimodal_clause(&set),
+            bimodal_clause(set),
         ),
         value: top.value,
         unit: "ns/op".into(),
@@ -207,26 +212,8 @@ fn rtt_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding>
         .iter()
         .filter_map(|&m| usable(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x)))
         .collect();
-    if set.len() < 2 {
-        return None;
-    }
-    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
-    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
-    let tiers = claims::rank_apart(&items, TIER_GAP);
-    let top = items[tiers.leaders[0]];
-    Some(Finding {
-        area: AREA.into(),
-        text: format!(
-            "round trip of {} ({}), in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {}){}",
-            size_label(size as u64),
-            p.param(),
-            claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
-            human(top.value, "ns/op"),
-            bimodal_clause(&set),
-        ),
-        value: top.value,
-        unit: "ns/op".into(),
-    })
+    let what = format!("round trip of {} ({})", size_label(size as u64), p.param());
+    rtt_tiers(&set, &what)
 }
 
 /// How 512 B writes (dd's default block) compare with 64 KiB writes on a
