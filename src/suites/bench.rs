@@ -367,6 +367,22 @@ pub fn check_memory(bytes: u64) -> Result<(), PrepareError> {
     Ok(())
 }
 
+/// Refuses user data (`given`) that no selected benchmark measures: none
+/// of `benches` has an id starting with `prefix`. `refusal` says what to
+/// select instead.
+pub fn require_selected(
+    benches: &[Box<dyn Bench>],
+    given: bool,
+    prefix: &str,
+    refusal: &str,
+) -> Result<(), String> {
+    if !given || benches.iter().any(|b| b.id().starts_with(prefix)) {
+        Ok(())
+    } else {
+        Err(refusal.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,13 +87,12 @@ pub fn check_inputs(paths: &[PathBuf]) -> Result<Vec<UserInput>, String> {
 /// Refuses `--input` files when the selection leaves out the benchmarks
 /// that measure them.
 pub fn check_selected(benches: &[Box<dyn Bench>], inputs: &[UserInput]) -> Result<(), String> {
-    if inputs.is_empty() || benches.iter().any(|b| b.id().starts_with("codec.file-")) {
-        return Ok(());
-    }
-    Err(
+    super::bench::require_selected(
+        benches,
+        !inputs.is_empty(),
+        "codec.file-",
         "--input files are measured by the codec suite, which the patterns leave out; \
-         select it (`opcost run codec.file --input FILE`)"
-            .to_string(),
+         select it (`opcost run codec.file --input FILE`)",
     )
 }
 

@@ -269,13 +269,12 @@ pub fn check_locales(names: &[String]) -> Result<Vec<UserLocale>, String> {
 /// Refuses `--words` lists when the selection leaves out the benchmarks
 /// that measure them.
 pub fn check_selected(benches: &[Box<dyn Bench>], words: &[UserWords]) -> Result<(), String> {
-    if words.is_empty() || benches.iter().any(|b| b.id().starts_with("text.user.")) {
-        return Ok(());
-    }
-    Err(
+    crate::suites::bench::require_selected(
+        benches,
+        !words.is_empty(),
+        "text.user.",
         "--words lists are measured by the text suite, which the patterns leave out; \
-         select it (`opcost run text.user --words FILE`)"
-            .to_string(),
+         select it (`opcost run text.user --words FILE`)",
     )
 }
 
