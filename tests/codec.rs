@@ -3,6 +3,8 @@
 //! and the refusal of unreadable inputs. Timings are never asserted; only
 //! structure, units, round trips, ratios and behaviour on bad input.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -28,17 +30,14 @@ fn doc() -> &'static Value {
     DOC.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
         let input = input_file(dir.path());
-        let path = dir.path().join("run.json");
-        Command::cargo_bin("opcost")
-            .expect("binary built")
-            .args(["run", "codec", "--profile", "quick", "--no-save", "--input"])
-            .arg(&input)
-            .arg("--json")
-            .arg(&path)
-            .assert()
-            .success();
-        let text = std::fs::read_to_string(&path).expect("the JSON document was written");
-        serde_json::from_str(&text).expect("the document parses")
+        common::run_doc([
+            "run".as_ref(),
+            "codec".as_ref(),
+            "--profile".as_ref(),
+            "quick".as_ref(),
+            "--input".as_ref(),
+            input.as_os_str(),
+        ])
     })
 }
 

@@ -3,26 +3,16 @@
 //! that every row ran (its round trip, known answer or signature check
 //! passed before timing), its unit, its details and the findings.
 
+mod common;
+
 use std::sync::OnceLock;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 /// The JSON document of `opcost run crypto --profile quick`, made once.
 fn doc() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("run.json");
-        Command::cargo_bin("opcost")
-            .expect("binary built")
-            .args(["run", "crypto", "--profile", "quick", "--no-save", "--json"])
-            .arg(&path)
-            .assert()
-            .success();
-        let text = std::fs::read_to_string(&path).expect("the JSON document was written");
-        serde_json::from_str(&text).expect("the document parses")
-    })
+    DOC.get_or_init(|| common::run_doc(["run", "crypto", "--profile", "quick"]))
 }
 
 fn results() -> &'static [Value] {

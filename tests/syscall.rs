@@ -3,9 +3,12 @@
 //! structure, units, sanity and the orderings physics guarantees (with wide
 //! margins).
 
+mod common;
+
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
+
 use serde_json::Value;
 
 /// A system call costs at least this many function calls on any CPU (the
@@ -18,25 +21,7 @@ const VDSO_GAIN_MIN: f64 = 2.0;
 /// The JSON document of `opcost run syscall --profile quick`, made once.
 fn doc() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("run.json");
-        Command::cargo_bin("opcost")
-            .expect("binary built")
-            .args([
-                "run",
-                "syscall",
-                "--profile",
-                "quick",
-                "--no-save",
-                "--json",
-            ])
-            .arg(&path)
-            .assert()
-            .success();
-        let text = std::fs::read_to_string(&path).expect("the JSON document was written");
-        serde_json::from_str(&text).expect("the document parses")
-    })
+    DOC.get_or_init(|| common::run_doc(["run", "syscall", "--profile", "quick"]))
 }
 
 fn results() -> &'static [Value] {

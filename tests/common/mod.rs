@@ -229,3 +229,23 @@ pub fn trend_runs(n: usize, shift_from: usize) -> Vec<RunDoc> {
         })
         .collect()
 }
+
+/// The JSON document of one `opcost ARGS --no-save --json FILE` run of the
+/// built binary (which must succeed).
+pub fn run_doc<I, S>(args: I) -> serde_json::Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("run.json");
+    assert_cmd::Command::cargo_bin("opcost")
+        .expect("binary built")
+        .args(args)
+        .args(["--no-save", "--json"])
+        .arg(&path)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&path).expect("the JSON document was written");
+    serde_json::from_str(&text).expect("the document parses")
+}
