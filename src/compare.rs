@@ -75,6 +75,10 @@ pub enum CiMethod {
     /// The same on the rounds as measured, the phase correction undone:
     /// both sides ran in a like mix of the machine's phases.
     RoundsAsMeasured,
+    /// Student's t on the differences of paired rounds (`opcost ab`: round
+    /// k of A and round k of B ran one after the other, so what the machine
+    /// did in between falls on both and leaves the difference).
+    PairedRounds,
     /// Percentile bootstrap on the samples.
     Bootstrap,
     /// Quotients of the stored CIs of the medians (samples missing).
@@ -419,6 +423,33 @@ pub fn compare_sides(
     threshold: f64,
     history: &[RunDoc],
 ) -> Comparison {
+    compare_with(a, b, patterns, threshold, history, false)
+}
+
+/// Compares the two sides of `opcost ab`, one run each whose rounds were
+/// measured in pairs (round k of A next to round k of B): each row's
+/// interval comes from the differences of its paired rounds
+/// ([`CiMethod::PairedRounds`]), where both sides have the same number of
+/// used rounds, else as [`compare_sides`] does.
+pub fn compare_paired(a: &RunDoc, b: &RunDoc, threshold: f64) -> Comparison {
+    compare_with(
+        std::slice::from_ref(a),
+        std::slice::from_ref(b),
+        &[],
+        threshold,
+        &[],
+        true,
+    )
+}
+
+fn compare_with(
+    a: &[RunDoc],
+    b: &[RunDoc],
+    patterns: &[String],
+    threshold: f64,
+    history: &[RunDoc],
+    paired: bool,
+) -> Comparison {
     let selected =
         |id: &str| patterns.is_empty() || patterns.iter().any(|p| crate::pattern::matches(p, id));
     let ids_of = |side: &[RunDoc]| {
@@ -452,7 +483,7 @@ pub fn compare_sides(
         if floor.is_some() {
             floor_runs = floor_runs.max(floor_ms.len());
         }
-        match compare_one_sides(&side_of(a, id), &side_of(b, id), threshold, floor) {
+        match compare_one_sides(&side_of(a, id), &side_of(b, id), threshold, floor, paired) {
             Ok(row) => rows.push(row),
             Err(reason) => incomparable.push(Incomparable {
                 id: id.clone(),
@@ -516,6 +547,7 @@ pub fn compare_one(a: &Measurement, b: &Measurement, threshold: f64) -> Result<R
         std::slice::from_ref(b),
         threshold,
         None,
+        false,
     )
 }
 
@@ -592,12 +624,27 @@ fn welch_ratio_ci(la: &[f64], lb: &[f64], ratio: f64) -> Option<(f64, f64)> {
     Some((ratio * (-hw).exp(), ratio * hw.exp()))
 }
 
+/// Student's 95% interval of `exp(mean(lb_k - la_k))` for paired log
+/// values, centred on `ratio`; `None` without at least two pairs.
+fn paired_ratio_ci(la: &[f64], lb: &[f64], ratio: f64) -> Option<(f64, f64)> {
+    let d: Vec<f64> = la.iter().zip(lb).map(|(x, y)| y - x).collect();
+    if d.len() < 2 || la.len() != lb.len() {
+        return None;
+    }
+    let n = d.len() as f64;
+    let mean = d.iter().sum::<f64>() / n;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let hw = stats::t975(n - 1.0) * (var / n).sqrt();
+    Some((ratio * (-hw).exp(), ratio * hw.exp()))
+}
+
 /// Compares one benchmark of two sides (each one or more runs).
 fn compare_one_sides(
     a: &[Measurement],
     b: &[Measurement],
     threshold: f64,
     floor: Option<f64>,
+    paired: bool,
 ) -> Result<Row, String> {
     let (a0, b0) = (&a[0], &b[0]);
     if let Some(m) = a.iter().chain(b).find(|m| m.unit != a0.unit) {
@@ -621,7 +668,12 @@ fn compare_one_sides(
     }
     let ratio = vb / va;
     let usable = |s: &[f64]| s.len() >= MIN_BOOTSTRAP_SAMPLES && s.iter().all(|x| x.is_finite());
-    let (ci_low, ci_high, method) = if let Some((lo, hi)) = welch_ratio_ci(&la, &lb, ratio) {
+    let pairs = (paired && a.len() == 1 && b.len() == 1 && la.len() == lb.len())
+        .then(|| paired_ratio_ci(&la, &lb, ratio))
+        .flatten();
+    let (ci_low, ci_high, method) = if let Some((lo, hi)) = pairs {
+        (lo, hi, CiMethod::PairedRounds)
+    } else if let Some((lo, hi)) = welch_ratio_ci(&la, &lb, ratio) {
         let m = if as_measured {
             CiMethod::RoundsAsMeasured
         } else {
@@ -939,6 +991,38 @@ mod tests {
         }
         assert_eq!(called_aa, 0);
         assert!(called_shift >= 195, "{called_shift} of 200");
+    }
+
+    #[test]
+    fn paired_rounds_see_a_small_change_that_the_machine_hides_from_welch() {
+        // Each round pair shares a state of the machine (±8%), B 3% slower
+        // with 0.5% noise of its own: Welch sees only the 8%, the pairs the 3%.
+        let (mut paired_called, mut welch_called, mut aa_called) = (0, 0, 0);
+        for seed in 0..100 {
+            let state = noisy(1.0, 0.08, 6, seed, 1.0);
+            let with = |shift: f64, s: u64| {
+                let mut m = noisy(100.0, 0.005, 6, s, shift);
+                for (r, st) in m.rounds.iter_mut().zip(&state.rounds) {
+                    r.median *= st.median;
+                }
+                run_of(vec![m])
+            };
+            let (a, b, same) = (
+                with(1.0, seed + 100),
+                with(1.03, seed + 200),
+                with(1.0, seed + 300),
+            );
+            let p = compare_paired(&a, &b, 0.0);
+            assert_eq!(p.rows[0].method, CiMethod::PairedRounds);
+            paired_called += usize::from(p.rows[0].verdict == Verdict::Slower);
+            let w = compare(&a, &b, &[], 0.0);
+            welch_called += usize::from(w.rows[0].verdict == Verdict::Slower);
+            aa_called +=
+                usize::from(compare_paired(&a, &same, 0.0).rows[0].verdict != Verdict::Same);
+        }
+        assert!(paired_called >= 95, "{paired_called} of 100");
+        assert!(welch_called <= 20, "{welch_called} of 100");
+        assert!(aa_called <= 10, "{aa_called} of 100");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use anyhow::{Context, bail};
 
 use super::usage;
 use crate::cli::AbArgs;
-use crate::compare::compare_sides;
+use crate::compare::compare_paired;
 use crate::document::RunDoc;
 use crate::harness::Measurement;
 use crate::store::{Location, Store};
@@ -89,6 +89,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         args,
         samples,
         dir: tmp.path(),
+        seed: fastrand::u64(..),
     };
     let sides = alternate(&child, [&a, &b], rounds, &stop)?;
     let interrupted = stop.load(Ordering::SeqCst);
@@ -116,13 +117,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             copied = super::shared::copy_to_shared(url, None, &[&run_a, &run_b], &targets.local);
         }
     }
-    let c = compare_sides(
-        std::slice::from_ref(&run_a),
-        std::slice::from_ref(&run_b),
-        &[],
-        args.threshold,
-        &[],
-    );
+    let c = compare_paired(&run_a, &run_b, args.threshold);
     super::quiet_broken_pipe();
     print!("{}", crate::report::render_comparison(&c, args.format)?);
     Ok(if !copied {
@@ -161,6 +156,8 @@ struct Child<'a> {
     samples: usize,
     /// Where each round writes its JSON.
     dir: &'a Path,
+    /// The order seed of round 0; round k uses `seed + k` on both sides.
+    seed: u64,
 }
 
 /// Runs `rounds` rounds of each setting, A and B alternating (the order
@@ -180,7 +177,10 @@ fn alternate(
                 break 'rounds;
             }
             let json = child.dir.join(format!("r{r}-{side}.json"));
-            let code = run_child(child.exe, child.args, settings[side], child.samples, &json)?;
+            // Both sides of a round measure their benchmarks in one order,
+            // so each benchmark's A and B lie one child apart in time.
+            let seed = child.seed.wrapping_add(r as u64);
+            let code = run_child(child, settings[side], seed, &json)?;
             if !json.exists() {
                 break 'rounds; // stopped before anything was written
             }
@@ -196,13 +196,8 @@ fn alternate(
 /// Runs one round of one side as a child and returns its exit code; a
 /// child that refuses its arguments (a pattern that matches nothing, a CPU
 /// that does not exist, a wrapper that is not found) is a usage error.
-fn run_child(
-    exe: &Path,
-    args: &AbArgs,
-    setting: &Setting,
-    samples: usize,
-    json: &Path,
-) -> anyhow::Result<i32> {
+fn run_child(child: &Child<'_>, setting: &Setting, seed: u64, json: &Path) -> anyhow::Result<i32> {
+    let (exe, args, samples) = (child.exe, child.args, child.samples);
     let mut run_args: Vec<String> = vec!["run".into()];
     run_args.extend(args.patterns.iter().cloned());
     run_args.extend(
@@ -221,6 +216,8 @@ fn run_child(
     run_args.push(samples.to_string());
     run_args.push("--json".into());
     run_args.push(json.display().to_string());
+    run_args.push("--seed".into());
+    run_args.push(seed.to_string());
     if let Some(c) = setting.cpu {
         run_args.push("--cpu".into());
         run_args.push(c.to_string());

@@ -277,6 +277,12 @@ pub fn method_note(c: &Comparison) -> String {
             count(CiMethod::RoundsAsMeasured)
         ));
     }
+    if count(CiMethod::PairedRounds) > 0 {
+        how.push(format!(
+            "{} from the differences of paired rounds (round k of A ran next to round k of B: Student's t on the differences of their log medians, so what the machine did between the rounds falls on both)",
+            count(CiMethod::PairedRounds)
+        ));
+    }
     if count(CiMethod::Bootstrap) > 0 {
         how.push(format!(
             "{} by bootstrap on the samples (documents without rounds)",
@@ -294,8 +300,8 @@ pub fn method_note(c: &Comparison) -> String {
     }
     let floors = c.rows.iter().filter(|r| r.noise_floor.is_some()).count();
     parts.push(format!(
-        "faster/slower when the CI excludes 1 and the difference exceeds {:.0}%{}",
-        c.threshold * 100.0,
+        "faster/slower when the CI excludes 1 and the difference exceeds {}%{}",
+        format!("{:.1}", c.threshold * 100.0).trim_end_matches(".0"),
         if floors > 0 {
             format!(
                 " or, for {floors} benchmarks, the noise floor from {} earlier runs of {} in the history (the 95% range of their run-to-run spread), when larger",
