@@ -90,6 +90,12 @@ pub struct RunArgs {
     /// the result's interval comes from the spread of its rounds.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: Option<u32>,
+    /// The interval half-width to aim for, in percent (default: none): a
+    /// benchmark whose interval has reached it after all but one of its
+    /// rounds stops there, and one still wider gets up to as many rounds
+    /// again, in at most 15% more time.
+    #[arg(long, value_name = "PCT", value_parser = parse_precision)]
+    pub target_precision: Option<f64>,
     /// Seed of the order in which each pass measures the benchmarks (default:
     /// random); every run records its own, so `--seed` repeats an order.
     #[arg(long, value_name = "N")]
@@ -150,6 +156,7 @@ impl RunArgs {
             cpu: None,
             samples: None,
             rounds: None,
+            target_precision: None,
             seed: None,
             dir: None,
             input: Vec::new(),
@@ -502,8 +509,10 @@ pub struct AbArgs {
     /// Do not save the two runs in the history.
     #[arg(long)]
     pub no_save: bool,
-    /// Smallest relative difference called faster or slower, in percent.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
+    /// Smallest relative difference called faster or slower, in percent
+    /// (2 by default: A and B are compared round pair by round pair, so
+    /// what the machine does between runs is not in the difference).
+    #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = parse_percent)]
     pub threshold: f64,
     /// How the comparison is printed.
     #[arg(long, value_enum, default_value = "text")]
@@ -517,5 +526,19 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
             Ok((k.to_string(), v.to_string()))
         }
         _ => Err(format!("'{s}' is not NAME=VALUE")),
+    }
+}
+
+/// A `--target-precision` in percent: a finite number from 0 to 50.
+fn parse_precision(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 2)"))?;
+    if v.is_finite() && (0.0..=50.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not between 0 and 50"))
     }
 }

@@ -297,11 +297,10 @@ fn ab_alternates_two_settings_and_compares_them() {
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &c["rows"][0];
     assert_eq!(row["id"], "syscall.function_call");
-    assert!(
-        ["rounds", "rounds_as_measured"].contains(&row["method"].as_str().unwrap()),
-        "{row}"
-    );
+    // Round k of A ran next to round k of B: the interval is paired.
+    assert_eq!(row["method"], "paired_rounds", "{row}");
     assert_eq!(row["rounds"], serde_json::json!([3, 3]));
+    assert_eq!(c["threshold"], 0.02, "ab's own threshold");
     assert!(c["a"]["label"].as_str().unwrap().contains("OPCOST_AB=1"));
     // Both sides are in the history, labelled with their setting.
     opcost(&db)
@@ -352,4 +351,79 @@ fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
     assert_eq!(skipped, vec!["ipc.udp.tput/64KiB/same"]);
     assert_eq!(doc["results"][0]["id"], "ipc.pipe.tput/64KiB/same");
     assert!(doc["results"][0]["rounds"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
+fn a_known_slowdown_is_real_warned_of_and_seen_by_ab() {
+    // OPCOST_SLOWDOWN_PCT makes every timed batch that much slower: B is
+    // called slower, and its run says its figures are not the machine's.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let out = opcost(&db)
+        .args(["ab", "syscall.function_call", "--profile", "quick"])
+        .args(["--rounds", "4", "--a-env", "OPCOST_AB=1"])
+        .args(["--b-env", "OPCOST_SLOWDOWN_PCT=40", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &c["rows"][0];
+    assert_eq!(row["verdict"], "slower", "{row}");
+    let ratio = row["ratio"].as_f64().unwrap();
+    assert!(ratio > 1.2, "{row}");
+    let b = c["b"]["id"].as_str().unwrap().to_string();
+    opcost(&db)
+        .args(["show", &b])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("OPCOST_SLOWDOWN_PCT"));
+}
+
+#[test]
+fn a_target_precision_bounds_the_rounds_and_refuses_nonsense() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    opcost(&dir.path().join("h.db"))
+        .args(["run", "syscall.function_call", "syscall.getppid.raw"])
+        .args([
+            "--profile",
+            "quick",
+            "--rounds",
+            "4",
+            "--target-precision",
+            "1",
+        ])
+        .args(["--no-save", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for r in doc["results"].as_array().unwrap() {
+        let n = r["rounds"].as_array().unwrap().len();
+        // 3 (settled a round early) to 8 (twice the planned), plus any
+        // slow rounds measured again.
+        assert!(n >= 3, "{} had {n} rounds", r["id"]);
+        let used = r["rounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["used"] == true)
+            .count();
+        assert!((3..=8).contains(&used), "{} used {used} rounds", r["id"]);
+    }
+    for bad in [
+        "--target-precision=abc",
+        "--target-precision=-1",
+        "--target-precision=80",
+    ] {
+        opcost(&dir.path().join("h.db"))
+            .args(["run", "syscall.function_call", bad])
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("target-precision"));
+    }
 }

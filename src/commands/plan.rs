@@ -36,6 +36,9 @@ pub struct Hello {
     pub samples: Option<usize>,
     /// `--rounds`.
     pub rounds: Option<usize>,
+    /// `--target-precision`, relative (0 turns it off).
+    #[serde(default)]
+    pub target_precision: Option<f64>,
     /// `--cpu` (the affinity itself is inherited).
     pub cpu: Option<usize>,
     /// `--dir`: where file benchmarks write (none: the temp dir).
@@ -80,6 +83,7 @@ impl Hello {
             rounds: self.rounds,
             canary: canary::check,
             seed,
+            target_precision: self.target_precision,
         }
     }
 }
@@ -146,6 +150,7 @@ impl RunPlan {
             profile: args.profile,
             samples: args.samples.map(|n| n as usize),
             rounds: args.rounds.map(|n| n as usize),
+            target_precision: args.target_precision.map(|p| p / 100.0),
             cpu: args.cpu,
             dir: args.dir.clone(),
             tmp: tmp.to_path_buf(),

@@ -42,7 +42,14 @@ pub struct RunOptions {
     /// shuffle every pass, all drawn from this seed): recorded in the run,
     /// so an order can be repeated (`run --seed`).
     pub seed: u64,
+    /// Overrides the profile's target precision (`--target-precision`,
+    /// relative half-width; 0 turns it off).
+    pub target_precision: Option<f64>,
 }
+
+/// Share of the planned run time that extra rounds of benchmarks still
+/// wider than the target precision may take, after the planned passes.
+pub const EXTRA_ROUNDS_SHARE: f64 = 0.15;
 
 impl RunOptions {
     /// Options with the profile's own counts.
@@ -53,6 +60,29 @@ impl RunOptions {
             rounds: None,
             canary: canary::check,
             seed: fastrand::u64(..),
+            target_precision: None,
+        }
+    }
+
+    /// The half-width (relative, 0.02 = ±2%) a benchmark's interval should
+    /// reach: one that has reached it after all but one of its planned
+    /// rounds stops there, and one still wider after them gets extra rounds
+    /// (up to twice the planned count, in [`EXTRA_ROUNDS_SHARE`] of the
+    /// planned time). `None`: the planned rounds, no more and no fewer
+    /// (not asked for, `--target-precision 0`, runs of fewer than 3 rounds).
+    pub fn target_precision(&self) -> Option<f64> {
+        let t = self
+            .target_precision
+            .unwrap_or(self.profile.target_precision());
+        (t > 0.0 && self.rounds() >= 3).then_some(t)
+    }
+
+    /// The most rounds a benchmark may get: twice the planned count with a
+    /// target precision, else the planned count.
+    pub fn max_rounds(&self) -> usize {
+        match self.target_precision() {
+            Some(_) => 2 * self.rounds(),
+            None => self.rounds(),
         }
     }
 
@@ -138,6 +168,8 @@ pub(super) struct Track {
     pub(super) out: bool,
     /// The last round was cut short by a stop.
     pub(super) cut: bool,
+    /// Its interval reached the run's target precision: no more rounds.
+    pub(super) settled: bool,
 }
 
 /// The tracks of `benches`, nothing measured yet.
@@ -155,6 +187,7 @@ pub(super) fn new_tracks(benches: Vec<Box<dyn Bench>>, opts: &RunOptions) -> Vec
             details: None,
             out: false,
             cut: false,
+            settled: false,
         })
         .collect()
 }
@@ -370,7 +403,8 @@ fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut
             // region never holds them.
             let probe = l.cpu.is_some().then(|| Probe::start(&l.timed.peer_pids()));
             let sample_start = Instant::now();
-            let result = catch_unwind(AssertUnwindSafe(|| l.timed.run(l.ops)));
+            let result =
+                catch_unwind(AssertUnwindSafe(|| l.timed.run(l.ops))).map(|r| r.map(slow_down));
             let wall = sample_start.elapsed();
             l.spent += wall;
             let err = match result {
@@ -405,6 +439,38 @@ fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut
             }
         }
     }
+}
+
+/// The environment variable that makes every sample slower on purpose.
+pub const SLOWDOWN_ENV: &str = "OPCOST_SLOWDOWN_PCT";
+
+/// The share every sample is made slower by (`OPCOST_SLOWDOWN_PCT`, percent,
+/// 0–100; 0 when unset or not a number in that range): a known, real
+/// change for testing what `compare` and `ab` can see.
+pub fn slowdown() -> f64 {
+    static SHARE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *SHARE.get_or_init(|| {
+        std::env::var(SLOWDOWN_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))
+            .map_or(0.0, |p| p / 100.0)
+    })
+}
+
+/// A batch's time made [`slowdown`] slower by a busy wait of that share of
+/// it, timed and added: the machine really spends it, with its noise.
+fn slow_down(took: Duration) -> Duration {
+    let share = slowdown();
+    if share <= 0.0 {
+        return took;
+    }
+    let wait = took.mul_f64(share);
+    let start = Instant::now();
+    while start.elapsed() < wait {
+        std::hint::spin_loop();
+    }
+    took + start.elapsed()
 }
 
 /// Files a member's round in its track: its samples, timings, warnings

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use super::canary::{self, PhaseCounts, Snapshot, Stability};
 use super::phase::{correct_slow_rounds, phase_slopes, set_aside_slow_rounds};
 use super::round::{
-    Canaries, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, new_tracks, run_round,
+    Canaries, EXTRA_ROUNDS_SHARE, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track,
+    budget_left, new_tracks, run_round,
 };
 use super::stats::{Summary, is_bimodal, round_interval};
 use super::warnings::Warning;
@@ -57,12 +58,12 @@ pub fn run(
     progress: &mut dyn FnMut(Event<'_>),
 ) -> RunOutcome {
     let started = Instant::now();
-    let rounds = opts.rounds();
+    let (rounds, max_rounds) = (opts.rounds(), opts.max_rounds());
     let mut tracks = new_tracks(benches, opts);
     // A run of one round has no variation between rounds to see.
     let mut pool = workers
         .filter(|_| rounds >= 2)
-        .map(|cmd| Pool::new(cmd, rounds));
+        .map(|cmd| Pool::new(cmd, max_rounds));
     let groups = group_by_interleave(tracks.iter().map(|t| t.bench.interleave()));
     let planned: Duration = tracks.iter().map(|t| t.budget).sum();
     let mut out = RunOutcome::default();
@@ -73,14 +74,32 @@ pub fn run(
     let mut last_after: Option<f64> = None;
 
     let mut order_rng = fastrand::Rng::with_seed(opts.seed);
-    'passes: for pass in 0..rounds {
+    // Extra rounds (past the planned ones) may run until then.
+    let mut extra_until: Option<Instant> = None;
+    'passes: for pass in 0..max_rounds {
+        if let Some(target) = opts.target_precision()
+            && pass + 1 >= rounds
+        {
+            settle(&mut tracks, &groups, target, (pass, rounds), progress);
+        }
+        let waiting = |t: &Track| !t.out && !t.settled;
+        if pass >= rounds && !tracks.iter().any(waiting) {
+            break;
+        }
         let order = pass_order(&mut order_rng, groups.len());
         for g in order {
             if ctx.stopping() {
                 break 'passes;
             }
-            if groups[g].iter().all(|&i| tracks[i].out) {
+            if !groups[g].iter().any(|&i| waiting(&tracks[i])) {
                 continue;
+            }
+            if pass >= rounds {
+                let until = *extra_until
+                    .get_or_insert_with(|| Instant::now() + planned.mul_f64(EXTRA_ROUNDS_SHARE));
+                if Instant::now() >= until {
+                    break 'passes;
+                }
             }
             // The canary is taken where the round runs: a run with workers
             // takes it in the worker (the run's own process, just woken
@@ -145,6 +164,45 @@ pub fn run(
     out
 }
 
+/// Settles, before pass `pass`, the groups whose every member's interval
+/// (from its rounds so far) has reached `target`: they take no more rounds.
+/// Called from the last planned pass on, so a benchmark stops at most one
+/// round early and gets extra rounds only while it is wider than the target.
+fn settle(
+    tracks: &mut [Track],
+    groups: &[Vec<usize>],
+    target: f64,
+    (pass, rounds): (usize, usize),
+    progress: &mut dyn FnMut(Event<'_>),
+) {
+    let precise = |t: &Track| {
+        let medians: Vec<f64> = t.rounds.iter().map(|r| r.median).collect();
+        t.out || t.settled || precision(&medians).is_some_and(|p| p <= target)
+    };
+    for g in groups {
+        if g.iter().all(|&i| tracks[i].settled || tracks[i].out)
+            || !g.iter().all(|&i| precise(&tracks[i]))
+        {
+            continue;
+        }
+        for &i in g {
+            let t = &mut tracks[i];
+            if !t.out {
+                t.settled = true;
+                // The planned rounds it will not run.
+                progress(Event::Finished(&t.id, budget_left(t, rounds, pass)));
+            }
+        }
+    }
+}
+
+/// The relative half-width of the 95% interval the rounds' medians give
+/// (as [`round_interval`] makes it); `None` with fewer than two.
+fn precision(medians: &[f64]) -> Option<f64> {
+    let (lo, hi) = round_interval(medians, 1.0)?;
+    Some((hi - 1.0).max(1.0 - lo))
+}
+
 /// Files each benchmark's measurement from its rounds, in run order, with
 /// the skips (a benchmark stopped before enough samples is one).
 fn finish(
@@ -180,7 +238,7 @@ fn finish(
         let mut extra = Vec::new();
         if stopped && !complete {
             extra.push(Warning::Interrupted { samples: n });
-        } else if n < opts.samples_wanted() {
+        } else if n < opts.samples_wanted() && !t.settled {
             extra.push(Warning::FewSamples {
                 got: n,
                 wanted: opts.samples_wanted(),
@@ -546,6 +604,7 @@ mod tests {
             rounds: None,
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
@@ -567,6 +626,65 @@ mod tests {
         assert_eq!(a.per_op.as_ref().unwrap().p50, 1000.0);
         assert_eq!(a.param("size").as_deref(), Some("100"));
         assert!((out.measurements[1].median - 5e7).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_target_precision_stops_tight_benchmarks_early_and_gives_wide_ones_more_rounds() {
+        // Each round of "wide" reads 1000 or 1300 ns in turn: far wider
+        // than ±2%, so it gets extra rounds; "tight" stops a round early.
+        struct Jitter(std::sync::atomic::AtomicU64);
+        impl Bench for Jitter {
+            fn id(&self) -> &str {
+                "t.wide"
+            }
+            fn summary(&self) -> &str {
+                "jitter"
+            }
+            fn unit(&self) -> Unit {
+                Unit::Latency
+            }
+            fn prepare(&self, _ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+                let k = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(Box::new(FakeTimed {
+                    ns: 1000 + 300 * (k % 2),
+                }))
+            }
+        }
+        let opts = |target| RunOptions {
+            profile: Profile::Default,
+            samples: Some(10),
+            rounds: Some(5),
+            canary: steady,
+            seed: 1,
+            target_precision: target,
+        };
+        let rounds_of = |target| {
+            let benches: Vec<Box<dyn Bench>> = vec![
+                fake("t.tight", 1000, None),
+                Box::new(Jitter(Default::default())),
+            ];
+            let out = run(benches, &ctx(), &opts(target), None, &mut |_| {});
+            let n = |id: &str| {
+                let m = out.measurements.iter().find(|m| m.id == id).unwrap();
+                (
+                    m.rounds.len(),
+                    m.warnings.iter().any(|w| w.contains("samples")),
+                )
+            };
+            (n("t.tight"), n("t.wide"))
+        };
+        let ((tight, tight_few), (wide, _)) = rounds_of(Some(0.02));
+        assert_eq!(tight, 4, "stops after all but one planned round");
+        assert!(!tight_few, "a settled benchmark is not short of samples");
+        assert_eq!(wide, 10, "up to twice the planned rounds");
+        // Off: the planned rounds, no more and no fewer.
+        let ((tight, _), (wide, _)) = rounds_of(Some(0.0));
+        assert_eq!((tight, wide), (5, 5));
+        // Not asked for: no profile aims at one.
+        assert_eq!(
+            (opts(None).target_precision(), opts(None).max_rounds()),
+            (None, 5)
+        );
     }
 
     #[test]
@@ -598,6 +716,7 @@ mod tests {
             rounds: None,
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         let benches: Vec<Box<dyn Bench>> =
             vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
@@ -618,6 +737,7 @@ mod tests {
                 rounds: Some(3),
                 canary: steady,
                 seed,
+                target_precision: None,
             };
             let benches: Vec<Box<dyn Bench>> = ["a", "b", "c", "d", "e", "f"]
                 .iter()
@@ -647,6 +767,7 @@ mod tests {
             rounds: None,
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         let benches: Vec<Box<dyn Bench>> = vec![
             Box::new(FakeBench {
@@ -682,6 +803,7 @@ mod tests {
             rounds: None,
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         let out = run(vec![fake("a", 10, None)], &c, &opts, None, &mut |_| {});
         assert!(out.interrupted);
@@ -696,6 +818,7 @@ mod tests {
             rounds: None,
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
         struct Tiny;
@@ -738,6 +861,7 @@ mod tests {
             rounds: Some(2),
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         let boom = crate::suites::bench::FnBench::new("t.boom", "x", Unit::Latency, |_| {
             Ok(Box::new(Boom) as Box<dyn Timed>)
@@ -764,6 +888,7 @@ mod tests {
             rounds: Some(3),
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         assert_eq!(
             (0..3).map(|r| opts.round_samples(r)).collect::<Vec<_>>(),
@@ -799,6 +924,7 @@ mod tests {
             rounds: Some(10),
             canary: steady,
             seed: 1,
+            target_precision: None,
         };
         assert_eq!(few.rounds(), 3);
     }

@@ -56,6 +56,12 @@ pub enum Warning {
     },
     /// The run is in a virtual machine.
     Virtualized(String),
+    /// Every sample was made slower on purpose by this share
+    /// (`OPCOST_SLOWDOWN_PCT`, the known change of a power test).
+    Slowdown {
+        /// The slowdown, percent.
+        pct: f64,
+    },
     /// Datagrams were sent that never arrived (the receiver fell behind).
     DatagramLoss {
         /// Lost share of the datagrams sent, in percent.
@@ -231,6 +237,7 @@ impl Warning {
             Warning::Governor(_) => "governor",
             Warning::Load { .. } => "load",
             Warning::Virtualized(_) => "virtualized",
+            Warning::Slowdown { .. } => "slowdown",
             Warning::VdsoMissing { .. } => "vdso_missing",
             Warning::RawViaLibc => "raw_via_libc",
             Warning::Preempted { .. } => "preempted",
@@ -316,6 +323,10 @@ impl fmt::Display for Warning {
             Warning::Virtualized(what) => write!(
                 f,
                 "virtual machine ({what}), as most cloud machines are: wake-ups across vCPUs and exits to the hypervisor cost more than on bare metal, so compare with machines of the same kind"
+            ),
+            Warning::Slowdown { pct } => write!(
+                f,
+                "every sample was made {pct}% slower on purpose (OPCOST_SLOWDOWN_PCT: a busy wait of that share of each timed batch, added to it), for testing what compare and ab can see; these are not the machine's costs"
             ),
             Warning::ColdInMemory { dir, fs_type } => write!(
                 f,
@@ -501,6 +512,10 @@ pub fn host_warnings(host: &crate::host::Host) -> Vec<Warning> {
     }
     if let Some(h) = host.hypervisor() {
         w.push(Warning::Virtualized(h));
+    }
+    let pct = super::round::slowdown() * 100.0;
+    if pct > 0.0 {
+        w.push(Warning::Slowdown { pct });
     }
     w
 }

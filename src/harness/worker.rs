@@ -527,6 +527,7 @@ mod tests {
             rounds: Some(3),
             canary: || 20_000.0,
             seed: 1,
+            target_precision: None,
         }
     }
 
