@@ -141,9 +141,26 @@ fn summary(out: &mut String, c: &Comparison) {
     if let Some(all) = c.summaries.last() {
         let _ = writeln!(
             out,
-            "{} of {} rows could have seen a 5% change (their minimal detectable effect is at most 5%)",
-            all.could_see, all.n
+            "{} of {} rows could have seen a 5% change (their minimal detectable effect is at most 5%){}",
+            all.could_see,
+            all.n,
+            blind_hint(c, all)
         );
+    }
+}
+
+/// What to do when most rows of a comparison of separate runs could not
+/// have seen a 5% change: measure A and B interleaved, or several runs a
+/// side. Empty for `ab`'s paired comparisons and when most rows could.
+fn blind_hint(c: &Comparison, all: &crate::compare::Summary) -> &'static str {
+    let paired = c
+        .rows
+        .iter()
+        .any(|r| r.method == crate::compare::CiMethod::PairedRounds);
+    if paired || 2 * all.could_see >= all.n {
+        ""
+    } else {
+        "; to see a smaller change, measure A and B interleaved (`opcost ab`, when a setting makes the difference: its rounds are compared in pairs) or give each side several runs"
     }
 }
 
@@ -317,4 +334,45 @@ pub fn method_note(c: &Comparison) -> String {
     parts.extend(floor_note(c));
     parts.push(format!("{NOISY_MARK} = noisy"));
     parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::RunDoc;
+    use crate::harness::{Measurement, Round};
+
+    fn doc(spread: f64) -> RunDoc {
+        let mut m = Measurement::point("t.x", "ns/op", 100.0);
+        m.rounds = [1.0, 1.0 + spread, 1.0 - spread]
+            .iter()
+            .map(|k| Round {
+                median: 100.0 * k,
+                n: 8,
+                used: true,
+                ..Default::default()
+            })
+            .collect();
+        let mut d = RunDoc::start(
+            crate::host::Host::default(),
+            crate::harness::Profile::Default,
+            None,
+            None,
+            chrono::Utc::now(),
+        );
+        d.results = vec![m];
+        d
+    }
+
+    #[test]
+    fn a_blind_comparison_of_separate_runs_says_how_to_see_more() {
+        let hint = |c: &Comparison| blind_hint(c, c.summaries.last().unwrap());
+        let wide = crate::compare::compare(&doc(0.2), &doc(0.2), &[], 0.05);
+        assert!(hint(&wide).contains("opcost ab"), "{}", hint(&wide));
+        let tight = crate::compare::compare(&doc(0.001), &doc(0.001), &[], 0.05);
+        assert_eq!(hint(&tight), "");
+        // ab's pairs are already the remedy.
+        let paired = crate::compare::compare_paired(&doc(0.2), &doc(0.2), 0.02);
+        assert_eq!(hint(&paired), "");
+    }
 }
