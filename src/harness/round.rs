@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::canary::{self, Snapshot, Stability};
 use super::cpu::{CpuUse, Probe};
 use super::stats::quantile;
-use super::timer::{EmptyLoop, calibrate};
+use super::timer::{EmptyLoop, calibrate, slow_down};
 use super::{Bench, Ctx, Measurement, Overhead, PrepareError, Profile, Round, Timed};
 
 /// Fewest samples a measurement is made of, even when the budget runs out,
@@ -439,38 +439,6 @@ fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut
             }
         }
     }
-}
-
-/// The environment variable that makes every sample slower on purpose.
-pub const SLOWDOWN_ENV: &str = "OPCOST_SLOWDOWN_PCT";
-
-/// The share every sample is made slower by (`OPCOST_SLOWDOWN_PCT`, percent,
-/// 0–100; 0 when unset or not a number in that range): a known, real
-/// change for testing what `compare` and `ab` can see.
-pub fn slowdown() -> f64 {
-    static SHARE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *SHARE.get_or_init(|| {
-        std::env::var(SLOWDOWN_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))
-            .map_or(0.0, |p| p / 100.0)
-    })
-}
-
-/// A batch's time made [`slowdown`] slower by a busy wait of that share of
-/// it, timed and added: the machine really spends it, with its noise.
-fn slow_down(took: Duration) -> Duration {
-    let share = slowdown();
-    if share <= 0.0 {
-        return took;
-    }
-    let wait = took.mul_f64(share);
-    let start = Instant::now();
-    while start.elapsed() < wait {
-        std::hint::spin_loop();
-    }
-    took + start.elapsed()
 }
 
 /// Files a member's round in its track: its samples, timings, warnings

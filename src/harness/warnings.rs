@@ -513,7 +513,7 @@ pub fn host_warnings(host: &crate::host::Host) -> Vec<Warning> {
     if let Some(h) = host.hypervisor() {
         w.push(Warning::Virtualized(h));
     }
-    let pct = super::round::slowdown() * 100.0;
+    let pct = super::timer::slowdown() * 100.0;
     if pct > 0.0 {
         w.push(Warning::Slowdown { pct });
     }
