@@ -226,7 +226,8 @@ fn finish(
         if n == 0 {
             continue; // interrupted before any sample
         }
-        let complete = t.rounds.iter().filter(|r| r.used).count() >= rounds && !t.cut;
+        let complete =
+            (t.settled || t.rounds.iter().filter(|r| r.used).count() >= rounds) && !t.cut;
         if stopped && !complete && n < MIN_SAMPLES_INTERRUPTED {
             out.skipped.push(Skipped {
                 id: t.id.clone(),
