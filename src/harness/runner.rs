@@ -77,15 +77,10 @@ pub fn run(
     // Extra rounds (past the planned ones) may run until then.
     let mut extra_until: Option<Instant> = None;
     'passes: for pass in 0..max_rounds {
-        if let Some(target) = opts.target_precision()
-            && pass + 1 >= rounds
-        {
-            settle(&mut tracks, &groups, target, (pass, rounds), progress);
-        }
-        let waiting = |t: &Track| !t.out && !t.settled;
-        if pass >= rounds && !tracks.iter().any(waiting) {
+        if !before_pass(&mut tracks, &groups, opts, pass, progress) {
             break;
         }
+        let waiting = |t: &Track| !t.out && !t.settled;
         let order = pass_order(&mut order_rng, groups.len());
         for g in order {
             if ctx.stopping() {
@@ -94,12 +89,9 @@ pub fn run(
             if !groups[g].iter().any(|&i| waiting(&tracks[i])) {
                 continue;
             }
-            if pass >= rounds {
-                let until = *extra_until
-                    .get_or_insert_with(|| Instant::now() + planned.mul_f64(EXTRA_ROUNDS_SHARE));
-                if Instant::now() >= until {
-                    break 'passes;
-                }
+            let until = || Instant::now() + planned.mul_f64(EXTRA_ROUNDS_SHARE);
+            if pass >= rounds && Instant::now() >= *extra_until.get_or_insert_with(until) {
+                break 'passes;
             }
             // The canary is taken where the round runs: a run with workers
             // takes it in the worker (the run's own process, just woken
@@ -150,18 +142,50 @@ pub fn run(
     );
     drop(pool); // every round is measured: the workers may go
 
+    out.stability = stability(&tracks, rounds, &record, counts, &run_start);
+    out.interrupted |= ctx.stopping();
+    finish(&tracks, ctx, opts, overhead, &mut out, progress);
+    out
+}
+
+/// The run's stability: its canary checks, the canary over the run's time
+/// from the rounds of its passes (rounds measured again come last, chosen
+/// for a fast canary: not a trend), the phase counts and the interference
+/// since `run_start`.
+fn stability(
+    tracks: &[Track],
+    rounds: usize,
+    record: &CanaryRecord,
+    counts: PhaseCounts,
+    run_start: &Snapshot,
+) -> Option<Stability> {
     let interference = run_start.until(&Snapshot::now());
-    // The canary over the run's time, from the rounds of its passes (rounds
-    // measured again come last, chosen for a fast canary: not a trend).
     let timeline: Vec<(f64, f64)> = tracks
         .iter()
         .flat_map(|t| t.rounds.iter().take(rounds))
         .filter_map(|r| Some((r.at_s, r.canary?)))
         .collect();
-    out.stability = Stability::of(&record.checks, &timeline, counts, &interference);
-    out.interrupted |= ctx.stopping();
-    finish(&tracks, ctx, opts, overhead, &mut out, progress);
-    out
+    Stability::of(&record.checks, &timeline, counts, &interference)
+}
+
+/// Before pass `pass`: settles what has reached the target precision (from
+/// the last planned pass on) and says whether the pass has anything to
+/// measure (a planned pass always has; an extra pass only while some
+/// benchmark is still wider than the target).
+fn before_pass(
+    tracks: &mut [Track],
+    groups: &[Vec<usize>],
+    opts: &RunOptions,
+    pass: usize,
+    progress: &mut dyn FnMut(Event<'_>),
+) -> bool {
+    let rounds = opts.rounds();
+    if let Some(target) = opts.target_precision()
+        && pass + 1 >= rounds
+    {
+        settle(tracks, groups, target, (pass, rounds), progress);
+    }
+    pass < rounds || tracks.iter().any(|t| !t.out && !t.settled)
 }
 
 /// Settles, before pass `pass`, the groups whose every member's interval
