@@ -91,90 +91,144 @@ pub(super) fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out
 }
 
-pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let small = curve(ms, "random");
-    if small.len() < 3 {
-        return out;
+/// The latency curves of a run and what they show: the levels detected
+/// (named against sysfs), the memory plateau, the TLB steps.
+struct Latency {
+    /// The curve on 4 KiB pages (`random`).
+    small: Vec<detect::Point>,
+    /// The curve on huge pages (`random_thp`), maybe empty.
+    huge: Vec<detect::Point>,
+    /// The hierarchy detected on them.
+    h: detect::Hierarchy,
+    /// The run's clock, GHz, when known.
+    ghz: Option<f64>,
+    /// The data and unified cache sizes sysfs lists, by level.
+    sysfs: Vec<(u8, u64)>,
+    /// The level number of each detected level ([`name_levels`]).
+    names: Vec<usize>,
+    /// The largest working set of the 4 KiB curve.
+    top: u64,
+}
+
+impl Latency {
+    /// The latency curves of `ms` analysed; `None` with fewer than three
+    /// points on 4 KiB pages.
+    fn of(ms: &[Measurement]) -> Option<Latency> {
+        let small = curve(ms, "random");
+        if small.len() < 3 {
+            return None;
+        }
+        let huge = curve(ms, "random_thp");
+        let h = detect::analyse(&small, (huge.len() >= 3).then_some(huge.as_slice()));
+        let sysfs = sysfs_caches(ms);
+        let names = name_levels(&h.levels, &sysfs);
+        Some(Latency {
+            top: small.last().map_or(0, |p| p.size),
+            ghz: crate::suites::bench::run_ghz(ms),
+            small,
+            huge,
+            h,
+            sysfs,
+            names,
+        })
     }
-    let huge = curve(ms, "random_thp");
-    let h = detect::analyse(&small, (huge.len() >= 3).then_some(huge.as_slice()));
-    let ghz = crate::suites::bench::run_ghz(ms);
-    let sysfs = sysfs_caches(ms);
-    let llc = sysfs.last().map(|c| c.1);
-    let top = small.last().map_or(0, |p| p.size);
-    let caveat = if huge.len() >= 3 {
-        ""
-    } else {
-        " (no huge-page curve: a TLB step may pass for a level)"
-    };
-    let names = name_levels(&h.levels, &sysfs);
-    let memory_ns = h.memory.map(|m| m.ns);
-    for (i, l) in h.levels.iter().enumerate() {
-        let n = names[i];
-        let sys = sysfs.iter().find(|c| usize::from(c.0) == n).map(|c| c.1);
-        let last = sysfs.iter().map(|c| usize::from(c.0)).max() == Some(n);
-        let verdict = match sys {
-            Some(s) => size_verdict(l, s, last),
-            None if sysfs.is_empty() => "sysfs: not known".to_string(),
-            None => "sysfs lists no such level".to_string(),
+
+    /// One finding per detected level: its size and latency, with what
+    /// sysfs says of its size.
+    fn level_findings(&self) -> Vec<Finding> {
+        let caveat = if self.huge.len() >= 3 {
+            ""
+        } else {
+            " (no huge-page curve: a TLB step may pass for a level)"
         };
-        out.push(finding(
-            format!(
-                "{} ~{} @ {}; {verdict}{}",
-                level_name(n),
-                crate::units::approx_size(l.size),
-                ns_cycles(l.ns, ghz),
-                if i == 0 { caveat } else { "" }
-            ),
-            l.size as f64,
-            "B",
-        ));
+        let sysfs = &self.sysfs;
+        let mut out = Vec::new();
+        for (i, l) in self.h.levels.iter().enumerate() {
+            let n = self.names[i];
+            let sys = sysfs.iter().find(|c| usize::from(c.0) == n).map(|c| c.1);
+            let last = sysfs.iter().map(|c| usize::from(c.0)).max() == Some(n);
+            let verdict = match sys {
+                Some(s) => size_verdict(l, s, last),
+                None if sysfs.is_empty() => "sysfs: not known".to_string(),
+                None => "sysfs lists no such level".to_string(),
+            };
+            out.push(finding(
+                format!(
+                    "{} ~{} @ {}; {verdict}{}",
+                    level_name(n),
+                    crate::units::approx_size(l.size),
+                    ns_cycles(l.ns, self.ghz),
+                    if i == 0 { caveat } else { "" }
+                ),
+                l.size as f64,
+                "B",
+            ));
+        }
+        out
     }
-    for &(level, size) in sysfs.iter().filter(|c| !names.contains(&usize::from(c.0))) {
-        let n = usize::from(level);
-        // The neighbours the missing level would sit between.
-        let below = names
+
+    /// One finding per level sysfs lists that the curve does not show,
+    /// saying why: the curve ends before it, or no plateau between the
+    /// levels it would sit between.
+    fn missing_level_findings(&self) -> Vec<Finding> {
+        let (names, levels, top) = (&self.names, &self.h.levels, self.top);
+        let memory_ns = self.h.memory.map(|m| m.ns);
+        let mut out = Vec::new();
+        for &(level, size) in self
+            .sysfs
             .iter()
-            .zip(&h.levels)
-            .rfind(|(m, _)| **m < n)
-            .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)));
-        let above = names
-            .iter()
-            .zip(&h.levels)
-            .find(|(m, _)| **m > n)
-            .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)))
-            .or_else(|| memory_ns.map(|ns| format!("memory ({})", human_ns(ns))));
-        let why = match (below, above) {
-            _ if top < size / 2 => format!(
-                "the curve ends at {}, before it",
-                crate::units::approx_size(top)
-            ),
-            (Some(b), Some(a)) => format!(
-                "no plateau between {b} and {a}; sysfs lists {}, of which too little is usable here to show (shared with other tenants, or partitioned)",
-                crate::units::approx_size(size)
-            ),
-            (None, Some(a)) => format!(
-                "no plateau below {a}; sysfs lists {}",
-                crate::units::approx_size(size)
-            ),
-            _ => format!(
-                "the curve shows no level; sysfs lists {}",
-                crate::units::approx_size(size)
-            ),
-        };
-        out.push(finding(
-            format!("{} not found: {why}", level_name(n)),
-            size as f64,
-            "B",
-        ));
+            .filter(|c| !names.contains(&usize::from(c.0)))
+        {
+            let n = usize::from(level);
+            // The neighbours the missing level would sit between.
+            let below = names
+                .iter()
+                .zip(levels)
+                .rfind(|(m, _)| **m < n)
+                .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)));
+            let above = names
+                .iter()
+                .zip(levels)
+                .find(|(m, _)| **m > n)
+                .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)))
+                .or_else(|| memory_ns.map(|ns| format!("memory ({})", human_ns(ns))));
+            let why = match (below, above) {
+                _ if top < size / 2 => format!(
+                    "the curve ends at {}, before it",
+                    crate::units::approx_size(top)
+                ),
+                (Some(b), Some(a)) => format!(
+                    "no plateau between {b} and {a}; sysfs lists {}, of which too little is usable here to show (shared with other tenants, or partitioned)",
+                    crate::units::approx_size(size)
+                ),
+                (None, Some(a)) => format!(
+                    "no plateau below {a}; sysfs lists {}",
+                    crate::units::approx_size(size)
+                ),
+                _ => format!(
+                    "the curve shows no level; sysfs lists {}",
+                    crate::units::approx_size(size)
+                ),
+            };
+            out.push(finding(
+                format!("{} not found: {why}", level_name(n)),
+                size as f64,
+                "B",
+            ));
+        }
+        out
     }
-    if let Some(m) = h.memory.filter(|_| !h.levels.is_empty()) {
+
+    /// The memory plateau's latency, when the curve shows levels below
+    /// it, with how far short of the last-level cache the curve stopped.
+    fn memory_finding(&self) -> Option<Finding> {
+        let m = self.h.memory.filter(|_| !self.h.levels.is_empty())?;
+        let (top, ghz) = (self.top, self.ghz);
         // Whether the top of the curve is a plateau or still the ramp
         // varies from run to run near the end of a quick sweep: the words
         // stay the same, the caveat below says how far the curve went.
-        let text = match llc {
-            Some(l) if top < l && h.memory_reached => format!(
+        let text = match self.sysfs.last().map(|c| c.1) {
+            Some(l) if top < l && self.h.memory_reached => format!(
                 "last plateau from {} @ {}: the curve ends at {}, inside the {} last-level cache, so memory latency was not reached; use a longer profile",
                 crate::units::approx_size(m.from),
                 ns_cycles(m.ns, ghz),
@@ -193,75 +247,98 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
                 crate::units::approx_size(m.from)
             ),
         };
-        out.push(finding(text, m.ns, "ns/op"));
+        Some(finding(text, m.ns, "ns/op"))
     }
-    for t in &h.tlb_steps {
-        out.push(finding(
-            format!(
-                "TLB step at ~{} with 4 KiB pages: {} slower than on huge pages just past it (page walks, not a cache level)",
-                crate::units::approx_size(t.size),
-                fmt_ratio(t.ratio)
-            ),
-            t.ratio,
-            "x",
-        ));
+
+    /// What 4 KiB pages cost against huge pages: the TLB steps, the TLB's
+    /// reach, and the page walk at the largest working set measured both
+    /// ways.
+    fn tlb_findings(&self) -> Vec<Finding> {
+        let (small, huge) = (&self.small, &self.huge);
+        let mut out = Vec::new();
+        for t in &self.h.tlb_steps {
+            out.push(finding(
+                format!(
+                    "TLB step at ~{} with 4 KiB pages: {} slower than on huge pages just past it (page walks, not a cache level)",
+                    crate::units::approx_size(t.size),
+                    fmt_ratio(t.ratio)
+                ),
+                t.ratio,
+                "x",
+            ));
+        }
+        if let Some(reach) = tlb_reach(small, huge) {
+            out.push(finding(
+                format!(
+                    "TLB reach with 4 KiB pages: ~{} (the largest working set where 4 KiB pages are as fast as huge pages); past it a load pays a page walk",
+                    crate::units::approx_size(reach)
+                ),
+                reach as f64,
+                "B",
+            ));
+        }
+        // Page-walk cost at the largest working set measured both ways.
+        let both = small
+            .iter()
+            .rev()
+            .find_map(|s| huge.iter().find(|p| p.size == s.size).map(|p| (s, p)));
+        if let Some((s, p)) = both {
+            out.push(finding(
+                format!(
+                    "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
+                    crate::units::approx_size(s.size),
+                    crate::units::human_ns((s.ns - p.ns).max(0.0))
+                ),
+                (s.ns - p.ns).max(0.0),
+                "ns/op",
+            ));
+            out.push(finding(
+                format!(
+                    "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
+                    crate::units::approx_size(s.size),
+                    human_ns(s.ns),
+                    human_ns(p.ns),
+                    fmt_ratio(s.ns / p.ns)
+                ),
+                s.ns / p.ns,
+                "x",
+            ));
+        }
+        out
     }
-    // Page-walk cost at the largest working set measured both ways.
-    let both = small
+}
+
+/// What the prefetcher hides: sequential (`stride`) against random order
+/// on 4 KiB pages (`small`) at the largest size measured both ways.
+fn prefetch_finding(small: &[detect::Point], stride: &[detect::Point]) -> Option<Finding> {
+    let (r, p) = small
         .iter()
         .rev()
-        .find_map(|s| huge.iter().find(|p| p.size == s.size).map(|p| (s, p)));
-    if let Some(reach) = tlb_reach(&small, &huge) {
-        out.push(finding(
-            format!(
-                "TLB reach with 4 KiB pages: ~{} (the largest working set where 4 KiB pages are as fast as huge pages); past it a load pays a page walk",
-                crate::units::approx_size(reach)
-            ),
-            reach as f64,
-            "B",
-        ));
-    }
-    if let Some((s, p)) = both {
-        out.push(finding(
-            format!(
-                "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
-                crate::units::approx_size(s.size),
-                crate::units::human_ns((s.ns - p.ns).max(0.0))
-            ),
-            (s.ns - p.ns).max(0.0),
-            "ns/op",
-        ));
-        out.push(finding(
-            format!(
-                "at {} 4 KiB pages take {} per load, huge pages {}: {} (TLB misses and page walks)",
-                crate::units::approx_size(s.size),
-                human_ns(s.ns),
-                human_ns(p.ns),
-                fmt_ratio(s.ns / p.ns)
-            ),
-            s.ns / p.ns,
-            "x",
-        ));
-    }
-    // What the prefetcher hides: sequential vs random at the largest common size.
-    let stride = curve(ms, "stride");
-    let common = small
-        .iter()
-        .rev()
-        .find_map(|r| stride.iter().find(|p| p.size == r.size).map(|p| (r, p)));
-    if let Some((r, p)) = common {
-        out.push(finding(
-            format!(
-                "at {} a sequential 64-byte stride takes {} per load, random order {} ({} slower): the prefetcher hides the cliffs",
-                crate::units::approx_size(r.size),
-                human_ns(p.ns),
-                human_ns(r.ns),
-                fmt_ratio(r.ns / p.ns)
-            ),
-            r.ns / p.ns,
-            "x",
-        ));
-    }
+        .find_map(|r| stride.iter().find(|p| p.size == r.size).map(|p| (r, p)))?;
+    Some(finding(
+        format!(
+            "at {} a sequential 64-byte stride takes {} per load, random order {} ({} slower): the prefetcher hides the cliffs",
+            crate::units::approx_size(r.size),
+            human_ns(p.ns),
+            human_ns(r.ns),
+            fmt_ratio(r.ns / p.ns)
+        ),
+        r.ns / p.ns,
+        "x",
+    ))
+}
+
+/// The latency findings: the levels the curve shows and those sysfs lists
+/// that it does not, memory, the TLB, and the prefetcher.
+pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let Some(l) = Latency::of(ms) else {
+        return Vec::new();
+    };
+    let mut out = l.level_findings();
+    out.extend(l.missing_level_findings());
+    out.extend(l.memory_finding());
+    out.extend(l.tlb_findings());
+    out.extend(prefetch_finding(&l.small, &curve(ms, "stride")));
     out
 }
 
