@@ -82,18 +82,24 @@ fn user_check(m: &Measurement) -> Option<UserCheck> {
     })
 }
 
-/// Per set of the user's words: which methods keep the reference order
-/// (and how much of it the others keep), and the fastest right comparison
-/// and sort, with the faster wrong ones named when there are any.
-fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let widths = Widths::of(ms);
-    for (set, kinds) in user_sets(ms) {
-        let (label, locale) = set.split_once('/').unwrap_or((set.as_str(), "?"));
-        // The order check, from whichever kind has the method.
+/// One set of the user's words (`file-NAME/LOCALE`) and its results.
+struct UserSet<'a> {
+    /// The words' file, as named in the set.
+    label: &'a str,
+    /// The locale the set was checked under.
+    locale: &'a str,
+    /// The results by kind (`cmp`, `sort`), each kind in method name order.
+    kinds: &'a BTreeMap<String, Vec<&'a Measurement>>,
+}
+
+impl UserSet<'_> {
+    /// Which methods keep the reference order of the set, and how much of
+    /// it the others keep (the order check from whichever kind has the
+    /// method).
+    fn order_finding(&self) -> Finding {
         let mut checks: BTreeMap<String, UserCheck> = BTreeMap::new();
         let mut about = String::new();
-        for m in kinds.values().flatten() {
+        for m in self.kinds.values().flatten() {
             if let Some(c) = user_check(m) {
                 checks.entry(c.method.clone()).or_insert(c);
             }
@@ -126,84 +132,117 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
                 format!("{} {:.1}%{example}", c.method, c.share * 100.0)
             })
             .collect();
-        out.push(order_finding(
-            format!("order of your words {label} under {locale} ({about})"),
+        order_finding(
+            format!(
+                "order of your words {} under {} ({about})",
+                self.label, self.locale
+            ),
             &right,
             "kept in part",
             &wrong_text,
-        ));
+        )
+    }
+
+    /// The fastest right `kind` (`sort`, `cmp`: `what` in words) of the
+    /// set, as a tier, with the wrong methods clearly faster named, and for
+    /// comparisons the fastest with sort keys built beforehand apart.
+    fn speed_finding(&self, kind: &str, what: &str, widths: &Widths) -> Option<Finding> {
+        let rows = self.kinds.get(kind)?;
+        let named: Vec<(UserCheck, Est)> = rows
+            .iter()
+            .filter_map(|m| Some((user_check(m)?, widths.est(m))))
+            .collect();
+        // Comparisons of keys built beforehand are named apart, as
+        // for the built-in words; a sort builds its keys, so all compete.
+        let keyed_rows: Vec<&(UserCheck, Est)> = named
+            .iter()
+            .filter(|r| kind == "cmp" && r.0.right && is_keyed(&r.0.method))
+            .collect();
+        let keys = keys_text(&keyed_rows);
+        let named: Vec<(UserCheck, Est)> = named
+            .into_iter()
+            .filter(|r| kind == "sort" || !is_keyed(&r.0.method))
+            .collect();
+        let ok: Vec<&(UserCheck, Est)> = named.iter().filter(|r| r.0.right).collect();
+        let items: Vec<Est> = ok.iter().map(|r| r.1).collect();
+        let t = rank_apart(&items, CLEAR_GAP);
+        let (Some(top), Some(&lead)) = (t.tiers.first(), t.leaders.first()) else {
+            return None;
+        };
+        let names: Vec<&str> = top.iter().map(|&i| ok[i].0.method.as_str()).collect();
+        let faster = faster_but_wrong(&named, &items[lead]);
+        Some(Finding {
+            area: "text".into(),
+            text: format!(
+                "fastest right {what} for your words {} under {}: {}, {} per {}{faster}{keys}",
+                self.label,
+                self.locale,
+                tier_words(&names),
+                human(items[lead].value, "ns"),
+                if kind == "sort" { "sort" } else { "comparison" }
+            ),
+            value: items[lead].value,
+            unit: "ns/op".into(),
+        })
+    }
+}
+
+/// Whether a compare method compares sort keys built beforehand.
+fn is_keyed(method: &str) -> bool {
+    method.starts_with("icu_keys") || method == "strxfrm"
+}
+
+/// "; with sort keys built beforehand: a, 5 ns per comparison" for the
+/// fastest tier of `keyed` (empty when there is none).
+fn keys_text(keyed: &[&(UserCheck, Est)]) -> String {
+    let items: Vec<Est> = keyed.iter().map(|r| r.1).collect();
+    let t = rank_apart(&items, CLEAR_GAP);
+    match (t.tiers.first(), t.leaders.first()) {
+        (Some(top), Some(&lead)) => {
+            let names: Vec<&str> = top.iter().map(|&i| keyed[i].0.method.as_str()).collect();
+            format!(
+                "; with sort keys built beforehand: {}, {} per comparison",
+                tier_words(&names),
+                human(items[lead].value, "ns")
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+/// "; faster but wrong: x (keeps 97.0%)" for the wrong methods of `named`
+/// clearly faster than `fastest`, the fastest right one (empty when none is).
+fn faster_but_wrong(named: &[(UserCheck, Est)], fastest: &Est) -> String {
+    let faster: Vec<String> = named
+        .iter()
+        .filter(|r| {
+            !r.0.right && matches!(compare_beyond(&r.1, fastest, CLEAR_GAP), Verdict::Better(_))
+        })
+        .map(|r| format!("{} (keeps {:.1}%)", r.0.method, r.0.share * 100.0))
+        .collect();
+    if faster.is_empty() {
+        String::new()
+    } else {
+        format!("; faster but wrong: {}", faster.join(", "))
+    }
+}
+
+/// Per set of the user's words: which methods keep the reference order
+/// (and how much of it the others keep), and the fastest right comparison
+/// and sort, with the faster wrong ones named when there are any.
+fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let widths = Widths::of(ms);
+    for (set, kinds) in user_sets(ms) {
+        let (label, locale) = set.split_once('/').unwrap_or((set.as_str(), "?"));
+        let set = UserSet {
+            label,
+            locale,
+            kinds: &kinds,
+        };
+        out.push(set.order_finding());
         for (kind, what) in [("sort", "sort of the list"), ("cmp", "comparison")] {
-            let Some(rows) = kinds.get(kind) else {
-                continue;
-            };
-            let named: Vec<(UserCheck, Est)> = rows
-                .iter()
-                .filter_map(|m| Some((user_check(m)?, widths.est(m))))
-                .collect();
-            // Comparisons of keys built beforehand are named apart, as
-            // for the built-in words; a sort builds its keys, so all compete.
-            let is_keyed = |m: &str| m.starts_with("icu_keys") || m == "strxfrm";
-            let keyed_rows: Vec<&(UserCheck, Est)> = named
-                .iter()
-                .filter(|r| kind == "cmp" && r.0.right && is_keyed(&r.0.method))
-                .collect();
-            let keys = {
-                let items: Vec<Est> = keyed_rows.iter().map(|r| r.1).collect();
-                let t = rank_apart(&items, CLEAR_GAP);
-                match (t.tiers.first(), t.leaders.first()) {
-                    (Some(top), Some(&lead)) => {
-                        let names: Vec<&str> = top
-                            .iter()
-                            .map(|&i| keyed_rows[i].0.method.as_str())
-                            .collect();
-                        format!(
-                            "; with sort keys built beforehand: {}, {} per comparison",
-                            tier_words(&names),
-                            human(items[lead].value, "ns")
-                        )
-                    }
-                    _ => String::new(),
-                }
-            };
-            let named: Vec<(UserCheck, Est)> = named
-                .into_iter()
-                .filter(|r| kind == "sort" || !is_keyed(&r.0.method))
-                .collect();
-            let ok: Vec<&(UserCheck, Est)> = named.iter().filter(|r| r.0.right).collect();
-            let items: Vec<Est> = ok.iter().map(|r| r.1).collect();
-            let t = rank_apart(&items, CLEAR_GAP);
-            let (Some(top), Some(&lead)) = (t.tiers.first(), t.leaders.first()) else {
-                continue;
-            };
-            let names: Vec<&str> = top.iter().map(|&i| ok[i].0.method.as_str()).collect();
-            // Wrong methods clearly faster than the fastest right one.
-            let faster: Vec<String> = named
-                .iter()
-                .filter(|r| {
-                    !r.0.right
-                        && matches!(
-                            compare_beyond(&r.1, &items[lead], CLEAR_GAP),
-                            Verdict::Better(_)
-                        )
-                })
-                .map(|r| format!("{} (keeps {:.1}%)", r.0.method, r.0.share * 100.0))
-                .collect();
-            let faster = if faster.is_empty() {
-                String::new()
-            } else {
-                format!("; faster but wrong: {}", faster.join(", "))
-            };
-            out.push(Finding {
-                area: "text".into(),
-                text: format!(
-                    "fastest right {what} for your words {label} under {locale}: {}, {} per {}{faster}{keys}",
-                    tier_words(&names),
-                    human(items[lead].value, "ns"),
-                    if kind == "sort" { "sort" } else { "comparison" }
-                ),
-                value: items[lead].value,
-                unit: "ns/op".into(),
-            });
+            out.extend(set.speed_finding(kind, what, &widths));
         }
     }
     out
