@@ -380,47 +380,64 @@ fn order_findings(ms: &[Measurement]) -> Vec<Finding> {
     out
 }
 
-/// Per language: what correct collation costs against ASCII folding, the
-/// fastest method with the right order, and what sort keys save.
-fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let checks = order_checks(ms);
-    for (lang, methods) in &checks {
-        let widths = Widths::of(ms);
-        let cmp =
-            |method: &str| get(ms, &format!("text.cmp.{method}/{lang}")).map(|m| widths.est(m));
-        if let (Some(icu), Some(ascii)) = (cmp("icu.tertiary"), cmp("ascii_ci")) {
-            let lower = match methods.get("lower_alloc") {
-                Some(Some((a, b))) => {
-                    format!("; lowercase-then-compare gets '{a}' < '{b}' wrong for {lang}")
-                }
-                _ => String::new(),
-            };
-            let what = match compare(&icu, &ascii) {
-                Verdict::Worse(r) => format!(
-                    "ICU {lang} collation (tertiary) is {} slower per comparison than ASCII case folding",
-                    r.text()
-                ),
-                Verdict::Better(r) => format!(
-                    "ICU {lang} collation (tertiary) is {} faster per comparison than ASCII case folding",
-                    r.text()
-                ),
-                Verdict::Tie(_) => format!(
-                    "ICU {lang} collation (tertiary) and ASCII case folding cost the same per comparison, within noise"
-                ),
-            };
-            out.push(ratio_finding(
-                "text",
-                format!(
-                    "{what} ({} vs {}){lower}",
-                    human(icu.value, "ns"),
-                    human(ascii.value, "ns")
-                ),
-                icu.value / ascii.value,
-            ));
-        }
-        // What building the locale or collator for every comparison costs,
-        // and what the ASCII fast path in front of strcoll_l saves.
+/// What one language's compare and sort results are read with: the run,
+/// the area's typical intervals and the order check of each method.
+struct LangSpeeds<'a> {
+    /// The run's results.
+    ms: &'a [Measurement],
+    /// The typical interval of each area ([`Widths`]).
+    widths: &'a Widths,
+    /// The language (`sv`, `tr`, ...).
+    lang: &'a str,
+    /// Per method, the pair it gets wrong (none when it orders right).
+    methods: &'a BTreeMap<String, Option<(String, String)>>,
+}
+
+impl LangSpeeds<'_> {
+    /// The compare result of `method` for the language, with its area's
+    /// typical interval.
+    fn cmp(&self, method: &str) -> Option<Est> {
+        get(self.ms, &format!("text.cmp.{method}/{}", self.lang)).map(|m| self.widths.est(m))
+    }
+
+    /// What correct collation (ICU tertiary) costs against ASCII case
+    /// folding, with the pair lowercasing gets wrong.
+    fn icu_vs_ascii(&self) -> Option<Finding> {
+        let lang = self.lang;
+        let (icu, ascii) = (self.cmp("icu.tertiary")?, self.cmp("ascii_ci")?);
+        let lower = match self.methods.get("lower_alloc") {
+            Some(Some((a, b))) => {
+                format!("; lowercase-then-compare gets '{a}' < '{b}' wrong for {lang}")
+            }
+            _ => String::new(),
+        };
+        let what = match compare(&icu, &ascii) {
+            Verdict::Worse(r) => format!(
+                "ICU {lang} collation (tertiary) is {} slower per comparison than ASCII case folding",
+                r.text()
+            ),
+            Verdict::Better(r) => format!(
+                "ICU {lang} collation (tertiary) is {} faster per comparison than ASCII case folding",
+                r.text()
+            ),
+            Verdict::Tie(_) => format!(
+                "ICU {lang} collation (tertiary) and ASCII case folding cost the same per comparison, within noise"
+            ),
+        };
+        Some(ratio_finding(
+            "text",
+            format!(
+                "{what} ({} vs {}){lower}",
+                human(icu.value, "ns"),
+                human(ascii.value, "ns")
+            ),
+            icu.value / ascii.value,
+        ))
+    }
+
+    /// What building the locale or collator for every comparison costs,
+    /// and what the ASCII fast path in front of strcoll_l saves.
+    fn per_call(&self) -> Option<Finding> {
         let mut parts = Vec::new();
         for (slow, fast, what) in [
             (
@@ -439,7 +456,7 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
                 "the ASCII fast path in front of strcoll_l",
             ),
         ] {
-            let (Some(a), Some(b)) = (cmp(slow), cmp(fast)) else {
+            let (Some(a), Some(b)) = (self.cmp(slow), self.cmp(fast)) else {
                 continue;
             };
             let verdict = match compare(&a, &b) {
@@ -456,82 +473,106 @@ fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
                 a.value / b.value,
             ));
         }
-        if let Some(&(_, first)) = parts.first() {
-            let texts: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
-            out.push(ratio_finding(
-                "text",
-                format!("per comparison for {lang}: {}", texts.join("; ")),
-                first,
-            ));
-        }
-        // The fastest methods with the right order, as the tier that cannot
-        // be told apart (members in name order).
-        let fastest = |keyed: bool| {
-            let rows: Vec<(&str, Est)> = methods
-                .iter()
-                .filter(|(m, w)| {
-                    w.is_none() && (m.starts_with("icu_keys") || m.as_str() == "strxfrm") == keyed
-                })
-                .filter_map(|(m, _)| Some((m.as_str(), cmp(m)?)))
-                .collect();
-            let items: Vec<Est> = rows.iter().map(|r| r.1).collect();
-            let t = rank_apart(&items, CLEAR_GAP);
-            let tier = t.tiers.first()?;
-            let names: Vec<&str> = tier.iter().map(|&i| rows[i].0).collect();
-            Some((tier_words(&names), rows[t.leaders[0]].1.value))
-        };
-        if let Some((m, ns)) = fastest(false) {
-            let keys = fastest(true)
-                .map(|(k, kns)| {
-                    format!(
-                        "; with sort keys built beforehand: {k}, {} per comparison",
-                        human(kns, "ns")
-                    )
-                })
-                .unwrap_or_default();
-            out.push(Finding {
-                area: "text".into(),
-                text: format!(
-                    "fastest comparison with the right order for {lang}: {m}, {} per comparison{keys}",
-                    human(ns, "ns")
-                ),
-                value: ns,
-                unit: "ns/op".into(),
-            });
-        }
-        // Sorting with keys against comparing, at the largest size measured.
-        let sort = |method: &str, n: u64| get(ms, &format!("text.sort.{method}/{lang}/n={n}"));
-        for n in [1_000_000u64, 100_000, 1_000] {
-            let (Some(keys), Some(direct)) =
-                (sort("icu_keys.tertiary", n), sort("icu.tertiary", n))
-            else {
-                continue;
-            };
-            let (k, d) = (Widths::of(ms).est(keys), Widths::of(ms).est(direct));
-            let share = keys
-                .details
-                .as_ref()
-                .and_then(|d| d.get("key_build_share")?.as_f64())
-                .map(|s| format!(", building the keys is {:.0}% of that", s * 100.0))
-                .unwrap_or_default();
-            let verdict = match compare(&k, &d) {
-                Verdict::Better(r) => format!("{} faster with keys", r.text()),
-                Verdict::Worse(r) => format!("{} slower with keys", r.text()),
-                Verdict::Tie(_) => {
-                    "keys make no difference that can be told from noise".to_string()
-                }
-            };
-            out.push(ratio_finding(
-                "text",
+        let &(_, first) = parts.first()?;
+        let texts: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+        Some(ratio_finding(
+            "text",
+            format!("per comparison for {}: {}", self.lang, texts.join("; ")),
+            first,
+        ))
+    }
+
+    /// The fastest methods with the right order, comparing sort keys built
+    /// beforehand (`keyed`) or not, as the tier that cannot be told apart
+    /// (members in name order): its words and the leader's time.
+    fn fastest(&self, keyed: bool) -> Option<(String, f64)> {
+        let rows: Vec<(&str, Est)> = self
+            .methods
+            .iter()
+            .filter(|(m, w)| w.is_none() && is_keyed(m) == keyed)
+            .filter_map(|(m, _)| Some((m.as_str(), self.cmp(m)?)))
+            .collect();
+        let items: Vec<Est> = rows.iter().map(|r| r.1).collect();
+        let t = rank_apart(&items, CLEAR_GAP);
+        let tier = t.tiers.first()?;
+        let names: Vec<&str> = tier.iter().map(|&i| rows[i].0).collect();
+        Some((tier_words(&names), rows[t.leaders[0]].1.value))
+    }
+
+    /// The fastest comparison with the right order, and with sort keys
+    /// built beforehand.
+    fn fastest_right(&self) -> Option<Finding> {
+        let (m, ns) = self.fastest(false)?;
+        let keys = self
+            .fastest(true)
+            .map(|(k, kns)| {
                 format!(
-                    "sorting {n} {lang} words with ICU tertiary: {} comparing strings, {} with sort keys{share} ({verdict})",
-                    human(d.value, "ns"),
-                    human(k.value, "ns")
-                ),
-                d.value / k.value,
-            ));
-            break;
-        }
+                    "; with sort keys built beforehand: {k}, {} per comparison",
+                    human(kns, "ns")
+                )
+            })
+            .unwrap_or_default();
+        Some(Finding {
+            area: "text".into(),
+            text: format!(
+                "fastest comparison with the right order for {}: {m}, {} per comparison{keys}",
+                self.lang,
+                human(ns, "ns")
+            ),
+            value: ns,
+            unit: "ns/op".into(),
+        })
+    }
+
+    /// Sorting with ICU sort keys against comparing strings, at the
+    /// largest size measured both ways.
+    fn sort_keys(&self) -> Option<Finding> {
+        let lang = self.lang;
+        let sort = |method: &str, n: u64| get(self.ms, &format!("text.sort.{method}/{lang}/n={n}"));
+        let (n, keys, direct) = [1_000_000u64, 100_000, 1_000]
+            .into_iter()
+            .find_map(|n| Some((n, sort("icu_keys.tertiary", n)?, sort("icu.tertiary", n)?)))?;
+        let (k, d) = (self.widths.est(keys), self.widths.est(direct));
+        let share = keys
+            .details
+            .as_ref()
+            .and_then(|d| d.get("key_build_share")?.as_f64())
+            .map(|s| format!(", building the keys is {:.0}% of that", s * 100.0))
+            .unwrap_or_default();
+        let verdict = match compare(&k, &d) {
+            Verdict::Better(r) => format!("{} faster with keys", r.text()),
+            Verdict::Worse(r) => format!("{} slower with keys", r.text()),
+            Verdict::Tie(_) => "keys make no difference that can be told from noise".to_string(),
+        };
+        Some(ratio_finding(
+            "text",
+            format!(
+                "sorting {n} {lang} words with ICU tertiary: {} comparing strings, {} with sort keys{share} ({verdict})",
+                human(d.value, "ns"),
+                human(k.value, "ns")
+            ),
+            d.value / k.value,
+        ))
+    }
+}
+
+/// Per language: what correct collation costs against ASCII folding, what
+/// building per call costs, the fastest method with the right order, and
+/// what sort keys save.
+fn speed_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let widths = Widths::of(ms);
+    for (lang, methods) in &order_checks(ms) {
+        let l = LangSpeeds {
+            ms,
+            widths: &widths,
+            lang,
+            methods,
+        };
+        out.extend(l.icu_vs_ascii());
+        out.extend(l.per_call());
+        out.extend(l.fastest_right());
+        out.extend(l.sort_keys());
     }
     out
 }
