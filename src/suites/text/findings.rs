@@ -616,10 +616,13 @@ fn method_order(name: &str) -> usize {
         .unwrap_or(Method::ALL.len())
 }
 
-/// Per file shape: the ways to read its lines in tiers, `wc -l` for scale,
-/// the memory of every way, and the cost of a cold cache.
-fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
-    let mut out = Vec::new();
+/// The line-reading method of a `text.lines.*` result.
+fn line_method(m: &Measurement) -> String {
+    m.param("method").unwrap_or_default()
+}
+
+/// The warm `text.lines.*` results per file shape, in report order.
+fn line_shapes(ms: &[Measurement]) -> BTreeMap<String, Vec<&Measurement>> {
     let mut shapes: BTreeMap<String, Vec<&Measurement>> = BTreeMap::new();
     for m in ms
         .iter()
@@ -629,116 +632,150 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
             shapes.entry(shape.to_string()).or_default().push(m);
         }
     }
-    let method = |m: &Measurement| m.param("method").unwrap_or_default();
-    for (shape, rows) in &mut shapes {
-        rows.sort_by_key(|m| (method_order(&method(m)), m.id.clone()));
-        let ours: Vec<&Measurement> = rows
-            .iter()
-            .copied()
-            .filter(|m| method(m) != "wc_l")
-            .collect();
-        let names: Vec<String> = ours.iter().map(|m| method(m)).collect();
+    for rows in shapes.values_mut() {
+        rows.sort_by_key(|m| (method_order(&line_method(m)), m.id.clone()));
+    }
+    shapes
+}
+
+/// The warm results of one file shape: every way to read its lines, and
+/// `wc -l` among them for scale.
+struct LineShape<'a> {
+    /// The shape's name (`crlf-40B`).
+    name: &'a str,
+    /// Every result of the shape, in report order.
+    rows: &'a [&'a Measurement],
+    /// Its results but `wc -l`'s: opcost's own ways to read the lines.
+    ours: Vec<&'a Measurement>,
+}
+
+impl LineShape<'_> {
+    /// The ways to read the lines in tiers (the ends named), and `wc -l`
+    /// against the fastest tier.
+    fn ranking(&self, widths: &Widths) -> Vec<Finding> {
+        let (shape, ours) = (self.name, &self.ours);
+        if ours.len() <= 1 {
+            return Vec::new();
+        }
+        let names: Vec<String> = ours.iter().map(|m| line_method(m)).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let widths = Widths::of(ms);
         let items: Vec<Est> = ours.iter().map(|m| widths.est(m)).collect();
         let t = rank_apart(&items, CLEAR_GAP);
-        if ours.len() > 1
-            && let (Some(top), Some(&lead), Some(&last)) =
-                (t.tiers.first(), t.leaders.first(), t.leaders.last())
-        {
-            let lines_s = |m: &Measurement| {
-                m.details
-                    .as_ref()
-                    .and_then(|d| d.get("lines_per_s")?.as_f64())
-                    .map(|l| format!(", {} lines/s", human_count(l)))
-                    .unwrap_or_default()
-            };
-            out.push(ratio_finding(
-                "text",
-                format!(
-                    "lines of a {shape} file, {} (the fastest {}{}, the slowest {})",
-                    ends_text(&names, &items, &t),
-                    human(items[lead].value, "B/s"),
-                    lines_s(ours[lead]),
-                    human(items[last].value, "B/s")
-                ),
-                speedup(&items[lead], &items[last]).ratio,
-            ));
-            if let Some(wc) = rows.iter().find(|m| method(m) == "wc_l") {
-                let w = widths.est(wc);
-                let top_names: Vec<&str> = top.iter().map(|&i| names[i]).collect();
-                let group = join_names(&top_names);
-                let verb = if top_names.len() > 1 { "are" } else { "is" };
-                let verdict = match compare_beyond(&items[lead], &w, CLEAR_GAP) {
-                    Verdict::Better(r) => {
-                        format!("the fastest here, {group}, {verb} {} faster", r.text())
-                    }
-                    Verdict::Worse(r) => {
-                        format!("it is {} faster than the fastest here, {group}", r.text())
-                    }
-                    Verdict::Tie(_) => format!(
-                        "the fastest here, {group}, and wc -l are within {CLEAR_GAP}× of each other"
-                    ),
-                };
-                out.push(ratio_finding(
-                    "text",
-                    format!(
-                        "wc -l counts the lines of the {shape} file at {} (its process start included); {verdict}",
-                        human(w.value, "B/s")
-                    ),
-                    items[lead].value / w.value,
-                ));
-            }
+        let (Some(top), Some(&lead), Some(&last)) =
+            (t.tiers.first(), t.leaders.first(), t.leaders.last())
+        else {
+            return Vec::new();
+        };
+        let lines_s = |m: &Measurement| {
+            m.details
+                .as_ref()
+                .and_then(|d| d.get("lines_per_s")?.as_f64())
+                .map(|l| format!(", {} lines/s", human_count(l)))
+                .unwrap_or_default()
+        };
+        let mut out = vec![ratio_finding(
+            "text",
+            format!(
+                "lines of a {shape} file, {} (the fastest {}{}, the slowest {})",
+                ends_text(&names, &items, &t),
+                human(items[lead].value, "B/s"),
+                lines_s(ours[lead]),
+                human(items[last].value, "B/s")
+            ),
+            speedup(&items[lead], &items[last]).ratio,
+        )];
+        if let Some(wc) = self.rows.iter().find(|m| line_method(m) == "wc_l") {
+            let top_names: Vec<&str> = top.iter().map(|&i| names[i]).collect();
+            out.push(self.wc_finding(&widths.est(wc), &top_names, &items[lead]));
         }
-        // Peak extra memory of every method on this shape, in report order;
-        // the largest named with every method within 5% of it.
-        let peaks: Vec<(String, f64, f64)> = ours
+        out
+    }
+
+    /// `wc -l`'s speed on the shape (`wc`) against the fastest tier of
+    /// ours (`top_names`, led by `lead`).
+    fn wc_finding(&self, wc: &Est, top_names: &[&str], lead: &Est) -> Finding {
+        let group = join_names(top_names);
+        let verb = if top_names.len() > 1 { "are" } else { "is" };
+        let verdict = match compare_beyond(lead, wc, CLEAR_GAP) {
+            Verdict::Better(r) => {
+                format!("the fastest here, {group}, {verb} {} faster", r.text())
+            }
+            Verdict::Worse(r) => {
+                format!("it is {} faster than the fastest here, {group}", r.text())
+            }
+            Verdict::Tie(_) => format!(
+                "the fastest here, {group}, and wc -l are within {CLEAR_GAP}× of each other"
+            ),
+        };
+        ratio_finding(
+            "text",
+            format!(
+                "wc -l counts the lines of the {} file at {} (its process start included); {verdict}",
+                self.name,
+                human(wc.value, "B/s")
+            ),
+            lead.value / wc.value,
+        )
+    }
+
+    /// Peak extra memory of every way on this shape, in report order; the
+    /// largest named with every way within 5% of it.
+    fn peak_memory(&self) -> Option<Finding> {
+        let peaks: Vec<(String, f64, f64)> = self
+            .ours
             .iter()
             .filter_map(|m| {
                 let d = m.details.as_ref()?;
                 Some((
-                    method(m),
+                    line_method(m),
                     d.get("peak_extra_bytes")?.as_f64()?,
                     d.get("file_bytes")?.as_f64()?,
                 ))
             })
             .collect();
         let top_bytes = peaks.iter().map(|p| p.1).fold(0.0, f64::max);
-        if let Some(&(_, _, file)) = peaks.first()
-            && peaks.len() > 1
-            && file > 0.0
-        {
-            let list: Vec<String> = peaks
-                .iter()
-                .map(|(m, b, _)| format!("{m} {}", human_bytes(*b)))
-                .collect();
-            let largest: Vec<&str> = peaks
-                .iter()
-                .filter(|p| p.1 * crate::harness::claims::MATERIAL >= top_bytes)
-                .map(|p| p.0.as_str())
-                .collect();
-            out.push(Finding {
-                area: "text".into(),
-                text: format!(
-                    "peak extra memory reading the {} {shape} file: {} (the most: {}, {:.1}× the file; mmap counts the mapped page cache)",
-                    human_bytes(file),
-                    list.join(", "),
-                    join_names(&largest),
-                    top_bytes / file
-                ),
-                value: top_bytes,
-                unit: "B".into(),
-            });
-        }
-        for m in ours {
+        let file = peaks
+            .first()
+            .map(|p| p.2)
+            .filter(|&f| peaks.len() > 1 && f > 0.0)?;
+        let list: Vec<String> = peaks
+            .iter()
+            .map(|(m, b, _)| format!("{m} {}", human_bytes(*b)))
+            .collect();
+        let largest: Vec<&str> = peaks
+            .iter()
+            .filter(|p| p.1 * crate::harness::claims::MATERIAL >= top_bytes)
+            .map(|p| p.0.as_str())
+            .collect();
+        Some(Finding {
+            area: "text".into(),
+            text: format!(
+                "peak extra memory reading the {} {} file: {} (the most: {}, {:.1}× the file; mmap counts the mapped page cache)",
+                human_bytes(file),
+                self.name,
+                list.join(", "),
+                join_names(&largest),
+                top_bytes / file
+            ),
+            value: top_bytes,
+            unit: "B".into(),
+        })
+    }
+
+    /// Each way from the page cache against after dropping it, where the
+    /// run (`ms`) has its cold result.
+    fn cold(&self, ms: &[Measurement]) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for m in &self.ours {
             let cold = get(ms, &format!("{}/cold", m.id));
             if let Some(cold) = cold {
                 let r = m.median / cold.median;
                 out.push(ratio_finding(
                     "text",
                     format!(
-                        "{} over the {shape} file: {} from the page cache, {} after dropping it",
-                        method(m),
+                        "{} over the {} file: {} from the page cache, {} after dropping it",
+                        line_method(m),
+                        self.name,
                         human(m.median, "B/s"),
                         human(cold.median, "B/s")
                     ),
@@ -746,6 +783,28 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
                 ));
             }
         }
+        out
+    }
+}
+
+/// Per file shape: the ways to read its lines in tiers, `wc -l` for scale,
+/// the memory of every way, and the cost of a cold cache.
+fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let widths = Widths::of(ms);
+    for (name, rows) in &line_shapes(ms) {
+        let shape = LineShape {
+            name,
+            rows,
+            ours: rows
+                .iter()
+                .copied()
+                .filter(|m| line_method(m) != "wc_l")
+                .collect(),
+        };
+        out.extend(shape.ranking(&widths));
+        out.extend(shape.peak_memory());
+        out.extend(shape.cold(ms));
     }
     out
 }
