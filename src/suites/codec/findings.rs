@@ -213,22 +213,20 @@ fn tier_details(members: &[&Row]) -> String {
 
 /// The findings of one input at one size.
 fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
-    let mut out = Vec::new();
     let mut by_ratio: Vec<&Row> = rows.iter().collect();
     by_ratio.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
     let Some(best) = by_ratio.first() else {
-        return out;
+        return Vec::new();
     };
     let list: Vec<String> = by_ratio
         .iter()
         .map(|r| format!("{} {}", r.codec, fmt_ratio(r.ratio)))
         .collect();
-    out.push(finding(
+    let mut out = vec![finding(
         format!("{name}: compressed size ratio {}", list.join(", ")),
         best.ratio,
         "x",
-    ));
-    let all: Vec<&Row> = rows.iter().collect();
+    )];
     if best.ratio < INCOMPRESSIBLE {
         // Which codec is fastest on incompressible data is not the point
         // (and mostly noise): the figure is what the fastest spends.
@@ -243,9 +241,16 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
         ));
         return out;
     }
+    out.extend(ratio_class_finding(name, rows));
+    let compressible: Vec<&Row> = rows.iter().filter(|r| r.ratio > 1.0).collect();
+    out.extend(saved_finding(name, &compressible));
+    out.extend(link_finding(name, &compressible, rows));
+    out
+}
 
-    // The fastest compressors of each ratio class (the tier that cannot be
-    // told apart), each tier named once, at the highest class it leads.
+/// The fastest compressors of each ratio class (the tier that cannot be
+/// told apart), each tier named once, at the highest class it leads.
+fn ratio_class_finding(name: &str, rows: &[Row]) -> Option<Finding> {
     let mut classes: Vec<(f64, Vec<&Row>, &Row)> = Vec::new();
     for t in RATIO_CLASSES {
         let cands: Vec<&Row> = rows.iter().filter(|r| r.ratio >= t).collect();
@@ -256,92 +261,99 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
             }
         }
     }
-    if let Some((_, _, top)) = classes.last() {
-        let text: Vec<String> = classes
-            .iter()
-            .map(|(t, members, _)| {
-                format!(
-                    "≥{}: {} ({})",
-                    fmt_ratio(*t),
-                    tier_names(members),
-                    tier_details(members)
-                )
-            })
-            .collect();
-        out.push(finding(
+    let (_, _, top) = classes.last()?;
+    let text: Vec<String> = classes
+        .iter()
+        .map(|(t, members, _)| {
             format!(
-                "{name}: fastest compressor per ratio class: {}",
-                text.join("; ")
-            ),
-            top.c.value,
-            "B/s",
-        ));
-    }
+                "≥{}: {} ({})",
+                fmt_ratio(*t),
+                tier_names(members),
+                tier_details(members)
+            )
+        })
+        .collect();
+    Some(finding(
+        format!(
+            "{name}: fastest compressor per ratio class: {}",
+            text.join("; ")
+        ),
+        top.c.value,
+        "B/s",
+    ))
+}
 
-    let compressible: Vec<&Row> = rows.iter().filter(|r| r.ratio > 1.0).collect();
-    if let Some((members, lead)) = top_tier(&compressible, |r| Some(r.saved_per_s())) {
-        let each: Vec<String> = members
-            .iter()
-            .map(|r| {
-                format!(
-                    "{} {}, {} compress, so {} of output avoided per second spent",
-                    r.codec,
-                    fmt_ratio(r.ratio),
-                    speed(r.c.value),
-                    speed(r.saved_per_s().value)
-                )
-            })
-            .collect();
-        out.push(finding(
+/// The codecs that avoid the most bytes of output per second spent
+/// compressing, among the `compressible` ones.
+fn saved_finding(name: &str, compressible: &[&Row]) -> Option<Finding> {
+    let (members, lead) = top_tier(compressible, |r| Some(r.saved_per_s()))?;
+    let each: Vec<String> = members
+        .iter()
+        .map(|r| {
             format!(
-                "{name}: most bytes saved per second of compressing: {} ({})",
-                tier_names(&members),
-                each.join("; ")
-            ),
-            lead.saved_per_s().value,
-            "B/s",
-        ));
-    }
+                "{} {}, {} compress, so {} of output avoided per second spent",
+                r.codec,
+                fmt_ratio(r.ratio),
+                speed(r.c.value),
+                speed(r.saved_per_s().value)
+            )
+        })
+        .collect();
+    Some(finding(
+        format!(
+            "{name}: most bytes saved per second of compressing: {} ({})",
+            tier_names(&members),
+            each.join("; ")
+        ),
+        lead.saved_per_s().value,
+        "B/s",
+    ))
+}
 
-    if let Some((members, lead)) = top_tier(&compressible, Row::break_even) {
-        let l = lead.break_even().map_or(0.0, |e| e.value);
-        let mut at = Vec::new();
-        for link in LINKS {
-            let Some((best, blead)) = top_tier(&all, |r| r.send_time(link)) else {
-                continue;
-            };
-            let Some(t) = blead.send_time(link) else {
-                continue;
-            };
-            let raw = Est::cost(1.0 / link, 1.0 / link, 1.0 / link);
-            let names: Vec<&str> = best.iter().map(|r| r.codec.as_str()).collect();
-            let verb = if names.len() > 1 { "are" } else { "is" };
-            at.push(match compare(&t, &raw) {
-                Verdict::Better(r) => format!(
-                    "at {} {} {verb} best, {} faster than sending raw",
-                    bits(link),
-                    join_names(&names),
-                    r.text()
-                ),
-                Verdict::Worse(_) => format!("at {} sending raw is faster", bits(link)),
-                Verdict::Tie(_) => format!(
-                    "at {} compressing gains nothing over sending raw that can be told from noise",
-                    bits(link)
-                ),
-            });
-        }
-        out.push(finding(
-            format!(
-                "{name}: compressing before sending pays off on links slower than {} ({}; compress, send and decompress in turn); {}",
-                bits(l),
-                tier_names(&members),
-                at.join(", ")
-            ),
-            l,
-            "B/s",
-        ));
-    }
-    out
+/// The link speed below which compressing before sending pays off (the
+/// best break-even of the `compressible` codecs), and the best of all
+/// `rows` at each of [`LINKS`].
+fn link_finding(name: &str, compressible: &[&Row], rows: &[Row]) -> Option<Finding> {
+    let (members, lead) = top_tier(compressible, Row::break_even)?;
+    let l = lead.break_even().map_or(0.0, |e| e.value);
+    let all: Vec<&Row> = rows.iter().collect();
+    let at: Vec<String> = LINKS
+        .into_iter()
+        .filter_map(|link| at_link(&all, link))
+        .collect();
+    Some(finding(
+        format!(
+            "{name}: compressing before sending pays off on links slower than {} ({}; compress, send and decompress in turn); {}",
+            bits(l),
+            tier_names(&members),
+            at.join(", ")
+        ),
+        l,
+        "B/s",
+    ))
+}
+
+/// At `link` B/s: the codecs of `all` that compress, send and decompress
+/// fastest, against sending raw.
+fn at_link(all: &[&Row], link: f64) -> Option<String> {
+    let (best, blead) = top_tier(all, |r| r.send_time(link))?;
+    let t = blead.send_time(link)?;
+    let raw = Est::cost(1.0 / link, 1.0 / link, 1.0 / link);
+    let names: Vec<&str> = best.iter().map(|r| r.codec.as_str()).collect();
+    let verb = if names.len() > 1 { "are" } else { "is" };
+    Some(match compare(&t, &raw) {
+        Verdict::Better(r) => format!(
+            "at {} {} {verb} best, {} faster than sending raw",
+            bits(link),
+            join_names(&names),
+            r.text()
+        ),
+        Verdict::Worse(_) => format!("at {} sending raw is faster", bits(link)),
+        Verdict::Tie(_) => format!(
+            "at {} compressing gains nothing over sending raw that can be told from noise",
+            bits(link)
+        ),
+    })
 }
 
 /// Whether the smallest and the largest size of an input rank the codecs
