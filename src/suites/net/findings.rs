@@ -24,87 +24,109 @@ fn usable<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
     get(ms, id).filter(|m| m.median.is_finite() && m.median > 0.0)
 }
 
+/// A usable measurement of `net.PATH.REST` (`p` the path's label).
+fn on_path<'a>(ms: &'a [Measurement], p: &str, rest: &str) -> Option<&'a Measurement> {
+    usable(ms, &format!("net.{p}.{rest}"))
+}
+
 /// The suite's findings.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut f = Vec::new();
     for path in Path::ALL {
         let p = path.label();
-        let id = |rest: &str| format!("net.{p}.{rest}");
-        if let (Some(small), Some(big)) = (
-            usable(ms, &id("udp.mmsg/64B")),
-            usable(ms, &id("udp.mmsg/1472B")),
-        ) {
-            // Packets, not bytes, bound small datagrams: the 64 B rate stays
-            // near the 1472 B rate while moving 23 times fewer bytes.
-            let r = Ratio::of(&Est::of(small), &Est::of(big));
-            let verdict = if r.at_most(PACKET_BOUND) {
-                "small datagrams are bound by the per-packet cost, not by bandwidth"
-            } else if r.at_least(PACKET_BOUND) {
-                "payload bytes, not the packet count, bound this path"
-            } else {
-                "the timing cannot tell whether packets or bytes bound this path"
-            };
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload; {verdict}",
-                    human(small.median, "ops/s"),
-                    human(small.median * 64.0, "B/s"),
-                    human(big.median, "ops/s"),
-                    human(big.median * 1472.0, "B/s"),
-                    r.text()
-                ),
-                r.ratio,
-            ));
-        }
-        if let (Some(small), Some(tcp)) = (
-            usable(ms, &id("udp.mmsg/64B")),
-            usable(ms, &id("tcp.stream.one")),
-        ) {
-            let r = Ratio::of(&Est::of(tcp), &Est::of(small).scaled(64.0));
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: one TCP stream moves {}, {} the payload bytes of 64 B datagrams",
-                    human(tcp.median, "B/s"),
-                    r.text()
-                ),
-                r.ratio,
-            ));
-        }
-        if let (Some(plain), Some(mmsg)) = (
-            usable(ms, &id("udp.plain/64B")),
-            usable(ms, &id("udp.mmsg/64B")),
-        ) {
-            let r = Ratio::of(&Est::of(mmsg), &Est::of(plain));
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {} the 64 B datagrams of one call per datagram ({} vs {})",
-                    r.text(),
-                    human(mmsg.median, "ops/s"),
-                    human(plain.median, "ops/s")
-                ),
-                r.ratio,
-            ));
-        }
-        if let (Some(one), Some(all)) = (
-            usable(ms, &id("udp.mmsg/64B")),
-            usable(ms, &id("udp.reuseport/64B")),
-        ) {
-            let r = Ratio::of(&Est::of(all), &Est::of(one));
-            f.push(ratio_finding(
-                "net",
-                format!(
-                    "{p}: SO_REUSEPORT over every CPU receives {} the 64 B datagrams of one socket",
-                    r.text()
-                ),
-                r.ratio,
-            ));
-        }
+        f.extend(packets_or_bytes(ms, p));
+        f.extend(stream_vs_datagrams(ms, p));
+        f.extend(batching(ms, p));
+        f.extend(reuseport(ms, p));
     }
-    // What limits one stream: sender and responder both run in opcost on
-    // loopback and veth (two threads' work), only the sender with a peer.
+    f.extend(stream_limits(ms));
+    f.extend(veth_hop(ms));
+    f.extend(target_finding(ms));
+    f
+}
+
+/// Whether packets or bytes bound path `p`: the 64 B datagram rate over
+/// the 1472 B rate, against [`PACKET_BOUND`].
+fn packets_or_bytes(ms: &[Measurement], p: &str) -> Option<Finding> {
+    let small = on_path(ms, p, "udp.mmsg/64B")?;
+    let big = on_path(ms, p, "udp.mmsg/1472B")?;
+    // Packets, not bytes, bound small datagrams: the 64 B rate stays
+    // near the 1472 B rate while moving 23 times fewer bytes.
+    let r = Ratio::of(&Est::of(small), &Est::of(big));
+    let verdict = if r.at_most(PACKET_BOUND) {
+        "small datagrams are bound by the per-packet cost, not by bandwidth"
+    } else if r.at_least(PACKET_BOUND) {
+        "payload bytes, not the packet count, bound this path"
+    } else {
+        "the timing cannot tell whether packets or bytes bound this path"
+    };
+    Some(ratio_finding(
+        "net",
+        format!(
+            "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload; {verdict}",
+            human(small.median, "ops/s"),
+            human(small.median * 64.0, "B/s"),
+            human(big.median, "ops/s"),
+            human(big.median * 1472.0, "B/s"),
+            r.text()
+        ),
+        r.ratio,
+    ))
+}
+
+/// The payload bytes one TCP stream moves on path `p` against 64 B datagrams.
+fn stream_vs_datagrams(ms: &[Measurement], p: &str) -> Option<Finding> {
+    let small = on_path(ms, p, "udp.mmsg/64B")?;
+    let tcp = on_path(ms, p, "tcp.stream.one")?;
+    let r = Ratio::of(&Est::of(tcp), &Est::of(small).scaled(64.0));
+    Some(ratio_finding(
+        "net",
+        format!(
+            "{p}: one TCP stream moves {}, {} the payload bytes of 64 B datagrams",
+            human(tcp.median, "B/s"),
+            r.text()
+        ),
+        r.ratio,
+    ))
+}
+
+/// What sendmmsg/recvmmsg batches buy on path `p` over one call per datagram.
+fn batching(ms: &[Measurement], p: &str) -> Option<Finding> {
+    let plain = on_path(ms, p, "udp.plain/64B")?;
+    let mmsg = on_path(ms, p, "udp.mmsg/64B")?;
+    let r = Ratio::of(&Est::of(mmsg), &Est::of(plain));
+    Some(ratio_finding(
+        "net",
+        format!(
+            "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {} the 64 B datagrams of one call per datagram ({} vs {})",
+            r.text(),
+            human(mmsg.median, "ops/s"),
+            human(plain.median, "ops/s")
+        ),
+        r.ratio,
+    ))
+}
+
+/// What SO_REUSEPORT over every CPU buys on path `p` over one socket.
+fn reuseport(ms: &[Measurement], p: &str) -> Option<Finding> {
+    let one = on_path(ms, p, "udp.mmsg/64B")?;
+    let all = on_path(ms, p, "udp.reuseport/64B")?;
+    let r = Ratio::of(&Est::of(all), &Est::of(one));
+    Some(ratio_finding(
+        "net",
+        format!(
+            "{p}: SO_REUSEPORT over every CPU receives {} the 64 B datagrams of one socket",
+            r.text()
+        ),
+        r.ratio,
+    ))
+}
+
+/// What limits one stream on each path: sender and responder both run in
+/// opcost on loopback and veth (two threads' work), only the sender with
+/// a peer.
+fn stream_limits(ms: &[Measurement]) -> Vec<Finding> {
+    let mut f = Vec::new();
     for path in Path::ALL {
         let id = format!("net.{}.tcp.stream.one", path.label());
         let threads = if path == Path::Peer { 1.0 } else { 2.0 };
@@ -114,15 +136,17 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             f.push(m);
         }
     }
-    // The cost a veth hop adds per packet and per round trip.
+    f
+}
+
+/// The cost a veth hop adds per packet and per round trip over loopback.
+fn veth_hop(ms: &[Measurement]) -> Vec<Finding> {
+    let mut f = Vec::new();
     for (what, rest) in [
         ("a 64 B datagram", "udp.plain/64B"),
         ("a 1 B round trip", "tcp.rr/1B"),
     ] {
-        if let (Some(lo), Some(ve)) = (
-            usable(ms, &format!("net.loopback.{rest}")),
-            usable(ms, &format!("net.veth.{rest}")),
-        ) {
+        if let (Some(lo), Some(ve)) = (on_path(ms, "loopback", rest), on_path(ms, "veth", rest)) {
             // Time per operation over veth against loopback (any unit).
             let r = claims::speedup(&Est::of(lo), &Est::of(ve));
             f.push(ratio_finding(
@@ -137,7 +161,6 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
             ));
         }
     }
-    f.extend(target_finding(ms));
     f
 }
 
