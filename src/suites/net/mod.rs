@@ -116,123 +116,144 @@ fn cpus() -> usize {
     affinity::allowed_cpus().len().max(1)
 }
 
+/// The suite's benchmarks: per path, UDP datagram rates, TCP streams and
+/// TCP round trips; then the ICMP echo rows against `--target`.
 fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
     let mut v = Vec::new();
     for path in Path::ALL {
-        let p = path.label();
         for mode in [Mode::Plain, Mode::Mmsg, Mode::Reuseport] {
             for size in UDP_SIZES {
-                // Quick runs keep the two sizes the findings compare.
-                let quick = size == 64 || (size == 1472 && mode != Mode::Reuseport);
-                let b = FnBench::new(
-                    format!("net.{p}.udp.{}/{}", mode.label(), size_label(size as u64)),
-                    format!(
-                        "UDP {size} B datagrams received per second over {p}, {}",
-                        match mode {
-                            Mode::Plain => "one send/recv per datagram",
-                            Mode::Mmsg => "sendmmsg/recvmmsg batches of 32",
-                            Mode::Reuseport => "one SO_REUSEPORT socket and sender per CPU",
-                        }
-                    ),
-                    Unit::Rate,
-                    move |_ctx| {
-                        let (batch, sockets) = match mode {
-                            Mode::Plain => (1, 1),
-                            Mode::Mmsg => (BATCH, 1),
-                            Mode::Reuseport => (BATCH, cpus()),
-                        };
-                        if mode == Mode::Reuseport && sockets < 2 {
-                            return Err(PrepareError::Skip(
-                                "SO_REUSEPORT across CPUs needs two CPUs; one is allowed".into(),
-                            ));
-                        }
-                        Ok(UdpRate::prepare(path, size, batch, sockets)?.boxed())
-                    },
-                )
-                .param("path", p)
-                .param("payload", size as u64)
-                .param("mode", mode.label())
-                .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 })
-                .cpu_cost();
-                v.push(
-                    if quick {
-                        b
-                    } else {
-                        b.min_profile(Profile::Default)
-                    }
-                    .boxed(),
-                );
+                v.push(udp_bench(path, mode, size));
             }
         }
-        for per_cpu in [false, true] {
-            let name = if per_cpu { "per_cpu" } else { "one" };
-            v.push(
-                FnBench::new(
-                    format!("net.{p}.tcp.stream.{name}"),
-                    format!(
-                        "TCP bulk throughput over {p}, {}",
-                        if per_cpu {
-                            "one stream per CPU"
-                        } else {
-                            "one stream"
-                        }
-                    ),
-                    Unit::Throughput {
-                        bytes_per_op: CHUNK as f64,
-                    },
-                    move |_ctx| {
-                        let streams = if per_cpu { cpus() } else { 1 };
-                        if per_cpu && streams < 2 {
-                            return Err(PrepareError::Skip(
-                                "one stream per CPU needs two CPUs; one is allowed".into(),
-                            ));
-                        }
-                        Ok(Box::new(TcpStreamBench::prepare(path, streams)?))
-                    },
-                )
-                .param("path", p)
-                .param("write", CHUNK as u64)
-                .cpu_cost()
-                .boxed(),
-            );
-        }
-        for size in RR_SIZES {
-            let b = FnBench::new(
-                format!("net.{p}.tcp.rr/{}", size_label(size as u64)),
-                format!(
-                    "TCP request/response round trip of {size} B each way over {p} (TCP_NODELAY)"
-                ),
-                Unit::Latency,
-                move |_ctx| Ok(Box::new(TcpRr::prepare(path, size)?)),
-            )
-            .param("path", p)
-            .param("size", size as u64)
-            .param("nodelay", true)
-            .cpu_cost();
-            let quick = size == 1 || size == 64 << 10;
-            v.push(
-                if quick {
-                    b
-                } else {
-                    b.min_profile(Profile::Default)
-                }
-                .boxed(),
-            );
-        }
+        v.extend(stream_benches(path));
+        v.extend(round_trip_benches(path));
+    }
+    v.extend(icmp_benches());
+    v
+}
+
+/// The rate of UDP datagrams of `size` bytes received over `path`, sent
+/// and received the `mode` way.
+fn udp_bench(path: Path, mode: Mode, size: usize) -> Box<dyn Bench> {
+    let p = path.label();
+    // Quick runs keep the two sizes the findings compare.
+    let quick = size == 64 || (size == 1472 && mode != Mode::Reuseport);
+    let b = FnBench::new(
+        format!("net.{p}.udp.{}/{}", mode.label(), size_label(size as u64)),
+        format!(
+            "UDP {size} B datagrams received per second over {p}, {}",
+            match mode {
+                Mode::Plain => "one send/recv per datagram",
+                Mode::Mmsg => "sendmmsg/recvmmsg batches of 32",
+                Mode::Reuseport => "one SO_REUSEPORT socket and sender per CPU",
+            }
+        ),
+        Unit::Rate,
+        move |_ctx| {
+            let (batch, sockets) = match mode {
+                Mode::Plain => (1, 1),
+                Mode::Mmsg => (BATCH, 1),
+                Mode::Reuseport => (BATCH, cpus()),
+            };
+            if mode == Mode::Reuseport && sockets < 2 {
+                return Err(PrepareError::Skip(
+                    "SO_REUSEPORT across CPUs needs two CPUs; one is allowed".into(),
+                ));
+            }
+            Ok(UdpRate::prepare(path, size, batch, sockets)?.boxed())
+        },
+    )
+    .param("path", p)
+    .param("payload", size as u64)
+    .param("mode", mode.label())
+    .param("batch", if mode == Mode::Plain { 1 } else { BATCH as u64 })
+    .cpu_cost();
+    if quick {
+        b
+    } else {
+        b.min_profile(Profile::Default)
+    }
+    .boxed()
+}
+
+/// TCP bulk throughput over `path`: one stream, and one per CPU.
+fn stream_benches(path: Path) -> Vec<Box<dyn Bench>> {
+    let p = path.label();
+    let mut v = Vec::new();
+    for per_cpu in [false, true] {
+        let name = if per_cpu { "per_cpu" } else { "one" };
         v.push(
             FnBench::new(
-                format!("net.{p}.tcp.crr"),
-                format!("TCP connect, 1 B request, 1 B response, close over {p} (TCP_CRR)"),
-                Unit::Latency,
-                move |_ctx| Ok(Box::new(TcpCrr::prepare(path, 1)?)),
+                format!("net.{p}.tcp.stream.{name}"),
+                format!(
+                    "TCP bulk throughput over {p}, {}",
+                    if per_cpu {
+                        "one stream per CPU"
+                    } else {
+                        "one stream"
+                    }
+                ),
+                Unit::Throughput {
+                    bytes_per_op: CHUNK as f64,
+                },
+                move |_ctx| {
+                    let streams = if per_cpu { cpus() } else { 1 };
+                    if per_cpu && streams < 2 {
+                        return Err(PrepareError::Skip(
+                            "one stream per CPU needs two CPUs; one is allowed".into(),
+                        ));
+                    }
+                    Ok(Box::new(TcpStreamBench::prepare(path, streams)?))
+                },
             )
             .param("path", p)
-            .param("size", 1u64)
+            .param("write", CHUNK as u64)
             .cpu_cost()
             .boxed(),
         );
     }
-    v.extend(icmp_benches());
+    v
+}
+
+/// TCP round trips over `path`: request and response of each size on one
+/// connection (TCP_RR), and a connection per round trip (TCP_CRR).
+fn round_trip_benches(path: Path) -> Vec<Box<dyn Bench>> {
+    let p = path.label();
+    let mut v = Vec::new();
+    for size in RR_SIZES {
+        let b = FnBench::new(
+            format!("net.{p}.tcp.rr/{}", size_label(size as u64)),
+            format!("TCP request/response round trip of {size} B each way over {p} (TCP_NODELAY)"),
+            Unit::Latency,
+            move |_ctx| Ok(Box::new(TcpRr::prepare(path, size)?)),
+        )
+        .param("path", p)
+        .param("size", size as u64)
+        .param("nodelay", true)
+        .cpu_cost();
+        let quick = size == 1 || size == 64 << 10;
+        v.push(
+            if quick {
+                b
+            } else {
+                b.min_profile(Profile::Default)
+            }
+            .boxed(),
+        );
+    }
+    v.push(
+        FnBench::new(
+            format!("net.{p}.tcp.crr"),
+            format!("TCP connect, 1 B request, 1 B response, close over {p} (TCP_CRR)"),
+            Unit::Latency,
+            move |_ctx| Ok(Box::new(TcpCrr::prepare(path, 1)?)),
+        )
+        .param("path", p)
+        .param("size", 1u64)
+        .cpu_cost()
+        .boxed(),
+    );
     v
 }
 
