@@ -280,7 +280,16 @@ fn prepare_map(target: u64, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
 
 /// The dispatch benchmarks on `host`.
 pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
-    let mut out = vec![
+    let mut out = call_benches();
+    out.extend(dispatch_benches());
+    out.extend(hashmap_benches(host));
+    out.push(panic_bench());
+    out
+}
+
+/// A direct call and the same call through a function pointer.
+fn call_benches() -> Vec<Box<dyn Bench>> {
+    vec![
         FnBench::new(
             CALL_DIRECT,
             "a direct call of a non-inlined function (call rel32)",
@@ -309,7 +318,12 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
         .subtract_loop()
         .interleave("cpu.call")
         .on_request().boxed(),
-    ];
+    ]
+}
+
+/// The same random cases dispatched by a match and by an if/else-if chain.
+fn dispatch_benches() -> Vec<Box<dyn Bench>> {
+    let mut out = Vec::new();
     for (id, kernel, summary) in [
         (
             DISPATCH_MATCH,
@@ -337,6 +351,12 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
             .boxed(),
         );
     }
+    out
+}
+
+/// A `HashMap` lookup at each table size on `host`.
+fn hashmap_benches(host: &Host) -> Vec<Box<dyn Bench>> {
+    let mut out = Vec::new();
     for size in MapSize::ALL {
         let bytes = size.target_bytes(host);
         let b = FnBench::new(
@@ -358,35 +378,37 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
         };
         out.push(b.on_request().boxed());
     }
-    out.push(
-        FnBench::new(
-            PANIC_CAUGHT,
-            "a panic (resume_unwind: no hook, no message) caught by catch_unwind one frame up",
-            Unit::Latency,
-            |_ctx: &Ctx| {
-                let caught = catch_unwind(|| resume_unwind(Box::new(0u8)));
-                if caught.is_ok() {
-                    return Err(PrepareError::Skip(
-                        "panics abort in this build (panic = \"abort\"): nothing unwinds".into(),
-                    ));
-                }
-                Ok(one_thread(
-                    || {
-                        let r = catch_unwind(AssertUnwindSafe(|| {
-                            if black_box(true) {
-                                resume_unwind(Box::new(0u8));
-                            }
-                        }));
-                        black_box(r.is_err());
-                    },
-                    ghz_details(),
-                ))
-            },
-        )
-        .on_request()
-        .boxed(),
-    );
     out
+}
+
+/// A panic caught one frame up.
+fn panic_bench() -> Box<dyn Bench> {
+    FnBench::new(
+        PANIC_CAUGHT,
+        "a panic (resume_unwind: no hook, no message) caught by catch_unwind one frame up",
+        Unit::Latency,
+        |_ctx: &Ctx| {
+            let caught = catch_unwind(|| resume_unwind(Box::new(0u8)));
+            if caught.is_ok() {
+                return Err(PrepareError::Skip(
+                    "panics abort in this build (panic = \"abort\"): nothing unwinds".into(),
+                ));
+            }
+            Ok(one_thread(
+                || {
+                    let r = catch_unwind(AssertUnwindSafe(|| {
+                        if black_box(true) {
+                            resume_unwind(Box::new(0u8));
+                        }
+                    }));
+                    black_box(r.is_err());
+                },
+                ghz_details(),
+            ))
+        },
+    )
+    .on_request()
+    .boxed()
 }
 
 #[cfg(test)]
