@@ -358,121 +358,148 @@ impl PublicKey {
     /// tampered message does not), or that both sides of an agreement
     /// derive one secret.
     pub fn prepare(self) -> anyhow::Result<Op> {
-        let rng = SystemRandom::new();
-        let unspecified = |what: &'static str| move |_| anyhow!("{what} failed");
         match self {
             PublicKey::Ed25519Sign | PublicKey::Ed25519Verify => {
-                let pkcs8 = signature::Ed25519KeyPair::generate_pkcs8(&rng)
-                    .map_err(unspecified("Ed25519 key generation"))?;
-                let kp = signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
-                    .map_err(|e| anyhow!("Ed25519 key: {e}"))?;
-                let public = signature::UnparsedPublicKey::new(
-                    &signature::ED25519,
-                    kp.public_key().as_ref().to_vec(),
-                );
-                let sig = kp.sign(MESSAGE).as_ref().to_vec();
-                check_signature(&public, &sig)?;
-                Ok(if self == PublicKey::Ed25519Sign {
-                    Box::new(move || {
-                        black_box(kp.sign(black_box(MESSAGE)));
-                    })
-                } else {
-                    Box::new(move || {
-                        black_box(public.verify(black_box(MESSAGE), &sig).is_ok());
-                    })
-                })
+                ed25519_op(self == PublicKey::Ed25519Sign)
             }
             PublicKey::EcdsaP256Sign | PublicKey::EcdsaP256Verify => {
-                let alg = &signature::ECDSA_P256_SHA256_ASN1_SIGNING;
-                let pkcs8 = signature::EcdsaKeyPair::generate_pkcs8(alg, &rng)
-                    .map_err(unspecified("P-256 key generation"))?;
-                let kp = signature::EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
-                    .map_err(|e| anyhow!("P-256 key: {e}"))?;
-                let public = signature::UnparsedPublicKey::new(
-                    &signature::ECDSA_P256_SHA256_ASN1,
-                    kp.public_key().as_ref().to_vec(),
-                );
-                let sig = kp
-                    .sign(&rng, MESSAGE)
-                    .map_err(unspecified("ECDSA signing"))?
-                    .as_ref()
-                    .to_vec();
-                check_signature(&public, &sig)?;
-                Ok(if self == PublicKey::EcdsaP256Sign {
-                    Box::new(move || {
-                        black_box(kp.sign(&rng, black_box(MESSAGE)).ok());
-                    })
-                } else {
-                    Box::new(move || {
-                        black_box(public.verify(black_box(MESSAGE), &sig).is_ok());
-                    })
-                })
+                ecdsa_p256_op(self == PublicKey::EcdsaP256Sign)
             }
             PublicKey::Rsa2048Sign | PublicKey::Rsa2048Verify => {
-                let kp = signature::RsaKeyPair::from_pkcs8(RSA2048_PKCS8)
-                    .map_err(|e| anyhow!("RSA key: {e}"))?;
-                ensure!(
-                    kp.public().modulus_len() == 256,
-                    "the RSA key is not 2048 bits"
-                );
-                let public = signature::UnparsedPublicKey::new(
-                    &signature::RSA_PKCS1_2048_8192_SHA256,
-                    kp.public().as_ref().to_vec(),
-                );
-                let mut sig = vec![0u8; kp.public().modulus_len()];
-                kp.sign(&signature::RSA_PKCS1_SHA256, &rng, MESSAGE, &mut sig)
-                    .map_err(unspecified("RSA signing"))?;
-                check_signature(&public, &sig)?;
-                Ok(if self == PublicKey::Rsa2048Sign {
-                    let mut out = sig;
-                    Box::new(move || {
-                        let r = kp.sign(&signature::RSA_PKCS1_SHA256, &rng, MESSAGE, &mut out);
-                        black_box(r.is_ok());
-                    })
-                } else {
-                    Box::new(move || {
-                        black_box(public.verify(black_box(MESSAGE), &sig).is_ok());
-                    })
-                })
+                rsa2048_op(self == PublicKey::Rsa2048Sign)
             }
-            PublicKey::X25519 => {
-                let peer = agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng)
-                    .map_err(unspecified("X25519 key generation"))?;
-                let peer_public = peer
-                    .compute_public_key()
-                    .map_err(unspecified("X25519 public key"))?;
-                let ours = agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng)
-                    .map_err(unspecified("X25519 key generation"))?;
-                let our_public = ours
-                    .compute_public_key()
-                    .map_err(unspecified("X25519 public key"))?;
-                let derive = |k, p: &[u8]| {
-                    agreement::agree_ephemeral(
-                        k,
-                        &agreement::UnparsedPublicKey::new(&agreement::X25519, p),
-                        |s: &[u8]| s.to_vec(),
-                    )
-                    .map_err(unspecified("X25519 agreement"))
-                };
-                let a = derive(ours, peer_public.as_ref())?;
-                let b = derive(peer, our_public.as_ref())?;
-                ensure!(a == b, "the two sides derived different secrets");
-                let peer_public = peer_public.as_ref().to_vec();
-                Ok(Box::new(move || {
-                    let k = agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng);
-                    let Ok(k) = k else { return };
-                    black_box(
-                        agreement::agree_ephemeral(
-                            k,
-                            &agreement::UnparsedPublicKey::new(&agreement::X25519, &peer_public),
-                            |s: &[u8]| s[0],
-                        )
-                        .ok(),
-                    );
-                }))
-            }
+            PublicKey::X25519 => x25519_op(),
         }
     }
+}
+
+/// The error of a ring call that failed without saying why.
+fn unspecified(what: &'static str) -> impl FnOnce(ring::error::Unspecified) -> anyhow::Error {
+    move |_| anyhow!("{what} failed")
+}
+
+/// An Ed25519 signature (`sign`) or verification of [`MESSAGE`], with a
+/// fresh key pair.
+fn ed25519_op(sign: bool) -> anyhow::Result<Op> {
+    let rng = SystemRandom::new();
+    let pkcs8 = signature::Ed25519KeyPair::generate_pkcs8(&rng)
+        .map_err(unspecified("Ed25519 key generation"))?;
+    let kp = signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
+        .map_err(|e| anyhow!("Ed25519 key: {e}"))?;
+    let public =
+        signature::UnparsedPublicKey::new(&signature::ED25519, kp.public_key().as_ref().to_vec());
+    let sig = kp.sign(MESSAGE).as_ref().to_vec();
+    check_signature(&public, &sig)?;
+    Ok(if sign {
+        Box::new(move || {
+            black_box(kp.sign(black_box(MESSAGE)));
+        })
+    } else {
+        Box::new(move || {
+            black_box(public.verify(black_box(MESSAGE), &sig).is_ok());
+        })
+    })
+}
+
+/// An ECDSA P-256 (SHA-256) signature (`sign`) or verification of
+/// [`MESSAGE`], with a fresh key pair.
+fn ecdsa_p256_op(sign: bool) -> anyhow::Result<Op> {
+    let rng = SystemRandom::new();
+    let alg = &signature::ECDSA_P256_SHA256_ASN1_SIGNING;
+    let pkcs8 = signature::EcdsaKeyPair::generate_pkcs8(alg, &rng)
+        .map_err(unspecified("P-256 key generation"))?;
+    let kp = signature::EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
+        .map_err(|e| anyhow!("P-256 key: {e}"))?;
+    let public = signature::UnparsedPublicKey::new(
+        &signature::ECDSA_P256_SHA256_ASN1,
+        kp.public_key().as_ref().to_vec(),
+    );
+    let sig = kp
+        .sign(&rng, MESSAGE)
+        .map_err(unspecified("ECDSA signing"))?
+        .as_ref()
+        .to_vec();
+    check_signature(&public, &sig)?;
+    Ok(if sign {
+        Box::new(move || {
+            black_box(kp.sign(&rng, black_box(MESSAGE)).ok());
+        })
+    } else {
+        Box::new(move || {
+            black_box(public.verify(black_box(MESSAGE), &sig).is_ok());
+        })
+    })
+}
+
+/// An RSA-2048 PKCS#1 v1.5 (SHA-256) signature (`sign`) or verification
+/// of [`MESSAGE`], with the built-in key.
+fn rsa2048_op(sign: bool) -> anyhow::Result<Op> {
+    let rng = SystemRandom::new();
+    let kp =
+        signature::RsaKeyPair::from_pkcs8(RSA2048_PKCS8).map_err(|e| anyhow!("RSA key: {e}"))?;
+    ensure!(
+        kp.public().modulus_len() == 256,
+        "the RSA key is not 2048 bits"
+    );
+    let public = signature::UnparsedPublicKey::new(
+        &signature::RSA_PKCS1_2048_8192_SHA256,
+        kp.public().as_ref().to_vec(),
+    );
+    let mut sig = vec![0u8; kp.public().modulus_len()];
+    kp.sign(&signature::RSA_PKCS1_SHA256, &rng, MESSAGE, &mut sig)
+        .map_err(unspecified("RSA signing"))?;
+    check_signature(&public, &sig)?;
+    Ok(if sign {
+        let mut out = sig;
+        Box::new(move || {
+            let r = kp.sign(&signature::RSA_PKCS1_SHA256, &rng, MESSAGE, &mut out);
+            black_box(r.is_ok());
+        })
+    } else {
+        Box::new(move || {
+            black_box(public.verify(black_box(MESSAGE), &sig).is_ok());
+        })
+    })
+}
+
+/// An X25519 key pair and its shared secret with a fixed peer's key,
+/// after a check that both sides derive one secret.
+fn x25519_op() -> anyhow::Result<Op> {
+    let rng = SystemRandom::new();
+    let peer = agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng)
+        .map_err(unspecified("X25519 key generation"))?;
+    let peer_public = peer
+        .compute_public_key()
+        .map_err(unspecified("X25519 public key"))?;
+    let ours = agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng)
+        .map_err(unspecified("X25519 key generation"))?;
+    let our_public = ours
+        .compute_public_key()
+        .map_err(unspecified("X25519 public key"))?;
+    let derive = |k, p: &[u8]| {
+        agreement::agree_ephemeral(
+            k,
+            &agreement::UnparsedPublicKey::new(&agreement::X25519, p),
+            |s: &[u8]| s.to_vec(),
+        )
+        .map_err(unspecified("X25519 agreement"))
+    };
+    let a = derive(ours, peer_public.as_ref())?;
+    let b = derive(peer, our_public.as_ref())?;
+    ensure!(a == b, "the two sides derived different secrets");
+    let peer_public = peer_public.as_ref().to_vec();
+    Ok(Box::new(move || {
+        let k = agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng);
+        let Ok(k) = k else { return };
+        black_box(
+            agreement::agree_ephemeral(
+                k,
+                &agreement::UnparsedPublicKey::new(&agreement::X25519, &peer_public),
+                |s: &[u8]| s[0],
+            )
+            .ok(),
+        );
+    }))
 }
 
 /// The signature verifies, and the same signature on a changed message does not.
