@@ -185,11 +185,37 @@ impl Spec {
 /// Every error is the user's (exit 2).
 pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
     let pairs = pair_up(&r.words)?;
-    if r.names.len() > pairs.len() {
+    check_request(r, pairs.len())?;
+    let mut specs: Vec<Spec> = Vec::new();
+    for (i, pair) in pairs.iter().enumerate() {
+        let c = Command::of(r, i, pair)?;
+        let points: Vec<Option<i64>> = match &r.scan {
+            Some(s) => s.values().map(Some).collect(),
+            None => vec![None],
+        };
+        for v in points {
+            let spec = c.spec(r, v)?;
+            if specs.iter().any(|s| s.id == spec.id) {
+                return Err(format!(
+                    "two commands would both be saved as {}; tell them apart with --name",
+                    spec.id
+                ));
+            }
+            specs.push(spec);
+        }
+    }
+    Ok(specs)
+}
+
+/// The checks of the request as a whole, for `commands` commands: no more
+/// names than commands, the working directory and the input usable, at
+/// most [`MAX_COMMANDS`] to measure.
+fn check_request(r: &Request, commands: usize) -> Result<(), String> {
+    if r.names.len() > commands {
         return Err(format!(
             "{} --name given for {} command(s)",
             r.names.len(),
-            pairs.len()
+            commands
         ));
     }
     if let Some(d) = &r.cwd
@@ -211,20 +237,43 @@ pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
             return Err(format!("--input {}: is a directory", p.display()));
         }
     }
-    let count = pairs.len() as u64 * r.scan.as_ref().map_or(1, Scan::count);
+    let count = commands as u64 * r.scan.as_ref().map_or(1, Scan::count);
     if count > MAX_COMMANDS as u64 {
         return Err(format!(
             "{count} commands to measure (more than {MAX_COMMANDS}); use a larger --step"
         ));
     }
-    let mut specs: Vec<Spec> = Vec::new();
-    for (i, (cmd, own_base)) in pairs.iter().enumerate() {
+    Ok(())
+}
+
+/// One command of the request, before the scan's values: its line, its
+/// baseline and its name.
+struct Command<'a> {
+    /// The command line as given.
+    line: &'a str,
+    /// Its own baseline (`CMD ::: BASELINE`), if any.
+    own_base: Option<&'a str>,
+    /// The shared `--baseline`, when it has none of its own.
+    shared: Option<&'a str>,
+    /// Its name in ids.
+    name: String,
+}
+
+impl<'a> Command<'a> {
+    /// The `i`th command of `r` (`(line, own baseline)`), checked: the
+    /// scan's `{VAR}` in it or its baseline, its `--name` usable.
+    fn of(
+        r: &'a Request,
+        i: usize,
+        (line, own_base): &'a (String, Option<String>),
+    ) -> Result<Command<'a>, String> {
         let shared = r.baseline.as_deref().filter(|_| own_base.is_none());
         if let Some(s) = &r.scan {
             let tag = format!("{{{}}}", s.name);
-            if !cmd.contains(&tag) && !own_base.as_deref().or(shared).unwrap_or("").contains(&tag) {
+            if !line.contains(&tag) && !own_base.as_deref().or(shared).unwrap_or("").contains(&tag)
+            {
                 return Err(format!(
-                    "-P {}: the command '{cmd}' does not contain {tag}",
+                    "-P {}: the command '{line}' does not contain {tag}",
                     s.name
                 ));
             }
@@ -237,67 +286,73 @@ pub fn expand(r: &Request) -> Result<Vec<Spec>, String> {
                 }
                 n
             }
-            None => default_name(cmd, r.scan.as_ref()),
+            None => default_name(line, r.scan.as_ref()),
         };
-        let points: Vec<Option<i64>> = match &r.scan {
-            Some(s) => s.values().map(Some).collect(),
-            None => vec![None],
-        };
-        for v in points {
-            let subst = |line: &str| match (&r.scan, v) {
-                (Some(s), Some(v)) => line.replace(&format!("{{{}}}", s.name), &v.to_string()),
-                _ => line.to_string(),
-            };
-            let command = subst(cmd);
-            let run = launch(&command, r)?;
-            let baseline = match (own_base, shared) {
-                (Some(b), _) => Some(subst(b)),
-                (None, Some(b)) => Some(subst(b).replace("{}", &program_word(&command, r.shell)?)),
-                (None, None) => None,
-            };
-            let base = baseline.as_deref().map(|b| launch(b, r)).transpose()?;
-            let hook = |flag: &'static str, line: &Option<String>| {
-                line.as_deref()
-                    .map(|l| {
-                        if l.trim().is_empty() {
-                            return Err(format!("{flag}: an empty command"));
-                        }
-                        let line = subst(l);
-                        let mut run = launch(&line, r).map_err(|e| format!("{flag}: {e}"))?;
-                        run.input = None;
-                        Ok(Hook { flag, line, run })
-                    })
-                    .transpose()
-            };
-            let hooks = Hooks {
-                setup: hook("--setup", &r.hooks.setup)?,
-                prepare: hook("--prepare", &r.hooks.prepare)?,
-                conclude: hook("--conclude", &r.hooks.conclude)?,
-                cleanup: hook("--cleanup", &r.hooks.cleanup)?,
-            };
-            let point = r.scan.as_ref().zip(v).map(|(s, v)| (s.name.clone(), v));
-            let id = match &point {
-                Some((n, v)) => format!("cmd.{name}/{n}={v}"),
-                None => format!("cmd.{name}"),
-            };
-            if specs.iter().any(|s| s.id == id) {
-                return Err(format!(
-                    "two commands would both be saved as {id}; tell them apart with --name"
-                ));
-            }
-            specs.push(Spec {
-                id,
-                command,
-                baseline,
-                template: cmd.clone(),
-                point,
-                run,
-                base,
-                hooks,
-            });
-        }
+        Ok(Command {
+            line,
+            own_base: own_base.as_deref(),
+            shared,
+            name,
+        })
     }
-    Ok(specs)
+
+    /// The command at scan value `v` (none without a scan), ready to run:
+    /// the value substituted, the command, its baseline and its hooks
+    /// checked.
+    fn spec(&self, r: &Request, v: Option<i64>) -> Result<Spec, String> {
+        let subst = |line: &str| match (&r.scan, v) {
+            (Some(s), Some(v)) => line.replace(&format!("{{{}}}", s.name), &v.to_string()),
+            _ => line.to_string(),
+        };
+        let command = subst(self.line);
+        let run = launch(&command, r)?;
+        let baseline = match (self.own_base, self.shared) {
+            (Some(b), _) => Some(subst(b)),
+            (None, Some(b)) => Some(subst(b).replace("{}", &program_word(&command, r.shell)?)),
+            (None, None) => None,
+        };
+        let base = baseline.as_deref().map(|b| launch(b, r)).transpose()?;
+        let hooks = hooks(r, &subst)?;
+        let point = r.scan.as_ref().zip(v).map(|(s, v)| (s.name.clone(), v));
+        let id = match &point {
+            Some((n, v)) => format!("cmd.{}/{n}={v}", self.name),
+            None => format!("cmd.{}", self.name),
+        };
+        Ok(Spec {
+            id,
+            command,
+            baseline,
+            template: self.line.to_string(),
+            point,
+            run,
+            base,
+            hooks,
+        })
+    }
+}
+
+/// The request's hooks, each line passed through `subst` (the scan value)
+/// and checked like a command; a hook reads no `--input`.
+fn hooks(r: &Request, subst: &dyn Fn(&str) -> String) -> Result<Hooks, String> {
+    let hook = |flag: &'static str, line: &Option<String>| {
+        line.as_deref()
+            .map(|l| {
+                if l.trim().is_empty() {
+                    return Err(format!("{flag}: an empty command"));
+                }
+                let line = subst(l);
+                let mut run = launch(&line, r).map_err(|e| format!("{flag}: {e}"))?;
+                run.input = None;
+                Ok(Hook { flag, line, run })
+            })
+            .transpose()
+    };
+    Ok(Hooks {
+        setup: hook("--setup", &r.hooks.setup)?,
+        prepare: hook("--prepare", &r.hooks.prepare)?,
+        conclude: hook("--conclude", &r.hooks.conclude)?,
+        cleanup: hook("--cleanup", &r.hooks.cleanup)?,
+    })
 }
 
 /// Splits the positional words into `(command, own baseline)` pairs.
