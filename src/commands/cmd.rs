@@ -8,8 +8,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget};
 use super::usage;
 use crate::cli::{CmdArgs, Format};
 use crate::cmdtime::child::{self, Launch};
-use crate::cmdtime::plan::{self, Request, Scan};
-use crate::cmdtime::{self, Options, Startup, render};
+use crate::cmdtime::plan::{self, Request, Scan, Spec};
+use crate::cmdtime::{self, Options, Outcome, Startup, render};
 use crate::document::{RunDoc, check_writable};
 use crate::harness::Profile;
 use crate::host::Host;
@@ -19,29 +19,7 @@ use crate::store::{Location, Store};
 /// saving did, 130 when interrupted.
 pub fn execute(args: &CmdArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     // Everything the user could have got wrong is checked before running.
-    let scan = args
-        .scan
-        .as_ref()
-        .map(|w| Scan::parse(w, args.step))
-        .transpose()
-        .map_err(usage)?;
-    let request = Request {
-        words: args.commands.clone(),
-        baseline: args.baseline.clone(),
-        names: args.name.clone(),
-        scan,
-        shell: args.shell,
-        input: args.input.clone(),
-        show_output: args.show_output,
-        timeout: args.timeout,
-        cwd: args.cwd.clone(),
-        hooks: plan::HookLines {
-            setup: args.setup.clone(),
-            prepare: args.prepare.clone(),
-            conclude: args.conclude.clone(),
-            cleanup: args.cleanup.clone(),
-        },
-    };
+    let request = request(args)?;
     let specs = plan::expand(&request).map_err(usage)?;
     if let Some(path) = &args.json {
         check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
@@ -61,36 +39,7 @@ pub fn execute(args: &CmdArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let host = Host::detect();
     let started_at = chrono::Utc::now();
     let started = Instant::now();
-    let shell = args.shell.then(|| Launch {
-        argv: ["/bin/sh", "-c", ""].map(String::from).to_vec(),
-        input: None,
-        show_output: false,
-        timeout: args.timeout,
-        cwd: args.cwd.clone(),
-    });
-    let opts = Options {
-        warmup: args.warmup,
-        runs: args.runs,
-        ignore_failure: args.ignore_failure,
-        shell: shell.clone(),
-    };
-    let startup = match &shell {
-        Some(sh) => cmdtime::shell_startup(sh).map_err(cmdtime::into_anyhow)?,
-        None => Startup::default(),
-    };
-    let bar = ProgressBar::with_draw_target(Some(specs.len() as u64), ProgressDrawTarget::stderr());
-    let mut outcomes = Vec::new();
-    for spec in &specs {
-        bar.set_message(spec.command.clone());
-        let o = cmdtime::measure(spec, &opts, startup, &mut |_| bar.tick())
-            .map_err(cmdtime::into_anyhow)?;
-        outcomes.push(o);
-        bar.inc(1);
-        if child::stopped() {
-            break;
-        }
-    }
-    bar.finish_and_clear();
+    let outcomes = measure_all(&specs, args)?;
 
     let interrupted = child::stopped();
     let mut doc = RunDoc::start(host, Profile::Default, args.label.clone(), None, started_at);
@@ -126,4 +75,68 @@ pub fn execute(args: &CmdArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         return Ok(1);
     }
     Ok(if interrupted { 130 } else { 0 })
+}
+
+/// The request the arguments make (the scan parsed): a usage error when
+/// the scan is malformed.
+fn request(args: &CmdArgs) -> anyhow::Result<Request> {
+    let scan = args
+        .scan
+        .as_ref()
+        .map(|w| Scan::parse(w, args.step))
+        .transpose()
+        .map_err(usage)?;
+    Ok(Request {
+        words: args.commands.clone(),
+        baseline: args.baseline.clone(),
+        names: args.name.clone(),
+        scan,
+        shell: args.shell,
+        input: args.input.clone(),
+        show_output: args.show_output,
+        timeout: args.timeout,
+        cwd: args.cwd.clone(),
+        hooks: plan::HookLines {
+            setup: args.setup.clone(),
+            prepare: args.prepare.clone(),
+            conclude: args.conclude.clone(),
+            cleanup: args.cleanup.clone(),
+        },
+    })
+}
+
+/// Measures each command in turn (the shell's own start measured first
+/// with `--shell`), with a progress bar; stops early when interrupted.
+fn measure_all(specs: &[Spec], args: &CmdArgs) -> anyhow::Result<Vec<Outcome>> {
+    let shell = args.shell.then(|| Launch {
+        argv: ["/bin/sh", "-c", ""].map(String::from).to_vec(),
+        input: None,
+        show_output: false,
+        timeout: args.timeout,
+        cwd: args.cwd.clone(),
+    });
+    let opts = Options {
+        warmup: args.warmup,
+        runs: args.runs,
+        ignore_failure: args.ignore_failure,
+        shell: shell.clone(),
+    };
+    let startup = match &shell {
+        Some(sh) => cmdtime::shell_startup(sh).map_err(cmdtime::into_anyhow)?,
+        None => Startup::default(),
+    };
+    let bar = ProgressBar::with_draw_target(Some(specs.len() as u64), ProgressDrawTarget::stderr());
+    let mut outcomes = Vec::new();
+    for spec in specs {
+        bar.set_message(spec.command.clone());
+        let o = cmdtime::measure(spec, &opts, startup, &mut |_| bar.tick())
+            .map_err(cmdtime::into_anyhow)?;
+        outcomes.push(o);
+        bar.inc(1);
+        if child::stopped() {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    Ok(outcomes)
 }
