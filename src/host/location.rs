@@ -497,7 +497,8 @@ pub fn locate(dir: &Path) -> Location {
     locate_with(dir, Path::new("/sys"), 0)
 }
 
-#[allow(clippy::useless_conversion)] // statfs's f_type is 32-bit on 32-bit targets
+/// [`locate`] with the sysfs root `sysfs`; `depth` 1 when locating the
+/// upper dir of an overlay (which is not followed further).
 fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
     let canon = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let dev = fs::metadata(&canon).ok().map(|m| {
@@ -508,21 +509,38 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
         .map(|t| parse_mountinfo(&t))
         .unwrap_or_default();
     let mount = mount_for(&mounts, &canon, dev).cloned();
-    let stat = nix::sys::statfs::statfs(&canon).ok();
-    let fs_type = match (&mount, &stat) {
+    let mut loc = mount_location(&canon, mount.as_ref());
+    let Some(m) = mount else {
+        loc.scheduler_note = "mount not found in /proc/self/mountinfo".into();
+        return loc;
+    };
+    match device_number(&m).map(|(ma, mi)| resolve_block(sysfs, ma, mi)) {
+        Some(Ok(b)) => loc.take_block(b),
+        Some(Err(e)) => loc.scheduler_note = e,
+        None => loc.without_block(&m, sysfs, depth),
+    }
+    loc
+}
+
+/// Where `canon` lives as its mount (when found) and statfs say, the block
+/// device not yet resolved.
+#[allow(clippy::useless_conversion)] // statfs's f_type is 32-bit on 32-bit targets
+fn mount_location(canon: &Path, mount: Option<&Mount>) -> Location {
+    let stat = nix::sys::statfs::statfs(canon).ok();
+    let fs_type = match (mount, &stat) {
         (Some(m), _) => m.fs_type.clone(),
         (None, Some(s)) => fs_name_of_magic(i64::from(s.filesystem_type().0)),
         (None, None) => "unknown".into(),
     };
-    let mut loc = Location {
+    Location {
         dir: canon.display().to_string(),
         fs_type,
-        mount_point: mount.as_ref().map(|m| m.mount_point.display().to_string()),
-        source: mount.as_ref().map(|m| m.source.clone()),
-        mount_options: mount.as_ref().map(|m| m.options.clone()),
-        super_options: mount.as_ref().map(|m| m.super_options.clone()),
+        mount_point: mount.map(|m| m.mount_point.display().to_string()),
+        source: mount.map(|m| m.source.clone()),
+        mount_options: mount.map(|m| m.options.clone()),
+        super_options: mount.map(|m| m.super_options.clone()),
         fs_block_size: stat.as_ref().map(|s| s.block_size() as u64),
-        free_bytes: crate::os::fs::fs_space(&canon).ok().map(|(free, _)| free),
+        free_bytes: crate::os::fs::fs_space(canon).ok().map(|(free, _)| free),
         device: None,
         device_kind: None,
         stack: Vec::new(),
@@ -533,14 +551,13 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
         journal: None,
         transport: None,
         writeback: Some(super::device::writeback()),
-    };
-    let Some(m) = mount else {
-        loc.scheduler_note = "mount not found in /proc/self/mountinfo".into();
-        return loc;
-    };
-    // The device: the mount's own number, or for anonymous numbers (btrfs
-    // subvolumes) the device node named as its source.
-    let number = if m.major != 0 {
+    }
+}
+
+/// The device behind mount `m`: the mount's own number, or for anonymous
+/// numbers (btrfs subvolumes) the device node named as its source.
+fn device_number(m: &Mount) -> Option<(u32, u32)> {
+    if m.major != 0 {
         Some((m.major, m.minor))
     } else if m.source.starts_with("/dev/") {
         fs::metadata(&m.source).ok().and_then(|md| {
@@ -551,58 +568,63 @@ fn locate_with(dir: &Path, sysfs: &Path, depth: usize) -> Location {
         })
     } else {
         None
-    };
-    match number.map(|(ma, mi)| resolve_block(sysfs, ma, mi)) {
-        Some(Ok(b)) => {
-            loc.device = Some(b.name);
-            loc.device_kind = Some(b.kind);
-            loc.stack = b.stack;
-            loc.physical = b.physical;
-            loc.scheduler = b.scheduler;
-            loc.scheduler_note = b.scheduler_note;
-            loc.rotational = b.rotational;
-            loc.transport = transports_text(&loc.physical);
-            if matches!(loc.fs_type.as_str(), "ext3" | "ext4") {
-                let dev = loc.device.as_deref().unwrap_or_default();
-                loc.journal = Some(has_journal(Path::new("/proc/fs/jbd2"), dev));
-            }
+    }
+}
+
+impl Location {
+    /// Takes the block device `b` resolved behind the mount: its stack,
+    /// scheduler and transports, and for ext3/ext4 whether it has a journal.
+    fn take_block(&mut self, b: BlockDevice) {
+        self.device = Some(b.name);
+        self.device_kind = Some(b.kind);
+        self.stack = b.stack;
+        self.physical = b.physical;
+        self.scheduler = b.scheduler;
+        self.scheduler_note = b.scheduler_note;
+        self.rotational = b.rotational;
+        self.transport = transports_text(&self.physical);
+        if matches!(self.fs_type.as_str(), "ext3" | "ext4") {
+            let dev = self.device.as_deref().unwrap_or_default();
+            self.journal = Some(has_journal(Path::new("/proc/fs/jbd2"), dev));
         }
-        Some(Err(e)) => loc.scheduler_note = e,
-        None => {
-            // overlay: the writable layer is what the benchmark writes to.
-            let upper = (m.fs_type == "overlay")
-                .then(|| {
-                    m.super_options
-                        .split(',')
-                        .find_map(|o| o.strip_prefix("upperdir="))
-                })
-                .flatten();
-            match upper {
-                Some(up) if depth == 0 => {
-                    let under = locate_with(Path::new(up), sysfs, depth + 1);
-                    loc.device = under.device;
-                    loc.device_kind = under.device_kind;
-                    loc.stack = under.stack;
-                    loc.physical = under.physical;
-                    loc.scheduler = under.scheduler;
-                    loc.rotational = under.rotational;
-                    loc.scheduler_note = format!(
-                        "overlay whose upper dir {up} is on {}; {}",
-                        under.fs_type, under.scheduler_note
-                    );
-                }
-                _ if loc.in_memory() => {
-                    loc.scheduler_note =
-                        format!("no block device: {} keeps files in memory", m.fs_type);
-                }
-                _ => {
-                    loc.scheduler_note =
-                        format!("no local block device behind {} ({})", m.fs_type, m.source);
-                }
+    }
+
+    /// For mount `m` with no block device of its own: an overlay takes the
+    /// device of its writable layer (located once more, at `depth` 0
+    /// only); otherwise the note says why there is none.
+    fn without_block(&mut self, m: &Mount, sysfs: &Path, depth: usize) {
+        // overlay: the writable layer is what the benchmark writes to.
+        let upper = (m.fs_type == "overlay")
+            .then(|| {
+                m.super_options
+                    .split(',')
+                    .find_map(|o| o.strip_prefix("upperdir="))
+            })
+            .flatten();
+        match upper {
+            Some(up) if depth == 0 => {
+                let under = locate_with(Path::new(up), sysfs, depth + 1);
+                self.device = under.device;
+                self.device_kind = under.device_kind;
+                self.stack = under.stack;
+                self.physical = under.physical;
+                self.scheduler = under.scheduler;
+                self.rotational = under.rotational;
+                self.scheduler_note = format!(
+                    "overlay whose upper dir {up} is on {}; {}",
+                    under.fs_type, under.scheduler_note
+                );
+            }
+            _ if self.in_memory() => {
+                self.scheduler_note =
+                    format!("no block device: {} keeps files in memory", m.fs_type);
+            }
+            _ => {
+                self.scheduler_note =
+                    format!("no local block device behind {} ({})", m.fs_type, m.source);
             }
         }
     }
-    loc
 }
 
 /// The transports of `physical` devices joined ("virtio_blk", "nvme +
