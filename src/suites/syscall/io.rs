@@ -320,22 +320,16 @@ impl Io {
         }
         Ok(())
     }
-}
 
-impl Timed for Io {
-    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        if self.dir == Dir::Write && self.is_file {
-            self.truncate()?;
-        }
+    /// Times `ops` requests of the raw system call or the libc wrapper on
+    /// descriptor `fd`.
+    fn time_fd(&mut self, fd: RawFd, ops: u64) -> anyhow::Result<Duration> {
         let n = self.size;
         let p = self.buf.as_mut_ptr();
         let start;
         let raw = self.method == Method::Raw;
-        // One loop per way of calling, written out on purpose: each times
-        // its call directly, with no dispatch inside the timed code.
-        match (&mut self.handle, self.dir) {
-            (Handle::Fd(f), Dir::Read) if raw => {
-                let fd = f.as_raw_fd();
+        match self.dir {
+            Dir::Read if raw => {
                 start = Instant::now();
                 for _ in 0..ops {
                     // SAFETY: buf holds n writable bytes.
@@ -345,8 +339,7 @@ impl Timed for Io {
                     }
                 }
             }
-            (Handle::Fd(f), Dir::Read) => {
-                let fd = f.as_raw_fd();
+            Dir::Read => {
                 start = Instant::now();
                 for _ in 0..ops {
                     // SAFETY: buf holds n writable bytes.
@@ -356,8 +349,7 @@ impl Timed for Io {
                     }
                 }
             }
-            (Handle::Fd(f), Dir::Write) if raw => {
-                let fd = f.as_raw_fd();
+            Dir::Write if raw => {
                 start = Instant::now();
                 for _ in 0..ops {
                     // SAFETY: buf holds n readable bytes.
@@ -367,8 +359,7 @@ impl Timed for Io {
                     }
                 }
             }
-            (Handle::Fd(f), Dir::Write) => {
-                let fd = f.as_raw_fd();
+            Dir::Write => {
                 start = Instant::now();
                 for _ in 0..ops {
                     // SAFETY: buf holds n readable bytes.
@@ -378,8 +369,18 @@ impl Timed for Io {
                     }
                 }
             }
-            (Handle::Stdio(f), Dir::Read) => {
-                let f = f.ptr();
+        }
+        Ok(start.elapsed())
+    }
+
+    /// Times `ops` requests of `fread` or `fwrite` (then one `fflush`) on
+    /// the C stream `f`.
+    fn time_stdio(&mut self, f: *mut libc::FILE, ops: u64) -> anyhow::Result<Duration> {
+        let n = self.size;
+        let p = self.buf.as_mut_ptr();
+        let start;
+        match self.dir {
+            Dir::Read => {
                 start = Instant::now();
                 for _ in 0..ops {
                     // SAFETY: the stream is open; buf holds n writable bytes.
@@ -389,8 +390,7 @@ impl Timed for Io {
                     }
                 }
             }
-            (Handle::Stdio(f), Dir::Write) => {
-                let f = f.ptr();
+            Dir::Write => {
                 start = Instant::now();
                 for _ in 0..ops {
                     // SAFETY: the stream is open; buf holds n readable bytes.
@@ -403,28 +403,56 @@ impl Timed for Io {
                     return Err(std::io::Error::last_os_error()).context("fflush");
                 }
             }
-            (Handle::BufRead(r), _) => {
-                let buf = &mut self.buf[..];
-                start = Instant::now();
-                for _ in 0..ops {
-                    if r.read_exact(buf).is_err() {
-                        // End of file: rewind (discarding the buffer) and retry.
-                        r.rewind()?;
-                        r.read_exact(buf).context("reading the file again")?;
-                    }
-                    black_box(&mut *buf);
-                }
-            }
-            (Handle::BufWrite(w), _) => {
-                let buf = &self.buf[..];
-                start = Instant::now();
-                for _ in 0..ops {
-                    w.write_all(black_box(buf))?;
-                }
-                w.flush()?;
-            }
         }
         Ok(start.elapsed())
+    }
+}
+
+/// Times `ops` reads of `buf`'s size through the Rust buffered reader `r`,
+/// rewinding at end of file.
+fn time_buf_read(r: &mut BufReader<File>, buf: &mut [u8], ops: u64) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    for _ in 0..ops {
+        if r.read_exact(buf).is_err() {
+            // End of file: rewind (discarding the buffer) and retry.
+            r.rewind()?;
+            r.read_exact(buf).context("reading the file again")?;
+        }
+        black_box(&mut *buf);
+    }
+    Ok(start.elapsed())
+}
+
+/// Times `ops` writes of `buf` through the Rust buffered writer `w`, then
+/// its flush.
+fn time_buf_write(w: &mut BufWriter<File>, buf: &[u8], ops: u64) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    for _ in 0..ops {
+        w.write_all(black_box(buf))?;
+    }
+    w.flush()?;
+    Ok(start.elapsed())
+}
+
+impl Timed for Io {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        if self.dir == Dir::Write && self.is_file {
+            self.truncate()?;
+        }
+        // One loop per way of calling, written out on purpose: each times
+        // its call directly, with no dispatch inside the timed code.
+        match &mut self.handle {
+            Handle::Fd(f) => {
+                let fd = f.as_raw_fd();
+                self.time_fd(fd, ops)
+            }
+            Handle::Stdio(f) => {
+                let f = f.ptr();
+                self.time_stdio(f, ops)
+            }
+            Handle::BufRead(r) => time_buf_read(r, &mut self.buf, ops),
+            Handle::BufWrite(w) => time_buf_write(w, &self.buf, ops),
+        }
     }
 
     fn max_ops(&self) -> Option<u64> {
