@@ -96,7 +96,7 @@ impl UserSet<'_> {
     /// Which methods keep the reference order of the set, and how much of
     /// it the others keep (the order check from whichever kind has the
     /// method).
-    fn order_finding(&self) -> Finding {
+    fn order(&self) -> Finding {
         let mut checks: BTreeMap<String, UserCheck> = BTreeMap::new();
         let mut about = String::new();
         for m in self.kinds.values().flatten() {
@@ -240,7 +240,7 @@ fn user_findings(ms: &[Measurement]) -> Vec<Finding> {
             locale,
             kinds: &kinds,
         };
-        out.push(set.order_finding());
+        out.push(set.order());
         for (kind, what) in [("sort", "sort of the list"), ("cmp", "comparison")] {
             out.extend(set.speed_finding(kind, what, &widths));
         }
