@@ -3,6 +3,8 @@
 //! limits, and that no child outlives opcost. Timings are never asserted,
 //! only their structure and orderings that physics guarantees by far.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
@@ -138,16 +140,11 @@ fn a_baseline_gives_a_net_figure_that_grows_with_n() {
 
     // The run is in the history: show and compare read it like any other.
     let id = doc["run"]["id"].as_str().unwrap();
-    opcost(dir.path())
-        .args(["show", id])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("cmd.loop/n=50000000"));
-    opcost(dir.path())
-        .args(["compare", id, id])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("cmd"));
+    common::prints(
+        opcost(dir.path()).args(["show", id]),
+        &["cmd.loop/n=50000000"],
+    );
+    common::prints(opcost(dir.path()).args(["compare", id, id]), &["cmd"]);
 }
 
 #[test]
@@ -219,33 +216,33 @@ fn a_missing_command_exits_2_naming_it_and_leaves_no_files() {
         .stderr(predicate::str::contains(
             "command not found: opcost-no-such-program",
         ));
-    opcost(dir.path())
-        .args(["cmd", "--baseline", "opcost-no-such-baseline", "true"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("opcost-no-such-baseline"));
+    common::fails_saying(
+        opcost(dir.path()).args(["cmd", "--baseline", "opcost-no-such-baseline", "true"]),
+        2,
+        &["opcost-no-such-baseline"],
+    );
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
 fn an_unreadable_input_exits_2_and_leaves_no_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let sub = dir.path().join("sub");
+    let (dir, sub) = common::scratch("sub");
     std::fs::create_dir(&sub).unwrap();
     for input in [dir.path().join("missing.txt"), sub.clone()] {
-        opcost(dir.path())
-            .args(["cmd", "cat", "--input"])
-            .arg(&input)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("--input"));
+        common::fails_saying(
+            opcost(dir.path())
+                .args(["cmd", "cat", "--input"])
+                .arg(&input),
+            2,
+            &["--input"],
+        );
     }
-    opcost(dir.path())
-        .args(["cmd", "true", "-P", "n", "5", "1"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("MIN 5 is larger"));
+    common::fails_saying(
+        opcost(dir.path()).args(["cmd", "true", "-P", "n", "5", "1"]),
+        2,
+        &["MIN 5 is larger"],
+    );
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -255,8 +252,7 @@ fn an_unreadable_input_exits_2_and_leaves_no_files() {
 
 #[test]
 fn input_is_fed_to_every_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in.txt");
+    let (dir, input) = common::scratch("in.txt");
     std::fs::write(&input, "hello\n").unwrap();
     // grep exits 1 when the pattern is absent: every run would fail.
     let doc = run_json(
@@ -318,8 +314,8 @@ fn a_time_limit_kills_the_whole_process_group() {
 #[test]
 fn nothing_a_command_leaves_behind_survives_it() {
     let dir = tempfile::tempdir().unwrap();
-    opcost(dir.path())
-        .args([
+    common::prints(
+        opcost(dir.path()).args([
             "cmd",
             "--no-save",
             "--runs",
@@ -328,10 +324,9 @@ fn nothing_a_command_leaves_behind_survives_it() {
             "0",
             "--shell",
             "sleep 42.25 & exit 0",
-        ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("shell start-up subtracted"));
+        ]),
+        &["shell start-up subtracted"],
+    );
     assert_none_left("sleep 42.25");
 }
 
@@ -370,8 +365,7 @@ fn ctrl_c_kills_the_running_command_and_exits_130() {
 fn prepare_restores_the_state_every_run_needs_in_the_working_directory() {
     // `tar -x` fails when its output is already there (-k): only a
     // --prepare that removes it before every run lets each run succeed.
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
+    let (dir, work) = common::scratch("work");
     std::fs::create_dir_all(work.join("src")).unwrap();
     std::fs::write(work.join("src/a.txt"), "a\n").unwrap();
     let st = StdCommand::new("tar")
@@ -382,8 +376,8 @@ fn prepare_restores_the_state_every_run_needs_in_the_working_directory() {
     assert!(st.success());
     std::fs::remove_dir_all(work.join("src")).unwrap();
     let cwd = work.to_str().unwrap();
-    opcost(dir.path())
-        .args([
+    common::fails_saying(
+        opcost(dir.path()).args([
             "cmd",
             "--no-save",
             "--runs",
@@ -391,10 +385,10 @@ fn prepare_restores_the_state_every_run_needs_in_the_working_directory() {
             "--cwd",
             cwd,
             "tar -xkf ../src.tar",
-        ])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("exited with status"));
+        ]),
+        1,
+        &["exited with status"],
+    );
     std::fs::remove_dir_all(work.join("src")).unwrap();
     let doc = run_json(
         dir.path(),

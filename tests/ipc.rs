@@ -6,6 +6,8 @@
 //! Never asserts absolute times: only structure, units, signs, and
 //! orderings that physics guarantees with a wide margin.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Stdio;
@@ -131,8 +133,7 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     let mark = marker("quick");
     let shm_before = shm_entries();
     let sysv_before = sysv_objects();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("ipc.json");
+    let (_dir, json) = common::scratch("ipc.json");
     opcost(&mark)
         .args(["run", "ipc", "--profile", "quick", "--no-save", "--json"])
         .arg(&json)
@@ -267,8 +268,7 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
 fn one_allowed_cpu_skips_cross_cpu_and_says_why() {
     let _turn = serial();
     let mark = marker("onecpu");
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("ipc.json");
+    let (_dir, json) = common::scratch("ipc.json");
     opcost(&mark)
         .args([
             "run",
@@ -371,9 +371,9 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
 
 #[test]
 fn a_mistyped_ipc_pattern_is_a_usage_error_with_suggestions() {
-    opcost(&marker("typo"))
-        .args(["run", "icp.pipe", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("ipc.pipe"));
+    common::fails_saying(
+        opcost(&marker("typo")).args(["run", "icp.pipe", "--no-save"]),
+        2,
+        &["ipc.pipe"],
+    );
 }

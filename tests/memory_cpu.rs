@@ -2,6 +2,8 @@
 //! the quick profile once, then check the document's structure, units and
 //! the orderings physics guarantees (with wide margins), never absolute times.
 
+mod common;
+
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
@@ -11,8 +13,7 @@ use serde_json::Value;
 fn quick_run() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
     DOC.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("run.json");
+        let (_dir, path) = common::scratch("run.json");
         Command::cargo_bin("opcost")
             .expect("binary")
             .args([
@@ -203,8 +204,7 @@ fn a_working_set_too_large_for_the_quick_profile_is_refused_as_usage() {
 
 #[test]
 fn all_cpu_bandwidth_is_skipped_with_a_reason_when_pinned() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("pinned.json");
+    let (_dir, path) = common::scratch("pinned.json");
     Command::cargo_bin("opcost")
         .expect("binary")
         .args([

@@ -1,6 +1,8 @@
 //! `opcost serve` and `opcost run net --peer`: the responder end to end,
 //! and how it treats wrong tokens, garbage and oversized requests.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command as StdCommand, Stdio};
@@ -263,13 +265,14 @@ fn refusals_have_reasons_and_the_server_survives_them() {
     let ok = serve.ask(&hello(TOKEN));
     assert!(ok.contains("\"ok\":true"), "{ok}");
     // The client reports a wrong token as a failure, not as results.
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net", "--peer", &serve.addr(), "--token", "bad"])
-        .args(["--profile", "quick", "--no-save"])
-        .assert()
-        .code(1)
-        .stderr(predicates::str::contains("wrong token"));
+    common::fails_saying(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .args(["run", "net", "--peer", &serve.addr(), "--token", "bad"])
+            .args(["--profile", "quick", "--no-save"]),
+        1,
+        &["wrong token"],
+    );
     let log = serve.stop();
     for why in [
         "wrong token",
@@ -328,18 +331,24 @@ fn memory_stays_bounded_under_100_garbage_connections() {
 
 #[test]
 fn peer_benchmarks_need_peer_and_token() {
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net.peer", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--peer"));
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net", "--peer", "127.0.0.1:1", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--token"));
+    common::fails_saying(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .args(["run", "net.peer", "--no-save"]),
+        2,
+        &["--peer"],
+    );
+    common::fails_saying(
+        Command::cargo_bin("opcost").unwrap().args([
+            "run",
+            "net",
+            "--peer",
+            "127.0.0.1:1",
+            "--no-save",
+        ]),
+        2,
+        &["--token"],
+    );
     Command::cargo_bin("opcost")
         .unwrap()
         .args(["serve", "--listen", "nonsense"])
@@ -349,8 +358,7 @@ fn peer_benchmarks_need_peer_and_token() {
 
 /// `opcost run IDS --peer ADDR` at quick; its JSON document.
 fn peer_run(addr: &str, ids: &[&str]) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (_dir, json) = common::scratch("run.json");
     Command::cargo_bin("opcost")
         .unwrap()
         .arg("run")
@@ -447,8 +455,7 @@ fn icmp_echo_measures_the_kernel_responder_of_a_namespace() {
             return;
         }
     };
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (_dir, json) = common::scratch("run.json");
     Command::cargo_bin("opcost")
         .unwrap()
         .args(["run", "net", "--target", &ns.far, "--max-pps", "2000"])
@@ -539,10 +546,11 @@ fn bad_targets_exit_2_with_the_reason() {
             .stderr(predicates::str::contains(message));
     }
     // Without --target the rows do not run, and asking for them says why.
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net.target", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--target HOST"));
+    common::fails_saying(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .args(["run", "net.target", "--no-save"]),
+        2,
+        &["--target HOST"],
+    );
 }

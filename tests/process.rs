@@ -7,6 +7,8 @@
 //! started and failed to reap would be re-parented here instead of to init,
 //! where the scan below finds it.
 
+mod common;
+
 use std::collections::HashMap;
 use std::process::{Command as StdCommand, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -115,8 +117,7 @@ fn assert_no_descendants() {
 }
 
 fn run_json(args: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (_dir, path) = common::scratch("run.json");
     opcost()
         .args(args)
         .arg("--no-save")

@@ -85,8 +85,7 @@ fn report_has_a_chart_per_figure_and_needs_no_network() {
 
 #[test]
 fn report_of_a_real_saved_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     opcost(&db)
         .args(["run", "syscall.function_call", "--profile", "quick"])
         .assert()
@@ -104,32 +103,32 @@ fn report_of_a_real_saved_run() {
 
 #[test]
 fn report_refuses_bad_requests() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     let out = dir.path().join("r.html");
-    opcost(&db)
-        .args(["report", "-o"])
-        .arg(&out)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no runs yet"));
-    opcost(&db)
-        .args(["report", "-o"])
-        .arg(dir.path().join("missing/r.html"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("does not exist"));
+    common::fails_saying(
+        opcost(&db).args(["report", "-o"]).arg(&out),
+        2,
+        &["no runs yet"],
+    );
+    common::fails_saying(
+        opcost(&db)
+            .args(["report", "-o"])
+            .arg(dir.path().join("missing/r.html")),
+        2,
+        &["does not exist"],
+    );
     let a = dir.path().join("a.json");
     common::run_a().write_json(&a).unwrap();
-    opcost(&db)
-        .arg("report")
-        .arg(&a)
-        .arg(&a)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("given twice"));
+    common::fails_saying(
+        opcost(&db)
+            .arg("report")
+            .arg(&a)
+            .arg(&a)
+            .arg("-o")
+            .arg(&out),
+        2,
+        &["given twice"],
+    );
     assert!(!out.exists());
 }
 

@@ -2,6 +2,8 @@
 //! location block, that nothing is left in `--dir` (also after Ctrl-C), and
 //! bad `--dir` values. They never assert absolute speeds.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
@@ -32,8 +34,7 @@ fn entries(dir: &Path) -> Vec<String> {
 /// Runs `opcost run PATTERNS --profile quick --samples 3 --dir DIR --json`
 /// and returns the document.
 fn run_json(dir: &Path, patterns: &[&str]) -> Value {
-    let out = tempfile::tempdir().unwrap();
-    let json = out.path().join("run.json");
+    let (_out, json) = common::scratch("run.json");
     let mut cmd = opcost();
     cmd.arg("run")
         .args(patterns)
@@ -154,8 +155,7 @@ fn quick_run_parses_names_its_location_and_leaves_nothing_behind() {
 
 #[test]
 fn a_missing_dir_is_a_usage_error() {
-    let parent = tempfile::tempdir().unwrap();
-    let missing = parent.path().join("nope");
+    let (_parent, missing) = common::scratch("nope");
     opcost()
         .args([
             "run",

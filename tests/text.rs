@@ -4,6 +4,8 @@
 //! sorts checked in order, line counts equal across methods, and nothing
 //! left in `--dir`, also after Ctrl-C. They never assert absolute speeds.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
@@ -44,8 +46,7 @@ fn assert_no_failures(doc: &Value) {
 #[test]
 fn quick_run_checks_order_sorts_and_line_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let json = out.path().join("run.json");
+    let (_out, json) = common::scratch("run.json");
     Command::cargo_bin("opcost")
         .unwrap()
         .args(["run", "text", "--profile", "quick", "--no-save", "--dir"])
@@ -218,8 +219,7 @@ fn require_locale(name: &str) {
 fn user_words_in_swedish_and_turkish_are_checked_against_icu_for_the_locale() {
     require_locale("tr_TR.UTF-8");
     require_locale("sv_SE.UTF-8");
-    let out = tempfile::tempdir().unwrap();
-    let json = out.path().join("run.json");
+    let (_out, json) = common::scratch("run.json");
     Command::cargo_bin("opcost")
         .unwrap()
         .args(["run", "text.user", "--profile", "quick", "--no-save"])

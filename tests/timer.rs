@@ -3,6 +3,8 @@
 //! finding per call, leaves no load thread behind, and the 1 s sleeps are
 //! refused at quick with the profile to use. Timings are never asserted.
 
+mod common;
+
 use std::time::Duration;
 
 use assert_cmd::Command;
@@ -22,8 +24,7 @@ const METHODS: [&str; 3] = ["nanosleep", "clock_nanosleep_abs", "timerfd"];
 
 #[test]
 fn quick_run_measures_overshoot_idle_and_loaded_with_a_p99() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (_dir, json) = common::scratch("run.json");
     opcost()
         .args(["run", "timer", "--profile", "quick", "--no-save", "--json"])
         .arg(&json)

@@ -249,3 +249,28 @@ where
     let text = std::fs::read_to_string(&path).expect("the JSON document was written");
     serde_json::from_str(&text).expect("the document parses")
 }
+
+/// A fresh temporary directory and the path `name` in it (both gone when the directory is dropped).
+pub fn scratch(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
+/// Runs `cmd` and asserts that it exits with `code` and that its stderr holds each of `needles`.
+#[track_caller]
+pub fn fails_saying(cmd: &mut assert_cmd::Command, code: i32, needles: &[&str]) {
+    let mut a = cmd.assert().code(code);
+    for n in needles {
+        a = a.stderr(predicates::str::contains(*n));
+    }
+}
+
+/// Runs `cmd` and asserts that it succeeds and that its stdout holds each of `needles`.
+#[track_caller]
+pub fn prints(cmd: &mut assert_cmd::Command, needles: &[&str]) {
+    let mut a = cmd.assert().success();
+    for n in needles {
+        a = a.stdout(predicates::str::contains(*n));
+    }
+}
