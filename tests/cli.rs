@@ -78,13 +78,8 @@ fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     let (dir, missing) = common::scratch("no/such/dir/out.json");
     common::fails_saying(
         opcost()
-            .args([
-                "run",
-                "syscall.function_call",
-                "--profile",
-                "quick",
-                "--json",
-            ])
+            .args(common::QUICK_RUN)
+            .args(["--json"])
             .arg(&missing),
         2,
         &["does not exist"],
@@ -93,13 +88,8 @@ fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     // A directory given as the file.
     common::fails_saying(
         opcost()
-            .args([
-                "run",
-                "syscall.function_call",
-                "--profile",
-                "quick",
-                "--json",
-            ])
+            .args(common::QUICK_RUN)
+            .args(["--json"])
             .arg(dir.path()),
         2,
         &["is a directory"],
@@ -114,14 +104,9 @@ fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
 #[test]
 fn missing_dir_is_a_usage_error() {
     common::fails_saying(
-        opcost().args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--dir",
-            "/nonexistent/opcost-dir",
-        ]),
+        opcost()
+            .args(common::QUICK_RUN)
+            .args(["--dir", "/nonexistent/opcost-dir"]),
         2,
         &["no such directory"],
     );
@@ -132,21 +117,12 @@ fn json_document_has_the_documented_layout() {
     let (_dir, path) = common::scratch("run.json");
     common::prints(
         opcost()
-            .args([
-                "run",
-                "syscall.function_call",
-                "--profile",
-                "quick",
-                "--samples",
-                "7",
-                "--label",
-                "t1",
-                "--json",
-            ])
+            .args(common::QUICK_RUN)
+            .args(["--samples", "7", "--label", "t1", "--json"])
             .arg(&path),
         &["syscall.function_call"],
     );
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let doc: Value = common::read_json(&path);
     assert_eq!(doc["schema"], 1);
     assert!(doc["opcost_version"].is_string());
     assert_eq!(doc["run"]["profile"], "quick");
@@ -182,36 +158,18 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
     // --samples far beyond the budget: the run would take many minutes.
     let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
         .env("XDG_DATA_HOME", dir.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--samples",
-            "100000",
-            "--json",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--samples", "100000", "--json"])
         .arg(&path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = common::interrupt(child, "");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let doc: Value = common::read_json(&path);
     assert_eq!(doc["run"]["interrupted"], true);
     let r = &doc["results"][0];
     assert_eq!(r["id"], "syscall.function_call");
@@ -227,17 +185,8 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
 #[test]
 fn json_dash_is_standard_output_and_the_table_goes_to_stderr() {
     let out = opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--samples",
-            "5",
-            "--no-save",
-            "--json",
-            "-",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--samples", "5", "--no-save", "--json", "-"])
         .assert()
         .success();
     let o = out.get_output();
@@ -250,11 +199,7 @@ fn json_dash_is_standard_output_and_the_table_goes_to_stderr() {
 #[test]
 fn json_to_dev_full_fails_with_exit_1_and_leaves_the_device() {
     common::fails_saying(
-        opcost().args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
+        opcost().args(common::QUICK_RUN).args([
             "--samples",
             "5",
             "--no-save",
@@ -277,15 +222,8 @@ fn export_and_report_write_to_dash_devices_and_through_symlinks() {
     let st = s
         .args(["--db"])
         .arg(&db)
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--samples",
-            "5",
-            "--json",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--samples", "5", "--json"])
         .arg(&json)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -51,7 +51,7 @@ fn run_json(dir: &Path, args: &[&str]) -> Value {
         .arg(&json)
         .assert()
         .success();
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 /// The result with this id.
@@ -345,18 +345,7 @@ fn ctrl_c_kills_the_running_command_and_exits_130() {
     while processes_with("sleep 43.25").is_empty() && start.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::interrupt(child, "");
     assert!(start.elapsed() < Duration::from_secs(30));
     assert_none_left("sleep 43.25");
 }

@@ -130,20 +130,7 @@ fn env_rejects_unknown_flags() {
 
 #[test]
 fn a_run_document_carries_the_full_host() {
-    let (_dir, path) = common::scratch("run.json");
-    opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--json",
-        ])
-        .arg(&path)
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let doc = common::run_doc(common::QUICK_RUN);
     let env = env_json();
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(keys(&doc["host"]), keys(&env));

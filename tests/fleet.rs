@@ -21,17 +21,14 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
     assert!(out.iter().all(|o| o.result.is_ok()));
     drop(store);
 
-    let json = Command::cargo_bin("opcost")
-        .unwrap()
-        .arg("--db")
-        .arg(&db)
-        .args(["fleet", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        json.status.success(),
-        "{}",
-        String::from_utf8_lossy(&json.stderr)
+    let json = common::succeeded(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .arg("--db")
+            .arg(&db)
+            .args(["fleet", "--format", "json"])
+            .output()
+            .unwrap(),
     );
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let groups = v["groups"].as_array().unwrap();

@@ -84,6 +84,19 @@ fn leftovers(mark: &str) -> Vec<String> {
     }
 }
 
+/// Asserts that no process carrying `mark`, no /dev/shm entry and no System V
+/// object outlives a run that began with `shm_before` and `sysv_before`.
+#[track_caller]
+fn assert_nothing_left(mark: &str, shm_before: &BTreeSet<String>, sysv_before: &BTreeSet<String>) {
+    assert_eq!(
+        leftovers(mark),
+        Vec::<String>::new(),
+        "processes left behind"
+    );
+    assert_eq!(&shm_entries(), shm_before, "/dev/shm entries left behind");
+    assert_eq!(&sysv_objects(), sysv_before, "System V objects left behind");
+}
+
 /// The opcost entries in /dev/shm.
 fn shm_entries() -> BTreeSet<String> {
     std::fs::read_dir("/dev/shm")
@@ -176,12 +189,7 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
         );
         assert_eq!(r["details"]["placement"], placement, "{id}");
         if id.contains(".tput/") {
-            assert_eq!(r["unit"], "B/s", "{id}");
-            assert_eq!(
-                r["bytes_per_op"].as_f64(),
-                r["params"]["size"].as_f64(),
-                "{id}"
-            );
+            common::assert_bytes_per_second(r, id);
         } else {
             assert!(id.contains(".rtt/"), "{id}");
             assert_eq!(r["unit"], "ns/op", "{id}");
@@ -219,17 +227,9 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     }
 
     // Findings are there, finite, and of this area.
-    let findings: Vec<&Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["area"] == "ipc")
-        .collect();
+    let findings = common::findings_of(&doc, "ipc");
     assert!(
-        findings.iter().any(|f| f["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("throughput at 64KiB")),
+        common::any_starts_with(findings.iter().copied(), "throughput at 64KiB"),
         "{findings:#?}"
     );
     assert!(
@@ -246,22 +246,16 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     }
     if by_id.contains_key("ipc.sigqueue.rtt/same") && by_id.contains_key("ipc.futex.rtt/same") {
         assert!(
-            findings.iter().any(|f| f["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("notification round trip (same-cpu)")),
+            common::any_starts_with(
+                findings.iter().copied(),
+                "notification round trip (same-cpu)"
+            ),
             "{findings:#?}"
         );
     }
 
     // Nothing outlives the run.
-    assert_eq!(
-        leftovers(&mark),
-        Vec::<String>::new(),
-        "processes left behind"
-    );
-    assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
-    assert_eq!(sysv_objects(), sysv_before, "System V objects left behind");
+    assert_nothing_left(&mark, &shm_before, &sysv_before);
 }
 
 #[test]
@@ -360,13 +354,7 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));
-    assert_eq!(
-        leftovers(&mark),
-        Vec::<String>::new(),
-        "processes left behind"
-    );
-    assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
-    assert_eq!(sysv_objects(), sysv_before, "System V objects left behind");
+    assert_nothing_left(&mark, &shm_before, &sysv_before);
 }
 
 #[test]

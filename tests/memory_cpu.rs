@@ -12,25 +12,7 @@ use serde_json::Value;
 /// The JSON document of one `opcost run memory cpu --profile quick --json`.
 fn quick_run() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let (_dir, path) = common::scratch("run.json");
-        Command::cargo_bin("opcost")
-            .expect("binary")
-            .args([
-                "run",
-                "memory",
-                "cpu",
-                "--profile",
-                "quick",
-                "--no-save",
-                "--json",
-            ])
-            .arg(&path)
-            .assert()
-            .success();
-        let text = std::fs::read_to_string(&path).expect("json written");
-        serde_json::from_str(&text).expect("json parses")
-    })
+    DOC.get_or_init(|| common::run_doc(["run", "memory", "cpu", "--profile", "quick"]))
 }
 
 fn results() -> &'static Vec<Value> {
@@ -204,24 +186,14 @@ fn a_working_set_too_large_for_the_quick_profile_is_refused_as_usage() {
 
 #[test]
 fn all_cpu_bandwidth_is_skipped_with_a_reason_when_pinned() {
-    let (_dir, path) = common::scratch("pinned.json");
-    Command::cargo_bin("opcost")
-        .expect("binary")
-        .args([
-            "run",
-            "memory.bandwidth.read/threads=all",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--cpu",
-            "0",
-            "--json",
-        ])
-        .arg(&path)
-        .assert()
-        .success();
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("parses");
+    let doc = common::run_doc([
+        "run",
+        "memory.bandwidth.read/threads=all",
+        "--profile",
+        "quick",
+        "--cpu",
+        "0",
+    ]);
     let skipped = doc["skipped"].as_array().expect("skipped");
     // Fixed slices and dynamic hand-out (the pattern is a prefix of both).
     assert_eq!(skipped.len(), 2, "{skipped:?}");

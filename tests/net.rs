@@ -369,7 +369,7 @@ fn peer_run(addr: &str, ids: &[&str]) -> serde_json::Value {
         .arg(&json)
         .assert()
         .success();
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 /// A client that sends `request` one byte every `gap` and returns how long
@@ -465,8 +465,7 @@ fn icmp_echo_measures_the_kernel_responder_of_a_namespace() {
         .timeout(Duration::from_secs(120))
         .assert()
         .success();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: serde_json::Value = common::read_json(&json);
     let results = doc["results"].as_array().unwrap();
     // Only the target rows run with --target.
     assert!(

@@ -310,14 +310,11 @@ fn trend_on_postgres_gives_what_it_gives_on_sqlite() {
         assert_eq!(out.iter().filter(|o| o.result.is_ok()).count(), 24);
     }
     let json = |db: &str| {
-        let out = opcost(db, home.path())
-            .args(["trend", "--format", "json", "--since", "2026-03-02"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = common::succeeded(
+            opcost(db, home.path())
+                .args(["trend", "--format", "json", "--since", "2026-03-02"])
+                .output()
+                .unwrap(),
         );
         String::from_utf8(out.stdout).unwrap()
     };
@@ -355,7 +352,7 @@ fn an_unreachable_database_is_a_clear_error_and_the_run_is_kept_locally() {
         ))
         .stderr(predicate::str::contains("hunter2").not());
     opcost(bad, home.path())
-        .args(["run", "syscall.function_call", "--profile", "quick"])
+        .args(common::QUICK_RUN)
         .assert()
         .code(1)
         .stderr(predicate::str::contains("saved as run"))
@@ -381,14 +378,8 @@ fn a_run_with_a_database_url_is_saved_locally_and_copied() {
     let shared = c.new_database("runs");
     let home = tempfile::tempdir().unwrap();
     opcost(&shared, home.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--label",
-            "copied",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--label", "copied"])
         .assert()
         .success()
         .stderr(predicate::str::contains("saved as run"))

@@ -266,12 +266,7 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
     }
 
     // Findings carry a value and a unit.
-    let findings: Vec<&Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["area"] == "process")
-        .collect();
+    let findings = common::findings_of(&doc, "process");
     assert!(!findings.is_empty());
     for f in &findings {
         assert!(f["value"].as_f64().unwrap().is_finite(), "{f}");
@@ -361,16 +356,7 @@ fn ctrl_c_during_the_suite_leaves_no_child() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(1500));
-        // SAFETY: signalling our own child.
-        let r = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        assert_eq!(r, 0);
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(130),
-            "{patterns:?}: stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::interrupt(child, &format!("{patterns:?}: "));
         assert_no_descendants();
     }
 }

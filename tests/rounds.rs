@@ -37,7 +37,7 @@ fn a_run_records_its_rounds_and_the_canary() {
             .arg(&json),
         &["machine "],
     );
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     // The order's seed is recorded, so the order can be repeated.
     assert_eq!(doc["run"]["order_seed"], 7);
     let st = &doc["stability"];
@@ -120,7 +120,7 @@ fn one_process_measures_every_round_in_the_run_itself() {
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     let rounds = doc["results"][0]["rounds"].as_array().unwrap();
     assert!(rounds.len() >= 3);
     assert!(
@@ -195,13 +195,8 @@ fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
     assert_eq!(left(), 1, "the killed run left no temp dir");
     opcost(&db)
         .env("TMPDIR", &tmp)
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--no-save",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--no-save"])
         .assert()
         .success()
         .stderr(predicates::str::contains("left by a run that was killed"));
@@ -212,10 +207,7 @@ fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
 fn compare_accepts_several_runs_per_side() {
     let (_dir, db) = common::scratch("h.db");
     for _ in 0..4 {
-        opcost(&db)
-            .args(["run", "syscall.function_call", "--profile", "quick"])
-            .assert()
-            .success();
+        opcost(&db).args(common::QUICK_RUN).assert().success();
     }
     let out = opcost(&db).args(["runs", "--limit", "0"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
@@ -228,14 +220,11 @@ fn compare_accepts_several_runs_per_side() {
     assert_eq!(ids.len(), 4, "{text}");
     let a = format!("{},{}", ids[0], ids[1]);
     let b = format!("{},{}", ids[2], ids[3]);
-    let out = opcost(&db)
-        .args(["compare", &a, &b, "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeeded(
+        opcost(&db)
+            .args(["compare", &a, &b, "--format", "json"])
+            .output()
+            .unwrap(),
     );
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["a_runs"].as_array().unwrap().len(), 2);
@@ -264,23 +253,20 @@ fn compare_accepts_several_runs_per_side() {
 #[test]
 fn ab_alternates_two_settings_and_compares_them() {
     let (_dir, db) = common::scratch("h.db");
-    let out = opcost(&db)
-        .args(["ab", "syscall.function_call", "--profile", "quick"])
-        .args([
-            "--rounds",
-            "3",
-            "--a-env",
-            "OPCOST_AB=1",
-            "--b-env",
-            "OPCOST_AB=2",
-        ])
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeeded(
+        opcost(&db)
+            .args(["ab", "syscall.function_call", "--profile", "quick"])
+            .args([
+                "--rounds",
+                "3",
+                "--a-env",
+                "OPCOST_AB=1",
+                "--b-env",
+                "OPCOST_AB=2",
+            ])
+            .args(["--format", "json"])
+            .output()
+            .unwrap(),
     );
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &c["rows"][0];
@@ -325,7 +311,7 @@ fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     let skipped: Vec<&str> = doc["skipped"]
         .as_array()
         .unwrap()
@@ -342,16 +328,13 @@ fn a_known_slowdown_is_real_warned_of_and_seen_by_ab() {
     // OPCOST_SLOWDOWN_PCT makes every timed batch that much slower: B is
     // called slower, and its run says its figures are not the machine's.
     let (_dir, db) = common::scratch("h.db");
-    let out = opcost(&db)
-        .args(["ab", "syscall.function_call", "--profile", "quick"])
-        .args(["--rounds", "4", "--a-env", "OPCOST_AB=1"])
-        .args(["--b-env", "OPCOST_SLOWDOWN_PCT=40", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeeded(
+        opcost(&db)
+            .args(["ab", "syscall.function_call", "--profile", "quick"])
+            .args(["--rounds", "4", "--a-env", "OPCOST_AB=1"])
+            .args(["--b-env", "OPCOST_SLOWDOWN_PCT=40", "--format", "json"])
+            .output()
+            .unwrap(),
     );
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &c["rows"][0];
@@ -379,7 +362,7 @@ fn a_target_precision_bounds_the_rounds_and_refuses_nonsense() {
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     for r in doc["results"].as_array().unwrap() {
         let n = r["rounds"].as_array().unwrap().len();
         // 3 (settled a round early) to 8 (twice the planned), plus any

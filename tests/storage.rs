@@ -41,7 +41,7 @@ fn run_json(dir: &Path, patterns: &[&str]) -> Value {
         .args(["--profile", "quick", "--samples", "3"]);
     cmd.arg("--dir").arg(dir).arg("--json").arg(&json);
     cmd.timeout(Duration::from_secs(300)).assert().success();
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 #[test]
@@ -262,20 +262,22 @@ fn interrupt_run(dir: &Path, args: &[&str], signals: usize, delay: Duration) -> 
     status.code()
 }
 
-#[test]
-fn ctrl_c_leaves_nothing_behind() {
+/// Asserts that a run given `signals` SIGINTs exits 130 and leaves its directory empty.
+fn assert_ctrl_c_leaves_nothing(signals: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let code = interrupt(dir.path(), 1);
+    let code = interrupt(dir.path(), signals);
     assert_eq!(code, Some(130));
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 }
 
 #[test]
+fn ctrl_c_leaves_nothing_behind() {
+    assert_ctrl_c_leaves_nothing(1);
+}
+
+#[test]
 fn a_second_ctrl_c_exits_at_once_and_still_cleans_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let code = interrupt(dir.path(), 2);
-    assert_eq!(code, Some(130));
-    assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+    assert_ctrl_c_leaves_nothing(2);
 }
 
 #[test]
@@ -352,10 +354,7 @@ fn stall_rows_give_tails_idle_and_under_the_flood_with_the_dirty_limits() {
     }
     let findings = doc["findings"].as_array().unwrap();
     assert!(
-        findings.iter().any(|f| f["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("a 4 KiB write + fsync waits up to")),
+        common::any_starts_with(findings, "a 4 KiB write + fsync waits up to"),
         "{findings:#?}"
     );
 }

@@ -47,13 +47,8 @@ fn a_real_run_is_saved_and_loads_back_equal() {
     let (dir, db) = common::scratch("h.db");
     let json = dir.path().join("run.json");
     opcost(&db)
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--json",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--json"])
         .arg(&json)
         .assert()
         .success()
@@ -79,27 +74,16 @@ fn no_save_leaves_no_history_and_xdg_data_home_is_the_default() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Command::cargo_bin("opcost").unwrap();
     c.env("XDG_DATA_HOME", dir.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--no-save",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--no-save"])
         .assert()
         .success()
         .stderr(predicate::str::contains("saved as").not());
     assert!(!dir.path().join("opcost").exists());
     let mut c = Command::cargo_bin("opcost").unwrap();
     c.env("XDG_DATA_HOME", dir.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--format",
-            "csv",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--format", "csv"])
         .assert()
         .success()
         .stdout(predicate::str::starts_with("run,host,id,area,unit,median"));
@@ -661,33 +645,30 @@ fn compare_fail_on_gates_the_exit_code_and_prints_the_offenders_first() {
     );
 }
 
+/// What `opcost show --format FORMAT FILE` prints, parsed as JSON.
+fn show_json(db: &Path, format: &str, file: &Path) -> serde_json::Value {
+    let out = opcost(db)
+        .args(["show", "--format", format])
+        .arg(file)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{format} is not JSON: {e}"))
+}
+
 #[test]
 fn show_writes_a_run_for_dashboards() {
     let (dir, db) = common::scratch("d.db");
     let run = common::run_a();
     let a = write(&run, dir.path(), "a.json");
-    let out = opcost(&db)
-        .args(["show", "--format", "bmf"])
-        .arg(&a)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).expect("BMF is JSON");
+    let v = show_json(&db, "bmf", &a);
     let obj = v.as_object().unwrap();
     assert_eq!(obj.len(), run.results.len());
     assert!(obj["syscall.getpid.raw"]["latency"]["value"].is_number());
     assert!(obj["ipc.pipe.throughput"]["bytes-per-second"]["lower_value"].is_number());
-    let out = opcost(&db)
-        .args(["show", "--format", "github-benchmark"])
-        .arg(&a)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    let v = show_json(&db, "github-benchmark", &a);
     let arr = v.as_array().unwrap();
     assert_eq!(arr.len(), run.results.len());
     for e in arr {

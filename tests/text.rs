@@ -32,34 +32,28 @@ fn result<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no result {id}; skipped: {}", doc["skipped"]))
 }
 
-/// Fails with the failed benchmarks of `doc`, if any.
-fn assert_no_failures(doc: &Value) {
-    let failed: Vec<&Value> = doc["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["failed"] == true)
-        .collect();
-    assert!(failed.is_empty(), "failures: {failed:?}");
+/// The document of `run` (an `opcost run ... --no-save` command), which must
+/// succeed within 5 minutes, written with `--json` to `json`.
+fn run_json(run: &mut Command, json: &Path) -> Value {
+    run.arg("--json")
+        .arg(json)
+        .timeout(Duration::from_secs(300))
+        .assert()
+        .success();
+    common::read_json(json)
 }
 
 #[test]
 fn quick_run_checks_order_sorts_and_line_counts() {
     let dir = tempfile::tempdir().unwrap();
     let (_out, json) = common::scratch("run.json");
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "text", "--profile", "quick", "--no-save", "--dir"])
-        .arg(dir.path())
-        .arg("--json")
-        .arg(&json)
-        .timeout(Duration::from_secs(300))
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut run = Command::cargo_bin("opcost").unwrap();
+    run.args(["run", "text", "--profile", "quick", "--no-save", "--dir"])
+        .arg(dir.path());
+    let doc = run_json(&mut run, &json);
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 
-    assert_no_failures(&doc);
+    common::assert_none_failed(&doc);
     let results = doc["results"].as_array().unwrap();
     assert!(results.len() >= 50, "only {} results", results.len());
     for m in results {
@@ -220,21 +214,15 @@ fn user_words_in_swedish_and_turkish_are_checked_against_icu_for_the_locale() {
     require_locale("tr_TR.UTF-8");
     require_locale("sv_SE.UTF-8");
     let (_out, json) = common::scratch("run.json");
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "text.user", "--profile", "quick", "--no-save"])
+    let mut run = Command::cargo_bin("opcost").unwrap();
+    run.args(["run", "text.user", "--profile", "quick", "--no-save"])
         .arg("--words")
         .arg(fixture("names-sv.txt"))
         .arg("--words")
         .arg(fixture("names-tr.txt"))
-        .args(["--locale", "sv_SE.UTF-8", "--locale", "tr_TR.UTF-8"])
-        .arg("--json")
-        .arg(&json)
-        .timeout(Duration::from_secs(300))
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_no_failures(&doc);
+        .args(["--locale", "sv_SE.UTF-8", "--locale", "tr_TR.UTF-8"]);
+    let doc = run_json(&mut run, &json);
+    common::assert_none_failed(&doc);
     let results = doc["results"].as_array().unwrap();
     for m in results {
         let id = m["id"].as_str().unwrap();

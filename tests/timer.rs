@@ -31,7 +31,7 @@ fn quick_run_measures_overshoot_idle_and_loaded_with_a_p99() {
         .timeout(Duration::from_secs(120))
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     let results = doc["results"].as_array().unwrap();
     for m in METHODS {
         for load in ["idle", "loaded"] {
@@ -66,12 +66,7 @@ fn quick_run_measures_overshoot_idle_and_loaded_with_a_p99() {
             .any(|r| r["id"].as_str().unwrap().contains("/1s/")),
         "1 s sleeps ran at quick"
     );
-    let findings: Vec<&Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["area"] == "timer")
-        .collect();
+    let findings = common::findings_of(&doc, "timer");
     assert_eq!(findings.len(), 3, "{findings:?}");
     for f in findings {
         let text = f["text"].as_str().unwrap();
