@@ -567,29 +567,16 @@ mod tests {
         let jitter = |i: usize| 1.0 + 0.02 * ((i * 7 % 20) as f64 / 20.0 - 0.5);
         let f = findings(&scan(|n, i| (1e6 + 1e6 * n as f64) * jitter(i)));
         assert_eq!(f.len(), 1);
-        assert!(
-            f[0].text
-                .starts_with("'sleep {n}': the net time grows with n: "),
-            "{}",
-            f[0].text
-        );
-        assert!(f[0].text.contains("per unit of n"), "{}", f[0].text);
+        f[0].assert_starts_with("'sleep {n}': the net time grows with n: ");
+        f[0].assert_says("per unit of n");
         assert!((f[0].value - 1e6).abs() < 5e4, "{}", f[0].value);
         // The same cost at every n: flat, whatever the noise.
         let f = findings(&scan(|_, i| 5e6 * jitter(i)));
-        assert!(
-            f[0].text.contains("the net time stays flat with n"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_says("the net time stays flat with n");
         // Runs scattered by ±50%: no clear trend.
         let wild = |i: usize| 1.0 + ((i * 7 % 20) as f64 / 20.0 - 0.5);
         let f = findings(&scan(|n, i| (5e6 + 1e5 * n as f64) * wild(i)));
-        assert!(
-            f[0].text.contains("shows no clear trend with n"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_says("shows no clear trend with n");
     }
 
     #[test]
