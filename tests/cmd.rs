@@ -56,12 +56,7 @@ fn run_json(dir: &Path, args: &[&str]) -> Value {
 
 /// The result with this id.
 fn result<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no result {id} in {doc:#}"))
+    common::find_result(doc, id).unwrap_or_else(|| panic!("no result {id} in {doc:#}"))
 }
 
 /// Pids of live (non-zombie) processes whose command line starts with

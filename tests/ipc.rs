@@ -277,12 +277,7 @@ fn one_allowed_cpu_skips_cross_cpu_and_says_why() {
         .assert()
         .success();
     let doc = read_doc(&json);
-    let ids: Vec<&str> = doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
+    let ids = common::strings_of(&doc, "results", "id");
     assert_eq!(ids, ["ipc.pipe.rtt/8B/same", "ipc.eventfd.rtt/same"]);
     let skipped = doc["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 2, "{skipped:#?}");

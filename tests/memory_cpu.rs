@@ -15,6 +15,14 @@ fn quick_run() -> &'static Value {
     DOC.get_or_init(|| common::run_doc(["run", "memory", "cpu", "--profile", "quick"]))
 }
 
+/// The results of the quick run whose id starts with `prefix`.
+fn results_starting(prefix: &str) -> Vec<&'static Value> {
+    results()
+        .iter()
+        .filter(|r| r["id"].as_str().is_some_and(|id| id.starts_with(prefix)))
+        .collect()
+}
+
 fn results() -> &'static Vec<Value> {
     quick_run()["results"].as_array().expect("results array")
 }
@@ -88,14 +96,7 @@ fn a_one_kib_working_set_is_faster_than_the_largest_one() {
 
 #[test]
 fn bandwidths_are_positive_below_a_sane_ceiling_and_say_their_accounting() {
-    let bw: Vec<&Value> = results()
-        .iter()
-        .filter(|r| {
-            r["id"]
-                .as_str()
-                .is_some_and(|id| id.starts_with("memory.bandwidth."))
-        })
-        .collect();
+    let bw: Vec<&Value> = results_starting("memory.bandwidth.");
     assert!(bw.len() >= 10, "only {} bandwidth results", bw.len());
     for r in bw {
         assert_eq!(r["unit"], "B/s");
@@ -364,14 +365,7 @@ fn lock_atomic_and_dispatch_rows_are_measured_with_their_placement_and_cycles() 
 
 #[test]
 fn the_aliasing_sweep_records_its_geometry_and_states_the_page_stride_finding() {
-    let points: Vec<&Value> = results()
-        .iter()
-        .filter(|r| {
-            r["id"]
-                .as_str()
-                .is_some_and(|id| id.starts_with("memory.alias.stride/"))
-        })
-        .collect();
+    let points: Vec<&Value> = results_starting("memory.alias.stride/");
     assert!(points.len() >= 11, "only {} stride points", points.len());
     for r in &points {
         assert_eq!(r["unit"], "ns/op");

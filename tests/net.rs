@@ -155,6 +155,18 @@ struct NetNs {
     far: String,
 }
 
+/// The namespace of `slot` (see [`NetNs::create`]), or `None` after saying
+/// why the test is skipped (no root, no `ip`...).
+fn namespace_or_skip(slot: u32) -> Option<NetNs> {
+    match NetNs::create(slot) {
+        Ok(ns) => Some(ns),
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            None
+        }
+    }
+}
+
 impl NetNs {
     /// Why not, when the machine cannot (not root, no `ip`, no veth).
     fn create(slot: u32) -> Result<NetNs, String> {
@@ -215,12 +227,8 @@ impl Drop for NetNs {
 
 #[test]
 fn peer_run_reaches_serve_in_another_network_namespace() {
-    let ns = match NetNs::create(0) {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipping: {why}");
-            return;
-        }
+    let Some(ns) = namespace_or_skip(0) else {
+        return;
     };
     // Declared after the namespace, so dropped (killed) before it goes.
     let serve = Serve::launch(&["ip", "netns", "exec", &ns.name], &ns.far, &[]);
@@ -448,12 +456,8 @@ fn trickling_clients_are_closed_at_the_deadline_and_a_real_client_still_runs() {
 
 #[test]
 fn icmp_echo_measures_the_kernel_responder_of_a_namespace() {
-    let ns = match NetNs::create(1) {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipping: {why}");
-            return;
-        }
+    let Some(ns) = namespace_or_skip(1) else {
+        return;
     };
     let (_dir, json) = common::scratch("run.json");
     Command::cargo_bin("opcost")

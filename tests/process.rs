@@ -130,11 +130,7 @@ fn run_json(args: &[&str]) -> Value {
 }
 
 fn median(doc: &Value, id: &str) -> Option<f64> {
-    doc["results"]
-        .as_array()?
-        .iter()
-        .find(|r| r["id"] == id)
-        .and_then(|r| r["median"].as_f64())
+    common::find_result(doc, id).and_then(|r| r["median"].as_f64())
 }
 
 fn skip_reason(doc: &Value, id: &str) -> Option<String> {

@@ -310,6 +310,16 @@ fn screenshot(report: &Path, dir: &Path, name: &str) {
     }
 }
 
+/// The ids of the report's sections, top down, as the browser probe saw them.
+fn sections(probe: &serde_json::Value) -> Vec<&str> {
+    probe["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect()
+}
+
 /// The position of `needle` in `html`, or a failure naming it.
 fn at(html: &str, needle: &str) -> usize {
     html.find(needle)
@@ -353,12 +363,7 @@ fn one_run_reads_top_down_in_a_browser() {
         list.contains("<tr class=\"overall\"><th>overall</th><td class=\"num score\">1.00</td>")
     );
     let probe = probe_in_browser(&out, dir.path());
-    let sections: Vec<&str> = probe["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s.as_str())
-        .collect();
+    let sections = sections(&probe);
     // The runs' legend is in the header; the first section is the glance.
     assert_eq!(sections.first(), Some(&"glance"), "{sections:?}");
     assert_eq!(sections.last(), Some(&"hosts"), "{sections:?}");
@@ -409,16 +414,11 @@ fn three_runs_read_top_down_in_a_browser() {
             || html.matches("<polyline").count() > html.matches("data-kind=\"sweep\"").count() * 3
     );
     let probe = probe_in_browser(&out, dir.path());
-    let sections: Vec<String> = probe["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s.as_str().map(String::from))
-        .collect();
+    let sections = sections(&probe);
     let pos = |id: &str| {
         sections
             .iter()
-            .position(|s| s == id)
+            .position(|s| *s == id)
             .unwrap_or_else(|| panic!("{id} in {sections:?}"))
     };
     assert!(
@@ -446,12 +446,7 @@ fn runs_of_one_host_over_time_get_a_trend_section_in_a_browser() {
     assert!(html.contains(&format!("from run {}", runs[16].run.id)));
     assert!(at(&html, "<section id=\"trend\">") < at(&html, "id=\"findings\""));
     let probe = probe_in_browser(&out, dir.path());
-    let sections: Vec<&str> = probe["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s.as_str())
-        .collect();
+    let sections = sections(&probe);
     assert!(sections.contains(&"trend"), "{sections:?}");
     screenshot(&out, dir.path(), "trend.png");
 }

@@ -312,12 +312,7 @@ fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
         .assert()
         .success();
     let doc: Value = common::read_json(&json);
-    let skipped: Vec<&str> = doc["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let skipped = common::strings_of(&doc, "skipped", "id");
     assert_eq!(skipped, vec!["ipc.udp.tput/64KiB/same"]);
     assert_eq!(doc["results"][0]["id"], "ipc.pipe.tput/64KiB/same");
     assert!(doc["results"][0]["rounds"].as_array().unwrap().len() >= 3);

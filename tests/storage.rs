@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use predicates::str::contains;
 use serde_json::Value;
 
 /// The binary, with its history in a throw-away directory of this test
@@ -153,42 +152,29 @@ fn quick_run_parses_names_its_location_and_leaves_nothing_behind() {
     }
 }
 
+/// Asserts that a run given `dir` as --dir is a usage error saying each of `needles`.
+fn dir_is_refused(dir: &Path, needles: &[&str]) {
+    common::fails_saying(
+        opcost()
+            .args(["run", "storage.meta.stat", "--profile", "quick"])
+            .args(["--no-save", "--dir"])
+            .arg(dir),
+        2,
+        needles,
+    );
+}
+
 #[test]
 fn a_missing_dir_is_a_usage_error() {
     let (_parent, missing) = common::scratch("nope");
-    opcost()
-        .args([
-            "run",
-            "storage.meta.stat",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--dir",
-        ])
-        .arg(&missing)
-        .assert()
-        .code(2)
-        .stderr(contains("no such directory"))
-        .stderr(contains("create it"));
+    dir_is_refused(&missing, &["no such directory", "create it"]);
     assert!(!missing.exists());
 }
 
 #[test]
 fn a_file_as_dir_is_a_usage_error() {
     let f = tempfile::NamedTempFile::new().unwrap();
-    opcost()
-        .args([
-            "run",
-            "storage.meta.stat",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--dir",
-        ])
-        .arg(f.path())
-        .assert()
-        .code(2)
-        .stderr(contains("not a directory"));
+    dir_is_refused(f.path(), &["not a directory"]);
 }
 
 #[test]

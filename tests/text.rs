@@ -24,11 +24,7 @@ fn entries(dir: &Path) -> Vec<String> {
 }
 
 fn result<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == id)
+    common::find_result(doc, id)
         .unwrap_or_else(|| panic!("no result {id}; skipped: {}", doc["skipped"]))
 }
 
@@ -293,12 +289,7 @@ fn user_words_in_swedish_and_turkish_are_checked_against_icu_for_the_locale() {
         true
     );
 
-    let findings: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["text"].as_str().unwrap())
-        .collect();
+    let findings = common::strings_of(&doc, "findings", "text");
     for set in [
         "file-names-tr_txt under tr_TR.UTF-8",
         "file-names-sv_txt under sv_SE.UTF-8",

@@ -355,3 +355,18 @@ pub fn assert_bytes_per_second(r: &serde_json::Value, id: &str) {
         "{id}"
     );
 }
+
+/// The string `field` of every entry of the list `list` (`results`, `skipped`, `findings`) of the run document `doc`.
+pub fn strings_of<'a>(doc: &'a serde_json::Value, list: &str, field: &str) -> Vec<&'a str> {
+    doc[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[field].as_str().unwrap())
+        .collect()
+}
+
+/// The result of id `id` in the run document `doc`, if it has one.
+pub fn find_result<'a>(doc: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Value> {
+    doc["results"].as_array()?.iter().find(|r| r["id"] == id)
+}
