@@ -84,17 +84,36 @@ fn leftovers(mark: &str) -> Vec<String> {
     }
 }
 
-/// Asserts that no process carrying `mark`, no /dev/shm entry and no System V
-/// object outlives a run that began with `shm_before` and `sysv_before`.
-#[track_caller]
-fn assert_nothing_left(mark: &str, shm_before: &BTreeSet<String>, sysv_before: &BTreeSet<String>) {
-    assert_eq!(
-        leftovers(mark),
-        Vec::<String>::new(),
-        "processes left behind"
-    );
-    assert_eq!(&shm_entries(), shm_before, "/dev/shm entries left behind");
-    assert_eq!(&sysv_objects(), sysv_before, "System V objects left behind");
+/// What a run of a test may leave behind, noted before it starts: its
+/// marker, the /dev/shm entries and the System V objects.
+struct Before {
+    mark: String,
+    shm: BTreeSet<String>,
+    sysv: BTreeSet<String>,
+}
+
+impl Before {
+    /// Notes them for the test `test`.
+    fn run_of(test: &str) -> Before {
+        Before {
+            mark: marker(test),
+            shm: shm_entries(),
+            sysv: sysv_objects(),
+        }
+    }
+
+    /// Asserts that no process carrying the marker, no /dev/shm entry and no
+    /// System V object outlives the run.
+    #[track_caller]
+    fn assert_nothing_left(&self) {
+        assert_eq!(
+            leftovers(&self.mark),
+            Vec::<String>::new(),
+            "processes left behind"
+        );
+        assert_eq!(shm_entries(), self.shm, "/dev/shm entries left behind");
+        assert_eq!(sysv_objects(), self.sysv, "System V objects left behind");
+    }
 }
 
 /// The opcost entries in /dev/shm.
@@ -143,11 +162,10 @@ fn read_doc(path: &Path) -> Value {
 #[test]
 fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     let _turn = serial();
-    let mark = marker("quick");
-    let shm_before = shm_entries();
-    let sysv_before = sysv_objects();
+    let before = Before::run_of("quick");
+    let mark = &before.mark;
     let (_dir, json) = common::scratch("ipc.json");
-    opcost(&mark)
+    opcost(mark)
         .args(["run", "ipc", "--profile", "quick", "--no-save", "--json"])
         .arg(&json)
         .timeout(Duration::from_secs(120))
@@ -255,7 +273,7 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     }
 
     // Nothing outlives the run.
-    assert_nothing_left(&mark, &shm_before, &sysv_before);
+    before.assert_nothing_left();
 }
 
 #[test]
@@ -296,13 +314,12 @@ fn one_allowed_cpu_skips_cross_cpu_and_says_why() {
 #[test]
 fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
     let _turn = serial();
-    let mark = marker("ctrlc");
-    let shm_before = shm_entries();
-    let sysv_before = sysv_objects();
+    let before = Before::run_of("ctrlc");
+    let mark = &before.mark;
     let bin = assert_cmd::cargo::cargo_bin("opcost");
     let mut child = std::process::Command::new(bin)
         .args(["run", "ipc", "--profile", "default", "--no-save"])
-        .env("OPCOST_IPC_TEST_MARK", &mark)
+        .env("OPCOST_IPC_TEST_MARK", mark)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -312,7 +329,7 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
     // peer is forked by the round's worker, so it is a grandchild of the run.
     let run = child.id().to_string();
     let peers = || {
-        let marked = marked_processes(&mark);
+        let marked = marked_processes(mark);
         marked
             .iter()
             .filter(|p| {
@@ -349,7 +366,7 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));
-    assert_nothing_left(&mark, &shm_before, &sysv_before);
+    before.assert_nothing_left();
 }
 
 #[test]

@@ -375,28 +375,18 @@ fn list_shows_every_growth_point() {
     let _g = serial();
     let out = opcost().args(["list", "process"]).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
-    for m in GROWTH_METHODS {
-        for p in GROWTH_POINTS {
-            let id = format!("process.{m}/rss={p}");
-            assert!(text.contains(&id), "{id} not listed");
-        }
-    }
-    for m in HELPER_METHODS {
-        for p in GROWTH_POINTS {
-            let id = format!("process.{m}/rss={p}");
-            assert!(text.contains(&id), "{id} not listed");
-        }
-    }
-    for m in FD_METHODS {
-        for p in FD_POINTS {
-            let id = format!("process.fds.{m}/fds={p}");
-            assert!(text.contains(&id), "{id} not listed");
-        }
-    }
-    for how in NOFILE_ROWS {
-        for p in NOFILE_POINTS {
-            let id = format!("process.nofile.{how}/nofile={p}");
-            assert!(text.contains(&id), "{id} not listed");
+    let sweeps: [(&str, &[&str], &str, &[&str]); 4] = [
+        ("process.", &GROWTH_METHODS, "rss", &GROWTH_POINTS),
+        ("process.", &HELPER_METHODS, "rss", &GROWTH_POINTS),
+        ("process.fds.", &FD_METHODS, "fds", &FD_POINTS),
+        ("process.nofile.", &NOFILE_ROWS, "nofile", &NOFILE_POINTS),
+    ];
+    for (prefix, names, param, points) in sweeps {
+        for m in names {
+            for p in points {
+                let id = format!("{prefix}{m}/{param}={p}");
+                assert!(text.contains(&id), "{id} not listed");
+            }
         }
     }
     assert!(text.contains("process.switch.pingpong_process"));
