@@ -18,6 +18,12 @@ temp_dir() {
 # median: the median of the numbers on stdin, one a line ("nan" for none).
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
+# opcost_stat JSON ID STATISTIC: the STATISTIC (median, mean...) of the
+# result ID in opcost's JSON document JSON (needs jq).
+opcost_stat() {
+  jq -r --arg id "$2" --arg s "$3" '.results[] | select(.id == $id) | .[$s]' "$1"
+}
+
 # ratio A B: A / B.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {print a/b}'; }
 

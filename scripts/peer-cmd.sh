@@ -44,8 +44,8 @@ for i in $(seq 1 "$ROUNDS"); do
   jq -r '.results[1].median * 1e9' "$TMP/hf.json" >>"$TMP/hf_mandel"
   "$OPCOST" cmd --no-save --warmup 3 --runs "$RUNS" --name true --name mandelbrot \
     --json "$TMP/op.json" "$TRUE" "$MANDEL" >/dev/null 2>&1
-  jq -r '.results[] | select(.id == "cmd.true") | .median' "$TMP/op.json" >>"$TMP/op_true"
-  jq -r '.results[] | select(.id == "cmd.mandelbrot") | .median' "$TMP/op.json" >>"$TMP/op_mandel"
+  opcost_stat "$TMP/op.json" cmd.true median >>"$TMP/op_true"
+  opcost_stat "$TMP/op.json" cmd.mandelbrot median >>"$TMP/op_mandel"
   echo "round $i/$ROUNDS done" >&2
 done
 

@@ -40,7 +40,7 @@ for i in $(seq 1 "$ROUNDS"); do
   # "20000 packets transmitted, 20000 received, 0% packet loss, time 1234ms"
   ping -f -q -c "$N" "$FAR" | awk -F'[ ,]+' '/packets transmitted/ {for (k=1;k<=NF;k++) {if ($k=="received") r=$(k-1); if ($k=="time") t=$(k+1)} sub("ms","",t); printf "%.0f\n", r/(t/1000)}' >>"$TMP/ping"
   "$OPCOST" run net.target --target "$FAR" --max-pps 1000000 --profile default --no-save --json "$TMP/o.json" >/dev/null 2>&1
-  jq -r '.results[] | select(.id == "net.target.icmp.rate") | .median' "$TMP/o.json" >>"$TMP/rate"
+  opcost_stat "$TMP/o.json" net.target.icmp.rate median >>"$TMP/rate"
   jq -r '.results[] | select(.id == "net.target.icmp.rtt") | 1e9 / .median' "$TMP/o.json" >>"$TMP/rtt"
   echo "round $i/$ROUNDS done" >&2
 done

@@ -76,7 +76,7 @@ for i in $(seq 1 "$ROUNDS"); do
   for lim in $LIMITS; do
     for how in loop range; do
       row=close_$how; [ "$how" = loop ] || row=close_range
-      jq -r --arg id "process.nofile.$row/nofile=$lim" '.results[] | select(.id == $id) | .median' "$TMP/o.json" >>"$TMP/o_${how}_$lim"
+      opcost_stat "$TMP/o.json" "process.nofile.$row/nofile=$lim" median >>"$TMP/o_${how}_$lim"
     done
   done
   echo "round $i/$ROUNDS done" >&2

@@ -55,9 +55,6 @@ cc -O2 -o "$TMP/forkexit" "$TMP/forkexit.c"
 
 # perf bench sched pipe prints "   9.029850 usecs/op"; in ns.
 perf_pipe() { taskset -c "$CPU" perf bench sched pipe -l 50000 "$@" 2>/dev/null | awk '/usecs\/op/ {printf "%.1f\n", $1*1000}'; }
-opcost_stat() { # json id statistic
-  jq -r --arg id "$2" --arg s "$3" '.results[] | select(.id == $id) | .[$s]' "$1"
-}
 
 : >"$TMP/perf_proc"; : >"$TMP/perf_thread"; : >"$TMP/hf"; : >"$TMP/c_fork"; : >"$TMP/op_fork"; : >"$TMP/op_fork_big"
 : >"$TMP/op_proc"; : >"$TMP/op_thread"; : >"$TMP/op_dyn"
