@@ -530,6 +530,16 @@ mod tests {
         assert!(fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
     }
 
+    /// The one command spec that the words `words` plan.
+    fn spec_of(words: &str) -> plan::Spec {
+        plan::expand(&plan::Request {
+            words: vec![words.into()],
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0)
+    }
+
     /// A scan over n = 1, 4, 7 whose runs take `wall(n, i)` ns (no baseline).
     fn scan(wall: impl Fn(i64, usize) -> f64) -> Vec<Outcome> {
         let specs = plan::expand(&plan::Request {
@@ -581,12 +591,7 @@ mod tests {
 
     #[test]
     fn paired_runs_give_net_samples() {
-        let spec = plan::expand(&plan::Request {
-            words: vec!["true ::: true".into()],
-            ..Default::default()
-        })
-        .unwrap()
-        .remove(0);
+        let spec = spec_of("true ::: true");
         let opts = Options {
             warmup: 1,
             runs: Some(6),
@@ -669,12 +674,7 @@ mod tests {
 
     #[test]
     fn a_failing_command_is_an_error_unless_ignored() {
-        let spec = plan::expand(&plan::Request {
-            words: vec!["false".into()],
-            ..Default::default()
-        })
-        .unwrap()
-        .remove(0);
+        let spec = spec_of("false");
         let mut opts = Options {
             warmup: 0,
             runs: Some(3),
