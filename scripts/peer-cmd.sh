@@ -24,22 +24,18 @@
 #   flock /tmp/opcost-timing.lock scripts/peer-cmd.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 ROUNDS=${1:-5}
 RUNS=${2:-50}
 MANDEL_N=${3:-200}
-for tool in hyperfine jq cc; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
-done
+need hyperfine jq cc
 cargo build --release --quiet
 OPCOST=target/release/opcost
 TRUE=$(command -v true | grep / || echo /bin/true)
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+temp_dir
 cc -O2 -o "$TMP/mandelbrot" tests/fixtures/cmd/mandelbrot.c
 cc -O2 -o "$TMP/loop" tests/fixtures/cmd/loop.c
 MANDEL="$TMP/mandelbrot $MANDEL_N"
-
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 : >"$TMP/hf_true"; : >"$TMP/hf_mandel"; : >"$TMP/op_true"; : >"$TMP/op_mandel"
 for i in $(seq 1 "$ROUNDS"); do
@@ -48,17 +44,13 @@ for i in $(seq 1 "$ROUNDS"); do
   jq -r '.results[1].median * 1e9' "$TMP/hf.json" >>"$TMP/hf_mandel"
   "$OPCOST" cmd --no-save --warmup 3 --runs "$RUNS" --name true --name mandelbrot \
     --json "$TMP/op.json" "$TRUE" "$MANDEL" >/dev/null 2>&1
-  jq -r '.results[] | select(.id == "cmd.true") | .median' "$TMP/op.json" >>"$TMP/op_true"
-  jq -r '.results[] | select(.id == "cmd.mandelbrot") | .median' "$TMP/op.json" >>"$TMP/op_mandel"
+  opcost_stat "$TMP/op.json" cmd.true median >>"$TMP/op_true"
+  opcost_stat "$TMP/op.json" cmd.mandelbrot median >>"$TMP/op_mandel"
   echo "round $i/$ROUNDS done" >&2
 done
 
 row() { # label peer-file opcost-file
-  local p o
-  p=$(median <"$2"); o=$(median <"$3")
-  printf '%-28s %12.0f ns %12.0f ns %8.3f\n' "$1" "$p" "$o" "$(awk -v a="$o" -v b="$p" 'BEGIN {print a/b}')"
-  printf '%-28s %s\n' "  hyperfine rounds (ns)" "$(awk '{printf "%.0f ", $1}' "$2")"
-  printf '%-28s %s\n' "  opcost rounds (ns)" "$(awk '{printf "%.0f ", $1}' "$3")"
+  medians_row '%-28s %12.0f ns %12.0f ns %8.3f\n' 28 "$1" "$2" "$3" "  hyperfine rounds (ns)" "  opcost rounds (ns)"
 }
 echo
 echo "medians of $ROUNDS alternating rounds of $RUNS runs each (hyperfine -N vs opcost cmd); load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,11 +15,10 @@
 # Usage: scripts/peer-icmp.sh [ROUNDS [N]]   (default 5 rounds, N = 20000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 ROUNDS=${1:-5}
 N=${2:-20000}
-for tool in ip ping jq; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
-done
+need ip ping jq
 cargo build --release --quiet
 OPCOST=target/release/opcost
 TMP=$(mktemp -d)
@@ -37,22 +36,17 @@ ip -n "$NS" link set lo up
 FAR=10.233.77.2
 ping -c 1 -W 2 "$FAR" >/dev/null
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 for i in $(seq 1 "$ROUNDS"); do
   # "20000 packets transmitted, 20000 received, 0% packet loss, time 1234ms"
   ping -f -q -c "$N" "$FAR" | awk -F'[ ,]+' '/packets transmitted/ {for (k=1;k<=NF;k++) {if ($k=="received") r=$(k-1); if ($k=="time") t=$(k+1)} sub("ms","",t); printf "%.0f\n", r/(t/1000)}' >>"$TMP/ping"
   "$OPCOST" run net.target --target "$FAR" --max-pps 1000000 --profile default --no-save --json "$TMP/o.json" >/dev/null 2>&1
-  jq -r '.results[] | select(.id == "net.target.icmp.rate") | .median' "$TMP/o.json" >>"$TMP/rate"
+  opcost_stat "$TMP/o.json" net.target.icmp.rate median >>"$TMP/rate"
   jq -r '.results[] | select(.id == "net.target.icmp.rtt") | 1e9 / .median' "$TMP/o.json" >>"$TMP/rtt"
   echo "round $i/$ROUNDS done" >&2
 done
 
 row() { # label peer-file opcost-file
-  local p o
-  p=$(median <"$2"); o=$(median <"$3")
-  printf '%-44s %10.0f/s %10.0f/s %8.2f\n' "$1" "$p" "$o" "$(awk -v a="$o" -v b="$p" 'BEGIN {print a/b}')"
-  printf '%-44s %s\n' "  ping runs (replies/s)" "$(awk '{printf "%.0f ", $1}' "$2")"
-  printf '%-44s %s\n' "  opcost runs (replies/s)" "$(awk '{printf "%.0f ", $1}' "$3")"
+  medians_row '%-44s %10.0f/s %10.0f/s %8.2f\n' 44 "$1" "$2" "$3" "  ping runs (replies/s)" "  opcost runs (replies/s)"
 }
 echo
 echo "medians over $ROUNDS alternating runs against the kernel of a namespace ($FAR)"

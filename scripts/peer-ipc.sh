@@ -178,16 +178,20 @@ awk -F'\t' '
         }
     }' "$rows" | sort
 
-echo
-echo "opcost vs the C peers, as the median over rounds of the ratio within a round"
-echo "(throughput: opcost / peer; round trip: peer / opcost; 1.00 = the same figure)"
-awk -F'\t' '
+# An awk function for the two summaries below: median(" x y z"), the median
+# of a space-separated list with a leading space (-1 for an empty one).
+AWK_MEDIAN='
     function median(list,    a, m, i, j, t) {
         m = split(substr(list, 2), a, " ")
         if (m == 0) return -1
         for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
         return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-    }
+    }'
+
+echo
+echo "opcost vs the C peers, as the median over rounds of the ratio within a round"
+echo "(throughput: opcost / peer; round trip: peer / opcost; 1.00 = the same figure)"
+awk -F'\t' "$AWK_MEDIAN"'
     { v[$1 SUBSEP $2 SUBSEP $3] = $4; rounds[$1] = 1 }
     END {
         n = split("vm_readv.tput/64KiB c-cma t|vm_readv.tput/1MiB c-cma t|sysv_msg.rtt/8B c-msgq l", cases, "|")
@@ -209,13 +213,7 @@ echo
 echo "targets, as the median over rounds of the ratio within a round:"
 echo "  best copying pipe (pipe or fifo) vs the dd pair of the same placement, and vs the unpinned dd pair"
 echo "  zero-copy splice vs the copying pipe"
-awk -F'\t' '
-    function median(list,    a, m, i, j, t) {
-        m = split(substr(list, 2), a, " ")
-        if (m == 0) return -1
-        for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-    }
+awk -F'\t' "$AWK_MEDIAN"'
     function verdict(r, what) { return r < 0 ? "n/a" : sprintf("%.2fx %s", r, r >= 1 ? "ok" : "BELOW " what) }
     { v[$1 SUBSEP $2 SUBSEP $3] = $4; rounds[$1] = 1 }
     END {

@@ -16,14 +16,12 @@
 # Usage: scripts/peer-nofile.sh [ROUNDS]   (default 5 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 ROUNDS=${1:-5}
-for tool in cc jq; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
-done
+need cc jq
 cargo build --release --quiet
 OPCOST=target/release/opcost
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+temp_dir
 
 cat >"$TMP/exit.c" <<'C'
 void _start(void) { __asm__ volatile("mov $231, %eax\n xor %edi, %edi\n syscall"); }
@@ -66,7 +64,6 @@ int main(int argc, char **argv) {
 C
 cc -O2 -o "$TMP/closeloop" "$TMP/closeloop.c"
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 LIMITS="1024 65536 1048576"
 spawns() { case $1 in 1048576) echo 21 ;; 65536) echo 101 ;; *) echo 401 ;; esac; }
 for i in $(seq 1 "$ROUNDS"); do
@@ -79,7 +76,7 @@ for i in $(seq 1 "$ROUNDS"); do
   for lim in $LIMITS; do
     for how in loop range; do
       row=close_$how; [ "$how" = loop ] || row=close_range
-      jq -r --arg id "process.nofile.$row/nofile=$lim" '.results[] | select(.id == $id) | .median' "$TMP/o.json" >>"$TMP/o_${how}_$lim"
+      opcost_stat "$TMP/o.json" "process.nofile.$row/nofile=$lim" median >>"$TMP/o_${how}_$lim"
     done
   done
   echo "round $i/$ROUNDS done" >&2
@@ -96,8 +93,8 @@ for lim in $LIMITS; do
       printf '%-28s %s\n' "$label" "skipped (the limit is above what this machine allows)"
       continue
     fi
-    printf '%-28s %11.0f ns %11.0f ns %8.2f\n' "$label" "$c" "$o" "$(awk -v a="$o" -v b="$c" 'BEGIN {print a/b}')"
-    printf '%-28s %s\n' "  C runs (ns)" "$(awk '{printf "%.0f ", $1}' "$TMP/c_${how}_$lim")"
-    printf '%-28s %s\n' "  opcost runs (ns)" "$(awk '{printf "%.0f ", $1}' "$TMP/o_${how}_$lim")"
+    printf '%-28s %11.0f ns %11.0f ns %8.2f\n' "$label" "$c" "$o" "$(ratio "$o" "$c")"
+    runs_line 28 "  C runs (ns)" "$TMP/c_${how}_$lim"
+    runs_line 28 "  opcost runs (ns)" "$TMP/o_${how}_$lim"
   done
 done

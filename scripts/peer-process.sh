@@ -19,16 +19,14 @@
 # Usage: scripts/peer-process.sh [ROUNDS [CPU]]   (default 5 rounds, last CPU)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 ROUNDS=${1:-5}
 CPU=${2:-$(( $(nproc) - 1 ))}
-for tool in perf hyperfine jq taskset cc; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
-done
+need perf hyperfine jq taskset cc
 cargo build --release --quiet
 OPCOST=target/release/opcost
 TRUE=$(command -v true | grep / || echo /bin/true)
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+temp_dir
 
 cat >"$TMP/forkexit.c" <<'EOF'
 #include <stdio.h>
@@ -55,12 +53,8 @@ int main(int argc, char **argv) {
 EOF
 cc -O2 -o "$TMP/forkexit" "$TMP/forkexit.c"
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 # perf bench sched pipe prints "   9.029850 usecs/op"; in ns.
 perf_pipe() { taskset -c "$CPU" perf bench sched pipe -l 50000 "$@" 2>/dev/null | awk '/usecs\/op/ {printf "%.1f\n", $1*1000}'; }
-opcost_stat() { # json id statistic
-  jq -r --arg id "$2" --arg s "$3" '.results[] | select(.id == $id) | .[$s]' "$1"
-}
 
 : >"$TMP/perf_proc"; : >"$TMP/perf_thread"; : >"$TMP/hf"; : >"$TMP/c_fork"; : >"$TMP/op_fork"; : >"$TMP/op_fork_big"
 : >"$TMP/op_proc"; : >"$TMP/op_thread"; : >"$TMP/op_dyn"
@@ -85,11 +79,7 @@ for i in $(seq 1 "$ROUNDS"); do
 done
 
 row() { # label peer-file opcost-file peer-name
-  local p o
-  p=$(median <"$2"); o=$(median <"$3")
-  printf '%-34s %12.0f ns %12.0f ns %8.2f   %s\n' "$1" "$p" "$o" "$(awk -v a="$o" -v b="$p" 'BEGIN {print a/b}')" "$4"
-  printf '%-34s %s\n' "  peer runs (ns)" "$(awk '{printf "%.0f ", $1}' "$2")"
-  printf '%-34s %s\n' "  opcost runs (ns)" "$(awk '{printf "%.0f ", $1}' "$3")"
+  medians_row '%-34s %12.0f ns %12.0f ns %8.2f   %s\n' 34 "$1" "$2" "$3" "  peer runs (ns)" "  opcost runs (ns)" "$4"
 }
 echo
 echo "medians over $ROUNDS alternating runs; CPU $CPU for the pinned pairs"

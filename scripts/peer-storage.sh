@@ -34,6 +34,7 @@ DIR=${1:-}
 ROUNDS=${2:-5}
 SIZE=256M
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 OPCOST=${OPCOST:-$root/target/release/opcost}
 
 for tool in fio jq; do
@@ -42,15 +43,7 @@ done
 if [[ ! -x $OPCOST ]]; then
     (cd "$root" && cargo build --release --quiet)
 fi
-if [[ -z $DIR ]]; then
-    DIR=$(mktemp -d /var/tmp/opcost-peer-XXXXXX)
-    made_dir=$DIR
-fi
-[[ -d $DIR && -w $DIR ]] || { echo "error: $DIR is not a writable directory" >&2; exit 2; }
-work=$(mktemp -d "$DIR/opcost-peer-XXXXXX")
-cleanup() { rm -rf "$work" ${made_dir:+"$made_dir"}; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+private_work_dir
 
 rdata=$work/fio-read.dat
 wdata=$work/fio-write.dat

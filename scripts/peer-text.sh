@@ -22,6 +22,7 @@ DIR=${1:-}
 ROUNDS=${2:-5}
 SIZE_MIB=64
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 OPCOST=${OPCOST:-$root/target/release/opcost}
 
 for tool in hyperfine jq awk wc; do
@@ -31,15 +32,7 @@ done
 if [[ ! -x $OPCOST ]]; then
     (cd "$root" && cargo build --release --quiet)
 fi
-if [[ -z $DIR ]]; then
-    DIR=$(mktemp -d /var/tmp/opcost-peer-XXXXXX)
-    made_dir=$DIR
-fi
-[[ -d $DIR && -w $DIR ]] || { echo "error: $DIR is not a writable directory" >&2; exit 2; }
-work=$(mktemp -d "$DIR/opcost-peer-XXXXXX")
-cleanup() { rm -rf "$work" ${made_dir:+"$made_dir"}; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+private_work_dir
 
 file=$work/lines-crlf-40B.txt
 out=$work/out.json

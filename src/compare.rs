@@ -894,12 +894,9 @@ mod tests {
 
     /// A default-profile run of this machine's description holding `ms`.
     fn run_of(ms: Vec<Measurement>) -> RunDoc {
-        let mut d = RunDoc::start(
+        let mut d = RunDoc::started_now(
             crate::host::Host::default(),
             crate::harness::Profile::Default,
-            None,
-            None,
-            chrono::Utc::now(),
         );
         d.results = ms;
         d
@@ -1165,13 +1162,7 @@ mod tests {
                 hostname: host.into(),
                 ..Default::default()
             };
-            let mut d = RunDoc::start(
-                h,
-                crate::harness::Profile::Quick,
-                None,
-                None,
-                chrono::Utc::now(),
-            );
+            let mut d = RunDoc::started_now(h, crate::harness::Profile::Quick);
             let checks: Vec<f64> = (0..20).map(|_| canary_ns).collect();
             d.stability = Stability::of(&checks, &[], rounds10(), &Default::default());
             d
@@ -1207,13 +1198,8 @@ mod tests {
     fn a_side_that_shared_its_cpus_with_other_programs_is_called_busier() {
         use crate::harness::canary::{Interference, Stability};
         let doc = |others: Option<f64>| {
-            let mut d = RunDoc::start(
-                crate::host::Host::default(),
-                crate::harness::Profile::Quick,
-                None,
-                None,
-                chrono::Utc::now(),
-            );
+            let mut d =
+                RunDoc::started_now(crate::host::Host::default(), crate::harness::Profile::Quick);
             let i = Interference {
                 others_share: others,
                 ..Interference::default()

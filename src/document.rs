@@ -189,6 +189,14 @@ impl RunDoc {
     }
 }
 
+#[cfg(test)]
+impl RunDoc {
+    /// A run of `profile` on `host` started now, with no label or CPU: for tests.
+    pub(crate) fn started_now(host: Host, profile: Profile) -> RunDoc {
+        RunDoc::start(host, profile, None, None, chrono::Utc::now())
+    }
+}
+
 /// Where an output path leads: standard output, a file to replace
 /// atomically, or something to write through (a device, a FIFO).
 #[derive(Clone, Debug, PartialEq, Eq)]

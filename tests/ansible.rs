@@ -5,6 +5,8 @@
 //! ansible-playbook or PostgreSQL is missing (scripts/install-test-deps.sh
 //! installs both).
 
+mod common;
+
 mod pg;
 
 use std::path::Path;
@@ -22,8 +24,7 @@ fn the_playbook_runs_pushes_and_fetches_on_localhost() {
     });
     let c = pg::Cluster::start(&[]);
     let shared = c.new_database("fleet");
-    let work = tempfile::tempdir().unwrap();
-    let fetched = work.path().join("fetched");
+    let (work, fetched) = common::scratch("fetched");
     let vars = serde_json::json!({
         "opcost_binary": env!("CARGO_BIN_EXE_opcost"),
         "opcost_patterns": "syscall.getpid*",

@@ -1,11 +1,12 @@
 //! End-to-end behaviour of the command line: selection, bad input, the JSON
 //! document, and Ctrl-C. Timings are never asserted.
 
+mod common;
+
 use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
 use assert_cmd::Command;
-use predicates::prelude::*;
 use serde_json::Value;
 
 /// The binary, with its history in a throw-away directory of this test
@@ -20,32 +21,28 @@ fn opcost() -> Command {
 
 #[test]
 fn list_shows_ids_units_and_summaries() {
-    opcost()
-        .arg("list")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("syscall.function_call"))
-        .stdout(predicate::str::contains("ns/op"))
-        .stdout(predicate::str::contains("benchmarks"));
+    common::prints(
+        opcost().arg("list"),
+        &["syscall.function_call", "ns/op", "benchmarks"],
+    );
 }
 
 #[test]
 fn list_with_a_pattern_that_matches_nothing_is_a_usage_error() {
-    opcost()
-        .args(["list", "no.such.thing"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no benchmark matches"));
+    common::fails_saying(
+        opcost().args(["list", "no.such.thing"]),
+        2,
+        &["no benchmark matches"],
+    );
 }
 
 #[test]
 fn unknown_pattern_exits_2_and_suggests_the_nearest_ids() {
-    opcost()
-        .args(["run", "sycall", "--profile", "quick"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no benchmark matches 'sycall'"))
-        .stderr(predicate::str::contains("did you mean: syscall"));
+    common::fails_saying(
+        opcost().args(["run", "sycall", "--profile", "quick"]),
+        2,
+        &["no benchmark matches 'sycall'", "did you mean: syscall"],
+    );
 }
 
 #[test]
@@ -62,51 +59,41 @@ fn bad_flag_values_exit_2() {
 
 #[test]
 fn pinning_to_a_cpu_that_does_not_exist_exits_2() {
-    opcost()
-        .args([
+    common::fails_saying(
+        opcost().args([
             "run",
             "syscall.function_call",
             "--cpu",
             "100000",
             "--profile",
             "quick",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--cpu 100000"))
-        .stderr(predicate::str::contains("not available"));
+        ]),
+        2,
+        &["--cpu 100000", "not available"],
+    );
 }
 
 #[test]
 fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("no/such/dir/out.json");
-    opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--json",
-        ])
-        .arg(&missing)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("does not exist"));
+    let (dir, missing) = common::scratch("no/such/dir/out.json");
+    common::fails_saying(
+        opcost()
+            .args(common::QUICK_RUN)
+            .args(["--json"])
+            .arg(&missing),
+        2,
+        &["does not exist"],
+    );
     assert!(!missing.exists());
     // A directory given as the file.
-    opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--json",
-        ])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("is a directory"));
+    common::fails_saying(
+        opcost()
+            .args(common::QUICK_RUN)
+            .args(["--json"])
+            .arg(dir.path()),
+        2,
+        &["is a directory"],
+    );
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
@@ -116,41 +103,26 @@ fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
 
 #[test]
 fn missing_dir_is_a_usage_error() {
-    opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--dir",
-            "/nonexistent/opcost-dir",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no such directory"));
+    common::fails_saying(
+        opcost()
+            .args(common::QUICK_RUN)
+            .args(["--dir", "/nonexistent/opcost-dir"]),
+        2,
+        &["no such directory"],
+    );
 }
 
 #[test]
 fn json_document_has_the_documented_layout() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
-    opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--samples",
-            "7",
-            "--label",
-            "t1",
-            "--json",
-        ])
-        .arg(&path)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("syscall.function_call"));
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (_dir, path) = common::scratch("run.json");
+    common::prints(
+        opcost()
+            .args(common::QUICK_RUN)
+            .args(["--samples", "7", "--label", "t1", "--json"])
+            .arg(&path),
+        &["syscall.function_call"],
+    );
+    let doc: Value = common::read_json(&path);
     assert_eq!(doc["schema"], 1);
     assert!(doc["opcost_version"].is_string());
     assert_eq!(doc["run"]["profile"], "quick");
@@ -182,41 +154,22 @@ fn json_document_has_the_documented_layout() {
 
 #[test]
 fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (dir, path) = common::scratch("run.json");
     // --samples far beyond the budget: the run would take many minutes.
     let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
         .env("XDG_DATA_HOME", dir.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--samples",
-            "100000",
-            "--json",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--samples", "100000", "--json"])
         .arg(&path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = common::interrupt(child, "");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let doc: Value = common::read_json(&path);
     assert_eq!(doc["run"]["interrupted"], true);
     let r = &doc["results"][0];
     assert_eq!(r["id"], "syscall.function_call");
@@ -232,17 +185,8 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
 #[test]
 fn json_dash_is_standard_output_and_the_table_goes_to_stderr() {
     let out = opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--samples",
-            "5",
-            "--no-save",
-            "--json",
-            "-",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--samples", "5", "--no-save", "--json", "-"])
         .assert()
         .success();
     let o = out.get_output();
@@ -254,21 +198,17 @@ fn json_dash_is_standard_output_and_the_table_goes_to_stderr() {
 
 #[test]
 fn json_to_dev_full_fails_with_exit_1_and_leaves_the_device() {
-    opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
+    common::fails_saying(
+        opcost().args(common::QUICK_RUN).args([
             "--samples",
             "5",
             "--no-save",
             "--json",
             "/dev/full",
-        ])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("/dev/full"));
+        ]),
+        1,
+        &["/dev/full"],
+    );
     use std::os::unix::fs::FileTypeExt;
     let ft = std::fs::symlink_metadata("/dev/full").unwrap().file_type();
     assert!(ft.is_char_device(), "/dev/full is still a device");
@@ -276,22 +216,14 @@ fn json_to_dev_full_fails_with_exit_1_and_leaves_the_device() {
 
 #[test]
 fn export_and_report_write_to_dash_devices_and_through_symlinks() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     let json = dir.path().join("run.json");
     let mut s = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"));
     let st = s
         .args(["--db"])
         .arg(&db)
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--samples",
-            "5",
-            "--json",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--samples", "5", "--json"])
         .arg(&json)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -310,11 +242,11 @@ fn export_and_report_write_to_dash_devices_and_through_symlinks() {
     let out = with_db().args(["report", "-o", "-"]).assert().success();
     assert!(String::from_utf8_lossy(&out.get_output().stdout).starts_with("<!DOCTYPE html>"));
     // /dev/full: reported, exit 1; /dev/null: fine.
-    with_db()
-        .args(["export", "-o", "/dev/full"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("No space left"));
+    common::fails_saying(
+        with_db().args(["export", "-o", "/dev/full"]),
+        1,
+        &["No space left"],
+    );
     with_db()
         .args(["report", "-o", "/dev/full"])
         .assert()
@@ -345,10 +277,9 @@ fn export_and_report_write_to_dash_devices_and_through_symlinks() {
             .contains("syscall.function_call")
     );
     // A directory is a usage error.
-    with_db()
-        .args(["export", "-o"])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("directory"));
+    common::fails_saying(
+        with_db().args(["export", "-o"]).arg(dir.path()),
+        2,
+        &["directory"],
+    );
 }

@@ -3,6 +3,8 @@
 //! limits, and that no child outlives opcost. Timings are never asserted,
 //! only their structure and orderings that physics guarantees by far.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
@@ -49,17 +51,12 @@ fn run_json(dir: &Path, args: &[&str]) -> Value {
         .arg(&json)
         .assert()
         .success();
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 /// The result with this id.
 fn result<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no result {id} in {doc:#}"))
+    common::find_result(doc, id).unwrap_or_else(|| panic!("no result {id} in {doc:#}"))
 }
 
 /// Pids of live (non-zombie) processes whose command line starts with
@@ -138,16 +135,11 @@ fn a_baseline_gives_a_net_figure_that_grows_with_n() {
 
     // The run is in the history: show and compare read it like any other.
     let id = doc["run"]["id"].as_str().unwrap();
-    opcost(dir.path())
-        .args(["show", id])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("cmd.loop/n=50000000"));
-    opcost(dir.path())
-        .args(["compare", id, id])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("cmd"));
+    common::prints(
+        opcost(dir.path()).args(["show", id]),
+        &["cmd.loop/n=50000000"],
+    );
+    common::prints(opcost(dir.path()).args(["compare", id, id]), &["cmd"]);
 }
 
 #[test]
@@ -219,33 +211,33 @@ fn a_missing_command_exits_2_naming_it_and_leaves_no_files() {
         .stderr(predicate::str::contains(
             "command not found: opcost-no-such-program",
         ));
-    opcost(dir.path())
-        .args(["cmd", "--baseline", "opcost-no-such-baseline", "true"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("opcost-no-such-baseline"));
+    common::fails_saying(
+        opcost(dir.path()).args(["cmd", "--baseline", "opcost-no-such-baseline", "true"]),
+        2,
+        &["opcost-no-such-baseline"],
+    );
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
 fn an_unreadable_input_exits_2_and_leaves_no_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let sub = dir.path().join("sub");
+    let (dir, sub) = common::scratch("sub");
     std::fs::create_dir(&sub).unwrap();
     for input in [dir.path().join("missing.txt"), sub.clone()] {
-        opcost(dir.path())
-            .args(["cmd", "cat", "--input"])
-            .arg(&input)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("--input"));
+        common::fails_saying(
+            opcost(dir.path())
+                .args(["cmd", "cat", "--input"])
+                .arg(&input),
+            2,
+            &["--input"],
+        );
     }
-    opcost(dir.path())
-        .args(["cmd", "true", "-P", "n", "5", "1"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("MIN 5 is larger"));
+    common::fails_saying(
+        opcost(dir.path()).args(["cmd", "true", "-P", "n", "5", "1"]),
+        2,
+        &["MIN 5 is larger"],
+    );
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -255,8 +247,7 @@ fn an_unreadable_input_exits_2_and_leaves_no_files() {
 
 #[test]
 fn input_is_fed_to_every_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in.txt");
+    let (dir, input) = common::scratch("in.txt");
     std::fs::write(&input, "hello\n").unwrap();
     // grep exits 1 when the pattern is absent: every run would fail.
     let doc = run_json(
@@ -318,8 +309,8 @@ fn a_time_limit_kills_the_whole_process_group() {
 #[test]
 fn nothing_a_command_leaves_behind_survives_it() {
     let dir = tempfile::tempdir().unwrap();
-    opcost(dir.path())
-        .args([
+    common::prints(
+        opcost(dir.path()).args([
             "cmd",
             "--no-save",
             "--runs",
@@ -328,10 +319,9 @@ fn nothing_a_command_leaves_behind_survives_it() {
             "0",
             "--shell",
             "sleep 42.25 & exit 0",
-        ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("shell start-up subtracted"));
+        ]),
+        &["shell start-up subtracted"],
+    );
     assert_none_left("sleep 42.25");
 }
 
@@ -350,18 +340,7 @@ fn ctrl_c_kills_the_running_command_and_exits_130() {
     while processes_with("sleep 43.25").is_empty() && start.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::interrupt(child, "");
     assert!(start.elapsed() < Duration::from_secs(30));
     assert_none_left("sleep 43.25");
 }
@@ -370,8 +349,7 @@ fn ctrl_c_kills_the_running_command_and_exits_130() {
 fn prepare_restores_the_state_every_run_needs_in_the_working_directory() {
     // `tar -x` fails when its output is already there (-k): only a
     // --prepare that removes it before every run lets each run succeed.
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
+    let (dir, work) = common::scratch("work");
     std::fs::create_dir_all(work.join("src")).unwrap();
     std::fs::write(work.join("src/a.txt"), "a\n").unwrap();
     let st = StdCommand::new("tar")
@@ -382,8 +360,8 @@ fn prepare_restores_the_state_every_run_needs_in_the_working_directory() {
     assert!(st.success());
     std::fs::remove_dir_all(work.join("src")).unwrap();
     let cwd = work.to_str().unwrap();
-    opcost(dir.path())
-        .args([
+    common::fails_saying(
+        opcost(dir.path()).args([
             "cmd",
             "--no-save",
             "--runs",
@@ -391,10 +369,10 @@ fn prepare_restores_the_state_every_run_needs_in_the_working_directory() {
             "--cwd",
             cwd,
             "tar -xkf ../src.tar",
-        ])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("exited with status"));
+        ]),
+        1,
+        &["exited with status"],
+    );
     std::fs::remove_dir_all(work.join("src")).unwrap();
     let doc = run_json(
         dir.path(),

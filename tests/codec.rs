@@ -47,13 +47,7 @@ fn results() -> &'static [Value] {
 
 #[test]
 fn every_codec_round_trips_and_no_benchmark_fails() {
-    let failed: Vec<&Value> = doc()["skipped"]
-        .as_array()
-        .expect("skipped is an array")
-        .iter()
-        .filter(|s| s["failed"] == true)
-        .collect();
-    assert!(failed.is_empty(), "failed benchmarks: {failed:?}");
+    common::assert_none_failed(doc());
     for codec in CODECS {
         for op in ["compress", "decompress"] {
             let n = results()
@@ -159,8 +153,7 @@ fn findings_state_ratios_classes_and_links() {
 /// Runs opcost in a fresh directory with a fresh XDG data home and checks
 /// that it exits 2, says `expect`, and leaves no file behind.
 fn refused(args: &[&str], expect: &str) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path().join("home");
+    let (dir, home) = common::scratch("home");
     std::fs::create_dir(&home).expect("home");
     let out = Command::cargo_bin("opcost")
         .expect("binary built")
@@ -228,8 +221,7 @@ fn an_unreadable_input_exits_2_before_measuring() {
 
 #[test]
 fn an_empty_input_exits_2() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let f = dir.path().join("empty.json");
+    let (_dir, f) = common::scratch("empty.json");
     std::fs::write(&f, b"").expect("write");
     refused(&["run", "codec", "--input", &f.to_string_lossy()], "empty");
 }

@@ -1,6 +1,8 @@
 //! End-to-end tests of `opcost env`: the binary describes this machine as
 //! JSON and as sectioned text, and agrees with what procfs and sysfs say.
 
+mod common;
+
 use std::path::Path;
 
 use assert_cmd::Command;
@@ -123,30 +125,12 @@ fn env_text_has_every_section() {
 
 #[test]
 fn env_rejects_unknown_flags() {
-    opcost()
-        .args(["env", "--jsn"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--json"));
+    common::fails_saying(opcost().args(["env", "--jsn"]), 2, &["--json"]);
 }
 
 #[test]
 fn a_run_document_carries_the_full_host() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
-    opcost()
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--json",
-        ])
-        .arg(&path)
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let doc = common::run_doc(common::QUICK_RUN);
     let env = env_json();
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(keys(&doc["host"]), keys(&env));

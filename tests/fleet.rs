@@ -10,8 +10,7 @@ use predicates::prelude::*;
 
 #[test]
 fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("fleet.db");
+    let (_dir, db) = common::scratch("fleet.db");
     let mut store = Store::open(&db).unwrap();
     let runs = common::fleet_runs(200, 137);
     let mut items = runs
@@ -22,17 +21,14 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
     assert!(out.iter().all(|o| o.result.is_ok()));
     drop(store);
 
-    let json = Command::cargo_bin("opcost")
-        .unwrap()
-        .arg("--db")
-        .arg(&db)
-        .args(["fleet", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        json.status.success(),
-        "{}",
-        String::from_utf8_lossy(&json.stderr)
+    let json = common::succeeded(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .arg("--db")
+            .arg(&db)
+            .args(["fleet", "--format", "json"])
+            .output()
+            .unwrap(),
     );
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let groups = v["groups"].as_array().unwrap();
@@ -78,33 +74,28 @@ fn the_outlier_of_200_hosts_is_found_and_its_clocksource_named() {
 
 #[test]
 fn fleet_refuses_what_it_cannot_show() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("fleet.db");
+    let (_dir, db) = common::scratch("fleet.db");
     let opcost = || {
         let mut c = Command::cargo_bin("opcost").unwrap();
         c.arg("--db").arg(&db);
         c
     };
-    opcost()
-        .arg("fleet")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no complete run"));
+    common::fails_saying(opcost().arg("fleet"), 2, &["no complete run"]);
     let mut store = Store::open(&db).unwrap();
     for d in common::fleet_runs(3, 0) {
         store.save(&d, None).unwrap();
     }
     drop(store);
-    opcost()
-        .args(["fleet", "--label", "other"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no complete run labelled 'other'"));
-    opcost()
-        .args(["fleet", "nosuchbench"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no benchmark"));
+    common::fails_saying(
+        opcost().args(["fleet", "--label", "other"]),
+        2,
+        &["no complete run labelled 'other'"],
+    );
+    common::fails_saying(
+        opcost().args(["fleet", "nosuchbench"]),
+        2,
+        &["no benchmark"],
+    );
     opcost()
         .args(["fleet", "--label", "fleet-test", "--format", "csv"])
         .assert()
@@ -121,8 +112,7 @@ fn fleet_refuses_what_it_cannot_show() {
 
 #[test]
 fn a_report_of_several_hosts_has_the_fleet_section_with_the_outlier() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("fleet.db");
+    let (dir, db) = common::scratch("fleet.db");
     let mut store = Store::open(&db).unwrap();
     let runs = common::fleet_runs(6, 3);
     for d in &runs {

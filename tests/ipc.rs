@@ -6,6 +6,8 @@
 //! Never asserts absolute times: only structure, units, signs, and
 //! orderings that physics guarantees with a wide margin.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Stdio;
@@ -82,6 +84,38 @@ fn leftovers(mark: &str) -> Vec<String> {
     }
 }
 
+/// What a run of a test may leave behind, noted before it starts: its
+/// marker, the /dev/shm entries and the System V objects.
+struct Before {
+    mark: String,
+    shm: BTreeSet<String>,
+    sysv: BTreeSet<String>,
+}
+
+impl Before {
+    /// Notes them for the test `test`.
+    fn run_of(test: &str) -> Before {
+        Before {
+            mark: marker(test),
+            shm: shm_entries(),
+            sysv: sysv_objects(),
+        }
+    }
+
+    /// Asserts that no process carrying the marker, no /dev/shm entry and no
+    /// System V object outlives the run.
+    #[track_caller]
+    fn assert_nothing_left(&self) {
+        assert_eq!(
+            leftovers(&self.mark),
+            Vec::<String>::new(),
+            "processes left behind"
+        );
+        assert_eq!(shm_entries(), self.shm, "/dev/shm entries left behind");
+        assert_eq!(sysv_objects(), self.sysv, "System V objects left behind");
+    }
+}
+
 /// The opcost entries in /dev/shm.
 fn shm_entries() -> BTreeSet<String> {
     std::fs::read_dir("/dev/shm")
@@ -128,12 +162,10 @@ fn read_doc(path: &Path) -> Value {
 #[test]
 fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     let _turn = serial();
-    let mark = marker("quick");
-    let shm_before = shm_entries();
-    let sysv_before = sysv_objects();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("ipc.json");
-    opcost(&mark)
+    let before = Before::run_of("quick");
+    let mark = &before.mark;
+    let (_dir, json) = common::scratch("ipc.json");
+    opcost(mark)
         .args(["run", "ipc", "--profile", "quick", "--no-save", "--json"])
         .arg(&json)
         .timeout(Duration::from_secs(120))
@@ -175,12 +207,7 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
         );
         assert_eq!(r["details"]["placement"], placement, "{id}");
         if id.contains(".tput/") {
-            assert_eq!(r["unit"], "B/s", "{id}");
-            assert_eq!(
-                r["bytes_per_op"].as_f64(),
-                r["params"]["size"].as_f64(),
-                "{id}"
-            );
+            common::assert_bytes_per_second(r, id);
         } else {
             assert!(id.contains(".rtt/"), "{id}");
             assert_eq!(r["unit"], "ns/op", "{id}");
@@ -218,17 +245,9 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     }
 
     // Findings are there, finite, and of this area.
-    let findings: Vec<&Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["area"] == "ipc")
-        .collect();
+    let findings = common::findings_of(&doc, "ipc");
     assert!(
-        findings.iter().any(|f| f["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("throughput at 64KiB")),
+        common::any_starts_with(findings.iter().copied(), "throughput at 64KiB"),
         "{findings:#?}"
     );
     assert!(
@@ -245,30 +264,23 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
     }
     if by_id.contains_key("ipc.sigqueue.rtt/same") && by_id.contains_key("ipc.futex.rtt/same") {
         assert!(
-            findings.iter().any(|f| f["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("notification round trip (same-cpu)")),
+            common::any_starts_with(
+                findings.iter().copied(),
+                "notification round trip (same-cpu)"
+            ),
             "{findings:#?}"
         );
     }
 
     // Nothing outlives the run.
-    assert_eq!(
-        leftovers(&mark),
-        Vec::<String>::new(),
-        "processes left behind"
-    );
-    assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
-    assert_eq!(sysv_objects(), sysv_before, "System V objects left behind");
+    before.assert_nothing_left();
 }
 
 #[test]
 fn one_allowed_cpu_skips_cross_cpu_and_says_why() {
     let _turn = serial();
     let mark = marker("onecpu");
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("ipc.json");
+    let (_dir, json) = common::scratch("ipc.json");
     opcost(&mark)
         .args([
             "run",
@@ -283,12 +295,7 @@ fn one_allowed_cpu_skips_cross_cpu_and_says_why() {
         .assert()
         .success();
     let doc = read_doc(&json);
-    let ids: Vec<&str> = doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
+    let ids = common::strings_of(&doc, "results", "id");
     assert_eq!(ids, ["ipc.pipe.rtt/8B/same", "ipc.eventfd.rtt/same"]);
     let skipped = doc["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 2, "{skipped:#?}");
@@ -307,13 +314,12 @@ fn one_allowed_cpu_skips_cross_cpu_and_says_why() {
 #[test]
 fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
     let _turn = serial();
-    let mark = marker("ctrlc");
-    let shm_before = shm_entries();
-    let sysv_before = sysv_objects();
+    let before = Before::run_of("ctrlc");
+    let mark = &before.mark;
     let bin = assert_cmd::cargo::cargo_bin("opcost");
     let mut child = std::process::Command::new(bin)
         .args(["run", "ipc", "--profile", "default", "--no-save"])
-        .env("OPCOST_IPC_TEST_MARK", &mark)
+        .env("OPCOST_IPC_TEST_MARK", mark)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -323,7 +329,7 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
     // peer is forked by the round's worker, so it is a grandchild of the run.
     let run = child.id().to_string();
     let peers = || {
-        let marked = marked_processes(&mark);
+        let marked = marked_processes(mark);
         marked
             .iter()
             .filter(|p| {
@@ -360,20 +366,14 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));
-    assert_eq!(
-        leftovers(&mark),
-        Vec::<String>::new(),
-        "processes left behind"
-    );
-    assert_eq!(shm_entries(), shm_before, "/dev/shm entries left behind");
-    assert_eq!(sysv_objects(), sysv_before, "System V objects left behind");
+    before.assert_nothing_left();
 }
 
 #[test]
 fn a_mistyped_ipc_pattern_is_a_usage_error_with_suggestions() {
-    opcost(&marker("typo"))
-        .args(["run", "icp.pipe", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("ipc.pipe"));
+    common::fails_saying(
+        opcost(&marker("typo")).args(["run", "icp.pipe", "--no-save"]),
+        2,
+        &["ipc.pipe"],
+    );
 }

@@ -2,6 +2,8 @@
 //! the quick profile once, then check the document's structure, units and
 //! the orderings physics guarantees (with wide margins), never absolute times.
 
+mod common;
+
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
@@ -10,26 +12,15 @@ use serde_json::Value;
 /// The JSON document of one `opcost run memory cpu --profile quick --json`.
 fn quick_run() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("run.json");
-        Command::cargo_bin("opcost")
-            .expect("binary")
-            .args([
-                "run",
-                "memory",
-                "cpu",
-                "--profile",
-                "quick",
-                "--no-save",
-                "--json",
-            ])
-            .arg(&path)
-            .assert()
-            .success();
-        let text = std::fs::read_to_string(&path).expect("json written");
-        serde_json::from_str(&text).expect("json parses")
-    })
+    DOC.get_or_init(|| common::run_doc(["run", "memory", "cpu", "--profile", "quick"]))
+}
+
+/// The results of the quick run whose id starts with `prefix`.
+fn results_starting(prefix: &str) -> Vec<&'static Value> {
+    results()
+        .iter()
+        .filter(|r| r["id"].as_str().is_some_and(|id| id.starts_with(prefix)))
+        .collect()
 }
 
 fn results() -> &'static Vec<Value> {
@@ -105,14 +96,7 @@ fn a_one_kib_working_set_is_faster_than_the_largest_one() {
 
 #[test]
 fn bandwidths_are_positive_below_a_sane_ceiling_and_say_their_accounting() {
-    let bw: Vec<&Value> = results()
-        .iter()
-        .filter(|r| {
-            r["id"]
-                .as_str()
-                .is_some_and(|id| id.starts_with("memory.bandwidth."))
-        })
-        .collect();
+    let bw: Vec<&Value> = results_starting("memory.bandwidth.");
     assert!(bw.len() >= 10, "only {} bandwidth results", bw.len());
     for r in bw {
         assert_eq!(r["unit"], "B/s");
@@ -203,25 +187,14 @@ fn a_working_set_too_large_for_the_quick_profile_is_refused_as_usage() {
 
 #[test]
 fn all_cpu_bandwidth_is_skipped_with_a_reason_when_pinned() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("pinned.json");
-    Command::cargo_bin("opcost")
-        .expect("binary")
-        .args([
-            "run",
-            "memory.bandwidth.read/threads=all",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--cpu",
-            "0",
-            "--json",
-        ])
-        .arg(&path)
-        .assert()
-        .success();
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("parses");
+    let doc = common::run_doc([
+        "run",
+        "memory.bandwidth.read/threads=all",
+        "--profile",
+        "quick",
+        "--cpu",
+        "0",
+    ]);
     let skipped = doc["skipped"].as_array().expect("skipped");
     // Fixed slices and dynamic hand-out (the pattern is a prefix of both).
     assert_eq!(skipped.len(), 2, "{skipped:?}");
@@ -392,14 +365,7 @@ fn lock_atomic_and_dispatch_rows_are_measured_with_their_placement_and_cycles() 
 
 #[test]
 fn the_aliasing_sweep_records_its_geometry_and_states_the_page_stride_finding() {
-    let points: Vec<&Value> = results()
-        .iter()
-        .filter(|r| {
-            r["id"]
-                .as_str()
-                .is_some_and(|id| id.starts_with("memory.alias.stride/"))
-        })
-        .collect();
+    let points: Vec<&Value> = results_starting("memory.alias.stride/");
     assert!(points.len() >= 11, "only {} stride points", points.len());
     for r in &points {
         assert_eq!(r["unit"], "ns/op");

@@ -1,6 +1,8 @@
 //! `opcost serve` and `opcost run net --peer`: the responder end to end,
 //! and how it treats wrong tokens, garbage and oversized requests.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command as StdCommand, Stdio};
@@ -153,6 +155,18 @@ struct NetNs {
     far: String,
 }
 
+/// The namespace of `slot` (see [`NetNs::create`]), or `None` after saying
+/// why the test is skipped (no root, no `ip`...).
+fn namespace_or_skip(slot: u32) -> Option<NetNs> {
+    match NetNs::create(slot) {
+        Ok(ns) => Some(ns),
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            None
+        }
+    }
+}
+
 impl NetNs {
     /// Why not, when the machine cannot (not root, no `ip`, no veth).
     fn create(slot: u32) -> Result<NetNs, String> {
@@ -213,12 +227,8 @@ impl Drop for NetNs {
 
 #[test]
 fn peer_run_reaches_serve_in_another_network_namespace() {
-    let ns = match NetNs::create(0) {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipping: {why}");
-            return;
-        }
+    let Some(ns) = namespace_or_skip(0) else {
+        return;
     };
     // Declared after the namespace, so dropped (killed) before it goes.
     let serve = Serve::launch(&["ip", "netns", "exec", &ns.name], &ns.far, &[]);
@@ -263,13 +273,14 @@ fn refusals_have_reasons_and_the_server_survives_them() {
     let ok = serve.ask(&hello(TOKEN));
     assert!(ok.contains("\"ok\":true"), "{ok}");
     // The client reports a wrong token as a failure, not as results.
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net", "--peer", &serve.addr(), "--token", "bad"])
-        .args(["--profile", "quick", "--no-save"])
-        .assert()
-        .code(1)
-        .stderr(predicates::str::contains("wrong token"));
+    common::fails_saying(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .args(["run", "net", "--peer", &serve.addr(), "--token", "bad"])
+            .args(["--profile", "quick", "--no-save"]),
+        1,
+        &["wrong token"],
+    );
     let log = serve.stop();
     for why in [
         "wrong token",
@@ -328,18 +339,24 @@ fn memory_stays_bounded_under_100_garbage_connections() {
 
 #[test]
 fn peer_benchmarks_need_peer_and_token() {
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net.peer", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--peer"));
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net", "--peer", "127.0.0.1:1", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--token"));
+    common::fails_saying(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .args(["run", "net.peer", "--no-save"]),
+        2,
+        &["--peer"],
+    );
+    common::fails_saying(
+        Command::cargo_bin("opcost").unwrap().args([
+            "run",
+            "net",
+            "--peer",
+            "127.0.0.1:1",
+            "--no-save",
+        ]),
+        2,
+        &["--token"],
+    );
     Command::cargo_bin("opcost")
         .unwrap()
         .args(["serve", "--listen", "nonsense"])
@@ -349,8 +366,7 @@ fn peer_benchmarks_need_peer_and_token() {
 
 /// `opcost run IDS --peer ADDR` at quick; its JSON document.
 fn peer_run(addr: &str, ids: &[&str]) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (_dir, json) = common::scratch("run.json");
     Command::cargo_bin("opcost")
         .unwrap()
         .arg("run")
@@ -361,7 +377,7 @@ fn peer_run(addr: &str, ids: &[&str]) -> serde_json::Value {
         .arg(&json)
         .assert()
         .success();
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 /// A client that sends `request` one byte every `gap` and returns how long
@@ -440,15 +456,10 @@ fn trickling_clients_are_closed_at_the_deadline_and_a_real_client_still_runs() {
 
 #[test]
 fn icmp_echo_measures_the_kernel_responder_of_a_namespace() {
-    let ns = match NetNs::create(1) {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipping: {why}");
-            return;
-        }
+    let Some(ns) = namespace_or_skip(1) else {
+        return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (_dir, json) = common::scratch("run.json");
     Command::cargo_bin("opcost")
         .unwrap()
         .args(["run", "net", "--target", &ns.far, "--max-pps", "2000"])
@@ -458,8 +469,7 @@ fn icmp_echo_measures_the_kernel_responder_of_a_namespace() {
         .timeout(Duration::from_secs(120))
         .assert()
         .success();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: serde_json::Value = common::read_json(&json);
     let results = doc["results"].as_array().unwrap();
     // Only the target rows run with --target.
     assert!(
@@ -539,10 +549,11 @@ fn bad_targets_exit_2_with_the_reason() {
             .stderr(predicates::str::contains(message));
     }
     // Without --target the rows do not run, and asking for them says why.
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "net.target", "--no-save"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--target HOST"));
+    common::fails_saying(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .args(["run", "net.target", "--no-save"]),
+        2,
+        &["--target HOST"],
+    );
 }

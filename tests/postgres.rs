@@ -134,8 +134,7 @@ fn store_round_trip_migrations_and_refusals() {
 fn push_is_idempotent_and_every_read_command_works_on_the_pushed_runs() {
     let c = pg::Cluster::start(&[]);
     let shared = c.new_database("shared");
-    let home = tempfile::tempdir().unwrap();
-    let local = home.path().join("local.db");
+    let (home, local) = common::scratch("local.db");
     let local_s = local.to_str().unwrap();
     {
         let mut s = Store::open(&local).unwrap();
@@ -164,18 +163,14 @@ fn push_is_idempotent_and_every_read_command_works_on_the_pushed_runs() {
         ));
 
     // runs, show, export, compare, report against the database.
-    opcost(&shared, home.path())
-        .arg("runs")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("aaaa0001"))
-        .stdout(predicate::str::contains("bbbb0002"))
-        .stdout(predicate::str::contains("2 runs in postgresql:///shared"));
-    opcost(&shared, home.path())
-        .args(["show", "aaaa"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("syscall.getpid.raw"));
+    common::prints(
+        opcost(&shared, home.path()).arg("runs"),
+        &["aaaa0001", "bbbb0002", "2 runs in postgresql:///shared"],
+    );
+    common::prints(
+        opcost(&shared, home.path()).args(["show", "aaaa"]),
+        &["syscall.getpid.raw"],
+    );
     let exported = opcost(&shared, home.path())
         .args(["export", "host:box-b"])
         .output()
@@ -183,19 +178,17 @@ fn push_is_idempotent_and_every_read_command_works_on_the_pushed_runs() {
     assert!(exported.status.success());
     let back = RunDoc::from_json(std::str::from_utf8(&exported.stdout).unwrap()).unwrap();
     assert_eq!(back, common::run_b(), "a pushed run comes back equal");
-    opcost(&shared, home.path())
-        .args([
+    common::prints(
+        opcost(&shared, home.path()).args([
             "compare",
             "aaaa0001",
             "bbbb0002",
             "syscall.getpid",
             "--format",
             "csv",
-        ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("syscall.getpid.raw"))
-        .stdout(predicate::str::contains("slower"));
+        ]),
+        &["syscall.getpid.raw", "slower"],
+    );
     let html = home.path().join("r.html");
     opcost(&shared, home.path())
         .args(["report", "aaaa0001", "bbbb0002", "-o"])
@@ -221,12 +214,11 @@ fn push_is_idempotent_and_every_read_command_works_on_the_pushed_runs() {
     clash.run.label = Some("not the same".into());
     let f = home.path().join("clash.json");
     clash.write_json(&f).unwrap();
-    opcost(&shared, home.path())
-        .arg("import")
-        .arg(&f)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("different run with id aaaa0001"));
+    common::fails_saying(
+        opcost(&shared, home.path()).arg("import").arg(&f),
+        1,
+        &["different run with id aaaa0001"],
+    );
 
     // Pushing from the database to a new SQLite file works the other way.
     let copy = home.path().join("copy.db");
@@ -261,21 +253,21 @@ fn push_is_idempotent_and_every_read_command_works_on_the_pushed_runs() {
     assert_eq!(pg_rows, lite_rows);
 
     // Usage errors.
-    opcost(local_s, home.path())
-        .args(["push", "--to", local_s])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("the history the runs come from"));
+    common::fails_saying(
+        opcost(local_s, home.path()).args(["push", "--to", local_s]),
+        2,
+        &["the history the runs come from"],
+    );
     opcost(local_s, home.path())
         .args(["push", "--to", "mysql://u:hunter2@h/x"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("hunter2").not());
-    opcost(local_s, home.path())
-        .args(["push", "x.json", "--to", &shared])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("opcost import"));
+    common::fails_saying(
+        opcost(local_s, home.path()).args(["push", "x.json", "--to", &shared]),
+        2,
+        &["opcost import"],
+    );
 }
 
 #[test]
@@ -307,8 +299,7 @@ fn fleet_of_200_hosts_on_postgres_finds_the_clocksource_outlier() {
 fn trend_on_postgres_gives_what_it_gives_on_sqlite() {
     let c = pg::Cluster::start(&[]);
     let shared = c.new_database("trend");
-    let home = tempfile::tempdir().unwrap();
-    let local = home.path().join("trend.db");
+    let (home, local) = common::scratch("trend.db");
     let runs = common::trend_runs(24, 16);
     for db in [shared.clone(), local.display().to_string()] {
         let mut h = History::open(Some(&Location::parse(&db).unwrap())).unwrap();
@@ -319,14 +310,11 @@ fn trend_on_postgres_gives_what_it_gives_on_sqlite() {
         assert_eq!(out.iter().filter(|o| o.result.is_ok()).count(), 24);
     }
     let json = |db: &str| {
-        let out = opcost(db, home.path())
-            .args(["trend", "--format", "json", "--since", "2026-03-02"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = common::succeeded(
+            opcost(db, home.path())
+                .args(["trend", "--format", "json", "--since", "2026-03-02"])
+                .output()
+                .unwrap(),
         );
         String::from_utf8(out.stdout).unwrap()
     };
@@ -340,11 +328,11 @@ fn trend_on_postgres_gives_what_it_gives_on_sqlite() {
     );
     assert_eq!(a["change_points"][0]["run"], runs[16].run.id.as_str());
     assert_eq!(a["change_points"][0]["env_changes"][0]["fact"], "kernel");
-    opcost(&shared, home.path())
-        .args(["trend", "--host", "nosuch"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("its hosts: vm"));
+    common::fails_saying(
+        opcost(&shared, home.path()).args(["trend", "--host", "nosuch"]),
+        2,
+        &["its hosts: vm"],
+    );
 }
 
 #[test]
@@ -364,7 +352,7 @@ fn an_unreachable_database_is_a_clear_error_and_the_run_is_kept_locally() {
         ))
         .stderr(predicate::str::contains("hunter2").not());
     opcost(bad, home.path())
-        .args(["run", "syscall.function_call", "--profile", "quick"])
+        .args(common::QUICK_RUN)
         .assert()
         .code(1)
         .stderr(predicate::str::contains("saved as run"))
@@ -390,14 +378,8 @@ fn a_run_with_a_database_url_is_saved_locally_and_copied() {
     let shared = c.new_database("runs");
     let home = tempfile::tempdir().unwrap();
     opcost(&shared, home.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--label",
-            "copied",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--label", "copied"])
         .assert()
         .success()
         .stderr(predicate::str::contains("saved as run"))
@@ -415,8 +397,7 @@ fn tls_is_used_when_the_url_requires_it_and_the_certificate_is_checked() {
         .map(|a| a.port())
         .unwrap();
     let (c, cert) = pg::Cluster::start_tls(port);
-    let home = tempfile::tempdir().unwrap();
-    let ca = home.path().join("ca.pem");
+    let (home, ca) = common::scratch("ca.pem");
     std::fs::write(&ca, cert).unwrap();
     let tls = format!("postgres://opcost:hunter2@127.0.0.1:{port}/postgres?sslmode=require");
     // Trusted (the certificate is the trust store): connects, over TLS.

@@ -7,6 +7,8 @@
 //! started and failed to reap would be re-parented here instead of to init,
 //! where the scan below finds it.
 
+mod common;
+
 use std::collections::HashMap;
 use std::process::{Command as StdCommand, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -115,8 +117,7 @@ fn assert_no_descendants() {
 }
 
 fn run_json(args: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (_dir, path) = common::scratch("run.json");
     opcost()
         .args(args)
         .arg("--no-save")
@@ -129,11 +130,7 @@ fn run_json(args: &[&str]) -> Value {
 }
 
 fn median(doc: &Value, id: &str) -> Option<f64> {
-    doc["results"]
-        .as_array()?
-        .iter()
-        .find(|r| r["id"] == id)
-        .and_then(|r| r["median"].as_f64())
+    common::find_result(doc, id).and_then(|r| r["median"].as_f64())
 }
 
 fn skip_reason(doc: &Value, id: &str) -> Option<String> {
@@ -265,12 +262,7 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
     }
 
     // Findings carry a value and a unit.
-    let findings: Vec<&Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["area"] == "process")
-        .collect();
+    let findings = common::findings_of(&doc, "process");
     assert!(!findings.is_empty());
     for f in &findings {
         assert!(f["value"].as_f64().unwrap().is_finite(), "{f}");
@@ -360,16 +352,7 @@ fn ctrl_c_during_the_suite_leaves_no_child() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(1500));
-        // SAFETY: signalling our own child.
-        let r = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        assert_eq!(r, 0);
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(130),
-            "{patterns:?}: stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::interrupt(child, &format!("{patterns:?}: "));
         assert_no_descendants();
     }
 }
@@ -392,28 +375,18 @@ fn list_shows_every_growth_point() {
     let _g = serial();
     let out = opcost().args(["list", "process"]).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
-    for m in GROWTH_METHODS {
-        for p in GROWTH_POINTS {
-            let id = format!("process.{m}/rss={p}");
-            assert!(text.contains(&id), "{id} not listed");
-        }
-    }
-    for m in HELPER_METHODS {
-        for p in GROWTH_POINTS {
-            let id = format!("process.{m}/rss={p}");
-            assert!(text.contains(&id), "{id} not listed");
-        }
-    }
-    for m in FD_METHODS {
-        for p in FD_POINTS {
-            let id = format!("process.fds.{m}/fds={p}");
-            assert!(text.contains(&id), "{id} not listed");
-        }
-    }
-    for how in NOFILE_ROWS {
-        for p in NOFILE_POINTS {
-            let id = format!("process.nofile.{how}/nofile={p}");
-            assert!(text.contains(&id), "{id} not listed");
+    let sweeps: [(&str, &[&str], &str, &[&str]); 4] = [
+        ("process.", &GROWTH_METHODS, "rss", &GROWTH_POINTS),
+        ("process.", &HELPER_METHODS, "rss", &GROWTH_POINTS),
+        ("process.fds.", &FD_METHODS, "fds", &FD_POINTS),
+        ("process.nofile.", &NOFILE_ROWS, "nofile", &NOFILE_POINTS),
+    ];
+    for (prefix, names, param, points) in sweeps {
+        for m in names {
+            for p in points {
+                let id = format!("{prefix}{m}/{param}={p}");
+                assert!(text.contains(&id), "{id} not listed");
+            }
         }
     }
     assert!(text.contains("process.switch.pingpong_process"));

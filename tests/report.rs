@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
+use opcost::document::RunDoc;
 use predicates::prelude::*;
 
 fn opcost(db: &Path) -> Command {
@@ -19,23 +20,34 @@ fn opcost(db: &Path) -> Command {
     c
 }
 
-/// Writes runs A and B as JSON and renders a report of both.
-fn two_run_report(dir: &Path) -> (PathBuf, String) {
-    let a = dir.join("a.json");
-    let b = dir.join("b.json");
-    common::run_a().write_json(&a).unwrap();
-    common::run_b().write_json(&b).unwrap();
-    let out = dir.join("report.html");
+/// Writes each of `docs` as JSON to `dir/NAME` and renders a report of them
+/// all to `dir/out`: the report's path and opcost's stderr.
+fn render(dir: &Path, docs: &[(String, &RunDoc)], out: &str) -> (PathBuf, String) {
+    let mut files = Vec::new();
+    for (name, d) in docs {
+        let p = dir.join(name);
+        d.write_json(&p).unwrap();
+        files.push(p);
+    }
+    let out = dir.join(out);
     let assert = opcost(&dir.join("h.db"))
         .arg("report")
-        .arg(&a)
-        .arg(&b)
+        .args(&files)
         .arg("-o")
         .arg(&out)
         .assert()
         .success();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     (out, stderr)
+}
+
+/// Writes runs A and B as JSON and renders a report of both.
+fn two_run_report(dir: &Path) -> (PathBuf, String) {
+    let docs = [
+        ("a.json".to_string(), &common::run_a()),
+        ("b.json".to_string(), &common::run_b()),
+    ];
+    render(dir, &docs, "report.html")
 }
 
 #[test]
@@ -85,12 +97,8 @@ fn report_has_a_chart_per_figure_and_needs_no_network() {
 
 #[test]
 fn report_of_a_real_saved_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    opcost(&db)
-        .args(["run", "syscall.function_call", "--profile", "quick"])
-        .assert()
-        .success();
+    let (dir, db) = common::scratch("h.db");
+    opcost(&db).args(common::QUICK_RUN).assert().success();
     let out = dir.path().join("r.html");
     opcost(&db)
         .args(["report", "-o"])
@@ -104,32 +112,32 @@ fn report_of_a_real_saved_run() {
 
 #[test]
 fn report_refuses_bad_requests() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     let out = dir.path().join("r.html");
-    opcost(&db)
-        .args(["report", "-o"])
-        .arg(&out)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no runs yet"));
-    opcost(&db)
-        .args(["report", "-o"])
-        .arg(dir.path().join("missing/r.html"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("does not exist"));
+    common::fails_saying(
+        opcost(&db).args(["report", "-o"]).arg(&out),
+        2,
+        &["no runs yet"],
+    );
+    common::fails_saying(
+        opcost(&db)
+            .args(["report", "-o"])
+            .arg(dir.path().join("missing/r.html")),
+        2,
+        &["does not exist"],
+    );
     let a = dir.path().join("a.json");
     common::run_a().write_json(&a).unwrap();
-    opcost(&db)
-        .arg("report")
-        .arg(&a)
-        .arg(&a)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("given twice"));
+    common::fails_saying(
+        opcost(&db)
+            .arg("report")
+            .arg(&a)
+            .arg(&a)
+            .arg("-o")
+            .arg(&out),
+        2,
+        &["given twice"],
+    );
     assert!(!out.exists());
 }
 
@@ -302,6 +310,16 @@ fn screenshot(report: &Path, dir: &Path, name: &str) {
     }
 }
 
+/// The ids of the report's sections, top down, as the browser probe saw them.
+fn sections(probe: &serde_json::Value) -> Vec<&str> {
+    probe["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect()
+}
+
 /// The position of `needle` in `html`, or a failure naming it.
 fn at(html: &str, needle: &str) -> usize {
     html.find(needle)
@@ -320,16 +338,7 @@ fn report_renders_its_charts_in_a_browser() {
 fn one_run_reads_top_down_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     let docs = common::real_runs(1);
-    let a = dir.path().join("a.json");
-    docs[0].write_json(&a).unwrap();
-    let out = dir.path().join("one.html");
-    opcost(&dir.path().join("h.db"))
-        .arg("report")
-        .arg(&a)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
+    let (out, _) = render(dir.path(), &[("a.json".to_string(), &docs[0])], "one.html");
     let html = std::fs::read_to_string(&out).unwrap();
     // Headline and score, then the areas, the findings, the hosts; no comparison.
     let glance = at(&html, "<section id=\"glance\">");
@@ -354,12 +363,7 @@ fn one_run_reads_top_down_in_a_browser() {
         list.contains("<tr class=\"overall\"><th>overall</th><td class=\"num score\">1.00</td>")
     );
     let probe = probe_in_browser(&out, dir.path());
-    let sections: Vec<&str> = probe["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s.as_str())
-        .collect();
+    let sections = sections(&probe);
     // The runs' legend is in the header; the first section is the glance.
     assert_eq!(sections.first(), Some(&"glance"), "{sections:?}");
     assert_eq!(sections.last(), Some(&"hosts"), "{sections:?}");
@@ -377,20 +381,13 @@ fn one_run_reads_top_down_in_a_browser() {
 #[test]
 fn three_runs_read_top_down_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = Vec::new();
-    for (i, d) in common::real_runs(3).iter().enumerate() {
-        let p = dir.path().join(format!("r{i}.json"));
-        d.write_json(&p).unwrap();
-        args.push(p);
-    }
-    let out = dir.path().join("three.html");
-    opcost(&dir.path().join("h.db"))
-        .arg("report")
-        .args(&args)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
+    let runs = common::real_runs(3);
+    let docs: Vec<(String, &RunDoc)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (format!("r{i}.json"), d))
+        .collect();
+    let (out, _) = render(dir.path(), &docs, "three.html");
     let html = std::fs::read_to_string(&out).unwrap();
     let glance = at(&html, "<section id=\"glance\">");
     let comparison = at(&html, "<section id=\"comparison\">");
@@ -417,16 +414,11 @@ fn three_runs_read_top_down_in_a_browser() {
             || html.matches("<polyline").count() > html.matches("data-kind=\"sweep\"").count() * 3
     );
     let probe = probe_in_browser(&out, dir.path());
-    let sections: Vec<String> = probe["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s.as_str().map(String::from))
-        .collect();
+    let sections = sections(&probe);
     let pos = |id: &str| {
         sections
             .iter()
-            .position(|s| s == id)
+            .position(|s| *s == id)
             .unwrap_or_else(|| panic!("{id} in {sections:?}"))
     };
     assert!(
@@ -441,20 +433,11 @@ fn three_runs_read_top_down_in_a_browser() {
 fn runs_of_one_host_over_time_get_a_trend_section_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     let runs = common::trend_runs(24, 16);
-    let mut files = Vec::new();
-    for d in &runs {
-        let f = dir.path().join(format!("{}.json", d.run.id));
-        d.write_json(&f).unwrap();
-        files.push(f);
-    }
-    let out = dir.path().join("report.html");
-    opcost(&dir.path().join("h.db"))
-        .arg("report")
-        .args(&files)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
+    let docs: Vec<(String, &RunDoc)> = runs
+        .iter()
+        .map(|d| (format!("{}.json", d.run.id), d))
+        .collect();
+    let (out, _) = render(dir.path(), &docs, "report.html");
     let html = std::fs::read_to_string(&out).unwrap();
     // One chart: the series that stepped, its mark and what changed.
     assert_eq!(html.matches("data-kind=\"trend\"").count(), 1);
@@ -463,12 +446,7 @@ fn runs_of_one_host_over_time_get_a_trend_section_in_a_browser() {
     assert!(html.contains(&format!("from run {}", runs[16].run.id)));
     assert!(at(&html, "<section id=\"trend\">") < at(&html, "id=\"findings\""));
     let probe = probe_in_browser(&out, dir.path());
-    let sections: Vec<&str> = probe["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s.as_str())
-        .collect();
+    let sections = sections(&probe);
     assert!(sections.contains(&"trend"), "{sections:?}");
     screenshot(&out, dir.path(), "trend.png");
 }

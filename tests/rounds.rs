@@ -3,6 +3,8 @@
 //! SIGKILL midway leaves its completed results in the history, marked
 //! incomplete in `runs`, `show` and `compare`.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command as Std, Stdio};
 use std::time::{Duration, Instant};
@@ -19,24 +21,23 @@ fn opcost(db: &Path) -> Command {
 
 #[test]
 fn a_run_records_its_rounds_and_the_canary() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    opcost(&dir.path().join("h.db"))
-        .args(["run", "syscall.getpid", "syscall.function_call"])
-        .args([
-            "--profile",
-            "quick",
-            "--rounds",
-            "4",
-            "--seed",
-            "7",
-            "--json",
-        ])
-        .arg(&json)
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("machine "));
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (dir, json) = common::scratch("run.json");
+    common::prints(
+        opcost(&dir.path().join("h.db"))
+            .args(["run", "syscall.getpid", "syscall.function_call"])
+            .args([
+                "--profile",
+                "quick",
+                "--rounds",
+                "4",
+                "--seed",
+                "7",
+                "--json",
+            ])
+            .arg(&json),
+        &["machine "],
+    );
+    let doc: Value = common::read_json(&json);
     // The order's seed is recorded, so the order can be repeated.
     assert_eq!(doc["run"]["order_seed"], 7);
     let st = &doc["stability"];
@@ -112,15 +113,14 @@ fn a_run_records_its_rounds_and_the_canary() {
 
 #[test]
 fn one_process_measures_every_round_in_the_run_itself() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (dir, json) = common::scratch("run.json");
     opcost(&dir.path().join("h.db"))
         .args(["run", "syscall.getpid.raw", "--profile", "quick"])
         .args(["--one-process", "--no-save", "--json"])
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     let rounds = doc["results"][0]["rounds"].as_array().unwrap();
     assert!(rounds.len() >= 3);
     assert!(
@@ -142,8 +142,7 @@ fn partial_results(db: &Path) -> i64 {
 
 #[test]
 fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     // A temp dir of its own, to see what the kill leaves there.
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
@@ -172,11 +171,7 @@ fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    opcost(&db)
-        .arg("runs")
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("incomplete"));
+    common::prints(opcost(&db).arg("runs"), &["incomplete"]);
     let out = opcost(&db)
         .args(["show", "latest", "--format", "json"])
         .output()
@@ -189,29 +184,19 @@ fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
     for r in results {
         assert!(r["median"].as_f64().unwrap() > 0.0);
     }
-    opcost(&db)
-        .args(["show", "latest"])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("incomplete"));
-    opcost(&db)
-        .args(["compare", "latest", "latest"])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("incomplete"));
+    common::prints(opcost(&db).args(["show", "latest"]), &["incomplete"]);
+    common::prints(
+        opcost(&db).args(["compare", "latest", "latest"]),
+        &["incomplete"],
+    );
 
     // The killed run's temp dir is left behind; the next run removes it.
     let left = || std::fs::read_dir(&tmp).unwrap().count();
     assert_eq!(left(), 1, "the killed run left no temp dir");
     opcost(&db)
         .env("TMPDIR", &tmp)
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--no-save",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--no-save"])
         .assert()
         .success()
         .stderr(predicates::str::contains("left by a run that was killed"));
@@ -220,13 +205,9 @@ fn a_run_killed_midway_keeps_its_completed_results_marked_incomplete() {
 
 #[test]
 fn compare_accepts_several_runs_per_side() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     for _ in 0..4 {
-        opcost(&db)
-            .args(["run", "syscall.function_call", "--profile", "quick"])
-            .assert()
-            .success();
+        opcost(&db).args(common::QUICK_RUN).assert().success();
     }
     let out = opcost(&db).args(["runs", "--limit", "0"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
@@ -239,14 +220,11 @@ fn compare_accepts_several_runs_per_side() {
     assert_eq!(ids.len(), 4, "{text}");
     let a = format!("{},{}", ids[0], ids[1]);
     let b = format!("{},{}", ids[2], ids[3]);
-    let out = opcost(&db)
-        .args(["compare", &a, &b, "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeeded(
+        opcost(&db)
+            .args(["compare", &a, &b, "--format", "json"])
+            .output()
+            .unwrap(),
     );
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["a_runs"].as_array().unwrap().len(), 2);
@@ -265,34 +243,30 @@ fn compare_accepts_several_runs_per_side() {
         .args(["compare", &format!("host:{host}@2"), "latest"])
         .assert()
         .success();
-    opcost(&db)
-        .args(["compare", &format!("host:{host}@x"), "latest"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("after @"));
+    common::fails_saying(
+        opcost(&db).args(["compare", &format!("host:{host}@x"), "latest"]),
+        2,
+        &["after @"],
+    );
 }
 
 #[test]
 fn ab_alternates_two_settings_and_compares_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    let out = opcost(&db)
-        .args(["ab", "syscall.function_call", "--profile", "quick"])
-        .args([
-            "--rounds",
-            "3",
-            "--a-env",
-            "OPCOST_AB=1",
-            "--b-env",
-            "OPCOST_AB=2",
-        ])
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (_dir, db) = common::scratch("h.db");
+    let out = common::succeeded(
+        opcost(&db)
+            .args(["ab", "syscall.function_call", "--profile", "quick"])
+            .args([
+                "--rounds",
+                "3",
+                "--a-env",
+                "OPCOST_AB=1",
+                "--b-env",
+                "OPCOST_AB=2",
+            ])
+            .args(["--format", "json"])
+            .output()
+            .unwrap(),
     );
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &c["rows"][0];
@@ -303,51 +277,42 @@ fn ab_alternates_two_settings_and_compares_them() {
     assert_eq!(c["threshold"], 0.02, "ab's own threshold");
     assert!(c["a"]["label"].as_str().unwrap().contains("OPCOST_AB=1"));
     // Both sides are in the history, labelled with their setting.
-    opcost(&db)
-        .arg("runs")
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("OPCOST_AB=2"));
+    common::prints(opcost(&db).arg("runs"), &["OPCOST_AB=2"]);
     // The same setting twice, and a wrapper that does not exist, are refused.
-    opcost(&db)
-        .args([
+    common::fails_saying(
+        opcost(&db).args([
             "ab",
             "syscall.function_call",
             "--a-cpu",
             "0",
             "--b-cpu",
             "0",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("the same"));
-    opcost(&db)
-        .args(["ab", "syscall.function_call", "--profile", "quick"])
-        .args(["--b-wrap", "no-such-wrapper-opcost"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("wrapper"));
+        ]),
+        2,
+        &["the same"],
+    );
+    common::fails_saying(
+        opcost(&db)
+            .args(["ab", "syscall.function_call", "--profile", "quick"])
+            .args(["--b-wrap", "no-such-wrapper-opcost"]),
+        2,
+        &["wrapper"],
+    );
 }
 
 #[test]
 fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
     // A UDP datagram cannot carry 64 KiB: skipped in the first round, and
     // the workers of later rounds are not asked for it again.
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (dir, json) = common::scratch("run.json");
     opcost(&dir.path().join("h.db"))
         .args(["run", "ipc.udp.tput/64KiB/same", "ipc.pipe.tput/64KiB/same"])
         .args(["--profile", "quick", "--no-save", "--json"])
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let skipped: Vec<&str> = doc["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let doc: Value = common::read_json(&json);
+    let skipped = common::strings_of(&doc, "skipped", "id");
     assert_eq!(skipped, vec!["ipc.udp.tput/64KiB/same"]);
     assert_eq!(doc["results"][0]["id"], "ipc.pipe.tput/64KiB/same");
     assert!(doc["results"][0]["rounds"].as_array().unwrap().len() >= 3);
@@ -357,18 +322,14 @@ fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
 fn a_known_slowdown_is_real_warned_of_and_seen_by_ab() {
     // OPCOST_SLOWDOWN_PCT makes every timed batch that much slower: B is
     // called slower, and its run says its figures are not the machine's.
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    let out = opcost(&db)
-        .args(["ab", "syscall.function_call", "--profile", "quick"])
-        .args(["--rounds", "4", "--a-env", "OPCOST_AB=1"])
-        .args(["--b-env", "OPCOST_SLOWDOWN_PCT=40", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (_dir, db) = common::scratch("h.db");
+    let out = common::succeeded(
+        opcost(&db)
+            .args(["ab", "syscall.function_call", "--profile", "quick"])
+            .args(["--rounds", "4", "--a-env", "OPCOST_AB=1"])
+            .args(["--b-env", "OPCOST_SLOWDOWN_PCT=40", "--format", "json"])
+            .output()
+            .unwrap(),
     );
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &c["rows"][0];
@@ -376,17 +337,12 @@ fn a_known_slowdown_is_real_warned_of_and_seen_by_ab() {
     let ratio = row["ratio"].as_f64().unwrap();
     assert!(ratio > 1.2, "{row}");
     let b = c["b"]["id"].as_str().unwrap().to_string();
-    opcost(&db)
-        .args(["show", &b])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("OPCOST_SLOWDOWN_PCT"));
+    common::prints(opcost(&db).args(["show", &b]), &["OPCOST_SLOWDOWN_PCT"]);
 }
 
 #[test]
 fn a_target_precision_bounds_the_rounds_and_refuses_nonsense() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (dir, json) = common::scratch("run.json");
     opcost(&dir.path().join("h.db"))
         .args(["run", "syscall.function_call", "syscall.getppid.raw"])
         .args([
@@ -401,7 +357,7 @@ fn a_target_precision_bounds_the_rounds_and_refuses_nonsense() {
         .arg(&json)
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     for r in doc["results"].as_array().unwrap() {
         let n = r["rounds"].as_array().unwrap().len();
         // 3 (settled a round early) to 8 (twice the planned), plus any
@@ -420,10 +376,10 @@ fn a_target_precision_bounds_the_rounds_and_refuses_nonsense() {
         "--target-precision=-1",
         "--target-precision=80",
     ] {
-        opcost(&dir.path().join("h.db"))
-            .args(["run", "syscall.function_call", bad])
-            .assert()
-            .code(2)
-            .stderr(predicates::str::contains("target-precision"));
+        common::fails_saying(
+            opcost(&dir.path().join("h.db")).args(["run", "syscall.function_call", bad]),
+            2,
+            &["target-precision"],
+        );
     }
 }

@@ -2,6 +2,8 @@
 //! location block, that nothing is left in `--dir` (also after Ctrl-C), and
 //! bad `--dir` values. They never assert absolute speeds.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
@@ -9,7 +11,6 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use predicates::str::contains;
 use serde_json::Value;
 
 /// The binary, with its history in a throw-away directory of this test
@@ -32,15 +33,14 @@ fn entries(dir: &Path) -> Vec<String> {
 /// Runs `opcost run PATTERNS --profile quick --samples 3 --dir DIR --json`
 /// and returns the document.
 fn run_json(dir: &Path, patterns: &[&str]) -> Value {
-    let out = tempfile::tempdir().unwrap();
-    let json = out.path().join("run.json");
+    let (_out, json) = common::scratch("run.json");
     let mut cmd = opcost();
     cmd.arg("run")
         .args(patterns)
         .args(["--profile", "quick", "--samples", "3"]);
     cmd.arg("--dir").arg(dir).arg("--json").arg(&json);
     cmd.timeout(Duration::from_secs(300)).assert().success();
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 #[test]
@@ -152,43 +152,29 @@ fn quick_run_parses_names_its_location_and_leaves_nothing_behind() {
     }
 }
 
+/// Asserts that a run given `dir` as --dir is a usage error saying each of `needles`.
+fn dir_is_refused(dir: &Path, needles: &[&str]) {
+    common::fails_saying(
+        opcost()
+            .args(["run", "storage.meta.stat", "--profile", "quick"])
+            .args(["--no-save", "--dir"])
+            .arg(dir),
+        2,
+        needles,
+    );
+}
+
 #[test]
 fn a_missing_dir_is_a_usage_error() {
-    let parent = tempfile::tempdir().unwrap();
-    let missing = parent.path().join("nope");
-    opcost()
-        .args([
-            "run",
-            "storage.meta.stat",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--dir",
-        ])
-        .arg(&missing)
-        .assert()
-        .code(2)
-        .stderr(contains("no such directory"))
-        .stderr(contains("create it"));
+    let (_parent, missing) = common::scratch("nope");
+    dir_is_refused(&missing, &["no such directory", "create it"]);
     assert!(!missing.exists());
 }
 
 #[test]
 fn a_file_as_dir_is_a_usage_error() {
     let f = tempfile::NamedTempFile::new().unwrap();
-    opcost()
-        .args([
-            "run",
-            "storage.meta.stat",
-            "--profile",
-            "quick",
-            "--no-save",
-            "--dir",
-        ])
-        .arg(f.path())
-        .assert()
-        .code(2)
-        .stderr(contains("not a directory"));
+    dir_is_refused(f.path(), &["not a directory"]);
 }
 
 #[test]
@@ -262,20 +248,22 @@ fn interrupt_run(dir: &Path, args: &[&str], signals: usize, delay: Duration) -> 
     status.code()
 }
 
-#[test]
-fn ctrl_c_leaves_nothing_behind() {
+/// Asserts that a run given `signals` SIGINTs exits 130 and leaves its directory empty.
+fn assert_ctrl_c_leaves_nothing(signals: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let code = interrupt(dir.path(), 1);
+    let code = interrupt(dir.path(), signals);
     assert_eq!(code, Some(130));
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 }
 
 #[test]
+fn ctrl_c_leaves_nothing_behind() {
+    assert_ctrl_c_leaves_nothing(1);
+}
+
+#[test]
 fn a_second_ctrl_c_exits_at_once_and_still_cleans_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let code = interrupt(dir.path(), 2);
-    assert_eq!(code, Some(130));
-    assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+    assert_ctrl_c_leaves_nothing(2);
 }
 
 #[test]
@@ -352,10 +340,7 @@ fn stall_rows_give_tails_idle_and_under_the_flood_with_the_dirty_limits() {
     }
     let findings = doc["findings"].as_array().unwrap();
     assert!(
-        findings.iter().any(|f| f["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("a 4 KiB write + fsync waits up to")),
+        common::any_starts_with(findings, "a 4 KiB write + fsync waits up to"),
         "{findings:#?}"
     );
 }

@@ -27,8 +27,7 @@ fn write(doc: &RunDoc, dir: &Path, name: &str) -> std::path::PathBuf {
 
 #[test]
 fn run_save_load_round_trip_is_exact() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     let mut store = Store::open(&db).unwrap();
     let a = common::run_a();
     assert_eq!(store.save(&a, None).unwrap(), Saved::New);
@@ -45,17 +44,11 @@ fn run_save_load_round_trip_is_exact() {
 
 #[test]
 fn a_real_run_is_saved_and_loads_back_equal() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     let json = dir.path().join("run.json");
     opcost(&db)
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--json",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--json"])
         .arg(&json)
         .assert()
         .success()
@@ -64,11 +57,10 @@ fn a_real_run_is_saved_and_loads_back_equal() {
     let store = Store::open(&db).unwrap();
     assert_eq!(store.load(&written.run.id).unwrap(), written);
     // `show` prints it, `runs` lists it.
-    opcost(&db)
-        .args(["show", &written.run.id[..5]])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("syscall.function_call"));
+    common::prints(
+        opcost(&db).args(["show", &written.run.id[..5]]),
+        &["syscall.function_call"],
+    );
     opcost(&db)
         .arg("runs")
         .assert()
@@ -82,27 +74,16 @@ fn no_save_leaves_no_history_and_xdg_data_home_is_the_default() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Command::cargo_bin("opcost").unwrap();
     c.env("XDG_DATA_HOME", dir.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--no-save",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--no-save"])
         .assert()
         .success()
         .stderr(predicate::str::contains("saved as").not());
     assert!(!dir.path().join("opcost").exists());
     let mut c = Command::cargo_bin("opcost").unwrap();
     c.env("XDG_DATA_HOME", dir.path())
-        .args([
-            "run",
-            "syscall.function_call",
-            "--profile",
-            "quick",
-            "--format",
-            "csv",
-        ])
+        .args(common::QUICK_RUN)
+        .args(["--format", "csv"])
         .assert()
         .success()
         .stdout(predicate::str::starts_with("run,host,id,area,unit,median"));
@@ -112,8 +93,7 @@ fn no_save_leaves_no_history_and_xdg_data_home_is_the_default() {
 
 #[test]
 fn a_history_of_schema_1_migrates_and_its_runs_still_load() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("v1.db");
+    let (_dir, db) = common::scratch("v1.db");
     let doc = common::run_a();
     {
         // A history as the first opcost wrote it: schema 1, one run.
@@ -182,8 +162,7 @@ fn migrations_run_from_an_empty_file_and_a_missing_one() {
 
 #[test]
 fn results_are_queryable_by_benchmark_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     let mut store = Store::open(&db).unwrap();
     store.save(&common::run_a(), None).unwrap();
     store.save(&common::run_b(), None).unwrap();
@@ -208,8 +187,7 @@ fn results_are_queryable_by_benchmark_id() {
 
 #[test]
 fn a_newer_history_is_refused_and_left_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     drop(Store::open(&db).unwrap());
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
@@ -218,61 +196,45 @@ fn a_newer_history_is_refused_and_left_alone() {
     let before = std::fs::read(&db).unwrap();
     let e = Store::open(&db).unwrap_err().to_string();
     assert!(e.contains("newer") && e.contains("upgrade opcost"), "{e}");
-    opcost(&db)
-        .arg("runs")
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("schema version 99"));
+    common::fails_saying(opcost(&db).arg("runs"), 1, &["schema version 99"]);
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }
 
 #[test]
 fn a_foreign_sqlite_database_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("other.db");
+    let (_dir, db) = common::scratch("other.db");
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
         conn.execute_batch("CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('mine');")
             .unwrap();
     }
     let before = std::fs::read(&db).unwrap();
-    opcost(&db)
-        .arg("runs")
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("not an opcost history"));
+    common::fails_saying(opcost(&db).arg("runs"), 1, &["not an opcost history"]);
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }
 
 #[test]
 fn a_text_file_as_db_is_refused_and_not_overwritten() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("notes.txt");
+    let (dir, db) = common::scratch("notes.txt");
     std::fs::write(&db, "my precious notes\n").unwrap();
     for args in [
         vec!["runs"],
         vec!["run", "syscall.function_call", "--profile", "quick"],
     ] {
-        opcost(&db)
-            .args(&args)
-            .assert()
-            .code(1)
-            .stderr(predicate::str::contains("is not an SQLite database"))
-            .stderr(predicate::str::contains("--db"));
+        common::fails_saying(
+            opcost(&db).args(&args),
+            1,
+            &["is not an SQLite database", "--db"],
+        );
     }
     assert_eq!(std::fs::read_to_string(&db).unwrap(), "my precious notes\n");
     // A directory is refused too.
-    opcost(dir.path())
-        .arg("runs")
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("is a directory"));
+    common::fails_saying(opcost(dir.path()).arg("runs"), 1, &["is a directory"]);
 }
 
 #[test]
 fn a_corrupt_history_says_what_to_do() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     let mut store = Store::open(&db).unwrap();
     store.save(&common::run_a(), None).unwrap();
     drop(store);
@@ -292,8 +254,7 @@ fn a_corrupt_history_says_what_to_do() {
 
 #[test]
 fn import_is_idempotent_and_conflicts_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     let a = write(&common::run_a(), dir.path(), "a.json");
     let b = write(&common::run_b(), dir.path(), "b.json");
     opcost(&db)
@@ -318,80 +279,66 @@ fn import_is_idempotent_and_conflicts_are_refused() {
     let mut changed = common::run_a();
     changed.run.label = Some("edited".into());
     let c = write(&changed, dir.path(), "changed.json");
-    opcost(&db)
-        .arg("import")
-        .arg(&c)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("changed.json"))
-        .stderr(predicate::str::contains("a different run with id aaaa0001"));
+    common::fails_saying(
+        opcost(&db).arg("import").arg(&c),
+        1,
+        &["changed.json", "a different run with id aaaa0001"],
+    );
     assert_eq!(
         Store::open(&db).unwrap().load("aaaa0001").unwrap(),
         common::run_a()
     );
-    opcost(&db)
-        .arg("runs")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("imported from"));
+    common::prints(opcost(&db).arg("runs"), &["imported from"]);
 }
 
 #[test]
 fn malformed_documents_are_named_with_their_problem() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     let good = serde_json::to_string_pretty(&common::run_a()).unwrap();
     let truncated = dir.path().join("truncated.json");
     std::fs::write(&truncated, &good[..good.len() / 2]).unwrap();
-    opcost(&db)
-        .arg("import")
-        .arg(&truncated)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("truncated.json"))
-        .stderr(predicate::str::contains("invalid JSON"));
+    common::fails_saying(
+        opcost(&db).arg("import").arg(&truncated),
+        1,
+        &["truncated.json", "invalid JSON"],
+    );
 
     let future = dir.path().join("future.json");
     std::fs::write(&future, good.replacen("\"schema\": 1", "\"schema\": 99", 1)).unwrap();
-    opcost(&db)
-        .arg("import")
-        .arg(&future)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("future.json"))
-        .stderr(predicate::str::contains("schema version 99 is newer"));
+    common::fails_saying(
+        opcost(&db).arg("import").arg(&future),
+        1,
+        &["future.json", "schema version 99 is newer"],
+    );
 
     let other = dir.path().join("other.json");
     std::fs::write(&other, r#"{"name": "not a run"}"#).unwrap();
-    opcost(&db)
-        .arg("import")
-        .arg(&other)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("not an opcost run document"));
+    common::fails_saying(
+        opcost(&db).arg("import").arg(&other),
+        1,
+        &["not an opcost run document"],
+    );
 
-    opcost(&db)
-        .arg("import")
-        .arg(dir.path().join("missing.json"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no such file"));
+    common::fails_saying(
+        opcost(&db)
+            .arg("import")
+            .arg(dir.path().join("missing.json")),
+        2,
+        &["no such file"],
+    );
 
     // The same files given to compare fail the same way.
-    opcost(&db)
-        .arg("compare")
-        .arg(&truncated)
-        .arg(&future)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("truncated.json"));
+    common::fails_saying(
+        opcost(&db).arg("compare").arg(&truncated).arg(&future),
+        1,
+        &["truncated.json"],
+    );
     assert_eq!(Store::open(&db).unwrap().count().unwrap(), 0);
 }
 
 #[test]
 fn run_specs_resolve_prefixes_latest_and_hosts() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     let mut store = Store::open(&db).unwrap();
     let mut a2 = common::run_a();
     a2.run.id = "aaaa0777".into();
@@ -437,18 +384,9 @@ fn run_specs_resolve_prefixes_latest_and_hosts() {
 
 #[test]
 fn an_empty_history_says_how_to_fill_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    opcost(&db)
-        .arg("runs")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("no runs"));
-    opcost(&db)
-        .arg("show")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no runs yet"));
+    let (_dir, db) = common::scratch("h.db");
+    common::prints(opcost(&db).arg("runs"), &["no runs"]);
+    common::fails_saying(opcost(&db).arg("show"), 2, &["no runs yet"]);
 }
 
 #[test]
@@ -519,8 +457,7 @@ fn compare_without_samples_uses_the_stored_intervals() {
 
 #[test]
 fn compare_prints_text_markdown_csv_and_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     let a = write(&common::run_a(), dir.path(), "a.json");
     let b = write(&common::run_b(), dir.path(), "b.json");
     let run = |fmt: &str| {
@@ -578,8 +515,7 @@ fn compare_prints_text_markdown_csv_and_json() {
 
 #[test]
 fn export_round_trips_and_writes_other_formats() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (dir, db) = common::scratch("h.db");
     Store::open(&db)
         .unwrap()
         .save(&common::run_a(), None)
@@ -591,30 +527,28 @@ fn export_round_trips_and_writes_other_formats() {
         .assert()
         .success();
     assert_eq!(RunDoc::read_json(&out).unwrap(), common::run_a());
-    opcost(&db)
-        .args(["export", "latest", "--format", "md"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("# opcost run aaaa0001 on box-a"))
-        .stdout(predicate::str::contains("- a finding of aaaa0001"));
+    common::prints(
+        opcost(&db).args(["export", "latest", "--format", "md"]),
+        &["# opcost run aaaa0001 on box-a", "- a finding of aaaa0001"],
+    );
     let out = opcost(&db)
         .args(["export", "latest", "--format", "csv"])
         .output()
         .unwrap();
     let csv = String::from_utf8(out.stdout).unwrap();
     assert_eq!(csv.lines().count(), 1 + common::run_a().results.len());
-    opcost(&db)
-        .args(["export", "latest", "-o"])
-        .arg(dir.path().join("no/such/dir/x.json"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("does not exist"));
+    common::fails_saying(
+        opcost(&db)
+            .args(["export", "latest", "-o"])
+            .arg(dir.path().join("no/such/dir/x.json")),
+        2,
+        &["does not exist"],
+    );
 }
 
 #[test]
 fn concurrent_writers_do_not_lose_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     let handles: Vec<_> = (0..4)
         .map(|t| {
             let db = db.clone();
@@ -636,8 +570,7 @@ fn concurrent_writers_do_not_lose_runs() {
 
 #[test]
 fn compare_fail_on_gates_the_exit_code_and_prints_the_offenders_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("g.db");
+    let (dir, db) = common::scratch("g.db");
     let a = write(&common::run_a(), dir.path(), "a.json");
     let b = write(&common::run_b(), dir.path(), "b.json");
     // B's getpid takes twice A's time: the gate fails, and says why first.
@@ -694,50 +627,48 @@ fn compare_fail_on_gates_the_exit_code_and_prints_the_offenders_first() {
             .all(|r| r["mde"].is_number())
     );
     // Bad gates and dashboard formats are usage errors.
-    opcost(&db)
-        .args(["compare", "--fail-on", "faster"])
-        .arg(&a)
-        .arg(&b)
+    common::fails_saying(
+        opcost(&db)
+            .args(["compare", "--fail-on", "faster"])
+            .arg(&a)
+            .arg(&b),
+        2,
+        &["slower[:PCT] or area[:PCT]"],
+    );
+    common::fails_saying(
+        opcost(&db)
+            .args(["compare", "--format", "bmf"])
+            .arg(&a)
+            .arg(&b),
+        2,
+        &["describe one run"],
+    );
+}
+
+/// What `opcost show --format FORMAT FILE` prints, parsed as JSON.
+fn show_json(db: &Path, format: &str, file: &Path) -> serde_json::Value {
+    let out = opcost(db)
+        .args(["show", "--format", format])
+        .arg(file)
         .assert()
-        .code(2)
-        .stderr(predicate::str::contains("slower[:PCT] or area[:PCT]"));
-    opcost(&db)
-        .args(["compare", "--format", "bmf"])
-        .arg(&a)
-        .arg(&b)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("describe one run"));
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{format} is not JSON: {e}"))
 }
 
 #[test]
 fn show_writes_a_run_for_dashboards() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("d.db");
+    let (dir, db) = common::scratch("d.db");
     let run = common::run_a();
     let a = write(&run, dir.path(), "a.json");
-    let out = opcost(&db)
-        .args(["show", "--format", "bmf"])
-        .arg(&a)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).expect("BMF is JSON");
+    let v = show_json(&db, "bmf", &a);
     let obj = v.as_object().unwrap();
     assert_eq!(obj.len(), run.results.len());
     assert!(obj["syscall.getpid.raw"]["latency"]["value"].is_number());
     assert!(obj["ipc.pipe.throughput"]["bytes-per-second"]["lower_value"].is_number());
-    let out = opcost(&db)
-        .args(["show", "--format", "github-benchmark"])
-        .arg(&a)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    let v = show_json(&db, "github-benchmark", &a);
     let arr = v.as_array().unwrap();
     assert_eq!(arr.len(), run.results.len());
     for e in arr {

@@ -46,13 +46,7 @@ fn finite_positive(v: &Value) -> bool {
 #[test]
 fn every_benchmark_ran_and_every_value_is_positive_and_finite() {
     assert_eq!(doc()["schema"], 1);
-    let failed: Vec<&Value> = doc()["skipped"]
-        .as_array()
-        .expect("skipped is an array")
-        .iter()
-        .filter(|s| s["failed"] == true)
-        .collect();
-    assert!(failed.is_empty(), "failed benchmarks: {failed:?}");
+    common::assert_none_failed(doc());
     assert!(results().len() >= 60, "only {} results", results().len());
     for r in results() {
         let id = r["id"].as_str().expect("id");
@@ -78,12 +72,7 @@ fn latencies_are_ns_per_op_and_the_file_sweep_is_bytes_per_second() {
         let id = r["id"].as_str().expect("id");
         if id.contains(".file/") {
             sweep_points += 1;
-            assert_eq!(r["unit"], "B/s", "{id}");
-            assert_eq!(
-                r["bytes_per_op"].as_f64(),
-                r["params"]["size"].as_f64(),
-                "{id}"
-            );
+            common::assert_bytes_per_second(r, id);
         } else {
             assert_eq!(r["unit"], "ns/op", "{id}");
         }

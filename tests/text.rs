@@ -4,6 +4,8 @@
 //! sorts checked in order, line counts equal across methods, and nothing
 //! left in `--dir`, also after Ctrl-C. They never assert absolute speeds.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
@@ -22,43 +24,32 @@ fn entries(dir: &Path) -> Vec<String> {
 }
 
 fn result<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == id)
+    common::find_result(doc, id)
         .unwrap_or_else(|| panic!("no result {id}; skipped: {}", doc["skipped"]))
 }
 
-/// Fails with the failed benchmarks of `doc`, if any.
-fn assert_no_failures(doc: &Value) {
-    let failed: Vec<&Value> = doc["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["failed"] == true)
-        .collect();
-    assert!(failed.is_empty(), "failures: {failed:?}");
+/// The document of `run` (an `opcost run ... --no-save` command), which must
+/// succeed within 5 minutes, written with `--json` to `json`.
+fn run_json(run: &mut Command, json: &Path) -> Value {
+    run.arg("--json")
+        .arg(json)
+        .timeout(Duration::from_secs(300))
+        .assert()
+        .success();
+    common::read_json(json)
 }
 
 #[test]
 fn quick_run_checks_order_sorts_and_line_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let json = out.path().join("run.json");
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "text", "--profile", "quick", "--no-save", "--dir"])
-        .arg(dir.path())
-        .arg("--json")
-        .arg(&json)
-        .timeout(Duration::from_secs(300))
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (_out, json) = common::scratch("run.json");
+    let mut run = Command::cargo_bin("opcost").unwrap();
+    run.args(["run", "text", "--profile", "quick", "--no-save", "--dir"])
+        .arg(dir.path());
+    let doc = run_json(&mut run, &json);
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 
-    assert_no_failures(&doc);
+    common::assert_none_failed(&doc);
     let results = doc["results"].as_array().unwrap();
     assert!(results.len() >= 50, "only {} results", results.len());
     for m in results {
@@ -218,23 +209,16 @@ fn require_locale(name: &str) {
 fn user_words_in_swedish_and_turkish_are_checked_against_icu_for_the_locale() {
     require_locale("tr_TR.UTF-8");
     require_locale("sv_SE.UTF-8");
-    let out = tempfile::tempdir().unwrap();
-    let json = out.path().join("run.json");
-    Command::cargo_bin("opcost")
-        .unwrap()
-        .args(["run", "text.user", "--profile", "quick", "--no-save"])
+    let (_out, json) = common::scratch("run.json");
+    let mut run = Command::cargo_bin("opcost").unwrap();
+    run.args(["run", "text.user", "--profile", "quick", "--no-save"])
         .arg("--words")
         .arg(fixture("names-sv.txt"))
         .arg("--words")
         .arg(fixture("names-tr.txt"))
-        .args(["--locale", "sv_SE.UTF-8", "--locale", "tr_TR.UTF-8"])
-        .arg("--json")
-        .arg(&json)
-        .timeout(Duration::from_secs(300))
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_no_failures(&doc);
+        .args(["--locale", "sv_SE.UTF-8", "--locale", "tr_TR.UTF-8"]);
+    let doc = run_json(&mut run, &json);
+    common::assert_none_failed(&doc);
     let results = doc["results"].as_array().unwrap();
     for m in results {
         let id = m["id"].as_str().unwrap();
@@ -305,12 +289,7 @@ fn user_words_in_swedish_and_turkish_are_checked_against_icu_for_the_locale() {
         true
     );
 
-    let findings: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["text"].as_str().unwrap())
-        .collect();
+    let findings = common::strings_of(&doc, "findings", "text");
     for set in [
         "file-names-tr_txt under tr_TR.UTF-8",
         "file-names-sv_txt under sv_SE.UTF-8",

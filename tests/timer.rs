@@ -3,6 +3,8 @@
 //! finding per call, leaves no load thread behind, and the 1 s sleeps are
 //! refused at quick with the profile to use. Timings are never asserted.
 
+mod common;
+
 use std::time::Duration;
 
 use assert_cmd::Command;
@@ -22,15 +24,14 @@ const METHODS: [&str; 3] = ["nanosleep", "clock_nanosleep_abs", "timerfd"];
 
 #[test]
 fn quick_run_measures_overshoot_idle_and_loaded_with_a_p99() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
+    let (_dir, json) = common::scratch("run.json");
     opcost()
         .args(["run", "timer", "--profile", "quick", "--no-save", "--json"])
         .arg(&json)
         .timeout(Duration::from_secs(120))
         .assert()
         .success();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: Value = common::read_json(&json);
     let results = doc["results"].as_array().unwrap();
     for m in METHODS {
         for load in ["idle", "loaded"] {
@@ -65,12 +66,7 @@ fn quick_run_measures_overshoot_idle_and_loaded_with_a_p99() {
             .any(|r| r["id"].as_str().unwrap().contains("/1s/")),
         "1 s sleeps ran at quick"
     );
-    let findings: Vec<&Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["area"] == "timer")
-        .collect();
+    let findings = common::findings_of(&doc, "timer");
     assert_eq!(findings.len(), 3, "{findings:?}");
     for f in findings {
         let text = f["text"].as_str().unwrap();

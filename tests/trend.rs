@@ -38,8 +38,7 @@ fn json_of(db: &Path, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn a_step_is_found_at_its_run_with_the_kernel_change() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     let runs = common::trend_runs(24, 16);
     history(&db, &runs);
     let v = json_of(&db, &["trend", "syscall", "--format", "json"]);
@@ -85,11 +84,10 @@ fn a_step_is_found_at_its_run_with_the_kernel_change() {
                 .and(predicate::str::contains("kernel 6.18.44 → 6.19.2"))
                 .and(predicate::str::contains("1 change point in 1 of 2 series")),
         );
-    opcost(&db)
-        .args(["trend", "--format", "md"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("| syscall.a.raw |"));
+    common::prints(
+        opcost(&db).args(["trend", "--format", "md"]),
+        &["| syscall.a.raw |"],
+    );
     let csv = opcost(&db)
         .args(["trend", "--format", "csv"])
         .output()
@@ -99,45 +97,41 @@ fn a_step_is_found_at_its_run_with_the_kernel_change() {
     assert!(text.starts_with("host,profile,benchmark"), "{text}");
 
     // --since after the step: nothing changed since.
-    opcost(&db)
-        .args(["trend", "--since", "2026-03-17"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("0 change points in 0 of 2 series"));
+    common::prints(
+        opcost(&db).args(["trend", "--since", "2026-03-17"]),
+        &["0 change points in 0 of 2 series"],
+    );
 }
 
 #[test]
 fn an_unknown_host_is_refused_naming_the_hosts() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     history(&db, &common::trend_runs(3, 10));
     opcost(&db)
         .args(["trend", "--host", "nosuch"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no host 'nosuch'").and(predicate::str::contains("vm")));
-    opcost(&db)
-        .args(["trend", "--since", "March"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--since March: give a date"));
-    opcost(&db)
-        .args(["trend", "nosuch.bench"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("matches nosuch.bench"));
+    common::fails_saying(
+        opcost(&db).args(["trend", "--since", "March"]),
+        2,
+        &["--since March: give a date"],
+    );
+    common::fails_saying(
+        opcost(&db).args(["trend", "nosuch.bench"]),
+        2,
+        &["matches nosuch.bench"],
+    );
 }
 
 #[test]
 fn a_series_too_short_is_said_not_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     history(&db, &common::trend_runs(4, 2));
-    opcost(&db)
-        .arg("trend")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("2 series with fewer than 6 runs"));
+    common::prints(
+        opcost(&db).arg("trend"),
+        &["2 series with fewer than 6 runs"],
+    );
     let out = opcost(&db)
         .args(["trend", "--format", "json"])
         .output()
@@ -154,8 +148,7 @@ fn a_series_too_short_is_said_not_an_error() {
 
 #[test]
 fn the_fleet_flags_a_host_that_changed_alone_in_its_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let (_dir, db) = common::scratch("h.db");
     let mut runs = Vec::new();
     for (k, name) in ["vm", "vm2", "vm3"].iter().enumerate() {
         // Only vm steps at run 17, with a new microcode; one kernel for all.

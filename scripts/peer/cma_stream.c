@@ -24,19 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peer.h"
+
 struct slot {
     _Alignas(128) volatile uint32_t posted;
     _Alignas(128) volatile uint32_t done;
     uint64_t addr, len;
 };
-
-static void pin(int cpu) {
-    if (cpu < 0) return;
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    sched_setaffinity(0, sizeof s, &s);
-}
 
 static void wait_for(volatile uint32_t *w, uint32_t want, int poll) {
     for (int i = 0; i < poll; i++) {
@@ -54,13 +48,10 @@ static void post(volatile uint32_t *w, uint32_t v) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s SIZE COUNT PARENT_CPU PEER_CPU\n", argv[0]);
-        return 2;
-    }
-    size_t size = strtoull(argv[1], 0, 10);
-    long count = atol(argv[2]);
-    int a = atoi(argv[3]), b = atoi(argv[4]);
+    struct peer_args p = peer_args(argc, argv);
+    size_t size = p.size;
+    long count = p.count;
+    int a = p.parent_cpu, b = p.peer_cpu;
     int poll = (a == b && a >= 0) ? 0 : 20000;
     struct slot *s = mmap(0, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     char *msg = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *buf = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

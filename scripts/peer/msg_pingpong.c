@@ -16,25 +16,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peer.h"
+
 static int q = -1;
 static void rm(void) { if (q >= 0) msgctl(q, IPC_RMID, 0); }
 static void on_signal(int sig) { rm(); _exit(128 + sig); }
 
-static void pin(int cpu) {
-    if (cpu < 0) return;
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    sched_setaffinity(0, sizeof s, &s);
-}
-
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s SIZE COUNT PARENT_CPU PEER_CPU\n", argv[0]);
-        return 2;
-    }
-    size_t size = strtoull(argv[1], 0, 10);
-    long count = atol(argv[2]);
+    struct peer_args p = peer_args(argc, argv);
+    size_t size = p.size;
+    long count = p.count;
     struct { long type; char text[65536]; } *m = calloc(1, sizeof *m);
     if (size > sizeof m->text) return 2;
     q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
@@ -44,7 +35,7 @@ int main(int argc, char **argv) {
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        pin(atoi(argv[4]));
+        pin(p.peer_cpu);
         for (;;) {
             ssize_t n = msgrcv(q, m, size, 1, 0);
             if (n < 0) _exit(1);
@@ -52,7 +43,7 @@ int main(int argc, char **argv) {
             if (msgsnd(q, m, n, 0) < 0) _exit(1);
         }
     }
-    pin(atoi(argv[3]));
+    pin(p.parent_cpu);
     struct timespec t0, t1;
     for (long i = -1000; i < count; i++) {
         if (i == 0) clock_gettime(CLOCK_MONOTONIC, &t0);

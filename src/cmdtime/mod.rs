@@ -530,6 +530,16 @@ mod tests {
         assert!(fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
     }
 
+    /// The one command spec that the words `words` plan.
+    fn spec_of(words: &str) -> plan::Spec {
+        plan::expand(&plan::Request {
+            words: vec![words.into()],
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0)
+    }
+
     /// A scan over n = 1, 4, 7 whose runs take `wall(n, i)` ns (no baseline).
     fn scan(wall: impl Fn(i64, usize) -> f64) -> Vec<Outcome> {
         let specs = plan::expand(&plan::Request {
@@ -567,39 +577,21 @@ mod tests {
         let jitter = |i: usize| 1.0 + 0.02 * ((i * 7 % 20) as f64 / 20.0 - 0.5);
         let f = findings(&scan(|n, i| (1e6 + 1e6 * n as f64) * jitter(i)));
         assert_eq!(f.len(), 1);
-        assert!(
-            f[0].text
-                .starts_with("'sleep {n}': the net time grows with n: "),
-            "{}",
-            f[0].text
-        );
-        assert!(f[0].text.contains("per unit of n"), "{}", f[0].text);
+        f[0].assert_starts_with("'sleep {n}': the net time grows with n: ");
+        f[0].assert_says("per unit of n");
         assert!((f[0].value - 1e6).abs() < 5e4, "{}", f[0].value);
         // The same cost at every n: flat, whatever the noise.
         let f = findings(&scan(|_, i| 5e6 * jitter(i)));
-        assert!(
-            f[0].text.contains("the net time stays flat with n"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_says("the net time stays flat with n");
         // Runs scattered by ±50%: no clear trend.
         let wild = |i: usize| 1.0 + ((i * 7 % 20) as f64 / 20.0 - 0.5);
         let f = findings(&scan(|n, i| (5e6 + 1e5 * n as f64) * wild(i)));
-        assert!(
-            f[0].text.contains("shows no clear trend with n"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_says("shows no clear trend with n");
     }
 
     #[test]
     fn paired_runs_give_net_samples() {
-        let spec = plan::expand(&plan::Request {
-            words: vec!["true ::: true".into()],
-            ..Default::default()
-        })
-        .unwrap()
-        .remove(0);
+        let spec = spec_of("true ::: true");
         let opts = Options {
             warmup: 1,
             runs: Some(6),
@@ -682,12 +674,7 @@ mod tests {
 
     #[test]
     fn a_failing_command_is_an_error_unless_ignored() {
-        let spec = plan::expand(&plan::Request {
-            words: vec!["false".into()],
-            ..Default::default()
-        })
-        .unwrap()
-        .remove(0);
+        let spec = spec_of("false");
         let mut opts = Options {
             warmup: 0,
             runs: Some(3),

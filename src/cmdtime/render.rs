@@ -8,7 +8,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use crate::document::RunDoc;
-use crate::report::format::NOISY_MARK;
+use crate::report::format::{NOISY_MARK, note_number};
 use crate::units::{human_bytes, human_ns};
 
 use super::Outcome;
@@ -40,13 +40,7 @@ pub fn render(doc: &RunDoc, outcomes: &[Outcome]) -> String {
         }
         // The CPU-time rows share the command's caveats; noise is the mark's.
         for w in wall.other_warnings() {
-            let n = match notes.iter().position(|x| x == w) {
-                Some(i) => i + 1,
-                None => {
-                    notes.push(w.clone());
-                    notes.len()
-                }
-            };
+            let n = note_number(&mut notes, w);
             if !mark.contains(&format!("[{n}]")) {
                 let _ = write!(mark, "[{n}]");
             }

@@ -648,6 +648,21 @@ pub struct Finding {
     pub unit: String,
 }
 
+#[cfg(test)]
+impl Finding {
+    /// Asserts that the sentence contains `part` (the sentence is the message otherwise).
+    #[track_caller]
+    pub(crate) fn assert_says(&self, part: &str) {
+        assert!(self.text.contains(part), "{}", self.text);
+    }
+
+    /// Asserts that the sentence starts with `start` (the sentence is the message otherwise).
+    #[track_caller]
+    pub(crate) fn assert_starts_with(&self, start: &str) {
+        assert!(self.text.starts_with(start), "{}", self.text);
+    }
+}
+
 /// A context for unit tests: quick profile, the system temp dir, no pinning.
 #[cfg(test)]
 pub(crate) fn test_ctx() -> Ctx {

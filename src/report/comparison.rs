@@ -281,37 +281,29 @@ pub fn method_note(c: &Comparison) -> String {
     parts.push(
         "B/A = median of B / median of A (a side of several runs: the geometric mean of their medians)".to_string(),
     );
-    let mut how = Vec::new();
-    if count(CiMethod::Rounds) > 0 {
-        how.push(format!(
-            "{} from the spread of the rounds (Welch's t on log round medians: the run-to-run variation a run can see)",
-            count(CiMethod::Rounds)
-        ));
-    }
-    if count(CiMethod::RoundsAsMeasured) > 0 {
-        how.push(format!(
-            "{} the same on the rounds as measured (both sides ran in a like mix of the machine's phases, so the phase correction is undone; B and A are then the geometric means of the measured round medians)",
-            count(CiMethod::RoundsAsMeasured)
-        ));
-    }
-    if count(CiMethod::PairedRounds) > 0 {
-        how.push(format!(
-            "{} from the differences of paired rounds (round k of A ran next to round k of B: Student's t on the differences of their log medians, so what the machine did between the rounds falls on both)",
-            count(CiMethod::PairedRounds)
-        ));
-    }
-    if count(CiMethod::Bootstrap) > 0 {
-        how.push(format!(
-            "{} by bootstrap on the samples (documents without rounds)",
-            count(CiMethod::Bootstrap)
-        ));
-    }
-    if count(CiMethod::MedianCis) > 0 {
-        how.push(format!(
-            "{} from the stored CIs of the medians",
-            count(CiMethod::MedianCis)
-        ));
-    }
+    let how: Vec<String> = [
+        (
+            CiMethod::Rounds,
+            "from the spread of the rounds (Welch's t on log round medians: the run-to-run variation a run can see)",
+        ),
+        (
+            CiMethod::RoundsAsMeasured,
+            "the same on the rounds as measured (both sides ran in a like mix of the machine's phases, so the phase correction is undone; B and A are then the geometric means of the measured round medians)",
+        ),
+        (
+            CiMethod::PairedRounds,
+            "from the differences of paired rounds (round k of A ran next to round k of B: Student's t on the differences of their log medians, so what the machine did between the rounds falls on both)",
+        ),
+        (
+            CiMethod::Bootstrap,
+            "by bootstrap on the samples (documents without rounds)",
+        ),
+        (CiMethod::MedianCis, "from the stored CIs of the medians"),
+    ]
+    .into_iter()
+    .filter(|&(m, _)| count(m) > 0)
+    .map(|(m, what)| format!("{} {what}", count(m)))
+    .collect();
     if !how.is_empty() {
         parts.push(format!("95% CIs: {}", how.join("; ")));
     }
@@ -353,12 +345,9 @@ mod tests {
                 ..Default::default()
             })
             .collect();
-        let mut d = RunDoc::start(
+        let mut d = RunDoc::started_now(
             crate::host::Host::default(),
             crate::harness::Profile::Default,
-            None,
-            None,
-            chrono::Utc::now(),
         );
         d.results = vec![m];
         d

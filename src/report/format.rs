@@ -29,6 +29,17 @@ impl Format {
 /// The mark shown beside a noisy result.
 pub const NOISY_MARK: &str = "~";
 
+/// The number (from 1) of the note `w` in `notes`, added at the end when new.
+pub fn note_number(notes: &mut Vec<String>, w: &str) -> usize {
+    match notes.iter().position(|x| x == w) {
+        Some(i) => i + 1,
+        None => {
+            notes.push(w.to_string());
+            notes.len()
+        }
+    }
+}
+
 /// Escapes text for HTML content and attribute values.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use comfy_table::presets::{NOTHING, UTF8_BORDERS_ONLY};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
-use super::format::NOISY_MARK;
+use super::format::{NOISY_MARK, note_number};
 use crate::document::RunDoc;
 use crate::harness::stats::NOISE_THRESHOLD;
 use crate::headline;
@@ -190,13 +190,7 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
         }
         // The noise warning is the mark's.
         for w in m.other_warnings() {
-            let n = match notes.iter().position(|x| x == w) {
-                Some(i) => i + 1,
-                None => {
-                    notes.push(w.clone());
-                    notes.len()
-                }
-            };
+            let n = note_number(&mut notes, w);
             let _ = write!(note, "[{n}]");
         }
         let (lo, hi) = if m.higher_is_better() {

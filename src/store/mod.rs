@@ -32,7 +32,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 
 use crate::document::RunDoc;
 use crate::harness::Measurement;
@@ -384,10 +386,7 @@ impl Store {
         if self.version()? == schema::latest() {
             return Ok(());
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| explain(e, &p))?;
+        let tx = immediate(&mut self.conn, &p)?;
         let mut version: i64 = tx
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(|e| explain(e, &p))?;
@@ -413,10 +412,7 @@ impl Store {
         // Only what loads back equal is stored (JSON has no NaN or infinity).
         let text = checked_json(doc)?;
         let p = self.path.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| explain(e, &p))?;
+        let tx = immediate(&mut self.conn, &p)?;
         let saved = save_in(&tx, doc, &text, source, &p)?;
         tx.commit().map_err(|e| explain(e, &p))?;
         Ok(saved)
@@ -432,10 +428,7 @@ impl Store {
         docs: &mut dyn Iterator<Item = anyhow::Result<Incoming>>,
     ) -> anyhow::Result<Vec<Outcome>> {
         let p = self.path.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| explain(e, &p))?;
+        let tx = immediate(&mut self.conn, &p)?;
         let mut out = Vec::new();
         for item in docs {
             let (doc, source, text) = match item.and_then(Incoming::into_parts) {
@@ -467,10 +460,7 @@ impl Store {
     pub fn begin(&mut self, doc: &mut RunDoc) -> anyhow::Result<()> {
         let p = self.path.clone();
         for _ in 0..16 {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| explain(e, &p))?;
+            let tx = immediate(&mut self.conn, &p)?;
             let taken: bool = tx
                 .query_row(
                     "SELECT count(*) > 0 FROM runs WHERE id = ?1",
@@ -508,16 +498,20 @@ impl Store {
     pub fn finish(&mut self, doc: &RunDoc) -> anyhow::Result<()> {
         let text = checked_json(doc)?;
         let p = self.path.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| explain(e, &p))?;
+        let tx = immediate(&mut self.conn, &p)?;
         tx.execute("DELETE FROM runs WHERE id = ?1", [&doc.run.id])
             .map_err(|e| explain(e, &p))?;
         insert_run(&tx, doc, &text, None, true, &p)?;
         tx.commit().map_err(|e| explain(e, &p))?;
         Ok(())
     }
+}
+
+/// An immediate transaction (it takes the write lock at once) on the
+/// history at `path`.
+fn immediate<'c>(conn: &'c mut Connection, path: &Path) -> anyhow::Result<Transaction<'c>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| explain(e, path))
 }
 
 /// The document as JSON, refused when it does not load back equal (JSON

@@ -515,21 +515,29 @@ fn write_batch(
     Ok(())
 }
 
+/// A binary `COPY ... FROM STDIN` (the table and columns as `sql` names
+/// them) of rows whose columns are of `types`.
+fn copy_writer<'a>(
+    tx: &'a mut Transaction<'_>,
+    sql: &str,
+    types: &[Type],
+    url: &PgUrl,
+) -> anyhow::Result<BinaryCopyInWriter<'a>> {
+    let sink = tx.copy_in(sql).map_err(|e| explain(e, url))?;
+    Ok(BinaryCopyInWriter::new(sink, types))
+}
+
 fn copy_runs(
     tx: &mut Transaction<'_>,
     runs: &[(RunDoc, Option<String>, String)],
     url: &PgUrl,
 ) -> anyhow::Result<()> {
-    let sink = tx
-        .copy_in(
-            "COPY runs (id, started, duration_s, profile, label, hostname, cpu_model,
+    let t = Type::TEXT;
+    let mut w = copy_writer(
+        tx,
+        "COPY runs (id, started, duration_s, profile, label, hostname, cpu_model,
                 opcost_version, doc_schema, interrupted, n_results, n_skipped, saved, source,
                 host, doc, complete) FROM STDIN BINARY",
-        )
-        .map_err(|e| explain(e, url))?;
-    let t = Type::TEXT;
-    let mut w = BinaryCopyInWriter::new(
-        sink,
         &[
             t.clone(),
             t.clone(),
@@ -549,7 +557,8 @@ fn copy_runs(
             t,
             Type::BOOL,
         ],
-    );
+        url,
+    )?;
     let saved = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     for (doc, source, text) in runs {
         let host = serde_json::to_value(&doc.host).context("serialising the host")?;
@@ -583,17 +592,17 @@ fn copy_results(
     runs: &[(RunDoc, Option<String>, String)],
     url: &PgUrl,
 ) -> anyhow::Result<()> {
-    let sink = tx
-        .copy_in(
-            "COPY results (run_id, seq, bench_id, area, unit, params, median, ci_low, ci_high,
-                p5, p95, min, max, cv, n_samples, noisy, n_rounds) FROM STDIN BINARY",
-        )
-        .map_err(|e| explain(e, url))?;
     let (t, f) = (Type::TEXT, Type::FLOAT8);
     let mut types = vec![Type::TEXT, Type::INT8, t.clone(), t.clone(), t.clone(), t];
     types.extend(std::iter::repeat_n(f, 8));
     types.extend([Type::INT8, Type::BOOL, Type::INT8]);
-    let mut w = BinaryCopyInWriter::new(sink, &types);
+    let mut w = copy_writer(
+        tx,
+        "COPY results (run_id, seq, bench_id, area, unit, params, median, ci_low, ci_high,
+                p5, p95, min, max, cv, n_samples, noisy, n_rounds) FROM STDIN BINARY",
+        &types,
+        url,
+    )?;
     for (doc, _, _) in runs {
         for (i, m) in doc.results.iter().enumerate() {
             let params = serde_json::to_string(&m.params).context("serialising params")?;
@@ -634,15 +643,11 @@ fn copy_rounds(
     {
         return Ok(());
     }
-    let sink = tx
-        .copy_in(
-            "COPY rounds (run_id, seq, round, bench_id, median, n_samples, at_s, canary, slow,
-                used, steal_ms, nivcsw, migrations, load) FROM STDIN BINARY",
-        )
-        .map_err(|e| explain(e, url))?;
     let (i8, f8) = (Type::INT8, Type::FLOAT8);
-    let mut w = BinaryCopyInWriter::new(
-        sink,
+    let mut w = copy_writer(
+        tx,
+        "COPY rounds (run_id, seq, round, bench_id, median, n_samples, at_s, canary, slow,
+                used, steal_ms, nivcsw, migrations, load) FROM STDIN BINARY",
         &[
             Type::TEXT,
             i8.clone(),
@@ -659,7 +664,8 @@ fn copy_rounds(
             i8,
             f8,
         ],
-    );
+        url,
+    )?;
     for (doc, _, _) in runs {
         for (i, m) in doc.results.iter().enumerate() {
             for (k, r) in m.rounds.iter().enumerate() {
@@ -692,14 +698,13 @@ fn copy_findings(
     runs: &[(RunDoc, Option<String>, String)],
     url: &PgUrl,
 ) -> anyhow::Result<()> {
-    let sink = tx
-        .copy_in("COPY findings (run_id, seq, area, text, value, unit) FROM STDIN BINARY")
-        .map_err(|e| explain(e, url))?;
     let t = Type::TEXT;
-    let mut w = BinaryCopyInWriter::new(
-        sink,
+    let mut w = copy_writer(
+        tx,
+        "COPY findings (run_id, seq, area, text, value, unit) FROM STDIN BINARY",
         &[t.clone(), Type::INT8, t.clone(), t.clone(), Type::FLOAT8, t],
-    );
+        url,
+    )?;
     for (doc, _, _) in runs {
         for (i, f) in doc.findings.iter().enumerate() {
             let row: [&(dyn ToSql + Sync); 6] = [

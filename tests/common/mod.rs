@@ -249,3 +249,124 @@ where
     let text = std::fs::read_to_string(&path).expect("the JSON document was written");
     serde_json::from_str(&text).expect("the document parses")
 }
+
+/// A fresh temporary directory and the path `name` in it (both gone when the directory is dropped).
+pub fn scratch(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
+/// Runs `cmd` and asserts that it exits with `code` and that its stderr holds each of `needles`.
+#[track_caller]
+pub fn fails_saying(cmd: &mut assert_cmd::Command, code: i32, needles: &[&str]) {
+    let mut a = cmd.assert().code(code);
+    for n in needles {
+        a = a.stderr(predicates::str::contains(*n));
+    }
+}
+
+/// Runs `cmd` and asserts that it succeeds and that its stdout holds each of `needles`.
+#[track_caller]
+pub fn prints(cmd: &mut assert_cmd::Command, needles: &[&str]) {
+    let mut a = cmd.assert().success();
+    for n in needles {
+        a = a.stdout(predicates::str::contains(*n));
+    }
+}
+
+/// The first words of the quickest real run: one cheap benchmark at the quick profile.
+pub const QUICK_RUN: [&str; 4] = ["run", "syscall.function_call", "--profile", "quick"];
+
+/// The JSON document in the file at `path`.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `out`, once asserted to be a success (its stderr in the message otherwise).
+#[track_caller]
+pub fn succeeded(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Sends SIGINT to `child`, waits for it and asserts that it exited 130 (the
+/// message: `context` then its stderr); returns its output.
+#[track_caller]
+pub fn interrupt(child: std::process::Child, context: &str) -> std::process::Output {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{context}stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Asserts that no benchmark of the run document `doc` is among the skipped as failed.
+#[track_caller]
+pub fn assert_none_failed(doc: &serde_json::Value) {
+    let failed: Vec<&serde_json::Value> = doc["skipped"]
+        .as_array()
+        .expect("skipped is an array")
+        .iter()
+        .filter(|s| s["failed"] == true)
+        .collect();
+    assert!(failed.is_empty(), "failed benchmarks: {failed:?}");
+}
+
+/// The findings of area `area` in the run document `doc`.
+pub fn findings_of<'a>(doc: &'a serde_json::Value, area: &str) -> Vec<&'a serde_json::Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["area"] == area)
+        .collect()
+}
+
+/// Whether the text of one of `findings` starts with `prefix`.
+pub fn any_starts_with<'a>(
+    findings: impl IntoIterator<Item = &'a serde_json::Value>,
+    prefix: &str,
+) -> bool {
+    findings
+        .into_iter()
+        .any(|f| f["text"].as_str().unwrap().starts_with(prefix))
+}
+
+/// Asserts that the result `r` (named `id`) is a throughput in B/s that moves its `size` parameter per operation.
+#[track_caller]
+pub fn assert_bytes_per_second(r: &serde_json::Value, id: &str) {
+    assert_eq!(r["unit"], "B/s", "{id}");
+    assert_eq!(
+        r["bytes_per_op"].as_f64(),
+        r["params"]["size"].as_f64(),
+        "{id}"
+    );
+}
+
+/// The string `field` of every entry of the list `list` (`results`, `skipped`, `findings`) of the run document `doc`.
+pub fn strings_of<'a>(doc: &'a serde_json::Value, list: &str, field: &str) -> Vec<&'a str> {
+    doc[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[field].as_str().unwrap())
+        .collect()
+}
+
+/// The result of id `id` in the run document `doc`, if it has one.
+pub fn find_result<'a>(doc: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Value> {
+    doc["results"].as_array()?.iter().find(|r| r["id"] == id)
+}

@@ -289,54 +289,43 @@ const I32_D: i32 = I32_X0 * I32_X0;
 const I64_X0: i64 = 3_000_000_000;
 const I64_D: i64 = I64_X0 * I64_X0;
 
+/// The match from an operation to its integer kernel, whose chains `$chain`
+/// runs ([`dependent`] or [`independent`]).
+macro_rules! int_ops {
+    ($t:ty, $x0:expr, $d:expr, $chain:ident, $op:expr) => {
+        match $op {
+            Op::Add => |n| {
+                let k = (1 as $t).opaque();
+                $chain(($x0 as $t).opaque(), n, |x: $t| x.wrapping_add(k)) as f64
+            },
+            Op::Mul => |n| {
+                let k = (3 as $t).opaque();
+                $chain(($x0 as $t).opaque(), n, |x: $t| x.wrapping_mul(k)) as f64
+            },
+            Op::Div => |n| {
+                let d = ($d as $t).opaque();
+                $chain(($x0 as $t).opaque(), n, |x: $t| <$t>::hw_div(d, x)) as f64
+            },
+            Op::Fma => |n| {
+                let (a, b) = ((3 as $t).opaque(), (1 as $t).opaque());
+                $chain(($x0 as $t).opaque(), n, |x: $t| {
+                    x.wrapping_mul(a).wrapping_add(b)
+                }) as f64
+            },
+        }
+    };
+}
+
 macro_rules! int_kernels {
     ($t:ty, $x0:expr, $d:expr, $lat:ident, $thr:ident) => {
         /// Latency kernels for this integer type: add, mul, div, mul+add.
         pub fn $lat(op: Op) -> Kernel {
-            match op {
-                Op::Add => |n| {
-                    let k = (1 as $t).opaque();
-                    dependent(($x0 as $t).opaque(), n, |x: $t| x.wrapping_add(k)) as f64
-                },
-                Op::Mul => |n| {
-                    let k = (3 as $t).opaque();
-                    dependent(($x0 as $t).opaque(), n, |x: $t| x.wrapping_mul(k)) as f64
-                },
-                Op::Div => |n| {
-                    let d = ($d as $t).opaque();
-                    dependent(($x0 as $t).opaque(), n, |x: $t| <$t>::hw_div(d, x)) as f64
-                },
-                Op::Fma => |n| {
-                    let (a, b) = ((3 as $t).opaque(), (1 as $t).opaque());
-                    dependent(($x0 as $t).opaque(), n, |x: $t| {
-                        x.wrapping_mul(a).wrapping_add(b)
-                    }) as f64
-                },
-            }
+            int_ops!($t, $x0, $d, dependent, op)
         }
 
         /// Throughput kernels for this integer type: add, mul, div, mul+add.
         pub fn $thr(op: Op) -> Kernel {
-            match op {
-                Op::Add => |n| {
-                    let k = (1 as $t).opaque();
-                    independent(($x0 as $t).opaque(), n, |x: $t| x.wrapping_add(k)) as f64
-                },
-                Op::Mul => |n| {
-                    let k = (3 as $t).opaque();
-                    independent(($x0 as $t).opaque(), n, |x: $t| x.wrapping_mul(k)) as f64
-                },
-                Op::Div => |n| {
-                    let d = ($d as $t).opaque();
-                    independent(($x0 as $t).opaque(), n, |x: $t| <$t>::hw_div(d, x)) as f64
-                },
-                Op::Fma => |n| {
-                    let (a, b) = ((3 as $t).opaque(), (1 as $t).opaque());
-                    independent(($x0 as $t).opaque(), n, |x: $t| {
-                        x.wrapping_mul(a).wrapping_add(b)
-                    }) as f64
-                },
-            }
+            int_ops!($t, $x0, $d, independent, op)
         }
     };
 }
@@ -344,50 +333,41 @@ macro_rules! int_kernels {
 int_kernels!(i32, I32_X0, I32_D, i32_latency, i32_throughput);
 int_kernels!(i64, I64_X0, I64_D, i64_latency, i64_throughput);
 
+/// The match from an operation to its float kernel, whose chains `$chain`
+/// runs ([`dependent`] or [`independent`]); fma is `$fma`, compiled for FMA.
+macro_rules! float_ops {
+    ($t:ty, $chain:ident, $fma:ident, $op:expr) => {
+        match $op {
+            Op::Add => |n| {
+                let k = (1.0 as $t).opaque();
+                $chain((1.5 as $t).opaque(), n, |x: $t| x + k) as f64
+            },
+            Op::Mul => |n| {
+                let k = (1.0 as $t).opaque();
+                $chain((1.5 as $t).opaque(), n, |x: $t| x * k) as f64
+            },
+            Op::Div => |n| {
+                let d = (2.25 as $t).opaque();
+                $chain((1.5 as $t).opaque(), n, |x: $t| d / x) as f64
+            },
+            Op::Fma => |n| {
+                // SAFETY: only called where `unavailable` found FMA support.
+                unsafe { $fma(n) }
+            },
+        }
+    };
+}
+
 macro_rules! float_kernels {
     ($t:ty, $lat:ident, $thr:ident, $fma_lat:ident, $fma_thr:ident) => {
         /// Latency kernels for this float type: add, mul, div, fma.
         pub fn $lat(op: Op) -> Kernel {
-            match op {
-                Op::Add => |n| {
-                    let k = (1.0 as $t).opaque();
-                    dependent((1.5 as $t).opaque(), n, |x: $t| x + k) as f64
-                },
-                Op::Mul => |n| {
-                    let k = (1.0 as $t).opaque();
-                    dependent((1.5 as $t).opaque(), n, |x: $t| x * k) as f64
-                },
-                Op::Div => |n| {
-                    let d = (2.25 as $t).opaque();
-                    dependent((1.5 as $t).opaque(), n, |x: $t| d / x) as f64
-                },
-                Op::Fma => |n| {
-                    // SAFETY: only called where `unavailable` found FMA support.
-                    unsafe { $fma_lat(n) }
-                },
-            }
+            float_ops!($t, dependent, $fma_lat, op)
         }
 
         /// Throughput kernels for this float type: add, mul, div, fma.
         pub fn $thr(op: Op) -> Kernel {
-            match op {
-                Op::Add => |n| {
-                    let k = (1.0 as $t).opaque();
-                    independent((1.5 as $t).opaque(), n, |x: $t| x + k) as f64
-                },
-                Op::Mul => |n| {
-                    let k = (1.0 as $t).opaque();
-                    independent((1.5 as $t).opaque(), n, |x: $t| x * k) as f64
-                },
-                Op::Div => |n| {
-                    let d = (2.25 as $t).opaque();
-                    independent((1.5 as $t).opaque(), n, |x: $t| d / x) as f64
-                },
-                Op::Fma => |n| {
-                    // SAFETY: only called where `unavailable` found FMA support.
-                    unsafe { $fma_thr(n) }
-                },
-            }
+            float_ops!($t, independent, $fma_thr, op)
         }
 
         /// A dependent chain of fused multiply-adds.

@@ -407,7 +407,7 @@ mod tests {
         );
         let div = f.iter().find(|f| f.text.starts_with("div")).unwrap();
         assert!(div.text.contains("float is 2.50× ("), "{}", div.text);
-        assert!(div.text.contains("faster than int"), "{}", div.text);
+        div.assert_says("faster than int");
         assert!(findings(&ms).iter().any(|x| x == mul));
     }
 
@@ -431,11 +431,7 @@ mod tests {
             wide("cpu.add.f64.latency", "ns/op", 2.0, 0.8),
             wide("cpu.add.i64.latency", "ns/op", 1.0, 0.8),
         ]);
-        assert!(
-            unclear[0].text.contains("within noise"),
-            "{}",
-            unclear[0].text
-        );
+        unclear[0].assert_says("within noise");
     }
 
     #[test]
@@ -454,16 +450,12 @@ mod tests {
         assert!(clock.text.contains("2.00 GHz") && clock.text.contains("no hardware counters"));
         let div = f.iter().find(|f| f.text.starts_with("f64 div")).unwrap();
         assert_eq!(div.value, 14.0);
-        assert!(div.text.contains("add 3.0"), "{}", div.text);
-        assert!(div.text.contains("div 0.20"), "{}", div.text);
+        div.assert_says("add 3.0");
+        div.assert_says("div 0.20");
         let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
         assert_eq!(br.value, 16.0);
         assert_eq!(br.unit, "cycles");
-        assert!(
-            br.text.starts_with("branch misprediction ≈ 16 cycles"),
-            "{}",
-            br.text
-        );
+        br.assert_starts_with("branch misprediction ≈ 16 cycles");
     }
 
     #[test]
@@ -473,7 +465,7 @@ mod tests {
             wide("cpu.branch.unpredictable", "ns/op", 0.51, 0.05),
         ];
         let br = branch(&ms, Some(3.0)).unwrap();
-        assert!(br.text.contains("no measurable penalty"), "{}", br.text);
+        br.assert_says("no measurable penalty");
         assert_eq!(br.unit, "cycles");
     }
 

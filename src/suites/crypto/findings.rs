@@ -246,12 +246,8 @@ mod tests {
             f[0].text
         );
         assert_eq!((f[0].value, f[0].unit.as_str()), (4.0, "x"));
-        assert!(
-            f[0].text.contains("cpu-instructions AES path"),
-            "{}",
-            f[0].text
-        );
-        assert!(f[0].text.contains("unknown SHA path"), "{}", f[0].text);
+        f[0].assert_says("cpu-instructions AES path");
+        f[0].assert_says("unknown SHA path");
         // The other way round: SHA named first.
         let f = findings(&[rate(AES_ID, 1e9, 0.02), rate(SHA_ID, 3e9, 0.02)]);
         assert!(
@@ -332,12 +328,7 @@ mod tests {
             .iter()
             .find(|f| f.text.starts_with("hashes"))
             .expect("a ranking");
-        assert!(
-            h.text
-                .contains("fastest: BLAKE3; then SHA-256 and SHA-1, within noise"),
-            "{}",
-            h.text
-        );
+        h.assert_says("fastest: BLAKE3; then SHA-256 and SHA-1, within noise");
         assert!((h.value - 4e9 / 0.55e9).abs() < 0.5, "{}", h.value);
         let small = cipher_id(Cipher::Aes256Gcm, "64B");
         let f = findings(&[rate(&small, 0.7e9, 0.02), rate(AES_ID, 7e9, 0.02)]);
@@ -361,11 +352,8 @@ mod tests {
     fn equal_rates_within_noise_are_a_tie_whichever_is_higher() {
         for (av, sv) in [(1.02e9, 1e9), (1e9, 1.02e9)] {
             let f = findings(&[rate(AES_ID, av, 0.05), rate(SHA_ID, sv, 0.05)]);
-            assert!(
-                f[0].text
-                    .starts_with("AES-256-GCM and SHA-256 move bytes within noise of each other"),
-                "{}",
-                f[0].text
+            f[0].assert_starts_with(
+                "AES-256-GCM and SHA-256 move bytes within noise of each other",
             );
         }
     }

@@ -386,7 +386,7 @@ mod tests {
             rank.text
         );
         assert!(!rank.text.contains("fastest: splice"), "{}", rank.text);
-        assert!(rank.text.contains("none bimodal"), "{}", rank.text);
+        rank.assert_says("none bimodal");
         assert_eq!((rank.value, rank.unit.as_str()), (1.01e9, "B/s"));
     }
 
@@ -449,18 +449,14 @@ mod tests {
         ];
         let t = findings(&tie);
         let t = t.iter().find(|f| f.unit == "%").unwrap();
-        assert!(
-            t.text.contains(": no clear difference of 1.25×"),
-            "{}",
-            t.text
-        );
+        t.assert_says(": no clear difference of 1.25×");
         let odd = [
             m(&tput_id(Mech::Pipe, 512, s), "B/s", 6e8, 0.02),
             m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 3e8, 0.02),
         ];
         let o = findings(&odd);
         let o = o.iter().find(|f| f.unit == "%").unwrap();
-        assert!(o.text.contains("not what limits"), "{}", o.text);
+        o.assert_says("not what limits");
         assert!(o.text.contains("512B writes are 2.00× ("), "{}", o.text);
     }
 
@@ -528,12 +524,8 @@ mod tests {
             .iter()
             .find(|f| f.text.contains("between two CPUs"))
             .unwrap();
-        assert!(
-            cross.text.contains(
-                "clearly slower across CPUs for 1, clearly faster for 0, no clear difference for 1"
-            ),
-            "{}",
-            cross.text
+        cross.assert_says(
+            "clearly slower across CPUs for 1, clearly faster for 0, no clear difference for 1",
         );
         assert!(
             cross.text.contains("pipe: same-cpu is 30.0× ("),

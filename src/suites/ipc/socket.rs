@@ -74,15 +74,7 @@ pub fn unix_dgram(tmp: &Path, size: usize) -> Result<(FdEnd, FdEnd), PrepareErro
     b.connect(&pa)?;
     drop(dir);
     let (a, b): (OwnedFd, OwnedFd) = (a.into(), b.into());
-    for s in [&a, &b] {
-        grow_sndbuf(s, size);
-    }
-    recv_timeout(&a)?;
-    let limit = "the socket send buffer (net.core.wmem_max)";
-    Ok((
-        FdEnd::socket(a, true).limited_by(limit),
-        FdEnd::socket(b, true).limited_by(limit),
-    ))
+    message_ends(a, b, size)
 }
 
 /// A Unix seqpacket pair (connected, message boundaries kept).
@@ -111,6 +103,12 @@ pub fn unix_seqpacket(tmp: &Path, size: usize) -> Result<(FdEnd, FdEnd), Prepare
     let b = unsafe { OwnedFd::from_raw_fd(b) };
     drop(listener);
     drop(dir);
+    message_ends(a, b, size)
+}
+
+/// The ends of a connected pair of message sockets, each with a send buffer
+/// grown for `size`-byte messages (the buffer is what limits them).
+fn message_ends(a: OwnedFd, b: OwnedFd, size: usize) -> Result<(FdEnd, FdEnd), PrepareError> {
     for s in [&a, &b] {
         grow_sndbuf(s, size);
     }

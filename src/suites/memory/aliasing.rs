@@ -410,16 +410,11 @@ mod tests {
             "{}",
             f[0].text
         );
-        assert!(f[0].text.contains("the 4160 B stride"), "{}", f[0].text);
+        f[0].assert_says("the 4160 B stride");
         assert!((f[0].value - 3.0).abs() < 1e-9);
         // L2's control also misses L1d (8 KiB, not 65600 B, which hits it).
-        assert!(f[1].text.contains("one L2 set"), "{}", f[1].text);
-        assert!(
-            f[1].text
-                .contains("within noise of the 8 KiB stride: no cliff measured"),
-            "{}",
-            f[1].text
-        );
+        f[1].assert_says("one L2 set");
+        f[1].assert_says("within noise of the 8 KiB stride: no cliff measured");
         // Without the control there is nothing to compare with.
         assert!(findings(&ms[..1]).is_empty());
     }

@@ -421,10 +421,7 @@ impl Timed for Bandwidth {
                     .context("starting a thread")?;
                 handles.push(h);
             }
-            handles
-                .into_iter()
-                .map(|h| h.join().map_err(|_| anyhow!("a bandwidth thread panicked")))
-                .collect::<anyhow::Result<Vec<_>>>()
+            join_spans(handles)
         })?;
         let busy = spans.iter().map(|s| s.1.duration_since(s.0));
         if let (Some(lo), Some(hi)) = (busy.clone().min(), busy.max())
@@ -432,12 +429,7 @@ impl Timed for Bandwidth {
         {
             self.spreads.push(hi.as_secs_f64() / lo.as_secs_f64());
         }
-        let start = spans.iter().map(|s| s.0).min();
-        let end = spans.iter().map(|s| s.1).max();
-        match (start, end) {
-            (Some(a), Some(b)) => Ok(b.duration_since(a)),
-            _ => Err(anyhow!("no thread ran")),
-        }
+        wall_of(&spans)
     }
     fn warnings(&self) -> Vec<String> {
         let mut w = self.warnings.clone();
@@ -452,6 +444,26 @@ impl Timed for Bandwidth {
     }
     fn details(&self) -> Option<serde_json::Value> {
         Some(self.details.clone())
+    }
+}
+
+/// The (start, end) of every thread's pass, once all have ended.
+pub(super) fn join_spans(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, (Instant, Instant)>>,
+) -> anyhow::Result<Vec<(Instant, Instant)>> {
+    handles
+        .into_iter()
+        .map(|h| h.join().map_err(|_| anyhow!("a bandwidth thread panicked")))
+        .collect()
+}
+
+/// From the first thread's start to the last one's end.
+pub(super) fn wall_of(spans: &[(Instant, Instant)]) -> anyhow::Result<Duration> {
+    let start = spans.iter().map(|s| s.0).min();
+    let end = spans.iter().map(|s| s.1).max();
+    match (start, end) {
+        (Some(a), Some(b)) => Ok(b.duration_since(a)),
+        _ => Err(anyhow!("no thread ran")),
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 use serde_json::json;
 
-use super::bandwidth::Kernel;
+use super::bandwidth::{Kernel, join_spans, wall_of};
 use super::region::{Pages, Region};
 use crate::harness::affinity;
 use crate::harness::{PrepareError, Timed};
@@ -132,17 +132,9 @@ impl Timed for Dynamic {
                     .context("starting a thread")?;
                 handles.push(h);
             }
-            handles
-                .into_iter()
-                .map(|h| h.join().map_err(|_| anyhow!("a bandwidth thread panicked")))
-                .collect::<anyhow::Result<Vec<_>>>()
+            join_spans(handles)
         })?;
-        let start = spans.iter().map(|s| s.0).min();
-        let end = spans.iter().map(|s| s.1).max();
-        match (start, end) {
-            (Some(a), Some(b)) => Ok(b.duration_since(a)),
-            _ => Err(anyhow!("no thread ran")),
-        }
+        wall_of(&spans)
     }
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()

@@ -280,16 +280,7 @@ fn dynamic_benches() -> Vec<Box<dyn Bench>> {
                     bytes_per_op: (pass * kernel.counted_arrays()) as f64,
                 },
                 move |ctx: &Ctx| {
-                    if ctx.cpu.is_some() {
-                        return Err(PrepareError::Skip(
-                            "the run is pinned to one CPU (--cpu); run without --cpu to use every CPU".into(),
-                        ));
-                    }
-                    if cpus.len() < 2 {
-                        return Err(PrepareError::Skip(
-                            "one CPU only: all-CPU bandwidth equals the single-thread one".into(),
-                        ));
-                    }
+                    every_cpu_usable(ctx, &cpus)?;
                     let (array, note) = array_bytes(
                         ctx.host.llc_bytes(),
                         ctx.profile,
@@ -401,21 +392,16 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 format!(
                     "{}, {}",
                     kernel.summary(),
-                    if all { "one thread per CPU" } else { "one thread" }
+                    if all {
+                        "one thread per CPU"
+                    } else {
+                        "one thread"
+                    }
                 ),
                 Unit::Throughput { bytes_per_op },
                 move |ctx: &Ctx| {
                     let cpus = if all {
-                        if ctx.cpu.is_some() {
-                            return Err(PrepareError::Skip(
-                                "the run is pinned to one CPU (--cpu); run without --cpu to use every CPU".into(),
-                            ));
-                        }
-                        if cpus.len() < 2 {
-                            return Err(PrepareError::Skip(
-                                "one CPU only: all-CPU bandwidth equals the single-thread one".into(),
-                            ));
-                        }
+                        every_cpu_usable(ctx, &cpus)?;
                         cpus.clone()
                     } else {
                         Vec::new()
@@ -496,6 +482,21 @@ fn fits_in(host: &Host, bytes: u64) -> Option<String> {
     })
 }
 
+/// Whether an all-CPU bandwidth benchmark can run: not pinned to one CPU
+/// (--cpu), and with more than one CPU in `cpus`.
+fn every_cpu_usable(ctx: &Ctx, cpus: &[usize]) -> Result<(), PrepareError> {
+    if ctx.cpu.is_some() {
+        return Err(PrepareError::Skip(
+            "the run is pinned to one CPU (--cpu); run without --cpu to use every CPU".into(),
+        ));
+    }
+    if cpus.len() < 2 {
+        return Err(PrepareError::Skip(
+            "one CPU only: all-CPU bandwidth equals the single-thread one".into(),
+        ));
+    }
+    Ok(())
+}
 #[cfg(test)]
 mod tests {
     use super::findings::*;

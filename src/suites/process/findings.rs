@@ -554,18 +554,10 @@ mod tests {
             "fork + close_range + exec stays flat with the soft RLIMIT_NOFILE",
         );
         let top = find(&f, "closing up to the limit costs");
-        assert!(
-            top.text.contains("at a soft RLIMIT_NOFILE of 1048576"),
-            "{}",
-            top.text
-        );
-        assert!(top.text.contains("close_range is"), "{}", top.text);
-        assert!(
-            top.text.contains("faster than the close loop"),
-            "{}",
-            top.text
-        );
-        assert!(top.text.contains("without closing"), "{}", top.text);
+        top.assert_says("at a soft RLIMIT_NOFILE of 1048576");
+        top.assert_says("close_range is");
+        top.assert_says("faster than the close loop");
+        top.assert_says("without closing");
         assert!(!top.text.contains("closefrom:"), "{}", top.text);
     }
 
@@ -622,13 +614,8 @@ mod tests {
             "{}",
             p.value
         );
-        assert!(p.text.contains("the clone way is "), "{}", p.text);
-        assert!(
-            p.text
-                .contains("popen here does not pay for the parent's memory"),
-            "{}",
-            p.text
-        );
+        p.assert_says("the clone way is ");
+        p.assert_says("popen here does not pay for the parent's memory");
         let sh = find(&f, "the shell adds");
         assert_eq!((sh.value, sh.unit.as_str()), (750_000.0, "ns/op"));
         assert!(sh.text.contains("system()"), "{}", sh.text);
@@ -721,11 +708,7 @@ mod tests {
         );
         assert_eq!(d.value, 400_000.0);
         let h = find(&f, "first touch of anonymous memory costs");
-        assert!(
-            h.text.contains("less per byte with huge pages"),
-            "{}",
-            h.text
-        );
+        h.assert_says("less per byte with huge pages");
     }
 
     #[test]

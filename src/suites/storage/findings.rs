@@ -657,8 +657,8 @@ mod tests {
             "{}",
             f.text
         );
-        assert!(f.text.contains("sda, sdb"), "{}", f.text);
-        assert!(f.text.contains("mq-deadline"), "{}", f.text);
+        f.assert_says("sda, sdb");
+        f.assert_says("mq-deadline");
         assert_eq!(f.unit, "B");
         assert_eq!(f.value, 1073741824.0);
     }
@@ -673,7 +673,7 @@ mod tests {
             "measured in a private temporary directory in {}: ext4",
             tmp.display()
         );
-        assert!(f.text.starts_with(&want), "{}", f.text);
+        f.assert_starts_with(&want);
     }
 
     #[test]
@@ -685,10 +685,10 @@ mod tests {
             "scheduler_note": "no block device: tmpfs keeps files in memory",
         });
         let f = location_finding(&loc).unwrap();
-        assert!(f.text.contains("no block device"), "{}", f.text);
+        f.assert_says("no block device");
         let ext4 = serde_json::json!({"dir": "/a/b", "fs_type": "ext4", "journal": false});
         let f = location_finding(&ext4).unwrap();
-        assert!(f.text.contains("ext4 without a journal"), "{}", f.text);
+        f.assert_says("ext4 without a journal");
         assert_eq!(f.value, 0.0, "free space unknown: still a finite value");
     }
 
@@ -762,12 +762,7 @@ mod tests {
         let f = small_files_verdicts(&ms);
         assert_eq!(f.len(), 2, "{f:?}");
         // 1000 files at 2000/s = 0.5 s; 8 MB at 80 MB/s = 0.1 s.
-        assert!(
-            f[0].text
-                .starts_with("creating and syncing 1000 small files"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_starts_with("creating and syncing 1000 small files");
         assert!(
             f[0].text.contains("500 ms") && f[0].text.contains("100 ms"),
             "{}",
@@ -880,7 +875,7 @@ mod tests {
         ];
         let f = findings(&ms);
         let hot = f.iter().find(|f| f.text.contains("cache-hot")).unwrap();
-        assert!(hot.text.contains("too noisy to tell"), "{}", hot.text);
+        hot.assert_says("too noisy to tell");
     }
 
     #[test]
@@ -896,16 +891,11 @@ mod tests {
             .iter()
             .find(|f| f.text.contains("queue depth 1"))
             .unwrap();
-        assert!(
-            t.text
-                .contains(": median 90.0 µs, p99 400 µs over 100 operations"),
-            "{}",
-            t.text
-        );
+        t.assert_says(": median 90.0 µs, p99 400 µs over 100 operations");
         q.per_op.as_mut().unwrap().bimodal = true;
         let f = findings(&[q]);
         let t = f.iter().find(|f| f.text.contains("queue depth 1")).unwrap();
-        assert!(t.text.contains(": bimodal per operation"), "{}", t.text);
+        t.assert_says(": bimodal per operation");
     }
 
     #[test]
@@ -917,11 +907,7 @@ mod tests {
         ];
         let f = findings(&ms);
         let deep = f.iter().find(|f| f.text.contains("in flight")).unwrap();
-        assert!(
-            deep.text.contains("no more IOPS than one at a time"),
-            "{}",
-            deep.text
-        );
+        deep.assert_says("no more IOPS than one at a time");
     }
 
     #[test]

@@ -259,11 +259,7 @@ mod tests {
             f[1].text
         );
         assert!((f[2].value - 1.05).abs() < 1e-9);
-        assert!(
-            f[2].text.contains("no PID cache by its timing"),
-            "{}",
-            f[2].text
-        );
+        f[2].assert_says("no PID cache by its timing");
         assert!(f.iter().all(|f| f.unit == "x" && f.area == AREA));
     }
 
@@ -301,12 +297,12 @@ mod tests {
         let ms = vec![lat(&op.vdso_id(), 290.0), lat(&op.raw_id(), 300.0)];
         let f = findings(&ms);
         assert_eq!(f.len(), 1);
-        assert!(f[0].text.contains("falls back"), "{}", f[0].text);
+        f[0].assert_says("falls back");
         let mut ms = vec![lat(&op.vdso_id(), 200.0), lat(&op.raw_id(), 300.0)];
         ms[0].summary.ci_low = 100.0;
         ms[0].summary.ci_high = 400.0;
         let f = findings(&ms);
-        assert!(f[0].text.contains("cannot tell"), "{}", f[0].text);
+        f[0].assert_says("cannot tell");
     }
 
     #[test]
@@ -364,15 +360,11 @@ mod tests {
             f.text
         );
         assert!(f.text.ends_with(" at 64KiB"), "{}", f.text);
-        assert!(f.text.contains("fwrite"), "{}", f.text);
+        f.assert_says("fwrite");
         // Equal everywhere: no gain even at 4 B.
         let ms = sweep(Dir::Write, &[300.0; 9], &[295.0; 9]);
         let f = stdio_finding(&ms, Dir::Write).unwrap();
-        assert!(
-            f.text.contains("no clear gain of 1.1× even at 4B"),
-            "{}",
-            f.text
-        );
+        f.assert_says("no clear gain of 1.1× even at 4B");
     }
 
     #[test]

@@ -212,22 +212,12 @@ mod tests {
         let f = findings(&ms);
         assert_eq!(f.len(), 2);
         let n = f.iter().find(|f| f.text.contains("nanosleep")).unwrap();
-        assert!(n.text.contains("every CPU busy median"), "{}", n.text);
-        assert!(n.text.contains("busy CPUs make the p99 "), "{}", n.text);
-        assert!(
-            n.text
-                .contains("busy CPUs do not clearly move the median by 1.25× or more"),
-            "{}",
-            n.text
-        );
+        n.assert_says("every CPU busy median");
+        n.assert_says("busy CPUs make the p99 ");
+        n.assert_says("busy CPUs do not clearly move the median by 1.25× or more");
         assert_eq!(n.unit, "ns/op");
         let t = f.iter().find(|f| f.text.contains("timerfd")).unwrap();
-        assert!(
-            t.text
-                .contains("busy CPUs did not delay the p99 materially"),
-            "{}",
-            t.text
-        );
+        t.assert_says("busy CPUs did not delay the p99 materially");
     }
 
     #[test]
@@ -297,11 +287,7 @@ mod tests {
     fn one_side_alone_and_nothing() {
         let ms = vec![wakeups("timer.timerfd/1ms/idle", 15, 52_000.0, 0, 1.0)];
         let f = findings(&ms);
-        assert!(
-            f[0].text.contains("wakes late by: idle median"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_says("wakes late by: idle median");
         assert!(findings(&[]).is_empty());
     }
 
