@@ -15,6 +15,7 @@
 //! and `net.target.icmp.rtt` (one request at a time: the round trip, with
 //! its percentiles).
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
@@ -221,6 +222,75 @@ fn open_socket(addr: Ipv4Addr) -> Result<(OwnedFd, Kind), PrepareError> {
     Ok((fd, kind))
 }
 
+/// The requests of one exchange still in flight: each sequence number's
+/// send time, and the sequence numbers in the order they were sent.
+struct Flight {
+    /// Send time by sequence number; `None` once answered or lost.
+    sent_at: Vec<Option<Instant>>,
+    /// Sequence numbers, oldest first (answered ones are dropped lazily).
+    order: VecDeque<u16>,
+}
+
+impl Flight {
+    /// No request in flight, a slot for every sequence number.
+    fn new() -> Self {
+        Flight {
+            sent_at: vec![None; 1 << 16],
+            order: VecDeque::new(),
+        }
+    }
+
+    /// Records a request that left at `t`.
+    fn sent(&mut self, seq: u16, t: Instant) {
+        self.sent_at[usize::from(seq)] = Some(t);
+        self.order.push_back(seq);
+    }
+
+    /// The send time of the request a reply answers, taken once (a
+    /// duplicate or a reply after the loss timeout finds none).
+    fn answered(&mut self, seq: u16) -> Option<Instant> {
+        self.sent_at[usize::from(seq)].take()
+    }
+
+    /// Gives up the oldest requests past the loss timeout: true when any was.
+    fn expire(&mut self, now: Instant) -> bool {
+        let mut lost = false;
+        while let Some(&s) = self.order.front() {
+            match self.sent_at[usize::from(s)] {
+                Some(t) if now.duration_since(t) >= LOSS_TIMEOUT => {
+                    self.sent_at[usize::from(s)] = None;
+                    self.order.pop_front();
+                    lost = true;
+                }
+                Some(_) => break,
+                None => {
+                    self.order.pop_front();
+                }
+            }
+        }
+        lost
+    }
+
+    /// Requests still waiting for their reply.
+    fn outstanding(&self) -> usize {
+        self.order
+            .iter()
+            .filter(|&&s| self.sent_at[usize::from(s)].is_some())
+            .count()
+    }
+
+    /// How long until the oldest request in flight is given up (the loss
+    /// timeout when none is).
+    fn until_oldest_expires(&self, now: Instant) -> Duration {
+        self.order
+            .front()
+            .and_then(|&s| self.sent_at[usize::from(s)])
+            .map_or(LOSS_TIMEOUT, |t| {
+                (t + LOSS_TIMEOUT).saturating_duration_since(now)
+            })
+    }
+}
+
 /// ICMP echo against the run's target, `window` requests in flight.
 pub struct Echo {
     sock: OwnedFd,
@@ -278,9 +348,7 @@ impl Echo {
     /// Sends `n` requests (window and rate cap kept) and waits for their
     /// replies or their loss: (time from the first send to the end, replies).
     fn exchange(&mut self, n: u64) -> anyhow::Result<(Duration, u64)> {
-        const SLOTS: usize = 1 << 16;
-        let mut in_flight: Vec<Option<Instant>> = vec![None; SLOTS];
-        let mut pending: std::collections::VecDeque<u16> = std::collections::VecDeque::new();
+        let mut flight = Flight::new();
         let mut buf = [0u8; 2048];
         let (mut sent, mut got) = (0u64, 0u64);
         let start = Instant::now();
@@ -289,116 +357,126 @@ impl Echo {
         self.rtts.clear();
         loop {
             let now = Instant::now();
-            // Expire the oldest requests past the loss timeout.
-            while let Some(&s) = pending.front() {
-                match in_flight[usize::from(s)] {
-                    Some(t) if now.duration_since(t) >= LOSS_TIMEOUT => {
-                        in_flight[usize::from(s)] = None;
-                        pending.pop_front();
-                        end = now;
-                    }
-                    Some(_) => break,
-                    None => {
-                        pending.pop_front();
-                    }
-                }
+            if flight.expire(now) {
+                end = now;
             }
-            let outstanding = pending
-                .iter()
-                .filter(|&&s| in_flight[usize::from(s)].is_some())
-                .count();
+            let outstanding = flight.outstanding();
             if sent >= n && outstanding == 0 {
                 break;
             }
-            if sent < n && outstanding < self.window && now >= next_send {
-                let seq = self.seq;
-                self.seq = self.seq.wrapping_add(1);
-                let pkt = request(self.id, seq);
-                // Timed from before the send, as ping does: on a short path
-                // the reply is often queued before send() returns.
-                let t_send = Instant::now();
-                // SAFETY: sending our own buffer on our socket.
-                let r =
-                    unsafe { libc::send(self.sock.as_raw_fd(), pkt.as_ptr().cast(), pkt.len(), 0) };
-                if r < 0 {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != std::io::ErrorKind::WouldBlock {
-                        return Err(anyhow!(e).context(format!("sending to {}", self.target.addr)));
-                    }
+            let may_send = sent < n && outstanding < self.window;
+            if may_send && now >= next_send && self.send_one(&mut flight)? {
+                sent += 1;
+                // Slots are kept on a fixed schedule, so a late wake-up is
+                // made up for by the next sends; after a longer stall the
+                // schedule restarts from now. Over any stretch the rate
+                // stays at or below the cap.
+                let stall = self.interval * CATCH_UP;
+                next_send = if now > next_send + stall {
+                    now
                 } else {
-                    in_flight[usize::from(seq)] = Some(t_send);
-                    pending.push_back(seq);
-                    sent += 1;
-                    // Slots are kept on a fixed schedule, so a late
-                    // wake-up is made up for by the next sends; after a
-                    // longer stall the schedule restarts from now. Over
-                    // any stretch the rate stays at or below the cap.
-                    let stall = self.interval * CATCH_UP;
-                    next_send = if now > next_send + stall {
-                        now
-                    } else {
-                        next_send
-                    } + self.interval;
-                    continue;
-                }
+                    next_send
+                } + self.interval;
+                continue;
             }
             // Wait for a reply, the next send slot, or the oldest expiry.
-            let mut wait = pending
-                .front()
-                .and_then(|&s| in_flight[usize::from(s)])
-                .map_or(LOSS_TIMEOUT, |t| {
-                    (t + LOSS_TIMEOUT).saturating_duration_since(now)
-                });
-            if sent < n && outstanding < self.window {
+            let mut wait = flight.until_oldest_expires(now);
+            if may_send {
                 wait = wait.min(next_send.saturating_duration_since(now));
             }
-            let mut p = libc::pollfd {
-                fd: self.sock.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ts = libc::timespec {
-                tv_sec: wait.as_secs() as libc::time_t,
-                tv_nsec: libc::c_long::from(wait.subsec_nanos() as i32),
-            };
-            // SAFETY: one valid pollfd, a valid timeout, no signal mask.
-            let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
-            if r < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(anyhow!(e).context("waiting for ICMP replies"));
+            if !self.wait_readable(wait)? {
+                continue;
             }
-            loop {
-                // SAFETY: receiving into our own buffer.
-                let len = unsafe {
-                    libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0)
-                };
-                if len < 0 {
-                    let e = std::io::Error::last_os_error();
-                    match e.kind() {
-                        std::io::ErrorKind::WouldBlock => break,
-                        std::io::ErrorKind::Interrupted => continue,
-                        // An ICMP error (unreachable) queued on the socket: that request is lost.
-                        _ if e.raw_os_error().is_some() => break,
-                        _ => return Err(anyhow!(e).context("receiving ICMP replies")),
-                    }
-                }
-                let at = Instant::now();
-                if let Some(s) = reply_seq(&buf[..len as usize], self.kind, self.id)
-                    && let Some(t) = in_flight[usize::from(s)].take()
-                {
-                    got += 1;
-                    self.rtts.push(at.duration_since(t).as_nanos() as f64);
-                    end = at;
-                }
+            let (replies, last) = self.receive_replies(&mut flight, &mut buf)?;
+            got += replies;
+            if let Some(at) = last {
+                end = at;
             }
         }
         self.sent += sent;
         self.received += got;
         self.all_rtts.extend_from_slice(&self.rtts);
         Ok((end.duration_since(start), got))
+    }
+
+    /// Sends the next request: true when it left, false when the socket's
+    /// buffer is full (it is tried again at the next slot).
+    fn send_one(&mut self, flight: &mut Flight) -> anyhow::Result<bool> {
+        let seq = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        let pkt = request(self.id, seq);
+        // Timed from before the send, as ping does: on a short path the
+        // reply is often queued before send() returns.
+        let t_send = Instant::now();
+        // SAFETY: sending our own buffer on our socket.
+        let r = unsafe { libc::send(self.sock.as_raw_fd(), pkt.as_ptr().cast(), pkt.len(), 0) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::WouldBlock {
+                return Ok(false);
+            }
+            return Err(anyhow!(e).context(format!("sending to {}", self.target.addr)));
+        }
+        flight.sent(seq, t_send);
+        Ok(true)
+    }
+
+    /// Waits up to `wait` for the socket to become readable: false when a
+    /// signal interrupted the wait.
+    fn wait_readable(&self, wait: Duration) -> anyhow::Result<bool> {
+        let mut p = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: wait.as_secs() as libc::time_t,
+            tv_nsec: libc::c_long::from(wait.subsec_nanos() as i32),
+        };
+        // SAFETY: one valid pollfd, a valid timeout, no signal mask.
+        let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(anyhow!(e).context("waiting for ICMP replies"));
+        }
+        Ok(true)
+    }
+
+    /// Receives every reply queued on the socket, timing each against its
+    /// request: (replies matched, when the last one arrived).
+    fn receive_replies(
+        &mut self,
+        flight: &mut Flight,
+        buf: &mut [u8],
+    ) -> anyhow::Result<(u64, Option<Instant>)> {
+        let (mut got, mut last) = (0u64, None);
+        loop {
+            // SAFETY: receiving into our own buffer.
+            let len =
+                unsafe { libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if len < 0 {
+                let e = std::io::Error::last_os_error();
+                match e.kind() {
+                    std::io::ErrorKind::WouldBlock => break,
+                    std::io::ErrorKind::Interrupted => continue,
+                    // An ICMP error (unreachable) queued on the socket: that request is lost.
+                    _ if e.raw_os_error().is_some() => break,
+                    _ => return Err(anyhow!(e).context("receiving ICMP replies")),
+                }
+            }
+            let at = Instant::now();
+            if let Some(s) = reply_seq(&buf[..len as usize], self.kind, self.id)
+                && let Some(t) = flight.answered(s)
+            {
+                got += 1;
+                self.rtts.push(at.duration_since(t).as_nanos() as f64);
+                last = Some(at);
+            }
+        }
+        Ok((got, last))
     }
 
     /// A percentile of every round trip timed so far, ns.
