@@ -405,34 +405,7 @@ pub fn pass(m: Method, path: &Path) -> anyhow::Result<Count> {
                 c.line(v.strip_suffix(b"\n").unwrap_or(&v));
             }
         }
-        Method::MemchrBlock => {
-            let mut f = open()?;
-            let mut buf = vec![0u8; BLOCK];
-            // A line cut by the end of a block is carried to the next one.
-            let mut carry: Vec<u8> = Vec::new();
-            loop {
-                let n = f.read(&mut buf).context("read")?;
-                if n == 0 {
-                    break;
-                }
-                let block = &buf[..n];
-                let mut start = 0;
-                for nl in memchr::memchr_iter(b'\n', block) {
-                    if carry.is_empty() {
-                        c.line(&block[start..nl]);
-                    } else {
-                        carry.extend_from_slice(&block[start..nl]);
-                        c.line(&carry);
-                        carry.clear();
-                    }
-                    start = nl + 1;
-                }
-                carry.extend_from_slice(&block[start..]);
-            }
-            if !carry.is_empty() {
-                c.line(&carry);
-            }
-        }
+        Method::MemchrBlock => c = memchr_block(open()?)?,
         Method::MemchrMmap => {
             let f = open()?;
             // SAFETY: the file is private to this benchmark and nothing
@@ -455,27 +428,60 @@ pub fn pass(m: Method, path: &Path) -> anyhow::Result<Count> {
             std::hint::black_box(&lines);
         }
         Method::Getline | Method::Fgets => c = c_pass(m, path)?,
-        Method::WcL => {
-            let out = std::process::Command::new("wc")
-                .arg("-l")
-                .arg(path)
-                .output()
-                .context("running wc -l")?;
-            if !out.status.success() {
-                bail!(
-                    "wc -l failed: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-            let text = String::from_utf8_lossy(&out.stdout);
-            c.lines = text
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse().ok())
-                .with_context(|| format!("reading the count from wc -l: {text:?}"))?;
-        }
+        Method::WcL => c.lines = wc_l(path)?,
     }
     Ok(c)
+}
+
+/// Counts lines reading the file in blocks and finding each newline with
+/// memchr; a line cut by the end of a block is carried to the next one.
+fn memchr_block(mut f: File) -> anyhow::Result<Count> {
+    let mut c = Count::default();
+    let mut buf = vec![0u8; BLOCK];
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let n = f.read(&mut buf).context("read")?;
+        if n == 0 {
+            break;
+        }
+        let block = &buf[..n];
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', block) {
+            if carry.is_empty() {
+                c.line(&block[start..nl]);
+            } else {
+                carry.extend_from_slice(&block[start..nl]);
+                c.line(&carry);
+                carry.clear();
+            }
+            start = nl + 1;
+        }
+        carry.extend_from_slice(&block[start..]);
+    }
+    if !carry.is_empty() {
+        c.line(&carry);
+    }
+    Ok(c)
+}
+
+/// The line count `wc -l` prints for the file.
+fn wc_l(path: &Path) -> anyhow::Result<u64> {
+    let out = std::process::Command::new("wc")
+        .arg("-l")
+        .arg(path)
+        .output()
+        .context("running wc -l")?;
+    if !out.status.success() {
+        bail!(
+            "wc -l failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("reading the count from wc -l: {text:?}"))
 }
 
 /// A C stdio stream, closed on drop.
