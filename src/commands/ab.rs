@@ -238,6 +238,8 @@ fn run_child(child: &Child<'_>, setting: &Setting, seed: u64, json: &Path) -> an
         }
         None => Command::new(exe),
     };
+    // ab killed outright stops its round's child too, which cleans up.
+    crate::os::child::dies_with_parent(&mut cmd, libc::SIGINT);
     cmd.args(&run_args)
         .envs(setting.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())

@@ -162,6 +162,23 @@ impl Drop for SignalsBlocked {
     }
 }
 
+/// Makes the child `cmd` starts receive `sig` when the thread that started
+/// it ends, so a parent killed outright (SIGKILL, SIGTERM) leaves no child
+/// running: with SIGINT the child stops and cleans up as on Ctrl-C.
+pub fn dies_with_parent(cmd: &mut std::process::Command, sig: libc::c_int) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs between fork and exec and makes one
+    // async-signal-safe system call.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, sig) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Exit code of a forked peer whose parent was already gone.
 pub const EXIT_ORPHAN: i32 = 3;
 /// Exit code of a forked peer that could not pin itself.
