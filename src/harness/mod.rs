@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
 
+pub use crate::units::BaseUnit;
 pub use round::{RunOptions, RunOutcome, Skipped};
 pub use stats::Summary;
 
@@ -347,59 +348,6 @@ pub struct Outliers {
     pub high_mild: usize,
     /// Above Q3 + 3 IQR.
     pub high_severe: usize,
-}
-
-/// The base unit a result is kept in (serialised as its label: `ns/op`, `B/s`, `ops/s`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum BaseUnit {
-    /// Nanoseconds per operation (lower is better).
-    #[serde(rename = "ns/op")]
-    NsPerOp,
-    /// Bytes per second (higher is better).
-    #[serde(rename = "B/s")]
-    BytesPerSec,
-    /// Operations per second (higher is better).
-    #[serde(rename = "ops/s")]
-    OpsPerSec,
-}
-
-impl BaseUnit {
-    /// The label written in documents and tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            BaseUnit::NsPerOp => "ns/op",
-            BaseUnit::BytesPerSec => "B/s",
-            BaseUnit::OpsPerSec => "ops/s",
-        }
-    }
-
-    /// The unit of a label, if it is one of the three.
-    pub fn from_label(label: &str) -> Option<BaseUnit> {
-        [
-            BaseUnit::NsPerOp,
-            BaseUnit::BytesPerSec,
-            BaseUnit::OpsPerSec,
-        ]
-        .into_iter()
-        .find(|u| u.label() == label)
-    }
-
-    /// True when a larger value means a faster machine.
-    pub fn higher_is_better(self) -> bool {
-        self != BaseUnit::NsPerOp
-    }
-}
-
-impl std::fmt::Display for BaseUnit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
-impl PartialEq<&str> for BaseUnit {
-    fn eq(&self, other: &&str) -> bool {
-        self.label() == *other
-    }
 }
 
 /// One independent round of a benchmark: its own set-up, calibration,
