@@ -181,14 +181,20 @@ impl std::fmt::Display for ValueUnit {
     }
 }
 
-/// Formats a value given in the base unit `unit` (`ns/op`, `B/s`, `ops/s`).
-pub fn human(value: f64, unit: &str) -> String {
-    match unit {
-        "ns/op" | "ns" => human_ns(value),
-        "B/s" => scaled(value, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
-        "ops/s" => scaled(value, &["op/s", "kop/s", "Mop/s", "Gop/s", "Top/s"]),
-        "B" => human_bytes(value),
-        "x" => fmt_ratio(value),
+/// Formats a value given in `unit` (a base unit such as ns/op, B/s, ops/s
+/// scaled to a readable prefix; a ratio as `1.05×`; others as the number
+/// and the unit's label).
+pub fn human(value: f64, unit: impl Into<ValueUnit>) -> String {
+    match unit.into() {
+        ValueUnit::Base(BaseUnit::NsPerOp) | ValueUnit::Ns => human_ns(value),
+        ValueUnit::Base(BaseUnit::BytesPerSec) => {
+            scaled(value, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"])
+        }
+        ValueUnit::Base(BaseUnit::OpsPerSec) => {
+            scaled(value, &["op/s", "kop/s", "Mop/s", "Gop/s", "Top/s"])
+        }
+        ValueUnit::Bytes => human_bytes(value),
+        ValueUnit::Ratio => fmt_ratio(value),
         other => format!("{} {other}", sig3(value)),
     }
 }
@@ -332,18 +338,29 @@ mod tests {
 
     #[test]
     fn latencies_scale_to_the_right_unit() {
-        assert_eq!(human(0.5, "ns/op"), "0.500 ns");
-        assert_eq!(human(12.34, "ns/op"), "12.3 ns");
-        assert_eq!(human(1234.0, "ns/op"), "1.23 µs");
-        assert_eq!(human(2.5e6, "ns/op"), "2.50 ms");
-        assert_eq!(human(3e9, "ns/op"), "3.00 s");
+        assert_eq!(human(0.5, BaseUnit::NsPerOp), "0.500 ns");
+        assert_eq!(human(12.34, BaseUnit::NsPerOp), "12.3 ns");
+        assert_eq!(human(1234.0, BaseUnit::NsPerOp), "1.23 µs");
+        assert_eq!(human(2.5e6, BaseUnit::NsPerOp), "2.50 ms");
+        assert_eq!(human(3e9, BaseUnit::NsPerOp), "3.00 s");
     }
 
     #[test]
     fn rates_use_decimal_prefixes() {
-        assert_eq!(human(8.1e9, "B/s"), "8.10 GB/s");
-        assert_eq!(human(512.0, "B/s"), "512 B/s");
-        assert_eq!(human(2.0e6, "ops/s"), "2.00 Mop/s");
+        assert_eq!(human(8.1e9, BaseUnit::BytesPerSec), "8.10 GB/s");
+        assert_eq!(human(512.0, BaseUnit::BytesPerSec), "512 B/s");
+        assert_eq!(human(2.0e6, BaseUnit::OpsPerSec), "2.00 Mop/s");
+    }
+
+    #[test]
+    fn other_units_show_the_number_and_the_label() {
+        assert_eq!(human(1234.0, ValueUnit::Ns), "1.23 µs");
+        assert_eq!(human(49152.0, ValueUnit::Bytes), "48.0 KiB");
+        assert_eq!(human(1.05, ValueUnit::Ratio), "1.05×");
+        assert_eq!(human(12.34, ValueUnit::Percent), "12.3 %");
+        assert_eq!(human(2.6e9, ValueUnit::Hz), "2600000000 Hz");
+        assert_eq!(human(0.5, ValueUnit::Rho), "0.500 ρ");
+        assert_eq!(human(3.0, ValueUnit::NsPer1000Fd), "3.00 ns/1000fd");
     }
 
     /// Every label a finding has carried since schema 1, in the order of

@@ -30,6 +30,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
+use crate::units::ValueUnit;
 
 pub use crate::units::BaseUnit;
 pub use round::{RunOptions, RunOutcome, Skipped};
@@ -592,8 +593,8 @@ pub struct Finding {
     pub text: String,
     /// The number it states.
     pub value: f64,
-    /// The unit of `value` (`x` for a ratio, `ns/op`, `B/s`, `B`...).
-    pub unit: String,
+    /// The unit of `value` (written as its label: `x` for a ratio, `ns/op`, `B/s`, `B`...).
+    pub unit: ValueUnit,
 }
 
 /// A context for unit tests: quick profile, the system temp dir, no pinning.
