@@ -419,6 +419,51 @@ mod tests {
     }
 
     #[test]
+    fn an_old_documents_findings_load_with_every_unit_label_and_write_back_unchanged() {
+        // The shipped reference run, written before findings had a typed unit.
+        let mut old: serde_json::Value =
+            serde_json::from_str(include_str!("../reference/quick.json")).unwrap();
+        let labels = [
+            "x",
+            "%",
+            "ns",
+            "B",
+            "cycles",
+            "Hz",
+            "CPUs",
+            "flags",
+            "groups",
+            "methods",
+            "pairs",
+            "ρ",
+            "ns/GiB",
+            "ns/fd",
+            "ns/1000fd",
+            "ns/op",
+            "B/s",
+            "ops/s",
+        ];
+        let template = old["findings"][0].clone();
+        old["findings"] = labels
+            .iter()
+            .map(|l| {
+                let mut f = template.clone();
+                f["unit"] = (*l).into();
+                f
+            })
+            .collect();
+        let doc = RunDoc::from_json(&old.to_string()).unwrap();
+        let read: Vec<&str> = doc.findings.iter().map(|f| f.unit.label()).collect();
+        assert_eq!(read, labels);
+        assert_eq!(
+            serde_json::to_value(&doc.findings).unwrap(),
+            old["findings"]
+        );
+        let unknown = old.to_string().replace("\"ns/1000fd\"", "\"furlongs\"");
+        assert!(RunDoc::from_json(&unknown).is_err());
+    }
+
+    #[test]
     fn run_ids_are_8_hex_digits() {
         let id = new_run_id();
         assert_eq!(id.len(), 8);

@@ -18,6 +18,7 @@ use crate::document::RunDoc;
 use crate::harness::stats::median;
 use crate::headline;
 use crate::host::Host;
+use crate::units::BaseUnit;
 
 /// MAD × 1.4826 estimates the standard deviation of normal data.
 const MAD_TO_SIGMA: f64 = 1.4826;
@@ -51,7 +52,7 @@ pub struct Column {
     /// What it is (the headline label, or the benchmark id).
     pub label: String,
     /// The base unit (`ns/op`, `B/s`, `ops/s`).
-    pub unit: String,
+    pub unit: BaseUnit,
     /// True for rates and throughputs.
     pub higher_is_better: bool,
 }
@@ -172,7 +173,7 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
                 Some((
                     Column {
                         label: e.label.to_string(),
-                        unit: m.unit.label().to_string(),
+                        unit: m.unit,
                         higher_is_better: m.higher_is_better(),
                     },
                     Picker::Headline(e.pick),
@@ -189,7 +190,7 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
                     cols.push((
                         Column {
                             label: m.id.clone(),
-                            unit: m.unit.label().to_string(),
+                            unit: m.unit,
                             higher_is_better: m.higher_is_better(),
                         },
                         Picker::Id(m.id.clone()),
@@ -538,7 +539,7 @@ mod tests {
             id: id.into(),
             host: host.into(),
             profile: "quick".into(),
-            unit: "ns/op".into(),
+            unit: BaseUnit::NsPerOp,
             runs: 24,
             analysed: true,
             change_points: c,

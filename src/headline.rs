@@ -9,7 +9,7 @@
 
 use crate::document::RunDoc;
 use crate::harness::Measurement;
-use crate::units::parse_quantity;
+use crate::units::{ValueUnit, parse_quantity};
 
 /// How an entry finds its result in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,7 +229,7 @@ fn cache_size(doc: &RunDoc, level: u8) -> Option<u64> {
     let detected = doc
         .findings
         .iter()
-        .find(|f| f.area == "memory" && f.text.starts_with(&name) && f.unit == "B")
+        .find(|f| f.area == "memory" && f.text.starts_with(&name) && f.unit == ValueUnit::Bytes)
         .map(|f| f.value as u64);
     detected.filter(|s| *s > 0).or_else(|| {
         doc.host
@@ -368,7 +368,7 @@ mod tests {
             area: "memory".into(),
             text: "L3 not found: no plateau between L2 (3.7 ns) and memory (110 ns)".into(),
             value: 32.0 * 1048576.0,
-            unit: "B".into(),
+            unit: ValueUnit::Bytes,
         }];
         assert!(find(&d, Pick::Cache(3)).is_none());
         assert!(find(&d, Pick::Cache(2)).is_some());
@@ -401,7 +401,7 @@ mod tests {
             area: "memory".into(),
             text: text.into(),
             value,
-            unit: "B".into(),
+            unit: ValueUnit::Bytes,
         };
         d.findings = vec![
             level("L2 ~378 KiB @ 3.75 ns; sysfs: 512 KiB", 378.0 * 1024.0),

@@ -50,6 +50,7 @@ use serde::Serialize;
 
 use crate::harness::stats::median;
 use crate::host::Host;
+use crate::units::BaseUnit;
 
 /// MAD × 1.4826 estimates the standard deviation of normal data.
 const MAD_TO_SIGMA: f64 = 1.4826;
@@ -364,7 +365,7 @@ pub struct Series {
     /// The profile.
     pub profile: String,
     /// The base unit.
-    pub unit: String,
+    pub unit: BaseUnit,
     /// The number of runs.
     pub runs: usize,
     /// False when the series has fewer runs than the method needs
@@ -403,7 +404,7 @@ pub struct ChangePoint {
 /// change points.
 pub fn analyse(
     runs: &[Run],
-    benches: &[(String, String)],
+    benches: &[(String, BaseUnit)],
     values: &[Value],
     method: &Method,
 ) -> Trend {
@@ -450,7 +451,7 @@ pub fn analyse(
                 id: id.clone(),
                 host: host.to_string(),
                 profile: profile.to_string(),
-                unit: unit.clone(),
+                unit: *unit,
                 runs: vs.len(),
                 analysed: splits.is_some(),
                 change_points,

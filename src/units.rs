@@ -6,14 +6,195 @@
 //! is scaled. Byte rates use decimal prefixes (1 GB/s = 10^9 B/s), as dd,
 //! fio and iperf3 print them; sizes use binary ones (KiB, MiB).
 
-/// Formats a value given in the base unit `unit` (`ns/op`, `B/s`, `ops/s`).
-pub fn human(value: f64, unit: &str) -> String {
-    match unit {
-        "ns/op" | "ns" => human_ns(value),
-        "B/s" => scaled(value, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
-        "ops/s" => scaled(value, &["op/s", "kop/s", "Mop/s", "Gop/s", "Top/s"]),
-        "B" => human_bytes(value),
-        "x" => fmt_ratio(value),
+use serde::{Deserialize, Serialize};
+
+/// The base unit a result is kept in (serialised as its label: `ns/op`, `B/s`, `ops/s`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BaseUnit {
+    /// Nanoseconds per operation (lower is better).
+    #[serde(rename = "ns/op")]
+    NsPerOp,
+    /// Bytes per second (higher is better).
+    #[serde(rename = "B/s")]
+    BytesPerSec,
+    /// Operations per second (higher is better).
+    #[serde(rename = "ops/s")]
+    OpsPerSec,
+}
+
+impl BaseUnit {
+    /// The label written in documents and tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            BaseUnit::NsPerOp => "ns/op",
+            BaseUnit::BytesPerSec => "B/s",
+            BaseUnit::OpsPerSec => "ops/s",
+        }
+    }
+
+    /// The unit of a label, if it is one of the three.
+    pub fn from_label(label: &str) -> Option<BaseUnit> {
+        [
+            BaseUnit::NsPerOp,
+            BaseUnit::BytesPerSec,
+            BaseUnit::OpsPerSec,
+        ]
+        .into_iter()
+        .find(|u| u.label() == label)
+    }
+
+    /// True when a larger value means a faster machine.
+    pub fn higher_is_better(self) -> bool {
+        self != BaseUnit::NsPerOp
+    }
+}
+
+impl std::fmt::Display for BaseUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+impl PartialEq<&str> for BaseUnit {
+    fn eq(&self, other: &&str) -> bool {
+        self.label() == *other
+    }
+}
+
+/// The unit of a number a finding states or a report formats: a
+/// [`BaseUnit`], or one of the units only findings use (serialised as its
+/// label, the same text documents and the history have always held).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ValueUnit {
+    /// A ratio of two values, `x` (shown as `14.2×`).
+    #[serde(rename = "x")]
+    Ratio,
+    /// A percentage, `%`.
+    #[serde(rename = "%")]
+    Percent,
+    /// A duration in nanoseconds, `ns` (not per operation).
+    #[serde(rename = "ns")]
+    Ns,
+    /// A size in bytes, `B`.
+    #[serde(rename = "B")]
+    Bytes,
+    /// CPU cycles, `cycles`.
+    #[serde(rename = "cycles")]
+    Cycles,
+    /// A frequency, `Hz`.
+    #[serde(rename = "Hz")]
+    Hz,
+    /// A share of CPUs busy, `CPUs` (1 = one CPU all the time).
+    #[serde(rename = "CPUs")]
+    Cpus,
+    /// A count of CPU feature flags, `flags`.
+    #[serde(rename = "flags")]
+    Flags,
+    /// A count of CPU instruction groups, `groups`: documents written
+    /// before the crypto suite counted flags instead still hold it.
+    #[serde(rename = "groups")]
+    Groups,
+    /// A count of methods, `methods`.
+    #[serde(rename = "methods")]
+    Methods,
+    /// A count of pairs, `pairs`.
+    #[serde(rename = "pairs")]
+    Pairs,
+    /// A rank correlation, `ρ`.
+    #[serde(rename = "ρ")]
+    Rho,
+    /// Nanoseconds per GiB, `ns/GiB` (a slope over memory size).
+    #[serde(rename = "ns/GiB")]
+    NsPerGiB,
+    /// Nanoseconds per file descriptor, `ns/fd` (a slope over a descriptor count).
+    #[serde(rename = "ns/fd")]
+    NsPerFd,
+    /// Nanoseconds per 1000 file descriptors, `ns/1000fd`.
+    #[serde(rename = "ns/1000fd")]
+    NsPer1000Fd,
+    /// A base unit: `ns/op`, `B/s`, `ops/s`.
+    #[serde(untagged)]
+    Base(BaseUnit),
+}
+
+impl ValueUnit {
+    /// Every unit, each base unit once.
+    pub const ALL: [ValueUnit; 18] = [
+        ValueUnit::Ratio,
+        ValueUnit::Percent,
+        ValueUnit::Ns,
+        ValueUnit::Bytes,
+        ValueUnit::Cycles,
+        ValueUnit::Hz,
+        ValueUnit::Cpus,
+        ValueUnit::Flags,
+        ValueUnit::Groups,
+        ValueUnit::Methods,
+        ValueUnit::Pairs,
+        ValueUnit::Rho,
+        ValueUnit::NsPerGiB,
+        ValueUnit::NsPerFd,
+        ValueUnit::NsPer1000Fd,
+        ValueUnit::Base(BaseUnit::NsPerOp),
+        ValueUnit::Base(BaseUnit::BytesPerSec),
+        ValueUnit::Base(BaseUnit::OpsPerSec),
+    ];
+
+    /// The label written in documents, the history and tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            ValueUnit::Ratio => "x",
+            ValueUnit::Percent => "%",
+            ValueUnit::Ns => "ns",
+            ValueUnit::Bytes => "B",
+            ValueUnit::Cycles => "cycles",
+            ValueUnit::Hz => "Hz",
+            ValueUnit::Cpus => "CPUs",
+            ValueUnit::Flags => "flags",
+            ValueUnit::Groups => "groups",
+            ValueUnit::Methods => "methods",
+            ValueUnit::Pairs => "pairs",
+            ValueUnit::Rho => "ρ",
+            ValueUnit::NsPerGiB => "ns/GiB",
+            ValueUnit::NsPerFd => "ns/fd",
+            ValueUnit::NsPer1000Fd => "ns/1000fd",
+            ValueUnit::Base(b) => b.label(),
+        }
+    }
+}
+
+impl From<BaseUnit> for ValueUnit {
+    fn from(b: BaseUnit) -> ValueUnit {
+        ValueUnit::Base(b)
+    }
+}
+
+impl PartialEq<BaseUnit> for ValueUnit {
+    fn eq(&self, other: &BaseUnit) -> bool {
+        *self == ValueUnit::Base(*other)
+    }
+}
+
+impl std::fmt::Display for ValueUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// Formats a value given in `unit` (a base unit such as ns/op, B/s, ops/s
+/// scaled to a readable prefix; a ratio as `1.05×`; others as the number
+/// and the unit's label).
+pub fn human(value: f64, unit: impl Into<ValueUnit>) -> String {
+    match unit.into() {
+        ValueUnit::Base(BaseUnit::NsPerOp) | ValueUnit::Ns => human_ns(value),
+        ValueUnit::Base(BaseUnit::BytesPerSec) => {
+            scaled(value, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"])
+        }
+        ValueUnit::Base(BaseUnit::OpsPerSec) => {
+            scaled(value, &["op/s", "kop/s", "Mop/s", "Gop/s", "Top/s"])
+        }
+        ValueUnit::Bytes => human_bytes(value),
+        ValueUnit::Ratio => fmt_ratio(value),
         other => format!("{} {other}", sig3(value)),
     }
 }
@@ -157,18 +338,91 @@ mod tests {
 
     #[test]
     fn latencies_scale_to_the_right_unit() {
-        assert_eq!(human(0.5, "ns/op"), "0.500 ns");
-        assert_eq!(human(12.34, "ns/op"), "12.3 ns");
-        assert_eq!(human(1234.0, "ns/op"), "1.23 µs");
-        assert_eq!(human(2.5e6, "ns/op"), "2.50 ms");
-        assert_eq!(human(3e9, "ns/op"), "3.00 s");
+        assert_eq!(human(0.5, BaseUnit::NsPerOp), "0.500 ns");
+        assert_eq!(human(12.34, BaseUnit::NsPerOp), "12.3 ns");
+        assert_eq!(human(1234.0, BaseUnit::NsPerOp), "1.23 µs");
+        assert_eq!(human(2.5e6, BaseUnit::NsPerOp), "2.50 ms");
+        assert_eq!(human(3e9, BaseUnit::NsPerOp), "3.00 s");
     }
 
     #[test]
     fn rates_use_decimal_prefixes() {
-        assert_eq!(human(8.1e9, "B/s"), "8.10 GB/s");
-        assert_eq!(human(512.0, "B/s"), "512 B/s");
-        assert_eq!(human(2.0e6, "ops/s"), "2.00 Mop/s");
+        assert_eq!(human(8.1e9, BaseUnit::BytesPerSec), "8.10 GB/s");
+        assert_eq!(human(512.0, BaseUnit::BytesPerSec), "512 B/s");
+        assert_eq!(human(2.0e6, BaseUnit::OpsPerSec), "2.00 Mop/s");
+    }
+
+    #[test]
+    fn other_units_show_the_number_and_the_label() {
+        assert_eq!(human(1234.0, ValueUnit::Ns), "1.23 µs");
+        assert_eq!(human(49152.0, ValueUnit::Bytes), "48.0 KiB");
+        assert_eq!(human(1.05, ValueUnit::Ratio), "1.05×");
+        assert_eq!(human(12.34, ValueUnit::Percent), "12.3 %");
+        assert_eq!(human(2.6e9, ValueUnit::Hz), "2600000000 Hz");
+        assert_eq!(human(0.5, ValueUnit::Rho), "0.500 ρ");
+        assert_eq!(human(3.0, ValueUnit::NsPer1000Fd), "3.00 ns/1000fd");
+    }
+
+    /// Every label a finding has carried since schema 1, in the order of
+    /// [`ValueUnit::ALL`].
+    const LABELS: [&str; 18] = [
+        "x",
+        "%",
+        "ns",
+        "B",
+        "cycles",
+        "Hz",
+        "CPUs",
+        "flags",
+        "groups",
+        "methods",
+        "pairs",
+        "ρ",
+        "ns/GiB",
+        "ns/fd",
+        "ns/1000fd",
+        "ns/op",
+        "B/s",
+        "ops/s",
+    ];
+
+    #[test]
+    fn every_unit_round_trips_through_its_label() {
+        assert_eq!(ValueUnit::ALL.map(ValueUnit::label), LABELS);
+        for u in ValueUnit::ALL {
+            // A new variant fails to compile here until ALL and LABELS have it.
+            match u {
+                ValueUnit::Ratio
+                | ValueUnit::Percent
+                | ValueUnit::Ns
+                | ValueUnit::Bytes
+                | ValueUnit::Cycles
+                | ValueUnit::Hz
+                | ValueUnit::Cpus
+                | ValueUnit::Flags
+                | ValueUnit::Groups
+                | ValueUnit::Methods
+                | ValueUnit::Pairs
+                | ValueUnit::Rho
+                | ValueUnit::NsPerGiB
+                | ValueUnit::NsPerFd
+                | ValueUnit::NsPer1000Fd
+                | ValueUnit::Base(_) => {}
+            }
+            let json = serde_json::to_string(&u).unwrap();
+            assert_eq!(json, serde_json::to_string(u.label()).unwrap());
+            assert_eq!(serde_json::from_str::<ValueUnit>(&json).unwrap(), u);
+            assert_eq!(u.to_string(), u.label());
+        }
+        for b in [
+            BaseUnit::NsPerOp,
+            BaseUnit::BytesPerSec,
+            BaseUnit::OpsPerSec,
+        ] {
+            assert_eq!(ValueUnit::from(b).label(), b.label());
+            assert_eq!(ValueUnit::from(b), b);
+        }
+        assert!(serde_json::from_str::<ValueUnit>("\"furlongs\"").is_err());
     }
 
     #[test]

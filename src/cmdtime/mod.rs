@@ -28,6 +28,7 @@ use crate::harness::stats::{Summary, median};
 use crate::harness::warnings::Warning;
 use crate::harness::{Finding, Measurement, Params, Unit, area_of};
 
+use crate::units::ValueUnit;
 use child::{Exit, Launch, SpawnError, Usage};
 use plan::{Hook, Spec};
 
@@ -449,7 +450,7 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
                 pts.len()
             ),
             value: tr.slope,
-            unit: "ns".into(),
+            unit: ValueUnit::Ns,
         });
     }
     for o in outcomes.iter().filter(|o| o.spec.point.is_none()) {
@@ -471,7 +472,7 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
                     crate::units::human_ns(net)
                 ),
                 value: b / g,
-                unit: "x".into(),
+                unit: ValueUnit::Ratio,
             });
         }
     }

@@ -348,7 +348,7 @@ impl Trend {
     }
 
     /// The slope scaled to `per` units of x, as "X (±Z)" with `fmt` for
-    /// the values (e.g. `|v| human(v, "ns")`).
+    /// the values (e.g. `|v| human(v, ValueUnit::Ns)`).
     pub fn slope_text(&self, per: f64, fmt: impl Fn(f64) -> String) -> String {
         let hw = (self.high - self.low) / 2.0;
         format!("{} (±{})", fmt(self.slope * per), fmt(hw * per))

@@ -30,7 +30,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
+use crate::units::ValueUnit;
 
+pub use crate::units::BaseUnit;
 pub use round::{RunOptions, RunOutcome, Skipped};
 pub use stats::Summary;
 
@@ -349,59 +351,6 @@ pub struct Outliers {
     pub high_severe: usize,
 }
 
-/// The base unit a result is kept in (serialised as its label: `ns/op`, `B/s`, `ops/s`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum BaseUnit {
-    /// Nanoseconds per operation (lower is better).
-    #[serde(rename = "ns/op")]
-    NsPerOp,
-    /// Bytes per second (higher is better).
-    #[serde(rename = "B/s")]
-    BytesPerSec,
-    /// Operations per second (higher is better).
-    #[serde(rename = "ops/s")]
-    OpsPerSec,
-}
-
-impl BaseUnit {
-    /// The label written in documents and tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            BaseUnit::NsPerOp => "ns/op",
-            BaseUnit::BytesPerSec => "B/s",
-            BaseUnit::OpsPerSec => "ops/s",
-        }
-    }
-
-    /// The unit of a label, if it is one of the three.
-    pub fn from_label(label: &str) -> Option<BaseUnit> {
-        [
-            BaseUnit::NsPerOp,
-            BaseUnit::BytesPerSec,
-            BaseUnit::OpsPerSec,
-        ]
-        .into_iter()
-        .find(|u| u.label() == label)
-    }
-
-    /// True when a larger value means a faster machine.
-    pub fn higher_is_better(self) -> bool {
-        self != BaseUnit::NsPerOp
-    }
-}
-
-impl std::fmt::Display for BaseUnit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
-impl PartialEq<&str> for BaseUnit {
-    fn eq(&self, other: &&str) -> bool {
-        self.label() == *other
-    }
-}
-
 /// One independent round of a benchmark: its own set-up, calibration,
 /// warm-up and samples, and what the machine was doing meanwhile.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -644,8 +593,8 @@ pub struct Finding {
     pub text: String,
     /// The number it states.
     pub value: f64,
-    /// The unit of `value` (`x` for a ratio, `ns/op`, `B/s`, `B`...).
-    pub unit: String,
+    /// The unit of `value` (written as its label: `x` for a ratio, `ns/op`, `B/s`, `B`...).
+    pub unit: ValueUnit,
 }
 
 #[cfg(test)]

@@ -85,16 +85,8 @@ fn area_table(c: &Comparison, area: &str) -> Table {
     for r in c.rows.iter().filter(|r| r.area == area) {
         t.add_row(vec![
             Cell::new(&r.id),
-            Cell::new(format!(
-                "{}{}",
-                human(r.a, r.unit.label()),
-                noisy(r.noisy_a)
-            )),
-            Cell::new(format!(
-                "{}{}",
-                human(r.b, r.unit.label()),
-                noisy(r.noisy_b)
-            )),
+            Cell::new(format!("{}{}", human(r.a, r.unit), noisy(r.noisy_a))),
+            Cell::new(format!("{}{}", human(r.b, r.unit), noisy(r.noisy_b))),
             Cell::new(fmt_ratio(r.ratio)),
             Cell::new(format!(
                 "{} – {}",
@@ -226,8 +218,8 @@ pub fn gate_report(c: &Comparison, f: &GateFailures) -> String {
             fmt_ratio(r.time_ratio()),
             fmt_ratio(lo),
             fmt_ratio(hi),
-            human(r.a, r.unit.label()),
-            human(r.b, r.unit.label())
+            human(r.a, r.unit),
+            human(r.b, r.unit)
         );
     }
     out

@@ -70,9 +70,9 @@ pub fn github_benchmark(doc: &RunDoc) -> Value {
                 "range": format!("± {}", sig(half)),
                 "extra": format!(
                     "{} (95% CI {} – {}); run {} on {}",
-                    human(m.median, m.unit.label()),
-                    human(m.ci_low, m.unit.label()),
-                    human(m.ci_high, m.unit.label()),
+                    human(m.median, m.unit),
+                    human(m.ci_low, m.unit),
+                    human(m.ci_high, m.unit),
                     doc.run.id,
                     doc.host.hostname
                 ),

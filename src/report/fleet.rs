@@ -19,7 +19,7 @@ fn shown(f: &Fleet, h: &HostRow, j: usize) -> String {
             } else {
                 ""
             };
-            format!("{}{mark}", human(v, &f.columns[j].unit))
+            format!("{}{mark}", human(v, f.columns[j].unit))
         }
         None => "—".into(),
     }
@@ -47,9 +47,9 @@ fn flag_text(f: &Fleet, x: &Flag) -> String {
     format!(
         "{} {}, {} the group's median {} ({})",
         c.label,
-        human(x.value, &c.unit),
+        human(x.value, c.unit),
         fmt_ratio(x.ratio),
-        human(x.median, &c.unit),
+        human(x.median, c.unit),
         if x.worse { "worse" } else { "better" }
     )
 }
@@ -145,7 +145,7 @@ fn group_table(f: &Fleet, g: &Group) -> Table {
         g.medians
             .iter()
             .zip(&f.columns)
-            .map(|(m, c)| m.map_or("—".into(), |m| human(m, &c.unit))),
+            .map(|(m, c)| m.map_or("—".into(), |m| human(m, c.unit))),
     );
     t.add_row(med);
     t

@@ -103,7 +103,7 @@ pub fn render_glance(doc: &RunDoc) -> String {
                 Cell::new(l.entry.label),
                 Cell::new(format!(
                     "{}{}",
-                    human(l.m.median, l.m.unit.label()),
+                    human(l.m.median, l.m.unit),
                     if l.m.noisy { NOISY_MARK } else { "" }
                 ))
                 .set_alignment(CellAlignment::Right),
@@ -200,12 +200,12 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
         };
         table.add_row(vec![
             Cell::new(&m.id),
-            Cell::new(human(m.median, m.unit.label())),
+            Cell::new(human(m.median, m.unit)),
             Cell::new(format!("±{:.1}%", m.ci_rel() * 100.0)),
             Cell::new(format!(
                 "{} … {}",
-                human(lo.min(hi), m.unit.label()),
-                human(lo.max(hi), m.unit.label())
+                human(lo.min(hi), m.unit),
+                human(lo.max(hi), m.unit)
             )),
             Cell::new(note),
         ]);

@@ -28,7 +28,7 @@ pub fn change_text(c: &ChangePoint) -> String {
 
 /// `slower` or `faster` when the whole interval says so, else `within noise`.
 pub fn verdict(s: &Series, c: &ChangePoint) -> &'static str {
-    let higher_is_better = s.unit != BaseUnit::NsPerOp.label();
+    let higher_is_better = s.unit != BaseUnit::NsPerOp;
     if c.ci_low > 1.0 {
         if higher_is_better { "faster" } else { "slower" }
     } else if c.ci_high < 1.0 {
@@ -182,7 +182,7 @@ pub fn render_csv(t: &Trend) -> anyhow::Result<String> {
                 s.host.clone(),
                 s.profile.clone(),
                 s.id.clone(),
-                s.unit.clone(),
+                s.unit.to_string(),
                 s.runs.to_string(),
                 c.run.clone(),
                 c.started.clone(),
@@ -211,14 +211,14 @@ pub fn of_docs(docs: &[RunDoc]) -> Option<Trend> {
     }
     let mut order: Vec<&RunDoc> = docs.iter().collect();
     order.sort_by(|a, b| a.run.started.cmp(&b.run.started));
-    let mut benches: Vec<(String, String)> = Vec::new();
+    let mut benches: Vec<(String, BaseUnit)> = Vec::new();
     let mut values = Vec::new();
     let runs: Vec<Run> = order
         .iter()
         .enumerate()
         .map(|(i, d)| {
             for m in &d.results {
-                let unit = m.unit.label().to_string();
+                let unit = m.unit;
                 let b = match benches.iter().position(|(id, u)| *id == m.id && *u == unit) {
                     Some(b) => b,
                     None => {
@@ -356,7 +356,7 @@ fn series_svg(s: &Series) -> String {
             "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">{}</text>",
             LEFT - 4.0,
             f.y(v) + 4.0,
-            esc(&human(v, &s.unit))
+            esc(&human(v, s.unit))
         );
     }
     draw_runs(&mut g, s, &f);
@@ -397,7 +397,7 @@ fn draw_runs(g: &mut String, s: &Series, f: &Frame) {
             f.y(p.median),
             esc(id),
             esc(started),
-            esc(&human(p.median, &s.unit))
+            esc(&human(p.median, s.unit))
         );
     }
 }

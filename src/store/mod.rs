@@ -38,6 +38,7 @@ use rusqlite::{
 
 use crate::document::RunDoc;
 use crate::harness::Measurement;
+use crate::units::BaseUnit;
 
 /// How long a write waits for another opcost process holding the lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -139,7 +140,7 @@ pub struct TrendRows {
     /// The runs, oldest first.
     pub runs: Vec<TrendRun>,
     /// The benchmarks as (id, unit).
-    pub benches: Vec<(String, String)>,
+    pub benches: Vec<(String, BaseUnit)>,
     /// The results.
     pub values: Vec<TrendValue>,
     run_index: std::collections::HashMap<String, usize>,
@@ -154,7 +155,7 @@ impl TrendRows {
     }
 
     /// Adds a result of a run added before, when `keep` selects its
-    /// benchmark and it has a median.
+    /// benchmark, its unit is a base unit and it has a median.
     pub(crate) fn add_value(
         &mut self,
         run_id: &str,
@@ -169,9 +170,10 @@ impl TrendRows {
         let b = match self.bench_index.get(&bench) {
             Some(b) => *b,
             None => {
-                let b = keep(&bench.0).then_some(next);
-                if b.is_some() {
-                    self.benches.push(bench.clone());
+                let unit = BaseUnit::from_label(&bench.1).filter(|_| keep(&bench.0));
+                let b = unit.map(|_| next);
+                if let Some(unit) = unit {
+                    self.benches.push((bench.0.clone(), unit));
                 }
                 self.bench_index.insert(bench, b);
                 b
@@ -670,7 +672,7 @@ fn insert_findings(tx: &rusqlite::Transaction<'_>, doc: &RunDoc, p: &Path) -> an
             f.area,
             f.text,
             finite(f.value),
-            f.unit
+            f.unit.label()
         ])
         .map_err(|e| explain(e, p))?;
     }

@@ -713,7 +713,7 @@ fn copy_findings(
                 &f.area,
                 &f.text,
                 &finite(f.value),
-                &f.unit,
+                &f.unit.label(),
             ];
             w.write(&row).map_err(|e| explain(e, url))?;
         }

@@ -12,6 +12,7 @@ use crate::harness::{
     Bench, Ctx, Finding, Measurement, Overhead, Params, PrepareError, Profile, Timed, Unit,
 };
 use crate::host::Host;
+use crate::units::ValueUnit;
 
 /// The prepare step of a [`FnBench`].
 pub type PrepareFn = Box<dyn Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync>;
@@ -258,7 +259,7 @@ pub fn ratio_finding(area: &str, text: String, value: f64) -> Finding {
         area: area.to_string(),
         text,
         value,
-        unit: "x".to_string(),
+        unit: ValueUnit::Ratio,
     }
 }
 
@@ -338,7 +339,7 @@ pub fn cpu_limit_finding(m: &Measurement, threads: f64, other: &str) -> Option<F
         text: format!(
             "{} at {}: {} of one CPU busy ({}–{}; kernel {}){of}, {} of one CPU per 100 MB/s; {verdict}",
             m.id,
-            crate::units::human(m.median, m.unit.label()),
+            crate::units::human(m.median, m.unit),
             pct(share),
             pct(low),
             pct(high),
@@ -346,7 +347,7 @@ pub fn cpu_limit_finding(m: &Measurement, threads: f64, other: &str) -> Option<F
             pct(per_100),
         ),
         value: share,
-        unit: "CPUs".to_string(),
+        unit: ValueUnit::Cpus,
     })
 }
 

@@ -68,7 +68,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
             area: "syscall".into(),
             text: format!("a finding of {id}"),
             value: 12.5,
-            unit: "x".into(),
+            unit: opcost::units::ValueUnit::Ratio,
         }],
         results,
         skipped: Vec::new(),

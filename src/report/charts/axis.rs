@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 
-use crate::units::human;
+use crate::units::{BaseUnit, human};
 
 /// An axis: linear from 0, or logarithmic (base 10 over whole decades, or
 /// base 2 over whole powers of two for byte sizes).
@@ -204,7 +204,7 @@ fn nice_step(x: f64) -> f64 {
 }
 
 /// A tick label in human units; zero is plain `0`.
-pub(super) fn tick_label(v: f64, unit: &str) -> String {
+pub(super) fn tick_label(v: f64, unit: BaseUnit) -> String {
     if v == 0.0 {
         "0".to_string()
     } else {

@@ -5,7 +5,7 @@ use plotters::prelude::*;
 
 use super::axis::{Axis, Scale, tick_label};
 use super::{Mesh, Plot, color, draw_err, draw_mesh, label_px, plot, row_centers, row_label, svg};
-use crate::units::human;
+use crate::units::{BaseUnit, human};
 
 /// One bar: a run's median of a benchmark with its 95% CI.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,7 +34,7 @@ pub struct BarGroup {
 /// `run_names[i]` names run `i`. Returns the SVG element.
 pub fn bars_svg(
     title: &str,
-    unit: &str,
+    unit: BaseUnit,
     groups: &[BarGroup],
     run_names: &[String],
 ) -> anyhow::Result<String> {
@@ -97,7 +97,7 @@ pub fn bars_svg(
 fn draw_bar(
     chart: &mut Plot<'_, '_>,
     scale: &Scale,
-    unit: &str,
+    unit: BaseUnit,
     b: &Bar,
     ri: usize,
     (y0, y1): (f64, f64),
@@ -155,7 +155,7 @@ mod tests {
                 noisy: false,
             })],
         }];
-        let svg = bars_svg("t", "ns/op", &groups, &["r".into()]).unwrap();
+        let svg = bars_svg("t", BaseUnit::NsPerOp, &groups, &["r".into()]).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("<rect"));
         assert!(svg.contains("a.b"), "the benchmark names its row: {svg}");
     }

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use super::axis::{Axis, Scale, tick_label};
 use super::marks::{DASHES, marker_at};
 use super::{Canvas, Mesh, Plot, WIDTH, color, draw_err, draw_mesh, plot, svg};
-use crate::units::human_bytes;
+use crate::units::{BaseUnit, human_bytes};
 
 /// One point of a sweep curve.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,7 +39,7 @@ pub struct Series {
 /// hollow. `x_is_bytes` formats the x ticks as KiB/MiB.
 pub fn sweep_svg(
     title: &str,
-    unit: &str,
+    unit: BaseUnit,
     x_name: &str,
     x_is_bytes: bool,
     series: &[Series],
@@ -196,7 +196,7 @@ mod tests {
                 },
             ],
         }];
-        let svg = sweep_svg("t", "ns/op", "size", true, &series).unwrap();
+        let svg = sweep_svg("t", BaseUnit::NsPerOp, "size", true, &series).unwrap();
         assert!(svg.contains("<polyline") || svg.contains("<path"));
         assert!(svg.contains("KiB"));
         assert!(

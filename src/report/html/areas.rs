@@ -106,11 +106,10 @@ fn bar_charts(
         }
     }
     let mut out = Vec::new();
-    for base in units {
-        let unit = base.label();
-        let groups = bar_groups(docs, benches, base);
+    for unit in units {
+        let groups = bar_groups(docs, benches, unit);
         let chunks: Vec<&[BarGroup]> = groups.chunks(charts::MAX_GROUPS).collect();
-        let better = if base.higher_is_better() {
+        let better = if unit.higher_is_better() {
             "higher is better"
         } else {
             "lower is better"
@@ -155,7 +154,7 @@ fn bar_groups(docs: &[RunDoc], benches: &Benchmarks, unit: BaseUnit) -> Vec<BarG
 
 /// Sweeps of one unit against one swept quantity: the bases drawn together.
 struct Family {
-    unit: String,
+    unit: BaseUnit,
     x_name: String,
     bytes: bool,
     bases: Vec<String>,
@@ -168,7 +167,7 @@ fn families(benches: &Benchmarks) -> Vec<Family> {
         let Some(p) = benches.sweeps.get(id) else {
             continue;
         };
-        let unit = m.unit.label();
+        let unit = m.unit;
         match families
             .iter_mut()
             .find(|f| f.unit == unit && f.x_name == p.x_name)
@@ -179,7 +178,7 @@ fn families(benches: &Benchmarks) -> Vec<Family> {
                 }
             }
             None => families.push(Family {
-                unit: unit.to_string(),
+                unit,
                 x_name: p.x_name.clone(),
                 bytes: p.bytes,
                 bases: vec![p.base.clone()],
@@ -226,7 +225,7 @@ fn sweep_charts(
                     "{}: {unit} against {x_name}, log axes; each line labelled at its end, hollow markers are noisy",
                     group.join(", ")
                 ),
-                svg: charts::sweep_svg(&title, unit, x_name, *bytes, &series)?,
+                svg: charts::sweep_svg(&title, *unit, x_name, *bytes, &series)?,
             });
         }
     }
@@ -278,7 +277,7 @@ fn sweep_series(
 fn curve(d: &RunDoc, area: &str, family: &Family, base: &str) -> Vec<Point> {
     let mut points: Vec<Point> = d
         .area(area)
-        .filter(|m| m.unit.label() == family.unit)
+        .filter(|m| m.unit == family.unit)
         .filter_map(|m| {
             let p = sweep_point(m)?;
             (p.base == base && p.x_name == family.x_name).then_some(Point {

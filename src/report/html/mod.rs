@@ -224,7 +224,7 @@ fn median_cell(m: &Measurement, interval: bool) -> String {
     format!(
         "<td class=\"num{}\">{}{ci}{}</td>",
         if m.noisy { " noisy" } else { "" },
-        esc(&crate::units::human(m.median, m.unit.label())),
+        esc(&crate::units::human(m.median, m.unit)),
         if m.noisy { NOISY_MARK } else { "" }
     )
 }

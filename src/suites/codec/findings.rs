@@ -13,7 +13,7 @@ use crate::harness::claims::{
     CLEAR_GAP, Est, Verdict, Widths, compare, compare_beyond, join_names, rank_apart,
 };
 use crate::harness::{Finding, Measurement};
-use crate::units::{fmt_ratio, human, sig3};
+use crate::units::{BaseUnit, ValueUnit, fmt_ratio, human, sig3};
 
 /// Lower bounds of the ratio classes (compressed size at most 1/x of the input).
 const RATIO_CLASSES: [f64; 7] = [1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0];
@@ -138,17 +138,17 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out
 }
 
-fn finding(text: String, value: f64, unit: &str) -> Finding {
+fn finding(text: String, value: f64, unit: impl Into<ValueUnit>) -> Finding {
     Finding {
         area: "codec".to_string(),
         text,
         value,
-        unit: unit.to_string(),
+        unit: unit.into(),
     }
 }
 
 fn speed(v: f64) -> String {
-    human(v, "B/s")
+    human(v, BaseUnit::BytesPerSec)
 }
 
 /// A link speed in bits per second: 940 Mbit/s, 3.2 Gbit/s.
@@ -225,7 +225,7 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
     let mut out = vec![finding(
         format!("{name}: compressed size ratio {}", list.join(", ")),
         best.ratio,
-        "x",
+        ValueUnit::Ratio,
     )];
     if best.ratio < INCOMPRESSIBLE {
         // Which codec is fastest on incompressible data is not the point
@@ -237,7 +237,7 @@ fn input_findings(name: &str, rows: &[Row]) -> Vec<Finding> {
                 speed(top)
             ),
             top,
-            "B/s",
+            BaseUnit::BytesPerSec,
         ));
         return out;
     }
@@ -279,7 +279,7 @@ fn ratio_class_finding(name: &str, rows: &[Row]) -> Option<Finding> {
             text.join("; ")
         ),
         top.c.value,
-        "B/s",
+        BaseUnit::BytesPerSec,
     ))
 }
 
@@ -306,7 +306,7 @@ fn saved_finding(name: &str, compressible: &[&Row]) -> Option<Finding> {
             each.join("; ")
         ),
         lead.saved_per_s().value,
-        "B/s",
+        BaseUnit::BytesPerSec,
     ))
 }
 
@@ -329,7 +329,7 @@ fn link_finding(name: &str, compressible: &[&Row], rows: &[Row]) -> Option<Findi
             at.join(", ")
         ),
         l,
-        "B/s",
+        BaseUnit::BytesPerSec,
     ))
 }
 
@@ -428,7 +428,7 @@ fn small_vs_large(
             sig3(rho_c)
         ),
         rho_c,
-        "ρ",
+        ValueUnit::Rho,
     ))
 }
 
@@ -540,7 +540,7 @@ mod tests {
             class.text
         );
         assert_eq!(class.text.matches("lz4-1").count(), 1);
-        assert_eq!(class.unit, "B/s");
+        assert_eq!(class.unit, BaseUnit::BytesPerSec);
         let ratio = f
             .iter()
             .find(|f| f.text.starts_with("json 16MiB: compressed size ratio"))
@@ -596,7 +596,7 @@ mod tests {
             sl.text
         );
         assert!(sl.value <= 1.0 && sl.value >= -1.0);
-        assert_eq!(sl.unit, "ρ");
+        assert_eq!(sl.unit, ValueUnit::Rho);
     }
 
     /// Three codecs at two sizes with ±2% intervals: `speeds` per size.
@@ -621,7 +621,7 @@ mod tests {
     fn small_vs_large_text(ms: &[Measurement]) -> String {
         findings(ms)
             .into_iter()
-            .find(|f| f.unit == "ρ")
+            .find(|f| f.unit == ValueUnit::Rho)
             .expect("a small-vs-large finding")
             .text
     }

@@ -21,6 +21,7 @@ use super::{BRANCH_PREDICTABLE, BRANCH_UNPREDICTABLE, chain_id};
 use crate::harness::claims::{Est, Verdict, compare, compare_text, fast_end, speedup};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{CLOCK_ID, fast_ns_per_op, get, ratio_finding, run_ghz};
+use crate::units::ValueUnit;
 
 /// Cycles per operation of `m`: counted where counters ran, else time x clock.
 fn cycles(m: &Measurement, ghz: Option<f64>) -> Option<f64> {
@@ -39,7 +40,7 @@ fn fmt_cycles(c: f64) -> String {
     }
 }
 
-fn cpu_finding(text: String, value: f64, unit: &str) -> Finding {
+fn cpu_finding(text: String, value: f64, unit: impl Into<ValueUnit>) -> Finding {
     Finding {
         area: "cpu".into(),
         text,
@@ -125,9 +126,9 @@ fn primitive_cycles(ms: &[Measurement], ghz: Option<f64>) -> Vec<Finding> {
                 Some(g) => cpu_finding(
                     format!("{what} = {} cycles ({time})", fmt_cycles(ns * g)),
                     ns * g,
-                    "cycles",
+                    ValueUnit::Cycles,
                 ),
-                None => cpu_finding(format!("{what} = {time}"), ns, "ns"),
+                None => cpu_finding(format!("{what} = {time}"), ns, ValueUnit::Ns),
             })
         })
         .collect()
@@ -230,7 +231,7 @@ fn clock(m: &Measurement, g: f64) -> Finding {
             }
         ),
         g * 1e9,
-        "Hz",
+        ValueUnit::Hz,
     )
 }
 
@@ -270,7 +271,7 @@ fn type_cycles(ms: &[Measurement], ty: Ty, ghz: Option<f64>) -> Option<Finding> 
             }
         ),
         div,
-        "cycles",
+        ValueUnit::Cycles,
     ))
 }
 
@@ -354,7 +355,11 @@ fn branch(ms: &[Measurement], ghz: Option<f64>) -> Option<Finding> {
     Some(cpu_finding(
         text,
         ghz.map_or(ns, |g| ns * g),
-        if ghz.is_some() { "cycles" } else { "ns" },
+        if ghz.is_some() {
+            ValueUnit::Cycles
+        } else {
+            ValueUnit::Ns
+        },
     ))
 }
 
@@ -396,7 +401,7 @@ mod tests {
         let f = float_vs_int(&ms);
         assert_eq!(f.len(), 2, "add lacks i64: no verdict");
         let mul = f.iter().find(|f| f.text.starts_with("mul")).unwrap();
-        assert_eq!((mul.value, mul.unit.as_str()), (2.0, "x"));
+        assert_eq!((mul.value, mul.unit), (2.0, ValueUnit::Ratio));
         assert!(mul.text.contains("float is 2.00× ("), "{}", mul.text);
         assert!(mul.text.contains("slower than int in a dependent chain"));
         assert!(
@@ -445,7 +450,7 @@ mod tests {
             m("cpu.branch.unpredictable", "ns/op", 4.5),
         ];
         let f = findings(&ms);
-        let clock = f.iter().find(|f| f.unit == "Hz").unwrap();
+        let clock = f.iter().find(|f| f.unit == ValueUnit::Hz).unwrap();
         assert_eq!(clock.value, 2.0e9);
         assert!(clock.text.contains("2.00 GHz") && clock.text.contains("no hardware counters"));
         let div = f.iter().find(|f| f.text.starts_with("f64 div")).unwrap();
@@ -454,7 +459,7 @@ mod tests {
         div.assert_says("div 0.20");
         let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
         assert_eq!(br.value, 16.0);
-        assert_eq!(br.unit, "cycles");
+        assert_eq!(br.unit, ValueUnit::Cycles);
         br.assert_starts_with("branch misprediction ≈ 16 cycles");
     }
 
@@ -466,7 +471,7 @@ mod tests {
         ];
         let br = branch(&ms, Some(3.0)).unwrap();
         br.assert_says("no measurable penalty");
-        assert_eq!(br.unit, "cycles");
+        assert_eq!(br.unit, ValueUnit::Cycles);
     }
 
     #[test]
@@ -479,7 +484,7 @@ mod tests {
         let f = findings(&ms);
         assert!(f.iter().all(|f| !f.text.starts_with("f64 div")));
         let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
-        assert_eq!((br.value, br.unit.as_str()), (8.0, "ns"));
+        assert_eq!((br.value, br.unit), (8.0, ValueUnit::Ns));
         assert!(findings(&[]).is_empty());
     }
 

@@ -15,7 +15,7 @@ use super::{AES_ID, SHA_ID, SIZES, cipher_id, hash_id};
 use crate::harness::claims::{Est, Verdict, compare, fast_end, rank, tiers_text};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{get, ratio_finding};
-use crate::units::human;
+use crate::units::{BaseUnit, ValueUnit, human};
 
 /// The implementation recorded in a result's parameters.
 fn implementation(m: &Measurement) -> String {
@@ -55,8 +55,8 @@ fn aes_against_sha(ms: &[Measurement]) -> Option<Finding> {
         let (a, s) = (est(aes), est(sha));
         let figures = format!(
             "fastest 5% of each: AES {}, SHA {}; {} AES path, {} SHA path",
-            human(a.value, "B/s"),
-            human(s.value, "B/s"),
+            human(a.value, BaseUnit::BytesPerSec),
+            human(s.value, BaseUnit::BytesPerSec),
             implementation(aes),
             implementation(sha)
         );
@@ -94,8 +94,8 @@ fn aes_against_chacha(ms: &[Measurement]) -> Option<Finding> {
     let (a, c) = (est(aes), est(chacha));
     let figures = format!(
         "16 KiB messages, fastest 5%: AES-256-GCM {}, ChaCha20-Poly1305 {}; AES path {}",
-        human(a.value, "B/s"),
-        human(c.value, "B/s"),
+        human(a.value, BaseUnit::BytesPerSec),
+        human(c.value, BaseUnit::BytesPerSec),
         implementation(aes)
     );
     let (text, value) = match compare(&a, &c) {
@@ -165,7 +165,7 @@ fn instructions(ms: &[Measurement]) -> Option<Finding> {
             paths.join(", ")
         ),
         value: named.len() as f64,
-        unit: "flags".into(),
+        unit: ValueUnit::Flags,
     })
 }
 
@@ -205,13 +205,13 @@ fn small_records(ms: &[Measurement]) -> Option<Finding> {
         Verdict::Better(r) => format!(
             "AES-256-GCM moves {} as many bytes per second at 16 KiB as at {small_len} B: small records pay a per-message cost (fastest 5%: {} at {small_len} B, {} at 16 KiB)",
             r.text(),
-            human(se.value, "B/s"),
-            human(le.value, "B/s")
+            human(se.value, BaseUnit::BytesPerSec),
+            human(le.value, BaseUnit::BytesPerSec)
         ),
         _ => format!(
             "AES-256-GCM moves bytes no faster at 16 KiB than at {small_len} B (within noise or slower): no per-message cost shows (fastest 5%: {} at {small_len} B, {} at 16 KiB)",
-            human(se.value, "B/s"),
-            human(le.value, "B/s")
+            human(se.value, BaseUnit::BytesPerSec),
+            human(le.value, BaseUnit::BytesPerSec)
         ),
     };
     Some(ratio_finding("crypto", text, le.value / se.value))
@@ -245,7 +245,7 @@ mod tests {
             "{}",
             f[0].text
         );
-        assert_eq!((f[0].value, f[0].unit.as_str()), (4.0, "x"));
+        assert_eq!((f[0].value, f[0].unit), (4.0, ValueUnit::Ratio));
         f[0].assert_says("cpu-instructions AES path");
         f[0].assert_says("unknown SHA path");
         // The other way round: SHA named first.
@@ -312,7 +312,10 @@ mod tests {
             .text;
         assert!(t.contains("AES rows aes pclmulqdq vaes"), "{t}");
         assert!(t.contains("SHA-256/SHA-1 rows none"), "{t}");
-        let n = f.iter().find(|f| f.unit == "flags").expect("the count");
+        let n = f
+            .iter()
+            .find(|f| f.unit == ValueUnit::Flags)
+            .expect("the count");
         assert_eq!(n.value, 3.0, "aes, pclmulqdq and vaes");
     }
 

@@ -17,7 +17,7 @@ use super::{Mech, RTT_SIZES, TPUT_SIZES, rtt_id, tput_id};
 use crate::harness::claims::{self, Est, Verdict};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{get, ratio_finding};
-use crate::units::{human, size_label};
+use crate::units::{BaseUnit, ValueUnit, human, size_label};
 
 use super::peer::Placement;
 
@@ -101,11 +101,11 @@ fn rtt_tiers(set: &[(&str, &Measurement)], what: &str) -> Option<Finding> {
         text: format!(
             "{what}, in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {}){}",
             claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
-            human(top.value, "ns/op"),
+            human(top.value, BaseUnit::NsPerOp),
             bimodal_clause(set),
         ),
         value: top.value,
-        unit: "ns/op".into(),
+        unit: BaseUnit::NsPerOp.into(),
     })
 }
 
@@ -130,8 +130,8 @@ fn large_vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) -> Opti
             "{what} vs the pipe's two copies at {} ({}): {words} ({} vs {})",
             size_label(size as u64),
             p.param(),
-            human(x.median, "B/s"),
-            human(c.median, "B/s")
+            human(x.median, BaseUnit::BytesPerSec),
+            human(c.median, BaseUnit::BytesPerSec)
         ),
         x.median / c.median,
     ))
@@ -205,7 +205,7 @@ fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding
     let splice = match usable(ms, &tput_id(Mech::Splice, size, p)) {
         Some(s) => format!(
             "; splice to /dev/null (sink only, not ranked): {}",
-            human(s.median, "B/s")
+            human(s.median, BaseUnit::BytesPerSec)
         ),
         None => String::new(),
     };
@@ -219,7 +219,7 @@ fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding
             bimodal_clause(&set),
         ),
         value: top,
-        unit: "B/s".into(),
+        unit: BaseUnit::BytesPerSec.into(),
     })
 }
 
@@ -264,11 +264,11 @@ fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> {
         text: format!(
             "a pipe moves {pct:.0}% as many bytes/s with dd's 512B writes as with 64KiB writes ({}, {} vs {}){modes}: {why}",
             p.param(),
-            human(s.median, "B/s"),
-            human(b.median, "B/s")
+            human(s.median, BaseUnit::BytesPerSec),
+            human(b.median, BaseUnit::BytesPerSec)
         ),
         value: pct,
-        unit: "%".into(),
+        unit: ValueUnit::Percent,
     })
 }
 
@@ -289,8 +289,8 @@ fn splice_vs_pipe(ms: &[Measurement], size: usize, p: Placement) -> Option<Findi
             "zero-copy vmsplice/splice to /dev/null vs the copying pipe at {} ({}): {words} ({} vs {})",
             size_label(size as u64),
             p.param(),
-            human(z.median, "B/s"),
-            human(c.median, "B/s")
+            human(z.median, BaseUnit::BytesPerSec),
+            human(c.median, BaseUnit::BytesPerSec)
         ),
         r,
     ))
@@ -327,8 +327,8 @@ fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
         Some((_, s, c)) => format!(
             "; pipe: {} ({} cross vs {} same)",
             claims::compare_text("same-cpu", s, "cross-cpu", c, "faster"),
-            human(c.value, "ns/op"),
-            human(s.value, "ns/op")
+            human(c.value, BaseUnit::NsPerOp),
+            human(s.value, BaseUnit::NsPerOp)
         ),
         None => String::new(),
     };
@@ -387,7 +387,10 @@ mod tests {
         );
         assert!(!rank.text.contains("fastest: splice"), "{}", rank.text);
         rank.assert_says("none bimodal");
-        assert_eq!((rank.value, rank.unit.as_str()), (1.01e9, "B/s"));
+        assert_eq!(
+            (rank.value, rank.unit),
+            (1.01e9, BaseUnit::BytesPerSec.into())
+        );
     }
 
     #[test]
@@ -440,7 +443,7 @@ mod tests {
             m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9, 0.03),
         ];
         let f = findings(&ms);
-        let small = f.iter().find(|f| f.unit == "%").unwrap();
+        let small = f.iter().find(|f| f.unit == ValueUnit::Percent).unwrap();
         assert!((small.value - 10.0).abs() < 1e-9, "{:?}", texts(&f));
         assert!(small.text.ends_with("system-call bound"), "{}", small.text);
         let tie = [
@@ -448,14 +451,14 @@ mod tests {
             m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 5e8, 0.05),
         ];
         let t = findings(&tie);
-        let t = t.iter().find(|f| f.unit == "%").unwrap();
+        let t = t.iter().find(|f| f.unit == ValueUnit::Percent).unwrap();
         t.assert_says(": no clear difference of 1.25×");
         let odd = [
             m(&tput_id(Mech::Pipe, 512, s), "B/s", 6e8, 0.02),
             m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 3e8, 0.02),
         ];
         let o = findings(&odd);
-        let o = o.iter().find(|f| f.unit == "%").unwrap();
+        let o = o.iter().find(|f| f.unit == ValueUnit::Percent).unwrap();
         o.assert_says("not what limits");
         assert!(o.text.contains("512B writes are 2.00× ("), "{}", o.text);
     }
@@ -482,7 +485,7 @@ mod tests {
             "{}",
             n.text
         );
-        assert_eq!((n.value, n.unit.as_str()), (1900.0, "ns/op"));
+        assert_eq!((n.value, n.unit), (1900.0, BaseUnit::NsPerOp.into()));
         assert!(!f.iter().any(
             |f| f.text.contains("(cross-cpu), in tiers") && f.text.starts_with("notification")
         ));

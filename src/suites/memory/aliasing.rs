@@ -29,7 +29,7 @@ use crate::harness::claims::{Est, Verdict, compare, fast_end};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::{CacheInfo, Host};
 use crate::suites::bench::FnBench;
-use crate::units::size_label;
+use crate::units::{ValueUnit, size_label};
 
 /// Lines chased at every stride: well within any L1d (512 lines of 32 KiB),
 /// but four times the ways of the usual 8-way set, and few enough pages
@@ -332,7 +332,7 @@ fn finding(l: &Load, control_stride: u64, cliff: &Est, control: &Est) -> Finding
             control.value
         ),
         value: cliff.value / control.value,
-        unit: "x".into(),
+        unit: ValueUnit::Ratio,
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::methods::{self, Method, Op};
 use super::*;
+use crate::units::{BaseUnit, ValueUnit};
 
 /// The points of one latency curve (`memory.latency.NAME/SIZE`) in a run,
 /// each at its fast end ([`crate::suites::bench::fast_ns_per_op`]): on a shared
@@ -74,7 +75,7 @@ pub(super) fn ns_cycles(ns: f64, ghz: Option<f64>) -> String {
     }
 }
 
-pub(super) fn finding(text: String, value: f64, unit: &str) -> Finding {
+pub(super) fn finding(text: String, value: f64, unit: impl Into<ValueUnit>) -> Finding {
     Finding {
         area: "memory".into(),
         text,
@@ -161,7 +162,7 @@ impl Latency {
                     if i == 0 { caveat } else { "" }
                 ),
                 l.size as f64,
-                "B",
+                ValueUnit::Bytes,
             ));
         }
         out
@@ -213,7 +214,7 @@ impl Latency {
             out.push(finding(
                 format!("{} not found: {why}", level_name(n)),
                 size as f64,
-                "B",
+                ValueUnit::Bytes,
             ));
         }
         out
@@ -247,7 +248,7 @@ impl Latency {
                 crate::units::approx_size(m.from)
             ),
         };
-        Some(finding(text, m.ns, "ns/op"))
+        Some(finding(text, m.ns, BaseUnit::NsPerOp))
     }
 
     /// What 4 KiB pages cost against huge pages: the TLB steps, the TLB's
@@ -264,7 +265,7 @@ impl Latency {
                     fmt_ratio(t.ratio)
                 ),
                 t.ratio,
-                "x",
+                ValueUnit::Ratio,
             ));
         }
         if let Some(reach) = tlb_reach(small, huge) {
@@ -274,7 +275,7 @@ impl Latency {
                     crate::units::approx_size(reach)
                 ),
                 reach as f64,
-                "B",
+                ValueUnit::Bytes,
             ));
         }
         // Page-walk cost at the largest working set measured both ways.
@@ -290,7 +291,7 @@ impl Latency {
                     crate::units::human_ns((s.ns - p.ns).max(0.0))
                 ),
                 (s.ns - p.ns).max(0.0),
-                "ns/op",
+                BaseUnit::NsPerOp,
             ));
             out.push(finding(
                 format!(
@@ -301,7 +302,7 @@ impl Latency {
                     fmt_ratio(s.ns / p.ns)
                 ),
                 s.ns / p.ns,
-                "x",
+                ValueUnit::Ratio,
             ));
         }
         out
@@ -324,7 +325,7 @@ fn prefetch_finding(small: &[detect::Point], stride: &[detect::Point]) -> Option
             fmt_ratio(r.ns / p.ns)
         ),
         r.ns / p.ns,
-        "x",
+        ValueUnit::Ratio,
     ))
 }
 
@@ -487,19 +488,24 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
             ms,
             &format!("memory.bandwidth.{}/threads=all_dynamic", kernel.name()),
         )
-        .map(|d| format!(", {} with blocks handed out dynamically", human(d, "B/s")))
+        .map(|d| {
+            format!(
+                ", {} with blocks handed out dynamically",
+                human(d, BaseUnit::BytesPerSec)
+            )
+        })
         .unwrap_or_default();
         out.push(finding(
             format!(
                 "{} bandwidth: {} on one thread, {} on {threads} threads in fixed slices{dynamic} ({}; {} accounting)",
                 kernel.name(),
-                human(one.median, "B/s"),
-                human(all.median, "B/s"),
+                human(one.median, BaseUnit::BytesPerSec),
+                human(all.median, BaseUnit::BytesPerSec),
                 fmt_ratio(all.median / one.median),
                 kernel.accounting()
             ),
             all.median / one.median,
-            "x",
+            ValueUnit::Ratio,
         ));
     }
     let memory = crate::suites::bench::median_of(ms, &bandwidth_id(Kernel::Copy, false));
@@ -513,7 +519,7 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
                     "{}{} {}",
                     crate::units::approx_size(s),
                     fits.map(|f| format!(" ({f})")).unwrap_or_default(),
-                    human(m.median, "B/s")
+                    human(m.median, BaseUnit::BytesPerSec)
                 ),
                 m.median,
             ))
@@ -528,11 +534,11 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
                     .map(|c| c.0.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
-                human(mem, "B/s"),
+                human(mem, BaseUnit::BytesPerSec),
                 fmt_ratio(best / mem)
             ),
             best / mem,
-            "x",
+            ValueUnit::Ratio,
         ));
     }
     out
@@ -584,7 +590,7 @@ pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
                     Some(format!(
                         "glibc {} {side} its non-temporal threshold: {} ({stands})",
                         if op == Op::Copy { "memcpy" } else { "memset" },
-                        human(e.value, "B/s"),
+                        human(e.value, BaseUnit::BytesPerSec),
                     ))
                 })
                 .collect(),
@@ -594,13 +600,13 @@ pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
             text: format!(
                 "the machine's {} bandwidth (one thread): {} ({}){}{}",
                 op.name(),
-                human(top.value, "B/s"),
+                human(top.value, BaseUnit::BytesPerSec),
                 tiers_text(&names, &ests, "fastest"),
                 if glibc.is_empty() { "" } else { "; " },
                 glibc.join("; ")
             ),
             value: top.value,
-            unit: "B/s".into(),
+            unit: BaseUnit::BytesPerSec.into(),
         });
     }
     out

@@ -11,7 +11,7 @@ use super::{BATCH, Path};
 use crate::harness::claims::{self, Est, Ratio};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{get, ratio_finding};
-use crate::units::human;
+use crate::units::{BaseUnit, ValueUnit, human};
 
 /// The line between a packet-bound and a byte-bound path, as the 64 B
 /// datagram rate over the 1472 B rate: about 1 when the per-packet cost
@@ -64,10 +64,10 @@ fn packets_or_bytes(ms: &[Measurement], p: &str) -> Option<Finding> {
         "net",
         format!(
             "{p}: 64 B datagrams arrive at {} ({}), 1472 B at {} ({}): {} the packet rate for 23× less payload; {verdict}",
-            human(small.median, "ops/s"),
-            human(small.median * 64.0, "B/s"),
-            human(big.median, "ops/s"),
-            human(big.median * 1472.0, "B/s"),
+            human(small.median, BaseUnit::OpsPerSec),
+            human(small.median * 64.0, BaseUnit::BytesPerSec),
+            human(big.median, BaseUnit::OpsPerSec),
+            human(big.median * 1472.0, BaseUnit::BytesPerSec),
             r.text()
         ),
         r.ratio,
@@ -83,7 +83,7 @@ fn stream_vs_datagrams(ms: &[Measurement], p: &str) -> Option<Finding> {
         "net",
         format!(
             "{p}: one TCP stream moves {}, {} the payload bytes of 64 B datagrams",
-            human(tcp.median, "B/s"),
+            human(tcp.median, BaseUnit::BytesPerSec),
             r.text()
         ),
         r.ratio,
@@ -100,8 +100,8 @@ fn batching(ms: &[Measurement], p: &str) -> Option<Finding> {
         format!(
             "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {} the 64 B datagrams of one call per datagram ({} vs {})",
             r.text(),
-            human(mmsg.median, "ops/s"),
-            human(plain.median, "ops/s")
+            human(mmsg.median, BaseUnit::OpsPerSec),
+            human(plain.median, BaseUnit::OpsPerSec)
         ),
         r.ratio,
     ))
@@ -153,8 +153,8 @@ fn veth_hop(ms: &[Measurement]) -> Vec<Finding> {
                 "net",
                 format!(
                     "{what} costs {} over veth between namespaces, {} over loopback: {}",
-                    human(ve.ns_per_op(), "ns/op"),
-                    human(lo.ns_per_op(), "ns/op"),
+                    human(ve.ns_per_op(), BaseUnit::NsPerOp),
+                    human(lo.ns_per_op(), BaseUnit::NsPerOp),
                     r.text()
                 ),
                 r.ratio,
@@ -184,7 +184,7 @@ fn target_finding(ms: &[Measurement]) -> Option<Finding> {
         .map(|r| {
             format!(
                 "; one at a time the round trip is {}",
-                human(r.median, "ns")
+                human(r.median, ValueUnit::Ns)
             )
         })
         .unwrap_or_default();
@@ -192,13 +192,13 @@ fn target_finding(ms: &[Measurement]) -> Option<Finding> {
         area: "net".into(),
         text: format!(
             "{name} answers {} ICMP echo requests with {} in flight ({:.1}% lost, at most {} requests/s){rtt}{bound}",
-            human(rate.median, "ops/s"),
+            human(rate.median, BaseUnit::OpsPerSec),
             d.get("window").and_then(|v| v.as_u64()).unwrap_or(0),
             loss * 100.0,
             cap
         ),
         value: rate.median,
-        unit: "ops/s".into(),
+        unit: BaseUnit::OpsPerSec.into(),
     })
 }
 

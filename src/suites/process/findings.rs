@@ -20,7 +20,7 @@ use crate::harness::claims::{
 };
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{get, ratio_finding};
-use crate::units::{human_ns, size_label};
+use crate::units::{BaseUnit, ValueUnit, human_ns, size_label};
 
 /// The smallest change over the growth curve, relative to its start, that
 /// is worth "grows": a quarter more. A spawn that stays within it over the
@@ -39,12 +39,12 @@ fn est(ms: &[Measurement], id: &str) -> Option<Est> {
 }
 
 /// A finding stated in `unit`.
-fn finding(text: String, value: f64, unit: &str) -> Finding {
+fn finding(text: String, value: f64, unit: impl Into<ValueUnit>) -> Finding {
     Finding {
         area: AREA.to_string(),
         text,
         value,
-        unit: unit.to_string(),
+        unit: unit.into(),
     }
 }
 
@@ -125,7 +125,7 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
                 size_label((top * GIB) as u64),
             ),
             t.slope,
-            "ns/GiB",
+            ValueUnit::NsPerGiB,
         ));
     }
     if let Some((rss, f, p)) = top_pair(ms, FORK_EXEC, POSIX_SPAWN) {
@@ -209,7 +209,7 @@ fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
                 human_ns(c.value)
             ),
             p.value - c.value,
-            "ns/op",
+            BaseUnit::NsPerOp,
         ));
     }
 }
@@ -251,7 +251,7 @@ fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
                 t.slope_text(1000.0, human_ns)
             ),
             t.slope * 1000.0,
-            "ns/1000fd",
+            ValueUnit::NsPer1000Fd,
         ));
     }
 }
@@ -287,7 +287,7 @@ fn nofile_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
                 t.slope_text(1.0, human_ns)
             ),
             t.slope,
-            "ns/fd",
+            ValueUnit::NsPerFd,
         ));
     }
     let top = nofile::NOFILE_POINTS.iter().rev().find_map(|&n| {
@@ -312,7 +312,7 @@ fn nofile_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
             compare_text("close_range", &r, "the close loop", &l, "faster"),
         ),
         l.value,
-        "ns/op",
+        BaseUnit::NsPerOp,
     ));
 }
 
@@ -368,7 +368,7 @@ fn rank_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
             tiers_apart_text(&names, &items, "cheapest", CLEAR_GAP)
         ),
         best,
-        "ns/op",
+        BaseUnit::NsPerOp,
     ));
 }
 
@@ -428,7 +428,7 @@ fn loader_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
             human_ns(sp.value)
         ),
         dy.value - sp.value,
-        "ns/op",
+        BaseUnit::NsPerOp,
     ));
 }
 
@@ -455,7 +455,7 @@ fn switch_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
                 human_ns(alone.value)
             ),
             sw,
-            "ns/op",
+            BaseUnit::NsPerOp,
         ));
     }
 }
@@ -493,6 +493,7 @@ fn fault_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::BaseUnit;
 
     /// A latency with a ±2% interval.
     fn m(id: &str, median: f64) -> Measurement {
@@ -520,7 +521,7 @@ mod tests {
         let f = findings(&ms);
         let fork = find(&f, "fork+exec grows with the memory");
         assert!((fork.value - 20e6).abs() < 1e3, "{}", fork.value);
-        assert_eq!(fork.unit, "ns/GiB");
+        assert_eq!(fork.unit, ValueUnit::NsPerGiB);
         assert!(
             fork.text
                 .contains("per GiB (slope over 5 points up to 1GiB)")
@@ -533,7 +534,7 @@ mod tests {
             "{}",
             ratio.text
         );
-        assert_eq!(ratio.unit, "x");
+        assert_eq!(ratio.unit, ValueUnit::Ratio);
         assert!(ratio.value > 100.0);
     }
 
@@ -548,7 +549,7 @@ mod tests {
         let f = findings(&ms);
         let grows = find(&f, "fork + loop + exec grows with the soft RLIMIT_NOFILE");
         assert!((grows.value - 150.0).abs() < 1.0, "{}", grows.value);
-        assert_eq!(grows.unit, "ns/fd");
+        assert_eq!(grows.unit, ValueUnit::NsPerFd);
         find(
             &f,
             "fork + close_range + exec stays flat with the soft RLIMIT_NOFILE",
@@ -577,7 +578,7 @@ mod tests {
             &f,
             "with 256MiB touched in the parent, posix_spawn and fork+exec are within noise",
         );
-        assert_eq!(r.unit, "x");
+        assert_eq!(r.unit, ValueUnit::Ratio);
     }
 
     #[test]
@@ -608,7 +609,7 @@ mod tests {
         }
         let f = findings(&ms);
         let p = find(&f, "popen from a parent with 1GiB");
-        assert_eq!(p.unit, "x");
+        assert_eq!(p.unit, ValueUnit::Ratio);
         assert!(
             (p.value - 901_000.0 / 150_000.0).abs() < 1e-9,
             "{}",
@@ -617,7 +618,7 @@ mod tests {
         p.assert_says("the clone way is ");
         p.assert_says("popen here does not pay for the parent's memory");
         let sh = find(&f, "the shell adds");
-        assert_eq!((sh.value, sh.unit.as_str()), (750_000.0, "ns/op"));
+        assert_eq!((sh.value, sh.unit), (750_000.0, BaseUnit::NsPerOp.into()));
         assert!(sh.text.contains("system()"), "{}", sh.text);
         find(&f, "popen stays flat with the memory");
         // The shell's cost within noise is named as such.
@@ -661,7 +662,7 @@ mod tests {
         ];
         let f = findings(&ms);
         let ps = find(&f, "posix_spawn grows with the descriptors");
-        assert_eq!(ps.unit, "ns/1000fd");
+        assert_eq!(ps.unit, ValueUnit::NsPer1000Fd);
         assert!((ps.value - 90_909.09).abs() < 1.0, "{}", ps.value);
         find(&f, "fork+exec stays flat with the descriptors");
         assert!(
@@ -691,7 +692,7 @@ mod tests {
             &f,
             "a context switch between two processes on one CPU costs 1.5",
         );
-        assert_eq!((p.value, p.unit.as_str()), (1_500.0, "ns/op"));
+        assert_eq!((p.value, p.unit), (1_500.0, BaseUnit::NsPerOp.into()));
         // A round trip within noise of two pipe costs: no switch cost stated.
         find(
             &f,

@@ -19,7 +19,7 @@ use crate::harness::claims::{self, Est, Ratio, Verdict, compare, speedup};
 use crate::harness::{Finding, Measurement, OpStats};
 use crate::host::location::Location;
 use crate::suites::bench::{get, ratio_finding};
-use crate::units::{fmt_ratio, human, human_bytes};
+use crate::units::{BaseUnit, ValueUnit, fmt_ratio, human, human_bytes};
 
 /// Below this hot/cold ratio the "cold" read was probably served from a
 /// cache; the verdict needs the ratio's whole interval on one side of it.
@@ -50,7 +50,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
                     1e9 / p.p50
                 ),
                 value: p.p99,
-                unit: "ns/op".into(),
+                unit: BaseUnit::NsPerOp.into(),
             });
         }
     }
@@ -131,13 +131,13 @@ fn stalls(ms: &[Measurement]) -> Vec<Finding> {
             area: "storage".into(),
             text: format!(
                 "{what} waits up to {} (p99 {}) while the device absorbs buffered writes; idle it takes {} (p99 {}): {verdict}{limits}{peak}",
-                human(fp.max, "ns/op"),
-                human(fp.p99, "ns/op"),
-                human(ip.p50, "ns/op"),
-                human(ip.p99, "ns/op"),
+                human(fp.max, BaseUnit::NsPerOp),
+                human(fp.p99, BaseUnit::NsPerOp),
+                human(ip.p50, BaseUnit::NsPerOp),
+                human(ip.p99, BaseUnit::NsPerOp),
             ),
             value: fp.p99,
-            unit: "ns/op".into(),
+            unit: BaseUnit::NsPerOp.into(),
         });
     }
     out
@@ -226,7 +226,7 @@ fn location_finding(v: &serde_json::Value) -> Option<Finding> {
         area: "storage".into(),
         text: format!("measured in {dir}: {fs}{opts}{on}{sched}{rot}{free_text}"),
         value: free.unwrap_or(0.0),
-        unit: "B".into(),
+        unit: ValueUnit::Bytes,
     })
 }
 
@@ -280,7 +280,7 @@ fn res<'a>(ms: &'a [Measurement], id: &str) -> Option<&'a Measurement> {
 }
 
 fn rate(m: &Measurement) -> String {
-    human(m.median, "B/s")
+    human(m.median, BaseUnit::BytesPerSec)
 }
 
 /// `a` against `b` in words: "`a` R faster than `b`", the other way round,
@@ -393,8 +393,8 @@ fn tail_text(p: &OpStats) -> String {
         } else {
             ""
         },
-        human(p.p50, "ns"),
-        human(p.p99, "ns"),
+        human(p.p50, ValueUnit::Ns),
+        human(p.p99, ValueUnit::Ns),
         p.count
     )
 }
@@ -411,13 +411,16 @@ fn random_reads(ms: &[Measurement]) -> Vec<Finding> {
             area: "storage".into(),
             text: format!("random 4 KiB read at queue depth 1: {}", tail_text(p)),
             value: p.p99,
-            unit: "ns/op".into(),
+            unit: BaseUnit::NsPerOp.into(),
         });
     }
     if let Some(deep) = res(ms, &rand::deep_id()) {
         // One read at a time as IOPS: the time per read inverted.
         let one = Est::new(1e9 / m.median, 1e9 / m.ci_high, 1e9 / m.ci_low, true);
-        let (dv, ov) = (human(deep.median, "ops/s"), human(one.value, "ops/s"));
+        let (dv, ov) = (
+            human(deep.median, BaseUnit::OpsPerSec),
+            human(one.value, BaseUnit::OpsPerSec),
+        );
         let n = rand::DEPTH;
         let (text, value) = ordered(
             &Est::of(deep),
@@ -490,9 +493,9 @@ fn small_files_verdicts(ms: &[Measurement]) -> Vec<Finding> {
             format!(
                 "{doing} {files:.0} small files ({}) takes {} here; at the {kind} rate ({}) the same bytes would take {}: small files cost {} their bytes",
                 human_bytes(bytes),
-                human(small * 1e9, "ns"),
-                human(rate, "B/s"),
-                human(at_rate * 1e9, "ns"),
+                human(small * 1e9, ValueUnit::Ns),
+                human(rate, BaseUnit::BytesPerSec),
+                human(at_rate * 1e9, ValueUnit::Ns),
                 fmt_ratio(small / at_rate)
             ),
             small / at_rate,
@@ -659,7 +662,7 @@ mod tests {
         );
         f.assert_says("sda, sdb");
         f.assert_says("mq-deadline");
-        assert_eq!(f.unit, "B");
+        assert_eq!(f.unit, ValueUnit::Bytes);
         assert_eq!(f.value, 1073741824.0);
     }
 
@@ -738,7 +741,10 @@ mod tests {
         assert_eq!(hot.value, 10.0);
         assert!(hot.text.contains("measures memory"));
         let tail = find("queue depth 1");
-        assert_eq!((tail.value, tail.unit.as_str()), (400_000.0, "ns/op"));
+        assert_eq!(
+            (tail.value, tail.unit),
+            (400_000.0, BaseUnit::NsPerOp.into())
+        );
         // 50k IOPS vs 10k at QD1
         assert_eq!(find("in flight").value, 5.0);
         assert!(find("fdatasync: median").text.contains("p99 9.00 ms"));
@@ -769,7 +775,7 @@ mod tests {
             f[0].text
         );
         assert!((f[0].value - 5.0).abs() < 1e-9);
-        assert_eq!(f[0].unit, "x");
+        assert_eq!(f[0].unit, ValueUnit::Ratio);
         // Reads fall back to the O_DIRECT rate: 0.1 s vs 0.02 s.
         assert!((f[1].value - 5.0).abs() < 1e-9, "{}", f[1].value);
         assert!(

@@ -181,6 +181,7 @@ fn crossover(gains: &[(usize, Ratio)]) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::suites::syscall::io;
+    use crate::units::ValueUnit;
 
     /// A result of `ns` per operation with a ±3% interval.
     fn m(id: &str, unit: &str, bytes: Option<f64>, ns: f64) -> Measurement {
@@ -260,7 +261,10 @@ mod tests {
         );
         assert!((f[2].value - 1.05).abs() < 1e-9);
         f[2].assert_says("no PID cache by its timing");
-        assert!(f.iter().all(|f| f.unit == "x" && f.area == AREA));
+        assert!(
+            f.iter()
+                .all(|f| f.unit == ValueUnit::Ratio && f.area == AREA)
+        );
     }
 
     #[test]
@@ -331,7 +335,7 @@ mod tests {
             "{}",
             f.text
         );
-        assert_eq!(f.unit, "x");
+        assert_eq!(f.unit, ValueUnit::Ratio);
     }
 
     #[test]

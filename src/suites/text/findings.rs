@@ -18,7 +18,7 @@ use crate::harness::claims::{
 };
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{get, ratio_finding};
-use crate::units::{fmt_ratio, human, human_bytes};
+use crate::units::{BaseUnit, ValueUnit, fmt_ratio, human, human_bytes};
 
 /// Every text finding of a run.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
@@ -178,11 +178,11 @@ impl UserSet<'_> {
                 self.label,
                 self.locale,
                 tier_words(&names),
-                human(items[lead].value, "ns"),
+                human(items[lead].value, ValueUnit::Ns),
                 if kind == "sort" { "sort" } else { "comparison" }
             ),
             value: items[lead].value,
-            unit: "ns/op".into(),
+            unit: BaseUnit::NsPerOp.into(),
         })
     }
 }
@@ -203,7 +203,7 @@ fn keys_text(keyed: &[&(UserCheck, Est)]) -> String {
             format!(
                 "; with sort keys built beforehand: {}, {} per comparison",
                 tier_words(&names),
-                human(items[lead].value, "ns")
+                human(items[lead].value, ValueUnit::Ns)
             )
         }
         _ => String::new(),
@@ -311,7 +311,7 @@ fn order_finding(head: String, right: &[&str], label: &str, wrong: &[String]) ->
             or(wrong.join("; "), "none")
         ),
         value: right.len() as f64,
-        unit: "methods".into(),
+        unit: ValueUnit::Methods,
     }
 }
 
@@ -374,7 +374,7 @@ fn order_findings(ms: &[Measurement]) -> Vec<Finding> {
                 format!("glibc strcoll under {locale} and {against} disagree on {n} of {of} neighbouring pairs of the generated words{example}")
             },
             value: n as f64,
-            unit: "pairs".into(),
+            unit: ValueUnit::Pairs,
         });
     }
     out
@@ -428,8 +428,8 @@ impl LangSpeeds<'_> {
             "text",
             format!(
                 "{what} ({} vs {}){lower}",
-                human(icu.value, "ns"),
-                human(ascii.value, "ns")
+                human(icu.value, ValueUnit::Ns),
+                human(ascii.value, ValueUnit::Ns)
             ),
             icu.value / ascii.value,
         ))
@@ -467,8 +467,8 @@ impl LangSpeeds<'_> {
             parts.push((
                 format!(
                     "{what} is {verdict} than {fast} ({} vs {})",
-                    human(a.value, "ns"),
-                    human(b.value, "ns")
+                    human(a.value, ValueUnit::Ns),
+                    human(b.value, ValueUnit::Ns)
                 ),
                 a.value / b.value,
             ));
@@ -508,7 +508,7 @@ impl LangSpeeds<'_> {
             .map(|(k, kns)| {
                 format!(
                     "; with sort keys built beforehand: {k}, {} per comparison",
-                    human(kns, "ns")
+                    human(kns, ValueUnit::Ns)
                 )
             })
             .unwrap_or_default();
@@ -517,10 +517,10 @@ impl LangSpeeds<'_> {
             text: format!(
                 "fastest comparison with the right order for {}: {m}, {} per comparison{keys}",
                 self.lang,
-                human(ns, "ns")
+                human(ns, ValueUnit::Ns)
             ),
             value: ns,
-            unit: "ns/op".into(),
+            unit: BaseUnit::NsPerOp.into(),
         })
     }
 
@@ -548,8 +548,8 @@ impl LangSpeeds<'_> {
             "text",
             format!(
                 "sorting {n} {lang} words with ICU tertiary: {} comparing strings, {} with sort keys{share} ({verdict})",
-                human(d.value, "ns"),
-                human(k.value, "ns")
+                human(d.value, ValueUnit::Ns),
+                human(k.value, ValueUnit::Ns)
             ),
             d.value / k.value,
         ))
@@ -678,9 +678,9 @@ impl LineShape<'_> {
             format!(
                 "lines of a {shape} file, {} (the fastest {}{}, the slowest {})",
                 ends_text(&names, &items, &t),
-                human(items[lead].value, "B/s"),
+                human(items[lead].value, BaseUnit::BytesPerSec),
                 lines_s(ours[lead]),
-                human(items[last].value, "B/s")
+                human(items[last].value, BaseUnit::BytesPerSec)
             ),
             speedup(&items[lead], &items[last]).ratio,
         )];
@@ -712,7 +712,7 @@ impl LineShape<'_> {
             format!(
                 "wc -l counts the lines of the {} file at {} (its process start included); {verdict}",
                 self.name,
-                human(wc.value, "B/s")
+                human(wc.value, BaseUnit::BytesPerSec)
             ),
             lead.value / wc.value,
         )
@@ -758,7 +758,7 @@ impl LineShape<'_> {
                 top_bytes / file
             ),
             value: top_bytes,
-            unit: "B".into(),
+            unit: ValueUnit::Bytes,
         })
     }
 
@@ -776,8 +776,8 @@ impl LineShape<'_> {
                         "{} over the {} file: {} from the page cache, {} after dropping it",
                         line_method(m),
                         self.name,
-                        human(m.median, "B/s"),
-                        human(cold.median, "B/s")
+                        human(m.median, BaseUnit::BytesPerSec),
+                        human(cold.median, BaseUnit::BytesPerSec)
                     ),
                     r,
                 ));
@@ -811,7 +811,7 @@ fn lines_findings(ms: &[Measurement]) -> Vec<Finding> {
 
 /// A count per second as `16.8 M`, `912 k`.
 fn human_count(v: f64) -> String {
-    human(v, "ops/s")
+    human(v, BaseUnit::OpsPerSec)
         .trim_end_matches("op/s")
         .trim()
         .to_string()

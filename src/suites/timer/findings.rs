@@ -16,7 +16,7 @@ use super::{AREA, Method, PERIODS, Period, id};
 use crate::harness::claims::{self, Est, Verdict};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::get;
-use crate::units::human_ns;
+use crate::units::{BaseUnit, human_ns};
 
 /// A busy p99 this many times the idle one (its whole interval) is a
 /// delay worth a word; a tail a few tens of per cent longer is noise on a
@@ -171,7 +171,7 @@ fn finding(ms: &[Measurement], m: Method, p: Period) -> Option<Finding> {
         area: AREA.to_string(),
         text,
         value,
-        unit: "ns/op".to_string(),
+        unit: BaseUnit::NsPerOp.into(),
     })
 }
 
@@ -215,7 +215,7 @@ mod tests {
         n.assert_says("every CPU busy median");
         n.assert_says("busy CPUs make the p99 ");
         n.assert_says("busy CPUs do not clearly move the median by 1.25× or more");
-        assert_eq!(n.unit, "ns/op");
+        assert_eq!(n.unit, BaseUnit::NsPerOp);
         let t = f.iter().find(|f| f.text.contains("timerfd")).unwrap();
         t.assert_says("busy CPUs did not delay the p99 materially");
     }
