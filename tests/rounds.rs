@@ -300,6 +300,66 @@ fn ab_alternates_two_settings_and_compares_them() {
     );
 }
 
+/// The direct children of `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
+/// True while `pid` runs (a zombie waiting for its reaper has ended).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(") ").next().map(|r| !r.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[test]
+fn ab_killed_outright_leaves_no_round_running() {
+    let (_dir, db) = common::scratch("h.db");
+    let mut ab = Std::cargo_bin("opcost")
+        .unwrap()
+        .arg("--db")
+        .arg(&db)
+        // A round of the default profile runs for many seconds and writes
+        // nothing to ab on the way, so only the death signal can stop it.
+        .args(["ab", "syscall", "--profile", "default", "--rounds", "2"])
+        .args([
+            "--a-env",
+            "OPCOST_AB=1",
+            "--b-env",
+            "OPCOST_AB=2",
+            "--no-save",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let kids = loop {
+        let kids = children_of(ab.id());
+        if !kids.is_empty() || Instant::now() > deadline {
+            break kids;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    ab.kill().unwrap();
+    ab.wait().unwrap();
+    assert!(!kids.is_empty(), "ab started no round within 30 s");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while kids.iter().any(|&k| running(k)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = kids.into_iter().filter(|&k| running(k)).collect();
+    assert!(
+        left.is_empty(),
+        "rounds still running after ab was killed: {left:?}"
+    );
+}
+
 #[test]
 fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
     // A UDP datagram cannot carry 64 KiB: skipped in the first round, and
