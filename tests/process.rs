@@ -26,9 +26,9 @@ const HELPER_METHODS: [&str; 4] = ["clone_vfork_exec", "popen", "system", "comma
 const QUICK_HELPER_POINTS: [&str; 2] = ["0B", "256MiB"];
 /// The spawns measured against open descriptors, and the points.
 const FD_METHODS: [&str; 3] = ["posix_spawn", "fork_exec", "command"];
-const FD_POINTS: [&str; 3] = ["10", "1000", "100000"];
+const FD_POINTS: [&str; 4] = ["10", "1000", "10000", "100000"];
 /// The descriptor points a quick run holds.
-const QUICK_FD_POINTS: [&str; 2] = ["10", "1000"];
+const QUICK_FD_POINTS: [&str; 3] = ["10", "1000", "10000"];
 
 /// The ways of closing of the descriptor-limit sweep, and its points.
 const NOFILE_ROWS: [&str; 4] = ["fork_exec", "close_loop", "close_range", "closefrom"];

@@ -159,7 +159,7 @@ fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
 /// The most descriptors a quick run holds: the 100 000 point costs
 /// milliseconds per spawn where the hard limit allows it, so it starts at
 /// the default profile.
-const FDS_QUICK_MAX: u64 = 1_000;
+const FDS_QUICK_MAX: u64 = 10_000;
 
 /// The spawns of the descriptor-limit sweep: how the child closes, name
 /// in ids, and what one operation does.
@@ -513,6 +513,7 @@ mod tests {
         assert!(runs("process.popen/rss=64MiB", Profile::Default));
         assert!(runs("process.fork_exec/rss=64MiB", Profile::Quick));
         assert!(runs("process.fds.command/fds=1000", Profile::Quick));
+        assert!(runs("process.fds.command/fds=10000", Profile::Quick));
         assert!(!runs("process.fds.command/fds=100000", Profile::Quick));
         assert!(runs("process.fds.command/fds=100000", Profile::Default));
         assert!(runs(
