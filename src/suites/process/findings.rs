@@ -249,9 +249,9 @@ fn ends(
     id: impl Fn(u64) -> String,
     material: f64,
 ) -> Option<(Trend, Point, Point)> {
-    let pts = measured(ms, points, id);
-    let (&first, &last) = (pts.first()?, pts.last()?);
-    Some((trend(&[first, last], material)?, first, last))
+    let pts = measured(ms, points, &id);
+    let (first, last) = (pts.first()?.0 as u64, pts.last()?.0 as u64);
+    sweep(ms, &[first, last], id, material)
 }
 
 /// Per spawn method: does it grow with the descriptors the parent holds,
