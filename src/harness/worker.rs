@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
@@ -118,9 +119,15 @@ fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How long [`abort_all`] waits for the workers to remove their scratch
+/// files and exit (a write-back flood's file can take a moment to unlink).
+const ABORT_WAIT: Duration = Duration::from_secs(5);
+
 /// Aborts every worker (the exit path of a second Ctrl-C, which skips
 /// destructors): the second `SIGINT` a worker sees removes its scratch
-/// files and exits it, so each gets two, a moment apart.
+/// files and exits it, so each gets two, a moment apart. Returns once every
+/// worker has exited (or after [`ABORT_WAIT`]), so that the run, which
+/// exits next, never leaves before its workers' files are gone.
 pub fn abort_all() {
     let pids = live().clone();
     for round in 0..2 {
@@ -129,6 +136,21 @@ pub fn abort_all() {
         }
         for &p in &pids {
             let _ = kill(Pid::from_raw(p), Signal::SIGINT);
+        }
+    }
+    let start = Instant::now();
+    let mut left = pids;
+    while !left.is_empty() && start.elapsed() < ABORT_WAIT {
+        // Reaped here or by its owner (ECHILD): gone. The run exits next,
+        // so taking the status from the owner's `wait` costs nothing.
+        left.retain(|&p| {
+            matches!(
+                waitpid(Pid::from_raw(p), Some(WaitPidFlag::WNOHANG)),
+                Ok(WaitStatus::StillAlive)
+            )
+        });
+        if !left.is_empty() {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
