@@ -17,6 +17,7 @@
 
 mod findings;
 pub mod instructions;
+pub mod libcrypto;
 pub mod ops;
 
 use std::collections::BTreeMap;
@@ -110,7 +111,9 @@ struct Row {
     summary: String,
     unit: Unit,
     params: BTreeMap<&'static str, serde_json::Value>,
-    library: &'static str,
+    /// The library that runs, decided where the row is prepared (only
+    /// then is libcrypto opened, never in a process that runs no crypto row).
+    library: Box<dyn Fn() -> String + Send + Sync>,
     cpu_instructions: String,
     warning: Option<String>,
     prepare: Box<dyn Fn() -> anyhow::Result<ops::Op> + Send + Sync>,
@@ -118,16 +121,20 @@ struct Row {
 
 impl Row {
     fn into_bench(self) -> Box<dyn Bench> {
-        let details = serde_json::json!({
-            "impl": self.library,
-            "cpu_instructions": self.cpu_instructions,
-        });
         let Row {
-            prepare, warning, ..
+            prepare,
+            warning,
+            library,
+            cpu_instructions,
+            ..
         } = self;
         let mut b = FnBench::new(self.id, self.summary, self.unit, move |_ctx: &Ctx| {
             let op = prepare().map_err(|e| PrepareError::Fail(e.context("check before timing")))?;
-            let mut l = Looped::new(op).with_details(details.clone());
+            let details = serde_json::json!({
+                "impl": library(),
+                "cpu_instructions": cpu_instructions,
+            });
+            let mut l = Looped::new(op).with_details(details);
             if let Some(w) = &warning {
                 l = l.warn(w.clone());
             }
@@ -161,7 +168,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 summary: format!(
                     "{} encryption of a {label} message in place, fresh nonce each ({})",
                     c.title(),
-                    c.library()
+                    c.libraries(len)
                 ),
                 unit: Unit::Throughput {
                     bytes_per_op: len as f64,
@@ -171,7 +178,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                     ("algorithm", c.title().into()),
                     ("implementation", path_name(&cpu, needs).into()),
                 ]),
-                library: c.library(),
+                library: Box::new(move || c.library(len)),
                 cpu_instructions: cpu.used_by(needs),
                 warning: missing_warning(&cpu, needs),
                 prepare: Box::new(move || c.prepare(len)),
@@ -183,7 +190,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
         for (len, label) in SIZES {
             rows.push(Row {
                 id: hash_id(h, label),
-                summary: format!("{} of a {label} buffer ({})", h.title(), h.library()),
+                summary: format!("{} of a {label} buffer ({})", h.title(), h.libraries()),
                 unit: Unit::Throughput {
                     bytes_per_op: len as f64,
                 },
@@ -192,7 +199,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                     ("algorithm", h.title().into()),
                     ("implementation", path_name(&cpu, needs).into()),
                 ]),
-                library: h.library(),
+                library: Box::new(move || h.library()),
                 cpu_instructions: cpu.used_by(needs),
                 warning: missing_warning(&cpu, needs),
                 prepare: Box::new(move || h.prepare(len)),
@@ -202,10 +209,10 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     for p in PublicKey::ALL {
         rows.push(Row {
             id: public_key_id(p),
-            summary: format!("{} (ring)", p.title()),
+            summary: format!("{} ({})", p.title(), p.libraries()),
             unit: Unit::Rate,
             params: BTreeMap::from([("algorithm", p.title().into())]),
-            library: "ring",
+            library: Box::new(move || p.library()),
             cpu_instructions: cpu.used_by(Needs::General),
             warning: None,
             prepare: Box::new(move || p.prepare()),
@@ -280,5 +287,83 @@ mod tests {
             let mut op = p.prepare().unwrap_or_else(|e| panic!("{p:?}: {e:#}"));
             op();
         }
+    }
+
+    #[test]
+    fn the_rust_fallbacks_pass_their_checks_and_run() {
+        // What a system without OpenSSL 3 measures.
+        for c in Cipher::ALL {
+            let mut op = c
+                .prepare_rust(1024)
+                .unwrap_or_else(|e| panic!("{c:?}: {e:#}"));
+            op();
+        }
+        for h in Hash::ALL {
+            let mut op = h
+                .prepare_rust(64)
+                .unwrap_or_else(|e| panic!("{h:?}: {e:#}"));
+            op();
+        }
+    }
+
+    #[test]
+    fn rows_name_the_system_library_exactly_where_it_is_used() {
+        let lib = libcrypto::get();
+        if lib.is_none() {
+            eprintln!("no libcrypto: {}", libcrypto::why_not().unwrap_or("?"));
+        }
+        let system = |name: String| name.contains("libcrypto (system)");
+        for c in Cipher::ALL {
+            for (len, _) in SIZES {
+                let expected = lib.is_some()
+                    && match c {
+                        Cipher::Aes128Ctr | Cipher::Aes256Ctr => true,
+                        Cipher::ChaCha20Poly1305 => len == 16 * 1024,
+                        Cipher::Aes128Gcm | Cipher::Aes256Gcm => false,
+                    };
+                assert_eq!(system(c.library(len)), expected, "{c:?} {len}");
+            }
+        }
+        for h in Hash::ALL {
+            let expected = lib.is_some() && matches!(h, Hash::Sha512 | Hash::Md5);
+            assert_eq!(system(h.library()), expected, "{h:?}");
+        }
+        for p in PublicKey::ALL {
+            let expected =
+                lib.is_some() && matches!(p, PublicKey::Rsa2048Sign | PublicKey::Rsa2048Verify);
+            assert_eq!(system(p.library()), expected, "{p:?}");
+        }
+        let summary = benches(&Host::detect())
+            .iter()
+            .find(|b| b.id() == "crypto.sha512/16KiB")
+            .map(|b| b.summary().to_string())
+            .expect("the SHA-512 row");
+        assert!(
+            summary.contains("libcrypto") && summary.contains("sha2"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn libcrypto_refuses_a_tampered_tag_and_a_changed_signature() {
+        let Some(l) = libcrypto::get() else {
+            eprintln!("no libcrypto: {}", libcrypto::why_not().unwrap_or("?"));
+            return;
+        };
+        assert!(l.version().starts_with("OpenSSL 3"), "{}", l.version());
+        let key = [7u8; 32];
+        let nonce = [1u8; 12];
+        let mut buf = b"a record of some length".to_vec();
+        let mut tag = l.chacha_seal(&key, &nonce, &mut buf).expect("seal");
+        tag[0] ^= 1;
+        let err = l.chacha_open(&key, &nonce, &mut buf, tag).unwrap_err();
+        assert!(err.to_string().contains("tag"), "{err:#}");
+        let pkcs8 = include_bytes!("rsa2048-bench-key.pk8");
+        let sig = l.rsa_sign(pkcs8, b"message").expect("sign");
+        assert_eq!(sig.len(), 256);
+        assert!(l.rsa_verify(pkcs8, b"message", &sig).expect("verify"));
+        assert!(!l.rsa_verify(pkcs8, b"massage", &sig).expect("verify"));
+        let d = l.digest(libcrypto::Digest::Md5, b"abc").expect("md5");
+        assert_eq!(ops::hex(&d), "900150983cd24fb0d6963f7d28e17f72");
     }
 }

@@ -16,7 +16,11 @@
 //! does not expose; RustCrypto's `sha2`, `sha1` and `md-5` for the hashes
 //! (`sha2` equals `ring` at 16 KiB and beats it on short inputs; `ring`'s
 //! SHA-1 does not use the SHA extensions and it has no MD5); the `blake3`
-//! crate (its own SIMD code) for BLAKE3.
+//! crate (its own SIMD code) for BLAKE3. Where the system has OpenSSL 3's
+//! libcrypto, AES-CTR, ChaCha20-Poly1305, SHA-512, MD5 and RSA use it
+//! instead (see [`super::libcrypto`]): no Rust library reaches OpenSSL's
+//! assembly there, and each such row first checks that libcrypto's answer
+//! is the Rust library's.
 
 use std::hint::black_box;
 
@@ -25,6 +29,8 @@ use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use ring::agreement;
 use ring::rand::SystemRandom;
 use ring::signature::{self, KeyPair};
+
+use super::libcrypto::{self, LibCrypto};
 
 /// An operation ready to be timed: one call is one message, hash or signature.
 pub type Op = Box<dyn FnMut() + Send>;
@@ -81,16 +87,61 @@ impl Cipher {
         }
     }
 
-    /// The library that implements it.
-    pub fn library(self) -> &'static str {
+    /// libcrypto's cipher, for the rows at `len`-byte messages where
+    /// OpenSSL's code is the fastest measured (no library is opened here).
+    fn system_cipher(self, len: usize) -> Option<libcrypto::Cipher> {
+        match self {
+            Cipher::Aes128Ctr => Some(libcrypto::Cipher::Aes128Ctr),
+            Cipher::Aes256Ctr => Some(libcrypto::Cipher::Aes256Ctr),
+            Cipher::ChaCha20Poly1305 if len >= SYSTEM_CHACHA_MIN => {
+                Some(libcrypto::Cipher::ChaCha20Poly1305)
+            }
+            _ => None,
+        }
+    }
+
+    /// The system's libcrypto and its cipher, where the row prefers it
+    /// and the library is there.
+    fn system(self, len: usize) -> Option<(&'static LibCrypto, libcrypto::Cipher)> {
+        let c = self.system_cipher(len)?;
+        libcrypto::get().map(|l| (l, c))
+    }
+
+    /// The Rust library of this row (the only one without libcrypto).
+    fn rust_library(self) -> &'static str {
         match self {
             Cipher::Aes128Ctr | Cipher::Aes256Ctr => "RustCrypto aes+ctr",
             _ => "ring",
         }
     }
 
+    /// The libraries this row can use, in text, without opening any.
+    pub fn libraries(self, len: usize) -> String {
+        with_system(self.system_cipher(len).is_some(), self.rust_library())
+    }
+
+    /// The library that implements it at `len`-byte messages (opens libcrypto).
+    pub fn library(self, len: usize) -> String {
+        match self.system(len) {
+            Some((l, _)) => l.label(),
+            None => self.rust_library().into(),
+        }
+    }
+
     /// The operation, after a round trip on a buffer of `len` bytes.
     pub fn prepare(self, len: usize) -> anyhow::Result<Op> {
+        if let Some((l, c)) = self.system(len) {
+            return match c {
+                libcrypto::Cipher::ChaCha20Poly1305 => system_chacha_op(l, len),
+                _ => system_ctr_op(l, c, self.key_len(), len),
+            };
+        }
+        self.prepare_rust(len)
+    }
+
+    /// The operation with the Rust library (what [`Cipher::prepare`] uses
+    /// without the system's libcrypto).
+    pub fn prepare_rust(self, len: usize) -> anyhow::Result<Op> {
         match self {
             Cipher::Aes128Ctr => ctr_op::<aes::Aes128>(len),
             Cipher::Aes256Ctr => ctr_op::<aes::Aes256>(len),
@@ -99,13 +150,105 @@ impl Cipher {
             Cipher::ChaCha20Poly1305 => aead_op(&aead::CHACHA20_POLY1305, len),
         }
     }
+
+    /// The key's length in bytes.
+    fn key_len(self) -> usize {
+        match self {
+            Cipher::Aes128Gcm | Cipher::Aes128Ctr => 16,
+            _ => 32,
+        }
+    }
 }
 
-/// The nonce of message number `n`: unique per message, as GCM requires.
-fn nonce(n: u64) -> Nonce {
+/// A row's libraries in text: `rust`, or the system's libcrypto first.
+fn with_system(system: bool, rust: &str) -> String {
+    if system {
+        format!("OpenSSL libcrypto where the system has it, else {rust}")
+    } else {
+        rust.to_string()
+    }
+}
+
+/// The smallest message ChaCha20-Poly1305 seals through libcrypto: OpenSSL
+/// 3.0's EVP sets a record's nonce up in ~230 ns (its stream runs faster
+/// than ring's AVX2 code where it has AVX-512), ring in less, so shorter
+/// records stay with ring (docs/suites/crypto.md has the figures).
+const SYSTEM_CHACHA_MIN: usize = 16 * 1024;
+
+/// The nonce bytes of message number `n`: unique per message, as GCM requires.
+fn nonce_bytes(n: u64) -> [u8; aead::NONCE_LEN] {
     let mut b = [0u8; aead::NONCE_LEN];
     b[..8].copy_from_slice(&n.to_le_bytes());
-    Nonce::assume_unique_for_key(b)
+    b
+}
+
+/// The nonce of message number `n`.
+fn nonce(n: u64) -> Nonce {
+    Nonce::assume_unique_for_key(nonce_bytes(n))
+}
+
+/// The key of the AEAD rows, `len` bytes.
+fn aead_key(len: usize) -> Vec<u8> {
+    (0..len).map(|i| i as u8 ^ 0x5c).collect()
+}
+
+/// ChaCha20-Poly1305 through libcrypto, after a check that it seals
+/// exactly as ring does (ciphertext and tag) and opens its own output.
+fn system_chacha_op(l: &'static LibCrypto, len: usize) -> anyhow::Result<Op> {
+    let alg = &aead::CHACHA20_POLY1305;
+    let key_bytes = aead_key(alg.key_len());
+    let input = plaintext(len);
+    let mut ours = input.clone();
+    let tag = l.chacha_seal(&key_bytes, &nonce_bytes(0), &mut ours)?;
+    let ring_key = LessSafeKey::new(
+        UnboundKey::new(alg, &key_bytes).map_err(|_| anyhow!("ring refused the key"))?,
+    );
+    let mut theirs = input.clone();
+    let ring_tag = ring_key
+        .seal_in_place_separate_tag(nonce(0), Aad::empty(), &mut theirs)
+        .map_err(|_| anyhow!("sealing failed"))?;
+    ensure!(
+        ours == theirs && tag == ring_tag.as_ref(),
+        "libcrypto and ring sealed the same message differently"
+    );
+    l.chacha_open(&key_bytes, &nonce_bytes(0), &mut ours, tag)?;
+    ensure!(ours == input, "decryption did not give the input back");
+    l.chacha_op(&key_bytes, nonce_bytes, input)
+}
+
+/// AES-CTR through libcrypto, after a check that its keystream is
+/// RustCrypto's and that applying it twice gives the input back.
+fn system_ctr_op(
+    l: &'static LibCrypto,
+    c: libcrypto::Cipher,
+    key_len: usize,
+    len: usize,
+) -> anyhow::Result<Op> {
+    use ctr::cipher::{KeyIvInit, StreamCipher};
+    let key = vec![0u8; key_len];
+    let iv = [0u8; 16];
+    let input = plaintext(len);
+    let mut ours = input.clone();
+    l.ctr_apply(c, &key, &iv, &mut ours)?;
+    let mut theirs = input.clone();
+    if key_len == 16 {
+        ctr::Ctr128BE::<aes::Aes128>::new(&Default::default(), &Default::default())
+            .apply_keystream(&mut theirs);
+    } else {
+        ctr::Ctr128BE::<aes::Aes256>::new(&Default::default(), &Default::default())
+            .apply_keystream(&mut theirs);
+    }
+    ensure!(
+        ours == theirs,
+        "libcrypto's and RustCrypto's keystreams differ"
+    );
+    ensure!(
+        len == 0 || ours != input,
+        "encryption left the buffer as it was"
+    );
+    l.ctr_apply(c, &key, &iv, &mut ours)?;
+    ensure!(ours == input, "decryption did not give the input back");
+    l.ctr_op(c, &key, &iv, input)
 }
 
 /// A buffer of `len` bytes that is not all one value.
@@ -114,7 +257,7 @@ fn plaintext(len: usize) -> Vec<u8> {
 }
 
 fn aead_op(alg: &'static aead::Algorithm, len: usize) -> anyhow::Result<Op> {
-    let key_bytes: Vec<u8> = (0..alg.key_len()).map(|i| i as u8 ^ 0x5c).collect();
+    let key_bytes = aead_key(alg.key_len());
     let key = LessSafeKey::new(
         UnboundKey::new(alg, &key_bytes).map_err(|_| anyhow!("ring refused the key"))?,
     );
@@ -222,13 +365,43 @@ impl Hash {
         }
     }
 
-    /// The library that implements it.
-    pub fn library(self) -> &'static str {
+    /// libcrypto's digest, for the rows where OpenSSL's code is the
+    /// fastest measured (no library is opened here).
+    fn system_digest(self) -> Option<libcrypto::Digest> {
+        match self {
+            Hash::Sha512 => Some(libcrypto::Digest::Sha512),
+            Hash::Md5 => Some(libcrypto::Digest::Md5),
+            Hash::Sha256 | Hash::Sha1 | Hash::Blake3 => None,
+        }
+    }
+
+    /// The system's libcrypto and its digest, where the row prefers it
+    /// and the library is there.
+    fn system(self) -> Option<(&'static LibCrypto, libcrypto::Digest)> {
+        let d = self.system_digest()?;
+        libcrypto::get().map(|l| (l, d))
+    }
+
+    /// The Rust library of this row (the only one without libcrypto).
+    fn rust_library(self) -> &'static str {
         match self {
             Hash::Sha256 | Hash::Sha512 => "RustCrypto sha2",
             Hash::Sha1 => "RustCrypto sha1",
             Hash::Md5 => "RustCrypto md-5",
             Hash::Blake3 => "blake3",
+        }
+    }
+
+    /// The libraries this row can use, in text, without opening any.
+    pub fn libraries(self) -> String {
+        with_system(self.system_digest().is_some(), self.rust_library())
+    }
+
+    /// The library that implements it (opens libcrypto).
+    pub fn library(self) -> String {
+        match self.system() {
+            Some((l, _)) => l.label(),
+            None => self.rust_library().into(),
         }
     }
 
@@ -258,8 +431,30 @@ impl Hash {
         }
     }
 
-    /// The operation on `len` bytes, after the known-answer check.
+    /// The operation on `len` bytes, after the known-answer check (and,
+    /// through libcrypto, a check that it agrees with the Rust library).
     pub fn prepare(self, len: usize) -> anyhow::Result<Op> {
+        let Some((l, d)) = self.system() else {
+            return self.prepare_rust(len);
+        };
+        let got = hex(&l.digest(d, b"abc")?);
+        ensure!(
+            got == self.abc(),
+            "{} of \"abc\" is {got}, not the published digest",
+            self.title()
+        );
+        let buf = plaintext(len);
+        ensure!(
+            l.digest(d, &buf)? == self.digest(&buf),
+            "libcrypto's and the Rust library's {} differ",
+            self.title()
+        );
+        l.digest_op(d, buf)
+    }
+
+    /// The operation with the Rust library (what [`Hash::prepare`] uses
+    /// without the system's libcrypto).
+    pub fn prepare_rust(self, len: usize) -> anyhow::Result<Op> {
         let got = hex(&self.digest(b"abc"));
         ensure!(
             got == self.abc(),
@@ -354,6 +549,27 @@ impl PublicKey {
         }
     }
 
+    /// Whether OpenSSL's code is the fastest measured for this row (RSA).
+    fn prefers_system(self) -> bool {
+        matches!(self, PublicKey::Rsa2048Sign | PublicKey::Rsa2048Verify)
+    }
+
+    /// The system's libcrypto, where the row prefers it and it is there.
+    fn system(self) -> Option<&'static LibCrypto> {
+        self.prefers_system().then(libcrypto::get).flatten()
+    }
+
+    /// The libraries this row can use, in text, without opening any.
+    pub fn libraries(self) -> String {
+        with_system(self.prefers_system(), "ring")
+    }
+
+    /// The library that implements it (opens libcrypto).
+    pub fn library(self) -> String {
+        self.system()
+            .map_or_else(|| "ring".into(), LibCrypto::label)
+    }
+
     /// The operation, after a check that a signature verifies (and a
     /// tampered message does not), or that both sides of an agreement
     /// derive one secret.
@@ -366,7 +582,11 @@ impl PublicKey {
                 ecdsa_p256_op(self == PublicKey::EcdsaP256Sign)
             }
             PublicKey::Rsa2048Sign | PublicKey::Rsa2048Verify => {
-                rsa2048_op(self == PublicKey::Rsa2048Sign)
+                let sign = self == PublicKey::Rsa2048Sign;
+                match self.system() {
+                    Some(l) => system_rsa2048_op(l, sign),
+                    None => rsa2048_op(sign),
+                }
             }
             PublicKey::X25519 => x25519_op(),
         }
@@ -460,6 +680,36 @@ fn rsa2048_op(sign: bool) -> anyhow::Result<Op> {
             black_box(public.verify(black_box(MESSAGE), &sig).is_ok());
         })
     })
+}
+
+/// An RSA-2048 PKCS#1 v1.5 (SHA-256) signature (`sign`) or verification
+/// of [`MESSAGE`] through libcrypto, with the built-in key, after a check
+/// that libcrypto's signature is ring's (the padding is deterministic),
+/// that it verifies, and that it does not on a changed message.
+fn system_rsa2048_op(l: &'static LibCrypto, sign: bool) -> anyhow::Result<Op> {
+    let kp =
+        signature::RsaKeyPair::from_pkcs8(RSA2048_PKCS8).map_err(|e| anyhow!("RSA key: {e}"))?;
+    let mut ring_sig = vec![0u8; kp.public().modulus_len()];
+    kp.sign(
+        &signature::RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        MESSAGE,
+        &mut ring_sig,
+    )
+    .map_err(unspecified("RSA signing"))?;
+    let sig = l.rsa_sign(RSA2048_PKCS8, MESSAGE)?;
+    ensure!(sig.len() == 256, "the RSA key is not 2048 bits");
+    ensure!(sig == ring_sig, "libcrypto's and ring's signatures differ");
+    ensure!(
+        l.rsa_verify(RSA2048_PKCS8, MESSAGE, &sig)?,
+        "our own signature did not verify"
+    );
+    let mut other = MESSAGE.to_vec();
+    other[0] ^= 1;
+    if l.rsa_verify(RSA2048_PKCS8, &other, &sig)? {
+        bail!("a signature verified on a message it was not made for");
+    }
+    l.rsa_op(RSA2048_PKCS8, MESSAGE, sig, sign)
 }
 
 /// An X25519 key pair and its shared secret with a fixed peer's key,
