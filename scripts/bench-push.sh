@@ -21,7 +21,6 @@ set -euo pipefail
 N=${N:-1000}
 REPEAT=${REPEAT:-3}
 cd "$(dirname "$0")/.."
-TEMPLATE=${TEMPLATE:-reference/quick.json}
 cargo build --release -q
 BIN=$PWD/target/release/opcost
 
@@ -47,6 +46,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+if [ -z "${TEMPLATE:-}" ]; then
+  TEMPLATE=$work/template.json
+  zcat reference/quick.json.gz >"$TEMPLATE"
+fi
 
 (cd "$work" && "${AS[@]}" "$PGBIN/initdb" -D "$work/data" -U opcost --auth=trust -E UTF8 >/dev/null)
 (cd "$work" && "${AS[@]}" "$PGBIN/pg_ctl" -D "$work/data" -l "$work/server.log" -w \
