@@ -615,11 +615,18 @@ impl Finding {
 /// A context for unit tests: quick profile, the system temp dir, no pinning.
 #[cfg(test)]
 pub(crate) fn test_ctx() -> Ctx {
+    test_ctx_with(Host::detect(), &std::env::temp_dir())
+}
+
+/// A context for unit tests on `host` that writes in `dir`: quick profile,
+/// no pinning.
+#[cfg(test)]
+pub(crate) fn test_ctx_with(host: Host, dir: &std::path::Path) -> Ctx {
     Ctx {
         profile: Profile::Quick,
-        host: Arc::new(Host::detect()),
-        tmp: std::env::temp_dir(),
-        dir: std::env::temp_dir(),
+        host: Arc::new(host),
+        tmp: dir.to_path_buf(),
+        dir: dir.to_path_buf(),
         cpu: None,
         stop: Arc::new(AtomicBool::new(false)),
     }

@@ -527,9 +527,7 @@ pub fn op_stats(times: &[f64]) -> Option<OpStats> {
 mod tests {
     use super::*;
     use crate::harness::{Params, Unit};
-    use crate::harness::{PrepareError, Profile, Timed};
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
+    use crate::harness::{PrepareError, Profile, Timed, test_ctx};
 
     struct FakeBench {
         id: String,
@@ -593,18 +591,6 @@ mod tests {
         20_000.0
     }
 
-    fn ctx() -> Ctx {
-        let tmp = std::env::temp_dir();
-        Ctx {
-            profile: Profile::Quick,
-            host: Arc::new(crate::host::Host::detect()),
-            tmp: tmp.clone(),
-            dir: tmp,
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
     #[test]
     fn groups_keep_first_position_and_collect_members() {
         let benches = [
@@ -633,7 +619,7 @@ mod tests {
         };
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
-            &ctx(),
+            &test_ctx(),
             &opts,
             None,
             &mut |_| {},
@@ -688,7 +674,7 @@ mod tests {
                 fake("t.tight", 1000, None),
                 Box::new(Jitter(Default::default())),
             ];
-            let out = run(benches, &ctx(), &opts(target), None, &mut |_| {});
+            let out = run(benches, &test_ctx(), &opts(target), None, &mut |_| {});
             let n = |id: &str| {
                 let m = out.measurements.iter().find(|m| m.id == id).unwrap();
                 (
@@ -745,7 +731,7 @@ mod tests {
         };
         let benches: Vec<Box<dyn Bench>> =
             vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
-        let out = run(benches, &ctx(), &opts, None, &mut |_| {});
+        let out = run(benches, &test_ctx(), &opts, None, &mut |_| {});
         let fast = out.measurements.iter().find(|m| m.id == "fast").unwrap();
         assert_eq!(fast.samples.len(), Profile::Quick.samples());
         let slow = out.measurements.iter().find(|m| m.id == "slow").unwrap();
@@ -769,7 +755,7 @@ mod tests {
                 .map(|id| fake(id, 100, None))
                 .collect();
             let mut started: Vec<String> = Vec::new();
-            run(benches, &ctx(), &opts, None, &mut |e| {
+            run(benches, &test_ctx(), &opts, None, &mut |e| {
                 if let Event::Started(ids) = e {
                     started.extend(ids.iter().cloned());
                 }
@@ -811,7 +797,7 @@ mod tests {
             }),
             fake("ok", 100, None),
         ];
-        let out = run(benches, &ctx(), &opts, None, &mut |_| {});
+        let out = run(benches, &test_ctx(), &opts, None, &mut |_| {});
         assert_eq!(out.measurements.len(), 1);
         assert_eq!(out.skipped.len(), 2);
         assert!(!out.skipped[0].failed && out.skipped[0].reason.contains("no such thing"));
@@ -820,7 +806,7 @@ mod tests {
 
     #[test]
     fn stop_flag_interrupts_before_anything_runs() {
-        let c = ctx();
+        let c = test_ctx();
         c.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let opts = RunOptions {
             profile: Profile::Quick,
@@ -859,7 +845,7 @@ mod tests {
             .boxed()
         };
         let warned = |unit: Unit| {
-            let out = run(vec![mk(unit)], &ctx(), &opts, None, &mut |_| {});
+            let out = run(vec![mk(unit)], &test_ctx(), &opts, None, &mut |_| {});
             out.measurements[0]
                 .warnings
                 .iter()
@@ -894,7 +880,7 @@ mod tests {
         .boxed();
         let out = run(
             vec![boom, fake("t.ok", 100, None)],
-            &ctx(),
+            &test_ctx(),
             &opts,
             None,
             &mut |_| {},
@@ -922,7 +908,7 @@ mod tests {
         let mut interim = 0;
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 3000, Some("k"))],
-            &ctx(),
+            &test_ctx(),
             &opts,
             None,
             &mut |e| {

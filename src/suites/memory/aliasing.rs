@@ -421,17 +421,7 @@ mod tests {
 
     #[test]
     fn a_spaced_chase_visits_every_line_at_its_stride() {
-        use std::sync::Arc;
-        use std::sync::atomic::AtomicBool;
-        let tmp = std::env::temp_dir();
-        let ctx = Ctx {
-            profile: crate::harness::Profile::Quick,
-            host: Arc::new(host()),
-            tmp: tmp.clone(),
-            dir: tmp,
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        };
+        let ctx = crate::harness::test_ctx_with(host(), &std::env::temp_dir());
         let mut c = latency::prepare_spaced(32, 4160, Pages::Small, &ctx, json!({})).unwrap();
         let mut seen: Vec<usize> = (0..32).map(|_| c.walk(1) * 64).collect();
         seen.sort_unstable();

@@ -421,18 +421,11 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Profile;
+    use crate::harness::test_ctx_with;
     use std::sync::atomic::AtomicBool;
 
     fn ctx(dir: &std::path::Path) -> Ctx {
-        Ctx {
-            profile: Profile::Quick,
-            host: Arc::new(crate::host::Host::default()),
-            tmp: dir.to_path_buf(),
-            dir: dir.to_path_buf(),
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
+        test_ctx_with(crate::host::Host::default(), dir)
     }
 
     #[test]

@@ -537,19 +537,10 @@ fn fread_rest(f: *mut libc::FILE, p: *mut u8, n: usize, first: usize) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Profile;
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
+    use crate::harness::test_ctx_with;
 
     fn ctx(tmp: &Path) -> Ctx {
-        Ctx {
-            profile: Profile::Quick,
-            host: Arc::new(crate::host::Host::default()),
-            tmp: tmp.to_path_buf(),
-            dir: tmp.to_path_buf(),
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
+        test_ctx_with(crate::host::Host::default(), tmp)
     }
 
     #[test]
