@@ -423,26 +423,7 @@ mod tests {
         // The shipped reference run, written before findings had a typed unit.
         let mut old: serde_json::Value =
             serde_json::from_str(include_str!("../reference/quick.json")).unwrap();
-        let labels = [
-            "x",
-            "%",
-            "ns",
-            "B",
-            "cycles",
-            "Hz",
-            "CPUs",
-            "flags",
-            "groups",
-            "methods",
-            "pairs",
-            "ρ",
-            "ns/GiB",
-            "ns/fd",
-            "ns/1000fd",
-            "ns/op",
-            "B/s",
-            "ops/s",
-        ];
+        let labels = crate::units::LABELS;
         let template = old["findings"][0].clone();
         old["findings"] = labels
             .iter()

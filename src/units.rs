@@ -332,6 +332,31 @@ pub fn approx_size(bytes: u64) -> String {
     }
 }
 
+/// Every label a finding has carried since schema 1, in the order of
+/// [`ValueUnit::ALL`], written out so that a renamed label fails the
+/// tests that read old documents.
+#[cfg(test)]
+pub(crate) const LABELS: [&str; 18] = [
+    "x",
+    "%",
+    "ns",
+    "B",
+    "cycles",
+    "Hz",
+    "CPUs",
+    "flags",
+    "groups",
+    "methods",
+    "pairs",
+    "ρ",
+    "ns/GiB",
+    "ns/fd",
+    "ns/1000fd",
+    "ns/op",
+    "B/s",
+    "ops/s",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,29 +387,6 @@ mod tests {
         assert_eq!(human(0.5, ValueUnit::Rho), "0.500 ρ");
         assert_eq!(human(3.0, ValueUnit::NsPer1000Fd), "3.00 ns/1000fd");
     }
-
-    /// Every label a finding has carried since schema 1, in the order of
-    /// [`ValueUnit::ALL`].
-    const LABELS: [&str; 18] = [
-        "x",
-        "%",
-        "ns",
-        "B",
-        "cycles",
-        "Hz",
-        "CPUs",
-        "flags",
-        "groups",
-        "methods",
-        "pairs",
-        "ρ",
-        "ns/GiB",
-        "ns/fd",
-        "ns/1000fd",
-        "ns/op",
-        "B/s",
-        "ops/s",
-    ];
 
     #[test]
     fn every_unit_round_trips_through_its_label() {
