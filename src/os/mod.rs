@@ -1,7 +1,8 @@
 //! Operating-system helpers that benchmarks of any suite share and that
 //! know nothing of measuring: starting, capping and reaping child
-//! processes, finding opcost's own executable, handling Ctrl-C. CPU
-//! pinning lives in [`crate::harness::affinity`], which the runner uses too.
+//! processes, finding opcost's own executable, handling Ctrl-C, C stdio
+//! streams. CPU pinning lives in [`crate::harness::affinity`], which the
+//! runner uses too.
 //!
 //! Why a module of its own: IPC peers and process benchmarks both fork
 //! children; with the helpers here neither suite reaches into the other.
@@ -9,6 +10,7 @@
 pub mod child;
 pub mod fs;
 pub mod signals;
+pub mod stdio;
 
 use std::path::PathBuf;
 
