@@ -33,7 +33,7 @@ use anyhow::Context;
 use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
 use serde_json::json;
 
-use super::common::{MIB, MIN_FILE, Workspace, fill_pattern, lay_out, min_ops_for};
+use super::common::{MIB, MIN_FILE, Workspace, create_file, fill_pattern, lay_out, min_ops_for};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::bench::{Budget, FnBench};
 
@@ -343,12 +343,7 @@ fn prepare(ctx: &Ctx, op: Op, flood: bool) -> Result<Box<dyn Timed>, PrepareErro
         Op::Fsync => {
             fill_pattern(&mut s.record, 3);
             let path = s.ws.file("record");
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
+            let f = create_file(&path)?;
             f.write_all_at(&s.record, 0).context("write")?;
             f.sync_all().context("fsync")?;
             s.sync_file = Some(f);
