@@ -226,9 +226,8 @@ fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding
 /// "round trip of 8B (cross-cpu): fastest: ring_spin; then pipe, … within
 /// noise of each other (30× slower); …".
 fn rtt_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
-    let set: Vec<(&str, &Measurement)> = Mech::RTT
-        .iter()
-        .filter_map(|&m| usable(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x)))
+    let set: Vec<(&str, &Measurement)> = Mech::rtt()
+        .filter_map(|m| usable(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x)))
         .collect();
     let what = format!("round trip of {} ({})", size_label(size as u64), p.param());
     rtt_tiers(&set, &what)
@@ -300,10 +299,9 @@ fn splice_vs_pipe(ms: &[Measurement], size: usize, p: Placement) -> Option<Findi
 /// the median ratio over the blocking mechanisms at 8 B, how many of them
 /// are clearly slower across CPUs, and the pipe's comparison.
 fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
-    let pairs: Vec<(Mech, Est, Est)> = Mech::RTT
-        .iter()
-        .filter(|&&m| m != Mech::RingSpin)
-        .filter_map(|&m| {
+    let pairs: Vec<(Mech, Est, Est)> = Mech::rtt()
+        .filter(|&m| m != Mech::RingSpin)
+        .filter_map(|m| {
             let s = usable(ms, &rtt_id(m, 8, Placement::Same))?;
             let c = usable(ms, &rtt_id(m, 8, Placement::Cross))?;
             Some((m, Est::of(s), Est::of(c)))
