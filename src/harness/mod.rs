@@ -509,6 +509,17 @@ impl Measurement {
         m
     }
 
+    /// A test measurement like [`Measurement::within`] whose 15 samples
+    /// spread evenly over the interval, so its fast end is as wide.
+    #[cfg(test)]
+    pub fn spread(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
+        let mut m = Measurement::within(id, unit, median, rel);
+        m.samples = (0..15)
+            .map(|i| median * (1.0 - rel + 2.0 * rel * f64::from(i) / 14.0))
+            .collect();
+        m
+    }
+
     /// The median converted back to nanoseconds per operation, whatever the unit.
     pub fn ns_per_op(&self) -> f64 {
         self.to_ns_per_op(self.median)

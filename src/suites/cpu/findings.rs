@@ -378,13 +378,10 @@ mod tests {
     /// A result whose 15 samples spread ±`rel` around `median`, so its
     /// fast end has an interval as wide.
     fn wide(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
-        let mut x = m(id, unit, median);
-        x.samples = (0..15)
-            .map(|i| median * (1.0 - rel + 2.0 * rel * f64::from(i) / 14.0))
-            .collect();
-        x.summary.ci_low = median * (1.0 - rel);
-        x.summary.ci_high = median * (1.0 + rel);
-        x
+        Measurement {
+            details: Some(json!({"counters": "unavailable: test"})),
+            ..Measurement::spread(id, unit, median, rel)
+        }
     }
 
     #[test]

@@ -223,13 +223,7 @@ mod tests {
 
     /// A rate whose 15 samples spread ±`rel` around `v`.
     fn rate(id: &str, v: f64, rel: f64) -> Measurement {
-        let mut m = Measurement::point(id, "B/s", v);
-        m.samples = (0..15)
-            .map(|i| v * (1.0 - rel + 2.0 * rel * f64::from(i) / 14.0))
-            .collect();
-        m.summary.ci_low = v * (1.0 - rel);
-        m.summary.ci_high = v * (1.0 + rel);
-        m
+        Measurement::spread(id, "B/s", v, rel)
     }
 
     #[test]
