@@ -234,21 +234,13 @@ mod tests {
         let s = Measurement::point(SHA_ID, "B/s", 1e9);
         let f = findings(&[a.clone(), s.clone()]);
         assert_eq!(f.len(), 2, "AES against SHA, and the instructions");
-        assert!(
-            f[0].text.starts_with("AES-256-GCM moves 4.00× (4.00–4.00)"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_starts_with("AES-256-GCM moves 4.00× (4.00–4.00)");
         assert_eq!((f[0].value, f[0].unit), (4.0, ValueUnit::Ratio));
         f[0].assert_says("cpu-instructions AES path");
         f[0].assert_says("unknown SHA path");
         // The other way round: SHA named first.
         let f = findings(&[rate(AES_ID, 1e9, 0.02), rate(SHA_ID, 3e9, 0.02)]);
-        assert!(
-            f[0].text.starts_with("SHA-256 moves 3.00× ("),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_starts_with("SHA-256 moves 3.00× (");
         assert!(findings(&[]).is_empty());
         let alone = findings(&[a]);
         assert!(

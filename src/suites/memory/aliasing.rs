@@ -404,11 +404,8 @@ mod tests {
         ];
         let f = findings(&ms);
         assert_eq!(f.len(), 2, "{f:?}");
-        assert!(
-            f[0].text
-                .starts_with("stride 4 KiB: 32 lines map to one L1d set (8 ways); latency 3.00× ("),
-            "{}",
-            f[0].text
+        f[0].assert_starts_with(
+            "stride 4 KiB: 32 lines map to one L1d set (8 ways); latency 3.00× (",
         );
         f[0].assert_says("the 4160 B stride");
         assert!((f[0].value - 3.0).abs() < 1e-9);

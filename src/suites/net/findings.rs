@@ -221,15 +221,15 @@ mod tests {
             "target": "router", "max_pps": 1000, "loss": 0.0, "window": 16
         }));
         let f = findings(std::slice::from_ref(&r));
-        assert!(f[0].text.starts_with("router answers"), "{}", f[0].text);
-        assert!(f[0].text.contains("cap, not the device"), "{}", f[0].text);
+        f[0].assert_starts_with("router answers");
+        f[0].assert_says("cap, not the device");
         let mut r2 = m("net.target.icmp.rate", "ops/s", 400.0, 0.01);
         r2.details = Some(serde_json::json!({
             "target": "router", "max_pps": 1000, "loss": 0.2, "window": 16
         }));
         let f = findings(&[r2]);
         assert!(!f[0].text.contains("cap"), "{}", f[0].text);
-        assert!(f[0].text.contains("20.0% lost"), "{}", f[0].text);
+        f[0].assert_says("20.0% lost");
     }
 
     #[test]
@@ -246,7 +246,7 @@ mod tests {
             .find(|x| x.text.contains("per-packet cost"))
             .unwrap();
         assert!((packet.value - 1.25).abs() < 1e-9);
-        assert!(packet.text.contains("1.25× ("), "{}", packet.text);
+        packet.assert_says("1.25× (");
         assert!(
             f.iter()
                 .any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9)

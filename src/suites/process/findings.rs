@@ -640,7 +640,7 @@ mod tests {
         p.assert_says("popen here does not pay for the parent's memory");
         let sh = find(&f, "the shell adds");
         assert_eq!((sh.value, sh.unit), (750_000.0, BaseUnit::NsPerOp.into()));
-        assert!(sh.text.contains("system()"), "{}", sh.text);
+        sh.assert_says("system()");
         find(&f, "popen stays flat with the memory");
         // The shell's cost within noise is named as such.
         let tie = vec![
@@ -663,13 +663,8 @@ mod tests {
         ];
         let f = findings(&ms);
         let r = find(&f, "ways to start the static program");
-        assert!(
-            r.text
-                .contains("cheapest: vfork+exec and posix_spawn; then fork+exec ("),
-            "{}",
-            r.text
-        );
-        assert!(r.text.contains("; then popen ("), "{}", r.text);
+        r.assert_says("cheapest: vfork+exec and posix_spawn; then fork+exec (");
+        r.assert_says("; then popen (");
         assert_eq!(r.value, 100_000.0);
     }
 

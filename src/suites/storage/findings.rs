@@ -654,12 +654,7 @@ mod tests {
             "free_bytes": 1073741824u64,
         });
         let f = location_finding(&loc).unwrap();
-        assert!(
-            f.text
-                .starts_with("measured in /data: xfs (rw,noatime) on dm-0"),
-            "{}",
-            f.text
-        );
+        f.assert_starts_with("measured in /data: xfs (rw,noatime) on dm-0");
         f.assert_says("sda, sdb");
         f.assert_says("mq-deadline");
         assert_eq!(f.unit, ValueUnit::Bytes);
@@ -857,11 +852,7 @@ mod tests {
         ];
         let f = findings(&ms);
         let direct = f.iter().find(|f| f.text.contains("O_DIRECT")).unwrap();
-        assert!(
-            direct.text.starts_with("1 MiB O_DIRECT reads are 4.00× ("),
-            "{}",
-            direct.text
-        );
+        direct.assert_starts_with("1 MiB O_DIRECT reads are 4.00× (");
         assert!((direct.value - 4.0).abs() < 1e-9);
         let block = f.iter().find(|f| f.text.contains("stdio")).unwrap();
         assert!(
