@@ -623,6 +623,32 @@ impl Finding {
     }
 }
 
+/// The finding of `f` whose sentence contains `part` (the test fails,
+/// listing them all, when none does).
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn find_saying<'a>(f: &'a [Finding], part: &str) -> &'a Finding {
+    find_where(f, part, |t| t.contains(part))
+}
+
+/// The finding of `f` whose sentence starts with `start` (the test fails,
+/// listing them all, when none does).
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn find_starting<'a>(f: &'a [Finding], start: &str) -> &'a Finding {
+    find_where(f, start, |t| t.starts_with(start))
+}
+
+/// The first finding of `f` whose sentence passes `test`; the test fails
+/// naming `what` and listing them all when none does.
+#[cfg(test)]
+#[track_caller]
+fn find_where<'a>(f: &'a [Finding], what: &str, test: impl Fn(&str) -> bool) -> &'a Finding {
+    f.iter()
+        .find(|x| test(&x.text))
+        .unwrap_or_else(|| panic!("no '{what}' in {f:#?}"))
+}
+
 /// A context for unit tests: quick profile, the system temp dir, no pinning.
 #[cfg(test)]
 pub(crate) fn test_ctx() -> Ctx {

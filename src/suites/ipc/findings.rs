@@ -345,6 +345,7 @@ fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{find_saying, find_starting};
 
     /// A measurement with `median` and a ±`rel` interval.
     fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
@@ -365,10 +366,7 @@ mod tests {
             m(&tput_id(Mech::Splice, 64 << 10, s), "B/s", 9e9, 0.03),
         ];
         let f = findings(&ms);
-        let rank = f
-            .iter()
-            .find(|f| f.text.starts_with("throughput at 64KiB (same-cpu)"))
-            .unwrap();
+        let rank = find_starting(&f, "throughput at 64KiB (same-cpu)");
         rank.assert_says(
             "in tiers apart by a clear 3× or more: fastest: pipe and unix_stream; then tcp (3.",
         );
@@ -464,30 +462,15 @@ mod tests {
             m(&tput_id(Mech::Pipe, 1 << 20, c), "B/s", 2.5e9, 0.03),
         ];
         let f = findings(&ms);
-        let n = f
-            .iter()
-            .find(|f| f.text.starts_with("notification round trip (same-cpu)"))
-            .unwrap();
+        let n = find_starting(&f, "notification round trip (same-cpu)");
         n.assert_says("fastest: eventfd and futex; then sigqueue (3.");
         assert_eq!((n.value, n.unit), (1900.0, BaseUnit::NsPerOp.into()));
         assert!(!f.iter().any(
             |f| f.text.contains("(cross-cpu), in tiers") && f.text.starts_with("notification")
         ));
-        let memfd = f
-            .iter()
-            .find(|f| f.text.starts_with("a memfd handed over"))
-            .unwrap();
-        assert!(
-            memfd
-                .text
-                .contains("at 1MiB (cross-cpu): the pipe is 3.12× ("),
-            "{}",
-            memfd.text
-        );
-        let cma = f
-            .iter()
-            .find(|f| f.text.starts_with("process_vm_readv's single copy"))
-            .unwrap();
+        let memfd = find_starting(&f, "a memfd handed over");
+        memfd.assert_says("at 1MiB (cross-cpu): the pipe is 3.12× (");
+        let cma = find_starting(&f, "process_vm_readv's single copy");
         cma.assert_says(": vm_readv is 2.00× (");
         assert!((cma.value - 2.0).abs() < 1e-9);
     }
@@ -504,13 +487,10 @@ mod tests {
             m(&rtt_id(Mech::Tcp, 8, c), "ns/op", 9100.0, 0.03),
         ];
         let f = findings(&ms);
-        let zc = f.iter().find(|f| f.text.starts_with("zero-copy")).unwrap();
+        let zc = find_starting(&f, "zero-copy");
         assert!((zc.value - 2.0).abs() < 1e-9);
         zc.assert_says("splice is 2.00× (");
-        let cross = f
-            .iter()
-            .find(|f| f.text.contains("between two CPUs"))
-            .unwrap();
+        let cross = find_saying(&f, "between two CPUs");
         cross.assert_says(
             "clearly slower across CPUs for 1, clearly faster for 0, no clear difference for 1",
         );

@@ -820,6 +820,7 @@ fn human_count(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{find_saying, find_starting};
     use serde_json::json;
 
     fn m(
@@ -833,13 +834,6 @@ mod tests {
         m.params = serde_json::from_value(params).unwrap();
         m.details = Some(details);
         m
-    }
-
-    /// The finding whose text holds `s`.
-    fn find_in<'a>(f: &'a [Finding], s: &str) -> &'a Finding {
-        f.iter()
-            .find(|f| f.text.contains(s))
-            .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
     }
 
     fn cmp(method: &str, lang: &str, ns: f64, wrong: Option<[&str; 2]>) -> Measurement {
@@ -870,15 +864,9 @@ mod tests {
             cmp("ascii_strcoll", "sv", 100.0, Some(["x", "y"])),
         ];
         let f = findings(&ms);
-        let find = |s: &str| find_in(&f, s);
+        let find = |s: &str| find_saying(&f, s);
         let order = find("order check for sv");
-        assert!(
-            order
-                .text
-                .contains("lower_alloc, lower_buf fail 'åsna' < 'Älg'"),
-            "{}",
-            order.text
-        );
+        order.assert_says("lower_alloc, lower_buf fail 'åsna' < 'Älg'");
         assert_eq!(order.value, 3.0);
         let ratio = find("ICU sv collation");
         assert_eq!(ratio.value, 14.0);
@@ -913,7 +901,7 @@ mod tests {
             row("memchr_block", 5e8, 7e4, true),
         ];
         let f = findings(&ms);
-        let find = |s: &str| find_in(&f, s);
+        let find = |s: &str| find_saying(&f, s);
         let l = find("lines of a crlf-40B file");
         assert_eq!(l.value, 10.0);
         l.assert_says("fastest: memchr_block; slowest: lines (10.0× slower)");
@@ -1004,17 +992,11 @@ mod tests {
             row("whole_split", 1e9, 4.1e6),
         ];
         let f = findings(&ms);
-        let l = f
-            .iter()
-            .find(|f| f.text.starts_with("lines of a lf-80B"))
-            .unwrap();
+        let l = find_starting(&f, "lines of a lf-80B");
         l.assert_says(
                 "fastest: memchr_block and memchr_mmap, with no clear gap between them; slowest: lines ("
             );
-        let mem = f
-            .iter()
-            .find(|f| f.text.starts_with("peak extra memory"))
-            .unwrap();
+        let mem = find_starting(&f, "peak extra memory");
         mem.assert_says(": lines 0 B, memchr_block 62.5 KiB, memchr_mmap");
         mem.assert_says("(the most: memchr_mmap and whole_split, 1.0× the file");
     }
@@ -1053,15 +1035,9 @@ mod tests {
             user("cmp", "lower_alloc", 300.0, 0.9, Some(["ılık", "ilk"])),
         ];
         let f = findings(&ms);
-        let find = |s: &str| find_in(&f, s);
+        let find = |s: &str| find_saying(&f, s);
         let order = find("order of your words file-names_txt under tr_TR.UTF-8");
-        assert!(
-            order
-                .text
-                .contains("41 entries, against icu.primary/tr-TR over 40 neighbouring pairs"),
-            "{}",
-            order.text
-        );
+        order.assert_says("41 entries, against icu.primary/tr-TR over 40 neighbouring pairs");
         order.assert_says("right with icu.primary, icu_keys.primary, strcoll; kept in part: lower_alloc 90.0%, e.g. not 'ılık' < 'ilk'");
         assert_eq!(order.value, 3.0);
         let sort = find("fastest right sort of the list for your words file-names_txt");
