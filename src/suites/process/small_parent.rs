@@ -33,14 +33,7 @@ pub fn serve_if_asked() {
     if std::env::var_os(HELPER_ENV).is_none() {
         return;
     }
-    let code = match serve() {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("opcost fork helper: {e:#}");
-            1
-        }
-    };
-    std::process::exit(code);
+    crate::os::exit_with("opcost fork helper", serve());
 }
 
 fn serve() -> anyhow::Result<()> {
