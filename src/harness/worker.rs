@@ -533,14 +533,7 @@ mod tests {
     }
 
     fn opts() -> RunOptions {
-        RunOptions {
-            profile: Profile::Quick,
-            samples: Some(6),
-            rounds: Some(3),
-            canary: || 20_000.0,
-            seed: 1,
-            target_precision: None,
-        }
+        RunOptions::fixed(Profile::Quick, Some(6), Some(3))
     }
 
     #[test]
