@@ -257,12 +257,18 @@ pub fn sig3(v: f64) -> String {
 
 /// A ratio as shown in findings: `14.2×`, `1.05×`, `312×`.
 pub fn fmt_ratio(r: f64) -> String {
+    format!("{}×", fmt_ratio_number(r))
+}
+
+/// A ratio's number as [`fmt_ratio`] shows it, without the sign (the ends
+/// of an interval beside it): `14.2`, `1.05`, `312`.
+pub fn fmt_ratio_number(r: f64) -> String {
     if r >= 100.0 {
-        format!("{r:.0}×")
+        format!("{r:.0}")
     } else if r >= 10.0 {
-        format!("{r:.1}×")
+        format!("{r:.1}")
     } else {
-        format!("{r:.2}×")
+        format!("{r:.2}")
     }
 }
 
