@@ -519,9 +519,14 @@ mod tests {
 
     /// A latency with a ±2% interval.
     fn m(id: &str, median: f64) -> Measurement {
+        spread(id, median, median * 0.98, median * 1.02)
+    }
+
+    /// A time `median` whose interval runs from `low` to `high`.
+    fn spread(id: &str, median: f64, low: f64, high: f64) -> Measurement {
         let mut m = Measurement::point(id, "ns/op", median);
-        m.summary.ci_low = median * 0.98;
-        m.summary.ci_high = median * 1.02;
+        m.summary.ci_low = low;
+        m.summary.ci_high = high;
         m
     }
 
@@ -582,10 +587,7 @@ mod tests {
     fn a_noisy_curve_has_no_clear_trend_and_equal_ends_tie() {
         let mut ms = Vec::new();
         for (rss, v) in [(0, 100_000.0), (256 << 20, 115_000.0)] {
-            let mut x = m(&growth_id(POSIX_SPAWN, rss), v);
-            x.summary.ci_low = v * 0.7;
-            x.summary.ci_high = v * 1.4;
-            ms.push(x);
+            ms.push(spread(&growth_id(POSIX_SPAWN, rss), v, v * 0.7, v * 1.4));
             ms.push(m(&growth_id(FORK_EXEC, rss), v * 1.01));
         }
         let f = findings(&ms);
@@ -601,10 +603,7 @@ mod tests {
     fn a_noisy_flat_curve_is_flat_against_a_clearly_growing_fork() {
         let mut ms = Vec::new();
         for (rss, v) in [(0, 200_000.0), (256 << 20, 230_000.0)] {
-            let mut x = m(&growth_id(POSIX_SPAWN, rss), v);
-            x.summary.ci_low = v * 0.6;
-            x.summary.ci_high = v * 1.6;
-            ms.push(x);
+            ms.push(spread(&growth_id(POSIX_SPAWN, rss), v, v * 0.6, v * 1.6));
             let gib = rss as f64 / GIB;
             ms.push(m(&growth_id(FORK_EXEC, rss), 250_000.0 + 35e6 * gib));
         }
@@ -693,10 +692,12 @@ mod tests {
             (1_000, 194_000.0, 0.6),
             (10_000, 889_000.0, 0.18),
         ] {
-            let mut x = m(&fds_id(POSIX_SPAWN, n), v);
-            x.summary.ci_low = v / (1.0 + w);
-            x.summary.ci_high = v * (1.0 + w);
-            ms.push(x);
+            ms.push(spread(
+                &fds_id(POSIX_SPAWN, n),
+                v,
+                v / (1.0 + w),
+                v * (1.0 + w),
+            ));
         }
         let f = findings(&ms);
         let g = find_starting(&f, "posix_spawn grows with the descriptors");
