@@ -15,25 +15,17 @@
 # comparison are kept in DIR as N-a.json, N-b.json and N-compare.json, to
 # see which results were called and why.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 repeats=5
 profile=quick
 keep=""
-while getopts "r:p:k:" o; do
-  case $o in
-    r) repeats=$OPTARG ;;
-    p) profile=$OPTARG ;;
-    k) keep=$OPTARG ;;
-    *) echo "usage: $0 [-r REPEATS] [-p PROFILE] [-k DIR] [PATTERN...]" >&2; exit 2 ;;
-  esac
-done
+usage() { echo "usage: $0 [-r REPEATS] [-p PROFILE] [-k DIR] [PATTERN...]" >&2; }
+parse_options "r:repeats p:profile k:keep" "$@"
 if [ -n "$keep" ]; then mkdir -p "$keep"; fi
 shift $((OPTIND - 1))
 if [ $# -eq 0 ]; then set -- syscall ipc.pipe process.fork_exit 'process.switch.*'; fi
-cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=target/release/opcost
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+build_release
+temp_dir work
 db=$work/aa.db
 printf "%-7s %8s %8s %8s %10s %10s %s\n" repeat results called rate coverage "median ±CI" "canary B/A"
 rates=()

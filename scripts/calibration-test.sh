@@ -13,23 +13,16 @@
 # Defaults: 5 quick runs, 2 default runs, the `syscall` suite. Uses a
 # throw-away history. Prints one line per run and the totals.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 runs=5
 default_runs=2
-while getopts "n:d:" o; do
-  case $o in
-    n) runs=$OPTARG ;;
-    d) default_runs=$OPTARG ;;
-    *) echo "usage: $0 [-n RUNS] [-d DEFAULT_RUNS] [PATTERN...]" >&2; exit 2 ;;
-  esac
-done
+usage() { echo "usage: $0 [-n RUNS] [-d DEFAULT_RUNS] [PATTERN...]" >&2; }
+parse_options "n:runs d:default_runs" "$@"
 shift $((OPTIND - 1))
 if [ "$runs" -lt 2 ]; then echo "error: -n needs at least 2 runs" >&2; exit 2; fi
 if [ $# -eq 0 ]; then set -- syscall; fi
-cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=target/release/opcost
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+build_release
+temp_dir work
 for i in $(seq 1 "$runs"); do
   "$bin" --db "$work/h.db" run "$@" --profile quick --json "$work/q$i.json" >/dev/null 2>&1
 done

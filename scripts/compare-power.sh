@@ -16,27 +16,17 @@
 # runs of PATTERN (default `syscall ipc process cpu memory.bandwidth`) at
 # PROFILE (default: default), not saved; -k DIR keeps them there.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 shifts=0,2,3,5,10,20
 threshold=""
 make=0
 profile=default
 keep=""
-while getopts "s:t:mp:k:" o; do
-  case $o in
-    s) shifts=$OPTARG ;;
-    t) threshold=$OPTARG ;;
-    m) make=1 ;;
-    p) profile=$OPTARG ;;
-    k) keep=$OPTARG ;;
-    *) echo "usage: $0 [-s SHIFTS] [-t PCT] A.json B.json | $0 [-s SHIFTS] [-t PCT] -m [-p PROFILE] [-k DIR] [PATTERN...]" >&2; exit 2 ;;
-  esac
-done
+usage() { echo "usage: $0 [-s SHIFTS] [-t PCT] A.json B.json | $0 [-s SHIFTS] [-t PCT] -m [-p PROFILE] [-k DIR] [PATTERN...]" >&2; }
+parse_options "s:shifts t:threshold m=make p:profile k:keep" "$@"
 shift $((OPTIND - 1))
-cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=$PWD/target/release/opcost
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+build_release
+temp_dir work
 if [ "$make" = 1 ]; then
   if [ $# -eq 0 ]; then set -- syscall ipc process cpu memory.bandwidth; fi
   for side in a b; do

@@ -15,17 +15,12 @@
 # with -k DIR each run's JSON document is kept there as N.json, and -r DIR
 # judges such documents again without running anything.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 profile=quick
 keep=""
 reread=""
-while getopts "p:k:r:" o; do
-  case $o in
-    p) profile=$OPTARG ;;
-    k) keep=$OPTARG ;;
-    r) reread=$OPTARG ;;
-    *) echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...] | $0 -r DIR" >&2; exit 2 ;;
-  esac
-done
+usage() { echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...] | $0 -r DIR" >&2; }
+parse_options "p:profile k:keep r:reread" "$@"
 shift $((OPTIND - 1))
 n=3
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then n=$1; shift; fi
@@ -36,11 +31,8 @@ if [ -n "$reread" ]; then
   n=$(find "$work" -maxdepth 1 -name '[0-9]*.json' | wc -l)
   if [ "$n" -lt 2 ]; then echo "$work holds fewer than 2 documents N.json" >&2; exit 2; fi
 else
-  cd "$(dirname "$0")/.."
-  cargo build --release -q
-  bin=target/release/opcost
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
+  build_release
+  temp_dir work
   if [ -n "$keep" ]; then mkdir -p "$keep"; fi
   for i in $(seq 1 "$n"); do
     "$bin" run "$@" --profile "$profile" --no-save --json "$work/$i.json" >/dev/null 2>&1

@@ -9,10 +9,47 @@ need() {
   done
 }
 
-# temp_dir: a new directory in $TMP, removed when the script exits.
+# temp_dir [VAR]: a new directory in $VAR (default TMP), removed when the
+# script exits.
 temp_dir() {
-  TMP=$(mktemp -d)
-  trap 'rm -rf "$TMP"' EXIT
+  local _var=${1:-TMP}
+  printf -v "$_var" %s "$(mktemp -d)"
+  trap "rm -rf \"\$$_var\"" EXIT
+}
+
+# parse_options SPEC "$@": reads the script's options with getopts. SPEC
+# names them, space-separated: `p:profile` (-p takes an argument, stored in
+# $profile), `m=make` (-m sets $make to 1), `h` (-h shows the usage). -h, an
+# unknown option or one missing its argument runs the script's own `usage`
+# and exits 2. The caller then drops the options: shift $((OPTIND - 1)).
+parse_options() {
+  local _spec=$1 _letters="" _item _opt
+  shift
+  for _item in $_spec; do
+    _letters+=${_item:0:1}
+    if [[ ${_item:1:1} == : ]]; then _letters+=:; fi
+  done
+  while getopts "$_letters" _opt; do
+    for _item in $_spec; do
+      if [[ ${_item:0:1} != "$_opt" ]]; then continue; fi
+      case ${_item:1:1} in
+        :) printf -v "${_item:2}" %s "$OPTARG" ;;
+        =) printf -v "${_item:2}" 1 ;;
+        *) break ;;
+      esac
+      continue 2
+    done
+    usage
+    exit 2
+  done
+}
+
+# build_release: builds opcost's release binary from the checkout's root,
+# where it leaves the script, and sets $bin to the binary's full path.
+build_release() {
+  cd "$(dirname "$0")/.."
+  cargo build --release -q
+  bin=$PWD/target/release/opcost
 }
 
 # median: the median of the numbers on stdin, one a line ("nan" for none).

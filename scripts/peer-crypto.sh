@@ -28,16 +28,11 @@
 # rounds, and the ratio opcost / peer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 rounds=3 profile=default secs=1
-while getopts "r:p:s:h" opt; do
-  case $opt in
-    r) rounds=$OPTARG ;;
-    p) profile=$OPTARG ;;
-    s) secs=$OPTARG ;;
-    *) sed -n '2,24p' "$0"; exit 2 ;;
-  esac
-done
+usage() { sed -n '2,24p' "$0"; }
+parse_options "r:rounds p:profile s:secs h" "$@"
 for c in openssl sysbench python3; do
   command -v "$c" >/dev/null || { echo "$c not found: apt-get install -y $c" >&2; exit 1; }
 done

@@ -24,17 +24,11 @@
 # the spread of each column ((max - min) / median).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 rounds=5 profile=default a="" b=""
-while getopts "r:p:a:b:h" opt; do
-  case $opt in
-    r) rounds=$OPTARG ;;
-    p) profile=$OPTARG ;;
-    a) a=$OPTARG ;;
-    b) b=$OPTARG ;;
-    *) sed -n '2,25p' "$0"; exit 2 ;;
-  esac
-done
+usage() { sed -n '2,25p' "$0"; }
+parse_options "r:rounds p:profile a:a b:b h" "$@"
 command -v cc >/dev/null || { echo "cc not found: install gcc" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 not found: it reads opcost's JSON" >&2; exit 1; }
 if [ -z "$a" ] || [ -z "$b" ]; then
@@ -49,8 +43,7 @@ fi
 
 cargo build --release --quiet
 opcost=target/release/opcost
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+temp_dir tmp
 
 cat >"$tmp/peer.c" <<'EOF'
 #define _GNU_SOURCE

@@ -29,26 +29,17 @@
 # median of the rounds, and their coefficient of variation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 rounds=7 profile=default cpu="" loops="" short=21 nice=""
-while getopts "r:p:c:l:s:n:h" opt; do
-  case $opt in
-    r) rounds=$OPTARG ;;
-    p) profile=$OPTARG ;;
-    c) cpu=$OPTARG ;;
-    l) loops=$OPTARG ;;
-    s) short=$OPTARG ;;
-    n) nice=$OPTARG ;;
-    *) sed -n '2,30p' "$0"; exit 2 ;;
-  esac
-done
+usage() { sed -n '2,30p' "$0"; }
+parse_options "r:rounds p:profile c:cpu l:loops s:short n:nice h" "$@"
 command -v perf >/dev/null || { echo "perf not found: install linux-perf (Debian) or linux-tools (Ubuntu)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 not found: it reads opcost's JSON" >&2; exit 1; }
 
 cargo build --release --quiet
 opcost=target/release/opcost
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+temp_dir tmp
 
 prio=() pin=() pin_opcost=()
 if [ -n "$nice" ]; then prio=(nice -n "$nice"); fi

@@ -19,23 +19,16 @@
 # `-l "--memcpy 1" memory.bandwidth.copy` (memory bandwidth). Uses a throw-away history; the load is
 # stopped when its run ends, also on Ctrl-C.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 repeats=3
 profile=quick
 stressors=""
-while getopts "r:p:l:" o; do
-  case $o in
-    r) repeats=$OPTARG ;;
-    p) profile=$OPTARG ;;
-    l) stressors=$OPTARG ;;
-    *) echo "usage: $0 [-r REPEATS] [-p PROFILE] [-l STRESSORS] [PATTERN...]" >&2; exit 2 ;;
-  esac
-done
+usage() { echo "usage: $0 [-r REPEATS] [-p PROFILE] [-l STRESSORS] [PATTERN...]" >&2; }
+parse_options "r:repeats p:profile l:stressors" "$@"
 shift $((OPTIND - 1))
 if [ $# -eq 0 ]; then set -- cpu syscall; fi
 command -v stress-ng >/dev/null || { echo "error: stress-ng is not installed (apt-get install stress-ng)" >&2; exit 1; }
-cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=target/release/opcost
+build_release
 work=$(mktemp -d)
 load_pid=""
 cleanup() {

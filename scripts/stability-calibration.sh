@@ -22,19 +22,13 @@
 # process.fork_exit`. With -k DIR the runs and comparisons are kept as
 # DIR/LOAD-N-{a,b,compare}.json. Needs stress-ng for every load but none.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 pairs=10
 profile=quick
 load=none
 keep=""
-while getopts "r:p:l:k:" o; do
-  case $o in
-    r) pairs=$OPTARG ;;
-    p) profile=$OPTARG ;;
-    l) load=$OPTARG ;;
-    k) keep=$OPTARG ;;
-    *) echo "usage: $0 [-r PAIRS] [-p PROFILE] [-l LOAD] [-k DIR] [PATTERN...]" >&2; exit 2 ;;
-  esac
-done
+usage() { echo "usage: $0 [-r PAIRS] [-p PROFILE] [-l LOAD] [-k DIR] [PATTERN...]" >&2; }
+parse_options "r:pairs p:profile l:load k:keep" "$@"
 shift $((OPTIND - 1))
 if [ $# -eq 0 ]; then set -- syscall ipc.pipe memory.bandwidth process.fork_exit; fi
 case $load in
@@ -45,9 +39,7 @@ if [ "$load" != none ]; then
   command -v stress-ng >/dev/null || { echo "error: stress-ng is not installed (apt-get install stress-ng)" >&2; exit 1; }
 fi
 if [ -n "$keep" ]; then mkdir -p "$keep"; fi
-cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=target/release/opcost
+build_release
 work=$(mktemp -d)
 load_pid=""
 stop_load() {

@@ -16,27 +16,18 @@
 # kept in DIR (01.json, 02.json...) and those already there are used
 # again, so a second call only analyses. -a passes --alpha to the trend.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 runs=30
 profile=quick
 keep=""
 alpha=""
-while getopts "n:p:k:a:" o; do
-  case $o in
-    n) runs=$OPTARG ;;
-    p) profile=$OPTARG ;;
-    k) keep=$OPTARG ;;
-    a) alpha=$OPTARG ;;
-    *) echo "usage: $0 [-n RUNS] [-p PROFILE] [-k DIR] [-a ALPHA] [PATTERN...]" >&2; exit 2 ;;
-  esac
-done
+usage() { echo "usage: $0 [-n RUNS] [-p PROFILE] [-k DIR] [-a ALPHA] [PATTERN...]" >&2; }
+parse_options "n:runs p:profile k:keep a:alpha" "$@"
 shift $((OPTIND - 1))
 if [ $# -eq 0 ]; then set -- syscall; fi
 if [ "$runs" -lt 24 ]; then echo "the shift test needs 24 runs or more" >&2; exit 2; fi
-cd "$(dirname "$0")/.."
-cargo build --release -q
-bin=$(pwd)/target/release/opcost
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+build_release
+temp_dir work
 dir=${keep:-$work/runs}
 mkdir -p "$dir"
 for i in $(seq -w 1 "$runs"); do

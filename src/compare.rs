@@ -1046,20 +1046,13 @@ mod tests {
 
     #[test]
     fn summaries_count_the_rows_that_could_see_five_percent() {
-        let doc = |m: Measurement| run_of(vec![m]);
-        let tight = compare(
-            &doc(noisy(100.0, 0.002, 8, 1, 1.0)),
-            &doc(noisy(100.0, 0.002, 8, 2, 1.0)),
-            &[],
-            0.03,
-        );
-        assert_eq!(tight.summaries[0].could_see, 1);
-        let wide = compare(
-            &doc(noisy(100.0, 0.2, 3, 1, 1.0)),
-            &doc(noisy(100.0, 0.2, 3, 2, 1.0)),
-            &[],
-            0.03,
-        );
+        // Two runs of one result, each of `rounds` rounds with spread `sd`.
+        let pair = |sd: f64, rounds: usize| {
+            let doc = |seed| run_of(vec![noisy(100.0, sd, rounds, seed, 1.0)]);
+            compare(&doc(1), &doc(2), &[], 0.03)
+        };
+        assert_eq!(pair(0.002, 8).summaries[0].could_see, 1);
+        let wide = pair(0.2, 3);
         assert_eq!(wide.summaries[0].could_see, 0);
         let text = crate::report::comparison::render(&wide);
         assert!(text.contains("no change > "), "{text}");

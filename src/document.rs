@@ -423,26 +423,7 @@ mod tests {
         // The shipped reference run, written before findings had a typed unit.
         let mut old: serde_json::Value =
             serde_json::from_str(crate::score::reference_json()).unwrap();
-        let labels = [
-            "x",
-            "%",
-            "ns",
-            "B",
-            "cycles",
-            "Hz",
-            "CPUs",
-            "flags",
-            "groups",
-            "methods",
-            "pairs",
-            "ρ",
-            "ns/GiB",
-            "ns/fd",
-            "ns/1000fd",
-            "ns/op",
-            "B/s",
-            "ops/s",
-        ];
+        let labels = crate::units::LABELS;
         let template = old["findings"][0].clone();
         old["findings"] = labels
             .iter()
@@ -523,30 +504,15 @@ mod tests {
         let link2 = dir.path().join("link2.json");
         std::os::unix::fs::symlink(&link, &link2).unwrap();
         write_atomic(&link2, b"new").unwrap();
-        assert!(
-            fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert!(
-            fs::symlink_metadata(&link2)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        let is_link = |p: &Path| fs::symlink_metadata(p).unwrap().file_type().is_symlink();
+        assert!(is_link(&link) && is_link(&link2));
         assert_eq!(read(&target), "new");
         assert_eq!(names(&dir.path().join("real")), ["data.json"]);
         // A dangling link: its target is created, the link stays.
         let dangling = dir.path().join("dangling.json");
         std::os::unix::fs::symlink("real/later.json", &dangling).unwrap();
         write_atomic(&dangling, b"made").unwrap();
-        assert!(
-            fs::symlink_metadata(&dangling)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert!(is_link(&dangling));
         assert_eq!(read(&dir.path().join("real/later.json")), "made");
         // A loop is an error, not a hang.
         let a = dir.path().join("loop-a");

@@ -257,12 +257,18 @@ pub fn sig3(v: f64) -> String {
 
 /// A ratio as shown in findings: `14.2×`, `1.05×`, `312×`.
 pub fn fmt_ratio(r: f64) -> String {
+    format!("{}×", fmt_ratio_number(r))
+}
+
+/// A ratio's number as [`fmt_ratio`] shows it, without the sign (the ends
+/// of an interval beside it): `14.2`, `1.05`, `312`.
+pub fn fmt_ratio_number(r: f64) -> String {
     if r >= 100.0 {
-        format!("{r:.0}×")
+        format!("{r:.0}")
     } else if r >= 10.0 {
-        format!("{r:.1}×")
+        format!("{r:.1}")
     } else {
-        format!("{r:.2}×")
+        format!("{r:.2}")
     }
 }
 
@@ -332,6 +338,31 @@ pub fn approx_size(bytes: u64) -> String {
     }
 }
 
+/// Every label a finding has carried since schema 1, in the order of
+/// [`ValueUnit::ALL`], written out so that a renamed label fails the
+/// tests that read old documents.
+#[cfg(test)]
+pub(crate) const LABELS: [&str; 18] = [
+    "x",
+    "%",
+    "ns",
+    "B",
+    "cycles",
+    "Hz",
+    "CPUs",
+    "flags",
+    "groups",
+    "methods",
+    "pairs",
+    "ρ",
+    "ns/GiB",
+    "ns/fd",
+    "ns/1000fd",
+    "ns/op",
+    "B/s",
+    "ops/s",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,29 +393,6 @@ mod tests {
         assert_eq!(human(0.5, ValueUnit::Rho), "0.500 ρ");
         assert_eq!(human(3.0, ValueUnit::NsPer1000Fd), "3.00 ns/1000fd");
     }
-
-    /// Every label a finding has carried since schema 1, in the order of
-    /// [`ValueUnit::ALL`].
-    const LABELS: [&str; 18] = [
-        "x",
-        "%",
-        "ns",
-        "B",
-        "cycles",
-        "Hz",
-        "CPUs",
-        "flags",
-        "groups",
-        "methods",
-        "pairs",
-        "ρ",
-        "ns/GiB",
-        "ns/fd",
-        "ns/1000fd",
-        "ns/op",
-        "B/s",
-        "ops/s",
-    ];
 
     #[test]
     fn every_unit_round_trips_through_its_label() {

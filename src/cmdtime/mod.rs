@@ -541,6 +541,23 @@ mod tests {
         .remove(0)
     }
 
+    /// `spec` measured with `warmup` unmeasured and `runs` measured run
+    /// pairs, no shell start-up to subtract.
+    fn measure_runs(
+        spec: &Spec,
+        warmup: u32,
+        runs: u32,
+        ignore_failure: bool,
+    ) -> Result<Outcome, CmdError> {
+        let opts = Options {
+            warmup,
+            runs: Some(runs),
+            ignore_failure,
+            shell: None,
+        };
+        measure(spec, &opts, Startup::default(), &mut |_| {})
+    }
+
     /// A scan over n = 1, 4, 7 whose runs take `wall(n, i)` ns (no baseline).
     fn scan(wall: impl Fn(i64, usize) -> f64) -> Vec<Outcome> {
         let specs = plan::expand(&plan::Request {
@@ -593,13 +610,7 @@ mod tests {
     #[test]
     fn paired_runs_give_net_samples() {
         let spec = spec_of("true ::: true");
-        let opts = Options {
-            warmup: 1,
-            runs: Some(6),
-            ignore_failure: false,
-            shell: None,
-        };
-        let o = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap();
+        let o = measure_runs(&spec, 1, 6, false).unwrap();
         assert_eq!((o.runs.len(), o.base.len()), (6, 6));
         let ms = o.measurements();
         let ids: Vec<&str> = ms.iter().map(|m| m.id.as_str()).collect();
@@ -625,13 +636,7 @@ mod tests {
             cleanup: Some("echo cleanup >> log".into()),
         };
         let spec = plan::expand(&r).unwrap().remove(0);
-        let opts = Options {
-            warmup: 1,
-            runs: Some(2),
-            ignore_failure: false,
-            shell: None,
-        };
-        let o = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap();
+        let o = measure_runs(&spec, 1, 2, false).unwrap();
         assert_eq!(o.runs.len(), 2);
         let text = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -658,13 +663,7 @@ mod tests {
         r.hooks.prepare = Some("false".into());
         r.hooks.cleanup = Some("touch cleaned".into());
         let spec = plan::expand(&r).unwrap().remove(0);
-        let opts = Options {
-            warmup: 0,
-            runs: Some(3),
-            ignore_failure: true,
-            shell: None,
-        };
-        let e = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap_err();
+        let e = measure_runs(&spec, 0, 3, true).unwrap_err();
         let e = e.to_string();
         assert!(
             e.contains("--prepare 'false' (for 'true') exited with status 1"),
@@ -676,16 +675,9 @@ mod tests {
     #[test]
     fn a_failing_command_is_an_error_unless_ignored() {
         let spec = spec_of("false");
-        let mut opts = Options {
-            warmup: 0,
-            runs: Some(3),
-            ignore_failure: false,
-            shell: None,
-        };
-        let e = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap_err();
+        let e = measure_runs(&spec, 0, 3, false).unwrap_err();
         assert!(e.to_string().contains("status 1"), "{e}");
-        opts.ignore_failure = true;
-        let o = measure(&spec, &opts, Startup::default(), &mut |_| {}).unwrap();
+        let o = measure_runs(&spec, 0, 3, true).unwrap();
         assert_eq!(o.failures(), 3);
         assert!(
             o.measurements()[0]

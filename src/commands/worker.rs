@@ -21,14 +21,7 @@ pub fn serve_if_asked() {
     if std::env::args_os().nth(1).is_none_or(|a| a != WORKER_ARG) {
         return;
     }
-    let code = match work() {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("opcost worker: {e:#}");
-            1
-        }
-    };
-    std::process::exit(code);
+    crate::os::exit_with("opcost worker", work());
 }
 
 fn work() -> anyhow::Result<()> {

@@ -152,19 +152,9 @@ impl Ratio {
         format!(
             "{} ({}–{})",
             crate::units::fmt_ratio(self.ratio),
-            short(self.low),
-            short(self.high)
+            crate::units::fmt_ratio_number(self.low),
+            crate::units::fmt_ratio_number(self.high)
         )
-    }
-}
-
-fn short(r: f64) -> String {
-    if r >= 100.0 {
-        format!("{r:.0}")
-    } else if r >= 10.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.2}")
     }
 }
 

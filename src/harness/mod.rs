@@ -509,6 +509,17 @@ impl Measurement {
         m
     }
 
+    /// A test measurement like [`Measurement::within`] whose 15 samples
+    /// spread evenly over the interval, so its fast end is as wide.
+    #[cfg(test)]
+    pub fn spread(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
+        let mut m = Measurement::within(id, unit, median, rel);
+        m.samples = (0..15)
+            .map(|i| median * (1.0 - rel + 2.0 * rel * f64::from(i) / 14.0))
+            .collect();
+        m
+    }
+
     /// The median converted back to nanoseconds per operation, whatever the unit.
     pub fn ns_per_op(&self) -> f64 {
         self.to_ns_per_op(self.median)
@@ -612,14 +623,47 @@ impl Finding {
     }
 }
 
+/// The finding of `f` whose sentence contains `part` (the test fails,
+/// listing them all, when none does).
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn find_saying<'a>(f: &'a [Finding], part: &str) -> &'a Finding {
+    find_where(f, part, |t| t.contains(part))
+}
+
+/// The finding of `f` whose sentence starts with `start` (the test fails,
+/// listing them all, when none does).
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn find_starting<'a>(f: &'a [Finding], start: &str) -> &'a Finding {
+    find_where(f, start, |t| t.starts_with(start))
+}
+
+/// The first finding of `f` whose sentence passes `test`; the test fails
+/// naming `what` and listing them all when none does.
+#[cfg(test)]
+#[track_caller]
+fn find_where<'a>(f: &'a [Finding], what: &str, test: impl Fn(&str) -> bool) -> &'a Finding {
+    f.iter()
+        .find(|x| test(&x.text))
+        .unwrap_or_else(|| panic!("no '{what}' in {f:#?}"))
+}
+
 /// A context for unit tests: quick profile, the system temp dir, no pinning.
 #[cfg(test)]
 pub(crate) fn test_ctx() -> Ctx {
+    test_ctx_with(Host::detect(), &std::env::temp_dir())
+}
+
+/// A context for unit tests on `host` that writes in `dir`: quick profile,
+/// no pinning.
+#[cfg(test)]
+pub(crate) fn test_ctx_with(host: Host, dir: &std::path::Path) -> Ctx {
     Ctx {
         profile: Profile::Quick,
-        host: Arc::new(Host::detect()),
-        tmp: std::env::temp_dir(),
-        dir: std::env::temp_dir(),
+        host: Arc::new(host),
+        tmp: dir.to_path_buf(),
+        dir: dir.to_path_buf(),
         cpu: None,
         stop: Arc::new(AtomicBool::new(false)),
     }

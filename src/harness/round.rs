@@ -64,6 +64,24 @@ impl RunOptions {
         }
     }
 
+    /// Options for tests: `profile` with these counts, a canary that never
+    /// moves (no round is judged by the machine's phase) and seed 1.
+    #[cfg(test)]
+    pub(crate) fn fixed(
+        profile: Profile,
+        samples: Option<usize>,
+        rounds: Option<usize>,
+    ) -> RunOptions {
+        RunOptions {
+            profile,
+            samples,
+            rounds,
+            canary: || 20_000.0,
+            seed: 1,
+            target_precision: None,
+        }
+    }
+
     /// The half-width (relative, 0.02 = ±2%) a benchmark's interval should
     /// reach: one that has reached it after all but one of its planned
     /// rounds stops there, and one still wider after them gets extra rounds

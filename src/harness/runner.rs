@@ -527,9 +527,8 @@ pub fn op_stats(times: &[f64]) -> Option<OpStats> {
 mod tests {
     use super::*;
     use crate::harness::{Params, Unit};
-    use crate::harness::{PrepareError, Profile, Timed};
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
+    use crate::harness::{PrepareError, Profile, Timed, test_ctx};
+    use crate::suites::bench::FnBench;
 
     struct FakeBench {
         id: String,
@@ -588,23 +587,6 @@ mod tests {
         })
     }
 
-    /// A canary that never moves: no round is judged by the machine's phase.
-    fn steady() -> f64 {
-        20_000.0
-    }
-
-    fn ctx() -> Ctx {
-        let tmp = std::env::temp_dir();
-        Ctx {
-            profile: Profile::Quick,
-            host: Arc::new(crate::host::Host::detect()),
-            tmp: tmp.clone(),
-            dir: tmp,
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
     #[test]
     fn groups_keep_first_position_and_collect_members() {
         let benches = [
@@ -623,17 +605,10 @@ mod tests {
 
     #[test]
     fn run_produces_measurements_in_base_units() {
-        let opts = RunOptions {
-            profile: Profile::Quick,
-            samples: Some(8),
-            rounds: None,
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
+        let opts = RunOptions::fixed(Profile::Quick, Some(8), None);
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 2000, Some("k"))],
-            &ctx(),
+            &test_ctx(),
             &opts,
             None,
             &mut |_| {},
@@ -657,38 +632,22 @@ mod tests {
     fn a_target_precision_stops_tight_benchmarks_early_and_gives_wide_ones_more_rounds() {
         // Each round of "wide" reads 1000 or 1300 ns in turn: far wider
         // than ±2%, so it gets extra rounds; "tight" stops a round early.
-        struct Jitter(std::sync::atomic::AtomicU64);
-        impl Bench for Jitter {
-            fn id(&self) -> &str {
-                "t.wide"
-            }
-            fn summary(&self) -> &str {
-                "jitter"
-            }
-            fn unit(&self) -> Unit {
-                Unit::Latency
-            }
-            fn prepare(&self, _ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
-                let k = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let jitter = || {
+            let rounds = std::sync::atomic::AtomicU64::new(0);
+            FnBench::new("t.wide", "jitter", Unit::Latency, move |_| {
+                let k = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 Ok(Box::new(FakeTimed {
                     ns: 1000 + 300 * (k % 2),
                 }))
-            }
-        }
+            })
+        };
         let opts = |target| RunOptions {
-            profile: Profile::Default,
-            samples: Some(10),
-            rounds: Some(5),
-            canary: steady,
-            seed: 1,
             target_precision: target,
+            ..RunOptions::fixed(Profile::Default, Some(10), Some(5))
         };
         let rounds_of = |target| {
-            let benches: Vec<Box<dyn Bench>> = vec![
-                fake("t.tight", 1000, None),
-                Box::new(Jitter(Default::default())),
-            ];
-            let out = run(benches, &ctx(), &opts(target), None, &mut |_| {});
+            let benches: Vec<Box<dyn Bench>> = vec![fake("t.tight", 1000, None), jitter().boxed()];
+            let out = run(benches, &test_ctx(), &opts(target), None, &mut |_| {});
             let n = |id: &str| {
                 let m = out.measurements.iter().find(|m| m.id == id).unwrap();
                 (
@@ -716,36 +675,15 @@ mod tests {
     fn interleaved_members_each_get_their_own_budget() {
         // A member with a slow set-up must not use up the budget of the
         // member prepared before it.
-        struct SlowPrepare;
-        impl Bench for SlowPrepare {
-            fn id(&self) -> &str {
-                "slow"
-            }
-            fn summary(&self) -> &str {
-                "slow set-up"
-            }
-            fn unit(&self) -> Unit {
-                Unit::Latency
-            }
-            fn interleave(&self) -> Option<&str> {
-                Some("k")
-            }
-            fn prepare(&self, _ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
-                std::thread::sleep(Profile::Quick.default_budget() + Duration::from_millis(50));
-                Ok(Box::new(FakeTimed { ns: 1000 }))
-            }
-        }
-        let opts = RunOptions {
-            profile: Profile::Quick,
-            samples: None,
-            rounds: None,
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
+        let slow_prepare = FnBench::new("slow", "slow set-up", Unit::Latency, |_| {
+            std::thread::sleep(Profile::Quick.default_budget() + Duration::from_millis(50));
+            Ok(Box::new(FakeTimed { ns: 1000 }))
+        })
+        .interleave("k");
+        let opts = RunOptions::fixed(Profile::Quick, None, None);
         let benches: Vec<Box<dyn Bench>> =
-            vec![fake("fast", 1000, Some("k")), Box::new(SlowPrepare)];
-        let out = run(benches, &ctx(), &opts, None, &mut |_| {});
+            vec![fake("fast", 1000, Some("k")), slow_prepare.boxed()];
+        let out = run(benches, &test_ctx(), &opts, None, &mut |_| {});
         let fast = out.measurements.iter().find(|m| m.id == "fast").unwrap();
         assert_eq!(fast.samples.len(), Profile::Quick.samples());
         let slow = out.measurements.iter().find(|m| m.id == "slow").unwrap();
@@ -757,19 +695,15 @@ mod tests {
     fn the_order_of_every_pass_is_reproducible_from_the_seed() {
         let order = |seed: u64| {
             let opts = RunOptions {
-                profile: Profile::Quick,
-                samples: Some(3),
-                rounds: Some(3),
-                canary: steady,
                 seed,
-                target_precision: None,
+                ..RunOptions::fixed(Profile::Quick, Some(3), Some(3))
             };
             let benches: Vec<Box<dyn Bench>> = ["a", "b", "c", "d", "e", "f"]
                 .iter()
                 .map(|id| fake(id, 100, None))
                 .collect();
             let mut started: Vec<String> = Vec::new();
-            run(benches, &ctx(), &opts, None, &mut |e| {
+            run(benches, &test_ctx(), &opts, None, &mut |e| {
                 if let Event::Started(ids) = e {
                     started.extend(ids.iter().cloned());
                 }
@@ -786,14 +720,7 @@ mod tests {
 
     #[test]
     fn skips_and_failures_are_reported_not_fatal() {
-        let opts = RunOptions {
-            profile: Profile::Quick,
-            samples: Some(5),
-            rounds: None,
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
+        let opts = RunOptions::fixed(Profile::Quick, Some(5), None);
         let benches: Vec<Box<dyn Bench>> = vec![
             Box::new(FakeBench {
                 id: "s".into(),
@@ -811,7 +738,7 @@ mod tests {
             }),
             fake("ok", 100, None),
         ];
-        let out = run(benches, &ctx(), &opts, None, &mut |_| {});
+        let out = run(benches, &test_ctx(), &opts, None, &mut |_| {});
         assert_eq!(out.measurements.len(), 1);
         assert_eq!(out.skipped.len(), 2);
         assert!(!out.skipped[0].failed && out.skipped[0].reason.contains("no such thing"));
@@ -820,16 +747,9 @@ mod tests {
 
     #[test]
     fn stop_flag_interrupts_before_anything_runs() {
-        let c = ctx();
+        let c = test_ctx();
         c.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let opts = RunOptions {
-            profile: Profile::Quick,
-            samples: None,
-            rounds: None,
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
+        let opts = RunOptions::fixed(Profile::Quick, None, None);
         let out = run(vec![fake("a", 10, None)], &c, &opts, None, &mut |_| {});
         assert!(out.interrupted);
         assert!(out.measurements.is_empty());
@@ -837,14 +757,7 @@ mod tests {
 
     #[test]
     fn below_one_cycle_is_flagged_for_latencies_only() {
-        let opts = RunOptions {
-            profile: Profile::Quick,
-            samples: Some(5),
-            rounds: None,
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
+        let opts = RunOptions::fixed(Profile::Quick, Some(5), None);
         // 100 bytes per 0.01 ns: far below a cycle per op, fine for a throughput.
         struct Tiny;
         impl Timed for Tiny {
@@ -853,13 +766,10 @@ mod tests {
             }
         }
         let mk = |unit: Unit| {
-            crate::suites::bench::FnBench::new("t.x", "x", unit, |_| {
-                Ok(Box::new(Tiny) as Box<dyn Timed>)
-            })
-            .boxed()
+            FnBench::new("t.x", "x", unit, |_| Ok(Box::new(Tiny) as Box<dyn Timed>)).boxed()
         };
         let warned = |unit: Unit| {
-            let out = run(vec![mk(unit)], &ctx(), &opts, None, &mut |_| {});
+            let out = run(vec![mk(unit)], &test_ctx(), &opts, None, &mut |_| {});
             out.measurements[0]
                 .warnings
                 .iter()
@@ -880,21 +790,14 @@ mod tests {
                 panic!("index out of bounds in the test");
             }
         }
-        let opts = RunOptions {
-            profile: Profile::Quick,
-            samples: Some(6),
-            rounds: Some(2),
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
-        let boom = crate::suites::bench::FnBench::new("t.boom", "x", Unit::Latency, |_| {
+        let opts = RunOptions::fixed(Profile::Quick, Some(6), Some(2));
+        let boom = FnBench::new("t.boom", "x", Unit::Latency, |_| {
             Ok(Box::new(Boom) as Box<dyn Timed>)
         })
         .boxed();
         let out = run(
             vec![boom, fake("t.ok", 100, None)],
-            &ctx(),
+            &test_ctx(),
             &opts,
             None,
             &mut |_| {},
@@ -907,14 +810,7 @@ mod tests {
 
     #[test]
     fn rounds_share_out_the_samples_and_each_is_recorded() {
-        let opts = RunOptions {
-            profile: Profile::Quick,
-            samples: Some(10),
-            rounds: Some(3),
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
+        let opts = RunOptions::fixed(Profile::Quick, Some(10), Some(3));
         assert_eq!(
             (0..3).map(|r| opts.round_samples(r)).collect::<Vec<_>>(),
             vec![4, 3, 3]
@@ -922,7 +818,7 @@ mod tests {
         let mut interim = 0;
         let out = run(
             vec![fake("t.a", 1000, Some("k")), fake("t.b", 3000, Some("k"))],
-            &ctx(),
+            &test_ctx(),
             &opts,
             None,
             &mut |e| {
@@ -943,14 +839,7 @@ mod tests {
         let st = out.stability.expect("the canary ran");
         assert!(st.checks >= 4 && st.canary_ns > 0.0); // one per group round, one at the end
         // More rounds than samples: one sample per round.
-        let few = RunOptions {
-            profile: Profile::Quick,
-            samples: Some(3),
-            rounds: Some(10),
-            canary: steady,
-            seed: 1,
-            target_precision: None,
-        };
+        let few = RunOptions::fixed(Profile::Quick, Some(3), Some(10));
         assert_eq!(few.rounds(), 3);
     }
 

@@ -498,9 +498,7 @@ fn take_delta(t: &mut Track, track: usize, skipped: &mut Vec<Skipped>) -> Delta 
 mod tests {
     use super::*;
     use crate::harness::runner::run;
-    use crate::harness::{PrepareError, Profile, Timed, Unit};
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
+    use crate::harness::{PrepareError, Profile, Timed, Unit, test_ctx_with};
 
     struct Fake(&'static str, u64);
     struct FakeTimed(u64);
@@ -531,26 +529,11 @@ mod tests {
     }
 
     fn ctx() -> Ctx {
-        let tmp = std::env::temp_dir();
-        Ctx {
-            profile: Profile::Quick,
-            host: Arc::new(crate::host::Host::default()),
-            tmp: tmp.clone(),
-            dir: tmp,
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
+        test_ctx_with(crate::host::Host::default(), &std::env::temp_dir())
     }
 
     fn opts() -> RunOptions {
-        RunOptions {
-            profile: Profile::Quick,
-            samples: Some(6),
-            rounds: Some(3),
-            canary: || 20_000.0,
-            seed: 1,
-            target_precision: None,
-        }
+        RunOptions::fixed(Profile::Quick, Some(6), Some(3))
     }
 
     #[test]

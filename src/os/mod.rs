@@ -1,7 +1,8 @@
 //! Operating-system helpers that benchmarks of any suite share and that
 //! know nothing of measuring: starting, capping and reaping child
-//! processes, finding opcost's own executable, handling Ctrl-C. CPU
-//! pinning lives in [`crate::harness::affinity`], which the runner uses too.
+//! processes, finding opcost's own executable, ending a helper process,
+//! handling Ctrl-C, C stdio streams. CPU pinning lives in
+//! [`crate::harness::affinity`], which the runner uses too.
 //!
 //! Why a module of its own: IPC peers and process benchmarks both fork
 //! children; with the helpers here neither suite reaches into the other.
@@ -9,8 +10,23 @@
 pub mod child;
 pub mod fs;
 pub mod signals;
+pub mod stdio;
 
 use std::path::PathBuf;
+
+/// Ends a helper process (opcost executed again to serve a run): exit code
+/// 0 when `result` is fine, else 1 after printing the error, prefixed with
+/// `who`, to stderr.
+pub fn exit_with(who: &str, result: anyhow::Result<()>) -> ! {
+    let code = match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{who}: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
 
 /// This very executable, even if its file was replaced since it started
 /// (`/proc/self/exe`), else the path it was started from.

@@ -253,7 +253,7 @@ impl Incoming {
     }
 
     /// The document and its JSON, made and checked when not at hand.
-    pub(crate) fn into_parts(self) -> anyhow::Result<(RunDoc, Option<String>, String)> {
+    pub(crate) fn into_parts(self) -> anyhow::Result<Parts> {
         let json = match self.json {
             Some(j) => j,
             None => checked_json(&self.doc)?,
@@ -261,6 +261,10 @@ impl Incoming {
         Ok((self.doc, self.source, json))
     }
 }
+
+/// A run given to `save_all` made ready to write: its document, its source
+/// and its checked JSON.
+pub(crate) type Parts = (RunDoc, Option<String>, String);
 
 /// What became of one run given to `save_all`.
 #[derive(Debug)]

@@ -27,7 +27,7 @@ use postgres::{Client, NoTls, Transaction};
 
 use super::location::PgUrl;
 use super::{
-    IdConflict, Incoming, Outcome, Prefix, RunRow, Saved, TrendFilter, TrendRows, TrendRun,
+    IdConflict, Incoming, Outcome, Parts, Prefix, RunRow, Saved, TrendFilter, TrendRows, TrendRun,
     cpu_model, finite, schema,
 };
 use crate::document::RunDoc;
@@ -195,7 +195,7 @@ impl PgStore {
         let mut outcomes = Vec::new();
         let mut tx = self.client.transaction().map_err(|e| explain(e, &url))?;
         loop {
-            let mut batch: Vec<(RunDoc, Option<String>, String)> = Vec::new();
+            let mut batch: Vec<Parts> = Vec::new();
             let mut bytes = 0;
             for item in &mut *docs {
                 match item.and_then(Incoming::into_parts) {
@@ -462,7 +462,7 @@ fn error_text(e: &postgres::Error) -> String {
 /// `COPY`, their results, rounds and findings likewise.
 fn write_batch(
     tx: &mut Transaction<'_>,
-    batch: Vec<(RunDoc, Option<String>, String)>,
+    batch: Vec<Parts>,
     outcomes: &mut Vec<Outcome>,
     url: &PgUrl,
 ) -> anyhow::Result<()> {
@@ -476,7 +476,7 @@ fn write_batch(
         .into_iter()
         .map(|r| (r.get(0), (r.get(1), r.get(2))))
         .collect();
-    let mut new: Vec<(RunDoc, Option<String>, String)> = Vec::new();
+    let mut new: Vec<Parts> = Vec::new();
     for (doc, source, text) in batch {
         let result = if let Some((old, complete)) = existing.get(&doc.run.id) {
             // The same text is the same run; another text may still be
@@ -521,17 +521,35 @@ fn copy_writer<'a>(
     tx: &'a mut Transaction<'_>,
     sql: &str,
     types: &[Type],
-    url: &PgUrl,
-) -> anyhow::Result<BinaryCopyInWriter<'a>> {
+    url: &'a PgUrl,
+) -> anyhow::Result<CopyIn<'a>> {
     let sink = tx.copy_in(sql).map_err(|e| explain(e, url))?;
-    Ok(BinaryCopyInWriter::new(sink, types))
+    Ok(CopyIn {
+        w: BinaryCopyInWriter::new(sink, types),
+        url,
+    })
 }
 
-fn copy_runs(
-    tx: &mut Transaction<'_>,
-    runs: &[(RunDoc, Option<String>, String)],
-    url: &PgUrl,
-) -> anyhow::Result<()> {
+/// An open binary `COPY`, whose errors name the database.
+struct CopyIn<'a> {
+    w: BinaryCopyInWriter<'a>,
+    url: &'a PgUrl,
+}
+
+impl CopyIn<'_> {
+    /// Sends one row.
+    fn write(&mut self, row: &[&(dyn ToSql + Sync)]) -> anyhow::Result<()> {
+        self.w.write(row).map_err(|e| explain(e, self.url))
+    }
+
+    /// Ends the copy: the rows are in the table.
+    fn finish(self) -> anyhow::Result<()> {
+        self.w.finish().map_err(|e| explain(e, self.url))?;
+        Ok(())
+    }
+}
+
+fn copy_runs(tx: &mut Transaction<'_>, runs: &[Parts], url: &PgUrl) -> anyhow::Result<()> {
     let t = Type::TEXT;
     let mut w = copy_writer(
         tx,
@@ -581,17 +599,12 @@ fn copy_runs(
             text,
             &true,
         ];
-        w.write(&row).map_err(|e| explain(e, url))?;
+        w.write(&row)?;
     }
-    w.finish().map_err(|e| explain(e, url))?;
-    Ok(())
+    w.finish()
 }
 
-fn copy_results(
-    tx: &mut Transaction<'_>,
-    runs: &[(RunDoc, Option<String>, String)],
-    url: &PgUrl,
-) -> anyhow::Result<()> {
+fn copy_results(tx: &mut Transaction<'_>, runs: &[Parts], url: &PgUrl) -> anyhow::Result<()> {
     let (t, f) = (Type::TEXT, Type::FLOAT8);
     let mut types = vec![Type::TEXT, Type::INT8, t.clone(), t.clone(), t.clone(), t];
     types.extend(std::iter::repeat_n(f, 8));
@@ -625,18 +638,13 @@ fn copy_results(
                 &m.noisy,
                 &(m.rounds.len() as i64),
             ];
-            w.write(&row).map_err(|e| explain(e, url))?;
+            w.write(&row)?;
         }
     }
-    w.finish().map_err(|e| explain(e, url))?;
-    Ok(())
+    w.finish()
 }
 
-fn copy_rounds(
-    tx: &mut Transaction<'_>,
-    runs: &[(RunDoc, Option<String>, String)],
-    url: &PgUrl,
-) -> anyhow::Result<()> {
+fn copy_rounds(tx: &mut Transaction<'_>, runs: &[Parts], url: &PgUrl) -> anyhow::Result<()> {
     if runs
         .iter()
         .all(|(d, _, _)| d.results.iter().all(|m| m.rounds.is_empty()))
@@ -685,19 +693,14 @@ fn copy_rounds(
                     &r.migrations.map(|v| v as i64),
                     &r.load.and_then(finite),
                 ];
-                w.write(&row).map_err(|e| explain(e, url))?;
+                w.write(&row)?;
             }
         }
     }
-    w.finish().map_err(|e| explain(e, url))?;
-    Ok(())
+    w.finish()
 }
 
-fn copy_findings(
-    tx: &mut Transaction<'_>,
-    runs: &[(RunDoc, Option<String>, String)],
-    url: &PgUrl,
-) -> anyhow::Result<()> {
+fn copy_findings(tx: &mut Transaction<'_>, runs: &[Parts], url: &PgUrl) -> anyhow::Result<()> {
     let t = Type::TEXT;
     let mut w = copy_writer(
         tx,
@@ -715,9 +718,8 @@ fn copy_findings(
                 &finite(f.value),
                 &f.unit.label(),
             ];
-            w.write(&row).map_err(|e| explain(e, url))?;
+            w.write(&row)?;
         }
     }
-    w.finish().map_err(|e| explain(e, url))?;
-    Ok(())
+    w.finish()
 }

@@ -472,6 +472,7 @@ fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{find_saying, find_starting};
 
     /// A compress result with its ratio, and the decompress result beside it.
     fn pair(
@@ -532,8 +533,8 @@ mod tests {
                     .starts_with("json 16MiB: fastest compressor per ratio class")
             })
             .expect("a class finding");
-        assert!(class.text.contains("≥2.00×: lz4-1"), "{}", class.text);
-        assert!(class.text.contains("≥4.00×: zstd-1"), "{}", class.text);
+        class.assert_says("≥2.00×: lz4-1");
+        class.assert_says("≥4.00×: zstd-1");
         assert!(
             class.text.contains("≥8.00×: xz-9") || class.text.contains("≥8.00×: zstd-19"),
             "{}",
@@ -541,10 +542,7 @@ mod tests {
         );
         assert_eq!(class.text.matches("lz4-1").count(), 1);
         assert_eq!(class.unit, BaseUnit::BytesPerSec);
-        let ratio = f
-            .iter()
-            .find(|f| f.text.starts_with("json 16MiB: compressed size ratio"))
-            .unwrap();
+        let ratio = find_starting(&f, "json 16MiB: compressed size ratio");
         assert_eq!(ratio.value, 9.0);
         assert!(ratio.text.find("xz-9").unwrap() < ratio.text.find("lz4-1").unwrap());
     }
@@ -552,10 +550,7 @@ mod tests {
     #[test]
     fn link_break_even_follows_the_formula() {
         let f = findings(&run());
-        let link = f
-            .iter()
-            .find(|f| f.text.contains("compressing before sending pays off"))
-            .expect("a link finding");
+        let link = find_saying(&f, "compressing before sending pays off");
         // lz4-1: (1 - 1/2.5) / (1/600e6 + 1/3e9) = 300 MB/s, the best of the four.
         assert!((link.value - 300e6).abs() < 1e3, "{}", link.value);
         assert!(
@@ -563,7 +558,7 @@ mod tests {
             "{}",
             link.text
         );
-        assert!(link.text.contains("at 100 Mbit/s"), "{}", link.text);
+        link.assert_says("at 100 Mbit/s");
     }
 
     #[test]
@@ -584,17 +579,9 @@ mod tests {
     #[test]
     fn small_and_large_inputs_ranked_differently_are_named() {
         let f = findings(&run());
-        let sl = f
-            .iter()
-            .find(|f| f.text.starts_with("json: 40KiB and 16MiB inputs rank"))
-            .expect("a small-vs-large finding");
-        assert!(sl.text.contains("differently"), "{}", sl.text);
-        assert!(
-            sl.text
-                .contains("zstd-19's output is smaller than xz-9's at 40KiB but larger at 16MiB"),
-            "{}",
-            sl.text
-        );
+        let sl = find_starting(&f, "json: 40KiB and 16MiB inputs rank");
+        sl.assert_says("differently");
+        sl.assert_says("zstd-19's output is smaller than xz-9's at 40KiB but larger at 16MiB");
         assert!(sl.value <= 1.0 && sl.value >= -1.0);
         assert_eq!(sl.unit, ValueUnit::Rho);
     }
@@ -657,17 +644,8 @@ mod tests {
     fn codecs_within_noise_share_the_top() {
         let ms = three([[1.2e9, 1.19e9, 0.4e9], [0.90e9, 0.91e9, 0.3e9]]);
         let f = findings(&ms);
-        let saved = f
-            .iter()
-            .find(|f| f.text.starts_with("json 1MiB: most bytes saved per second"))
-            .expect("a saved-per-second finding");
-        assert!(
-            saved
-                .text
-                .contains(": lz4-1 and snappy, with no clear gap between them ("),
-            "{}",
-            saved.text
-        );
+        let saved = find_starting(&f, "json 1MiB: most bytes saved per second");
+        saved.assert_says(": lz4-1 and snappy, with no clear gap between them (");
         let class = f
             .iter()
             .find(|f| {
@@ -675,11 +653,7 @@ mod tests {
                     .starts_with("json 1MiB: fastest compressor per ratio class")
             })
             .unwrap();
-        assert!(
-            class.text.contains("lz4-1 and snappy, with no clear gap"),
-            "{}",
-            class.text
-        );
+        class.assert_says("lz4-1 and snappy, with no clear gap");
     }
 
     #[test]

@@ -366,6 +366,7 @@ fn branch(ms: &[Measurement], ghz: Option<f64>) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{find_saying, find_starting};
     use serde_json::json;
 
     fn m(id: &str, unit: &str, median: f64) -> Measurement {
@@ -378,13 +379,10 @@ mod tests {
     /// A result whose 15 samples spread ±`rel` around `median`, so its
     /// fast end has an interval as wide.
     fn wide(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
-        let mut x = m(id, unit, median);
-        x.samples = (0..15)
-            .map(|i| median * (1.0 - rel + 2.0 * rel * f64::from(i) / 14.0))
-            .collect();
-        x.summary.ci_low = median * (1.0 - rel);
-        x.summary.ci_high = median * (1.0 + rel);
-        x
+        Measurement {
+            details: Some(json!({"counters": "unavailable: test"})),
+            ..Measurement::spread(id, unit, median, rel)
+        }
     }
 
     #[test]
@@ -400,18 +398,13 @@ mod tests {
         ];
         let f = float_vs_int(&ms);
         assert_eq!(f.len(), 2, "add lacks i64: no verdict");
-        let mul = f.iter().find(|f| f.text.starts_with("mul")).unwrap();
+        let mul = find_starting(&f, "mul");
         assert_eq!((mul.value, mul.unit), (2.0, ValueUnit::Ratio));
-        assert!(mul.text.contains("float is 2.00× ("), "{}", mul.text);
+        mul.assert_says("float is 2.00× (");
         assert!(mul.text.contains("slower than int in a dependent chain"));
-        assert!(
-            mul.text
-                .contains("independent operations: float is 2.00× (2.00–2.00) slower"),
-            "{}",
-            mul.text
-        );
-        let div = f.iter().find(|f| f.text.starts_with("div")).unwrap();
-        assert!(div.text.contains("float is 2.50× ("), "{}", div.text);
+        mul.assert_says("independent operations: float is 2.00× (2.00–2.00) slower");
+        let div = find_starting(&f, "div");
+        div.assert_says("float is 2.50× (");
         div.assert_says("faster than int");
         assert!(findings(&ms).iter().any(|x| x == mul));
     }
@@ -423,13 +416,7 @@ mod tests {
                 wide("cpu.add.f64.latency", "ns/op", fv, 0.04),
                 wide("cpu.add.i64.latency", "ns/op", iv, 0.04),
             ]);
-            assert!(
-                same[0]
-                    .text
-                    .starts_with("add: float and int are within noise of each other"),
-                "{}",
-                same[0].text
-            );
+            same[0].assert_starts_with("add: float and int are within noise of each other");
         }
         // 2× apart but each ±80%: the data cannot order them.
         let unclear = float_vs_int(&[
@@ -453,11 +440,11 @@ mod tests {
         let clock = f.iter().find(|f| f.unit == ValueUnit::Hz).unwrap();
         assert_eq!(clock.value, 2.0e9);
         assert!(clock.text.contains("2.00 GHz") && clock.text.contains("no hardware counters"));
-        let div = f.iter().find(|f| f.text.starts_with("f64 div")).unwrap();
+        let div = find_starting(&f, "f64 div");
         assert_eq!(div.value, 14.0);
         div.assert_says("add 3.0");
         div.assert_says("div 0.20");
-        let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
+        let br = find_saying(&f, "misprediction");
         assert_eq!(br.value, 16.0);
         assert_eq!(br.unit, ValueUnit::Cycles);
         br.assert_starts_with("branch misprediction ≈ 16 cycles");
@@ -483,7 +470,7 @@ mod tests {
         ];
         let f = findings(&ms);
         assert!(f.iter().all(|f| !f.text.starts_with("f64 div")));
-        let br = f.iter().find(|f| f.text.contains("misprediction")).unwrap();
+        let br = find_saying(&f, "misprediction");
         assert_eq!((br.value, br.unit), (8.0, ValueUnit::Ns));
         assert!(findings(&[]).is_empty());
     }

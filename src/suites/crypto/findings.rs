@@ -220,16 +220,11 @@ fn small_records(ms: &[Measurement]) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{find_saying, find_starting};
 
     /// A rate whose 15 samples spread ±`rel` around `v`.
     fn rate(id: &str, v: f64, rel: f64) -> Measurement {
-        let mut m = Measurement::point(id, "B/s", v);
-        m.samples = (0..15)
-            .map(|i| v * (1.0 - rel + 2.0 * rel * f64::from(i) / 14.0))
-            .collect();
-        m.summary.ci_low = v * (1.0 - rel);
-        m.summary.ci_high = v * (1.0 + rel);
-        m
+        Measurement::spread(id, "B/s", v, rel)
     }
 
     #[test]
@@ -240,21 +235,13 @@ mod tests {
         let s = Measurement::point(SHA_ID, "B/s", 1e9);
         let f = findings(&[a.clone(), s.clone()]);
         assert_eq!(f.len(), 2, "AES against SHA, and the instructions");
-        assert!(
-            f[0].text.starts_with("AES-256-GCM moves 4.00× (4.00–4.00)"),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_starts_with("AES-256-GCM moves 4.00× (4.00–4.00)");
         assert_eq!((f[0].value, f[0].unit), (4.0, ValueUnit::Ratio));
         f[0].assert_says("cpu-instructions AES path");
         f[0].assert_says("unknown SHA path");
         // The other way round: SHA named first.
         let f = findings(&[rate(AES_ID, 1e9, 0.02), rate(SHA_ID, 3e9, 0.02)]);
-        assert!(
-            f[0].text.starts_with("SHA-256 moves 3.00× ("),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_starts_with("SHA-256 moves 3.00× (");
         assert!(findings(&[]).is_empty());
         let alone = findings(&[a]);
         assert!(
@@ -272,19 +259,11 @@ mod tests {
     fn aes_against_chacha_names_the_faster_or_a_tie() {
         let chacha = cipher_id(Cipher::ChaCha20Poly1305, "16KiB");
         let f = findings(&[rate(AES_ID, 7e9, 0.02), rate(&chacha, 2.3e9, 0.02)]);
-        let t = &f
-            .iter()
-            .find(|f| f.text.contains("ChaCha20"))
-            .expect("a finding")
-            .text;
+        let t = &find_saying(&f, "ChaCha20").text;
         assert!(t.starts_with("AES-256-GCM encrypts 3.0"), "{t}");
         assert!(t.contains("do better with AES-GCM"), "{t}");
         let f = findings(&[rate(AES_ID, 0.5e9, 0.02), rate(&chacha, 1.5e9, 0.02)]);
-        let t = &f
-            .iter()
-            .find(|f| f.text.contains("ChaCha20"))
-            .expect("a finding")
-            .text;
+        let t = &find_saying(&f, "ChaCha20").text;
         assert!(t.starts_with("ChaCha20-Poly1305 encrypts 3.0"), "{t}");
         assert!(
             (f[0].value - 1.0 / 3.0).abs() < 0.05,
@@ -292,11 +271,7 @@ mod tests {
             f[0].value
         );
         let f = findings(&[rate(AES_ID, 1.01e9, 0.05), rate(&chacha, 1e9, 0.05)]);
-        let t = &f
-            .iter()
-            .find(|f| f.text.contains("ChaCha20"))
-            .expect("a finding")
-            .text;
+        let t = &find_saying(&f, "ChaCha20").text;
         assert!(t.contains("within noise"), "{t}");
     }
 
@@ -305,11 +280,7 @@ mod tests {
         let a = with_flags(rate(AES_ID, 7e9, 0.02), "aes pclmulqdq vaes");
         let s = with_flags(rate(SHA_ID, 1.5e9, 0.02), "");
         let f = findings(&[a, s]);
-        let t = &f
-            .iter()
-            .find(|f| f.text.starts_with("CPU crypto instructions"))
-            .expect("a finding")
-            .text;
+        let t = &find_starting(&f, "CPU crypto instructions").text;
         assert!(t.contains("AES rows aes pclmulqdq vaes"), "{t}");
         assert!(t.contains("SHA-256/SHA-1 rows none"), "{t}");
         let n = f
@@ -327,27 +298,16 @@ mod tests {
             rate(&hash_id(Hash::Sha1, "16KiB"), 1.62e9, 0.02),
             rate(&hash_id(Hash::Md5, "16KiB"), 0.55e9, 0.02),
         ]);
-        let h = f
-            .iter()
-            .find(|f| f.text.starts_with("hashes"))
-            .expect("a ranking");
+        let h = find_starting(&f, "hashes");
         h.assert_says("fastest: BLAKE3; then SHA-256 and SHA-1, within noise");
         assert!((h.value - 4e9 / 0.55e9).abs() < 0.5, "{}", h.value);
         let small = cipher_id(Cipher::Aes256Gcm, "64B");
         let f = findings(&[rate(&small, 0.7e9, 0.02), rate(AES_ID, 7e9, 0.02)]);
-        let t = &f
-            .iter()
-            .find(|f| f.text.contains("64 B"))
-            .expect("a finding")
-            .text;
+        let t = &find_saying(&f, "64 B").text;
         assert!(t.starts_with("AES-256-GCM moves 10"), "{t}");
         assert!(t.contains("per-message cost"), "{t}");
         let f = findings(&[rate(&small, 7e9, 0.05), rate(AES_ID, 7e9, 0.05)]);
-        let t = &f
-            .iter()
-            .find(|f| f.text.contains("64 B"))
-            .expect("a finding")
-            .text;
+        let t = &find_saying(&f, "64 B").text;
         assert!(t.contains("no per-message cost shows"), "{t}");
     }
 

@@ -226,9 +226,8 @@ fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding
 /// "round trip of 8B (cross-cpu): fastest: ring_spin; then pipe, … within
 /// noise of each other (30× slower); …".
 fn rtt_ranking(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
-    let set: Vec<(&str, &Measurement)> = Mech::RTT
-        .iter()
-        .filter_map(|&m| usable(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x)))
+    let set: Vec<(&str, &Measurement)> = Mech::rtt()
+        .filter_map(|m| usable(ms, &rtt_id(m, size, p)).map(|x| (m.name(), x)))
         .collect();
     let what = format!("round trip of {} ({})", size_label(size as u64), p.param());
     rtt_tiers(&set, &what)
@@ -300,10 +299,9 @@ fn splice_vs_pipe(ms: &[Measurement], size: usize, p: Placement) -> Option<Findi
 /// the median ratio over the blocking mechanisms at 8 B, how many of them
 /// are clearly slower across CPUs, and the pipe's comparison.
 fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
-    let pairs: Vec<(Mech, Est, Est)> = Mech::RTT
-        .iter()
-        .filter(|&&m| m != Mech::RingSpin)
-        .filter_map(|&m| {
+    let pairs: Vec<(Mech, Est, Est)> = Mech::rtt()
+        .filter(|&m| m != Mech::RingSpin)
+        .filter_map(|m| {
             let s = usable(ms, &rtt_id(m, 8, Placement::Same))?;
             let c = usable(ms, &rtt_id(m, 8, Placement::Cross))?;
             Some((m, Est::of(s), Est::of(c)))
@@ -347,6 +345,7 @@ fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{find_saying, find_starting};
 
     /// A measurement with `median` and a ±`rel` interval.
     fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
@@ -367,24 +366,12 @@ mod tests {
             m(&tput_id(Mech::Splice, 64 << 10, s), "B/s", 9e9, 0.03),
         ];
         let f = findings(&ms);
-        let rank = f
-            .iter()
-            .find(|f| f.text.starts_with("throughput at 64KiB (same-cpu)"))
-            .unwrap();
-        assert!(
-            rank.text.contains(
-                "in tiers apart by a clear 3× or more: fastest: pipe and unix_stream; then tcp (3."
-            ),
-            "{}",
-            rank.text
+        let rank = find_starting(&f, "throughput at 64KiB (same-cpu)");
+        rank.assert_says(
+            "in tiers apart by a clear 3× or more: fastest: pipe and unix_stream; then tcp (3.",
         );
         // splice delivers nothing: reported apart, never in the ranking.
-        assert!(
-            rank.text
-                .contains("; splice to /dev/null (sink only, not ranked): 9.00 GB/s"),
-            "{}",
-            rank.text
-        );
+        rank.assert_says("; splice to /dev/null (sink only, not ranked): 9.00 GB/s");
         assert!(!rank.text.contains("fastest: splice"), "{}", rank.text);
         rank.assert_says("none bimodal");
         assert_eq!(
@@ -460,7 +447,7 @@ mod tests {
         let o = findings(&odd);
         let o = o.iter().find(|f| f.unit == ValueUnit::Percent).unwrap();
         o.assert_says("not what limits");
-        assert!(o.text.contains("512B writes are 2.00× ("), "{}", o.text);
+        o.assert_says("512B writes are 2.00× (");
     }
 
     #[test]
@@ -475,36 +462,16 @@ mod tests {
             m(&tput_id(Mech::Pipe, 1 << 20, c), "B/s", 2.5e9, 0.03),
         ];
         let f = findings(&ms);
-        let n = f
-            .iter()
-            .find(|f| f.text.starts_with("notification round trip (same-cpu)"))
-            .unwrap();
-        assert!(
-            n.text
-                .contains("fastest: eventfd and futex; then sigqueue (3."),
-            "{}",
-            n.text
-        );
+        let n = find_starting(&f, "notification round trip (same-cpu)");
+        n.assert_says("fastest: eventfd and futex; then sigqueue (3.");
         assert_eq!((n.value, n.unit), (1900.0, BaseUnit::NsPerOp.into()));
         assert!(!f.iter().any(
             |f| f.text.contains("(cross-cpu), in tiers") && f.text.starts_with("notification")
         ));
-        let memfd = f
-            .iter()
-            .find(|f| f.text.starts_with("a memfd handed over"))
-            .unwrap();
-        assert!(
-            memfd
-                .text
-                .contains("at 1MiB (cross-cpu): the pipe is 3.12× ("),
-            "{}",
-            memfd.text
-        );
-        let cma = f
-            .iter()
-            .find(|f| f.text.starts_with("process_vm_readv's single copy"))
-            .unwrap();
-        assert!(cma.text.contains(": vm_readv is 2.00× ("), "{}", cma.text);
+        let memfd = find_starting(&f, "a memfd handed over");
+        memfd.assert_says("at 1MiB (cross-cpu): the pipe is 3.12× (");
+        let cma = find_starting(&f, "process_vm_readv's single copy");
+        cma.assert_says(": vm_readv is 2.00× (");
         assert!((cma.value - 2.0).abs() < 1e-9);
     }
 
@@ -520,21 +487,14 @@ mod tests {
             m(&rtt_id(Mech::Tcp, 8, c), "ns/op", 9100.0, 0.03),
         ];
         let f = findings(&ms);
-        let zc = f.iter().find(|f| f.text.starts_with("zero-copy")).unwrap();
+        let zc = find_starting(&f, "zero-copy");
         assert!((zc.value - 2.0).abs() < 1e-9);
-        assert!(zc.text.contains("splice is 2.00× ("), "{}", zc.text);
-        let cross = f
-            .iter()
-            .find(|f| f.text.contains("between two CPUs"))
-            .unwrap();
+        zc.assert_says("splice is 2.00× (");
+        let cross = find_saying(&f, "between two CPUs");
         cross.assert_says(
             "clearly slower across CPUs for 1, clearly faster for 0, no clear difference for 1",
         );
-        assert!(
-            cross.text.contains("pipe: same-cpu is 30.0× ("),
-            "{}",
-            cross.text
-        );
+        cross.assert_says("pipe: same-cpu is 30.0× (");
         assert!(findings(&[]).is_empty());
     }
 }

@@ -653,39 +653,33 @@ mod tests {
         }
     }
 
-    #[test]
-    fn throughput_check_fails_on_a_transport_that_drops_a_byte() {
+    /// Why a throughput check over a pipe whose sender drops a byte (or
+    /// flips one, with `flip`) fails.
+    fn throughput_failure(flip: bool) -> String {
         // Other suites' tests count this process's children.
         let _children = crate::os::child::test_lock();
         let (tx, rx) = FdEnd::pipe().unwrap();
         let bad = Corrupt {
             inner: tx,
             sent: 0,
-            flip: false,
+            flip,
         };
-        let err = reason(
+        reason(
             Throughput::start(bad, rx, 512, same_cpu(), None)
                 .err()
                 .unwrap(),
-        );
+        )
+    }
+
+    #[test]
+    fn throughput_check_fails_on_a_transport_that_drops_a_byte() {
+        let err = throughput_failure(false);
         assert!(err.contains("integrity check failed"), "{err}");
     }
 
     #[test]
     fn throughput_check_fails_on_a_transport_that_flips_a_byte() {
-        // Other suites' tests count this process's children.
-        let _children = crate::os::child::test_lock();
-        let (tx, rx) = FdEnd::pipe().unwrap();
-        let bad = Corrupt {
-            inner: tx,
-            sent: 0,
-            flip: true,
-        };
-        let err = reason(
-            Throughput::start(bad, rx, 512, same_cpu(), None)
-                .err()
-                .unwrap(),
-        );
+        let err = throughput_failure(true);
         assert!(err.contains("checksum mismatch"), "{err}");
     }
 

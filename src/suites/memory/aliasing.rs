@@ -404,11 +404,8 @@ mod tests {
         ];
         let f = findings(&ms);
         assert_eq!(f.len(), 2, "{f:?}");
-        assert!(
-            f[0].text
-                .starts_with("stride 4 KiB: 32 lines map to one L1d set (8 ways); latency 3.00× ("),
-            "{}",
-            f[0].text
+        f[0].assert_starts_with(
+            "stride 4 KiB: 32 lines map to one L1d set (8 ways); latency 3.00× (",
         );
         f[0].assert_says("the 4160 B stride");
         assert!((f[0].value - 3.0).abs() < 1e-9);
@@ -421,17 +418,7 @@ mod tests {
 
     #[test]
     fn a_spaced_chase_visits_every_line_at_its_stride() {
-        use std::sync::Arc;
-        use std::sync::atomic::AtomicBool;
-        let tmp = std::env::temp_dir();
-        let ctx = Ctx {
-            profile: crate::harness::Profile::Quick,
-            host: Arc::new(host()),
-            tmp: tmp.clone(),
-            dir: tmp,
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        };
+        let ctx = crate::harness::test_ctx_with(host(), &std::env::temp_dir());
         let mut c = latency::prepare_spaced(32, 4160, Pages::Small, &ctx, json!({})).unwrap();
         let mut seen: Vec<usize> = (0..32).map(|_| c.walk(1) * 64).collect();
         seen.sort_unstable();

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 use serde_json::json;
 
-use super::region::{Pages, Region};
+use super::region::{Pages, Pod, Region};
 use crate::harness::affinity;
 use crate::harness::warnings::Warning;
 use crate::harness::{PrepareError, Timed};
@@ -160,16 +160,16 @@ impl Kernel {
     pub(crate) fn apply(self, parts: &mut [&mut [u8]]) {
         match (self, parts) {
             (Kernel::Read, [a]) => {
-                let sum = words(a).iter().fold(0u64, |s, &x| s.wrapping_add(x));
+                let sum = view::<u64>(a).iter().fold(0u64, |s, &x| s.wrapping_add(x));
                 black_box(sum);
             }
             (Kernel::Write, [a]) => {
                 let v = black_box(0x0123_4567_89ab_cdef_u64);
-                words_mut(a).fill(v);
+                view_mut::<u64>(a).fill(v);
             }
             (Kernel::Copy | Kernel::StreamCopy, [src, dst]) => dst.copy_from_slice(src),
             (Kernel::CopyDumb, [src, dst]) => {
-                for (d, s) in words_mut(dst).iter_mut().zip(words(src)) {
+                for (d, s) in view_mut::<u64>(dst).iter_mut().zip(view::<u64>(src)) {
                     // A volatile store keeps the loop a loop: no memcpy, no vector code.
                     // SAFETY: `d` is a valid, aligned, exclusive reference.
                     unsafe { std::ptr::write_volatile(d, *s) };
@@ -182,18 +182,26 @@ impl Kernel {
             }
             (Kernel::StreamScale, [c, b]) => {
                 let s = black_box(SCALAR);
-                for (bi, ci) in floats_mut(b).iter_mut().zip(floats(c)) {
+                for (bi, ci) in view_mut::<f64>(b).iter_mut().zip(view::<f64>(c)) {
                     *bi = s * ci;
                 }
             }
             (Kernel::StreamAdd, [a, b, c]) => {
-                for ((ci, ai), bi) in floats_mut(c).iter_mut().zip(floats(a)).zip(floats(b)) {
+                for ((ci, ai), bi) in view_mut::<f64>(c)
+                    .iter_mut()
+                    .zip(view::<f64>(a))
+                    .zip(view::<f64>(b))
+                {
                     *ci = ai + bi;
                 }
             }
             (Kernel::StreamTriad, [b, c, a]) => {
                 let s = black_box(SCALAR);
-                for ((ai, bi), ci) in floats_mut(a).iter_mut().zip(floats(b)).zip(floats(c)) {
+                for ((ai, bi), ci) in view_mut::<f64>(a)
+                    .iter_mut()
+                    .zip(view::<f64>(b))
+                    .zip(view::<f64>(c))
+                {
                     *ai = bi + s * ci;
                 }
             }
@@ -202,30 +210,20 @@ impl Kernel {
     }
 }
 
-fn words(b: &[u8]) -> &[u64] {
-    // SAFETY: every bit pattern is a valid u64; parts are page-aligned.
-    let (head, mid, _) = unsafe { b.align_to::<u64>() };
+/// A page-aligned part as a slice of `T` (a word or a float).
+#[inline]
+fn view<T: Pod>(b: &[u8]) -> &[T] {
+    // SAFETY: every bit pattern is a valid T (Pod); parts are page-aligned.
+    let (head, mid, _) = unsafe { b.align_to::<T>() };
     debug_assert!(head.is_empty());
     mid
 }
 
-fn words_mut(b: &mut [u8]) -> &mut [u64] {
-    // SAFETY: as in `words`.
-    let (head, mid, _) = unsafe { b.align_to_mut::<u64>() };
-    debug_assert!(head.is_empty());
-    mid
-}
-
-fn floats(b: &[u8]) -> &[f64] {
-    // SAFETY: every bit pattern is a valid f64; parts are page-aligned.
-    let (head, mid, _) = unsafe { b.align_to::<f64>() };
-    debug_assert!(head.is_empty());
-    mid
-}
-
-fn floats_mut(b: &mut [u8]) -> &mut [f64] {
-    // SAFETY: as in `floats`.
-    let (head, mid, _) = unsafe { b.align_to_mut::<f64>() };
+/// A page-aligned part as a mutable slice of `T` (a word or a float).
+#[inline]
+fn view_mut<T: Pod>(b: &mut [u8]) -> &mut [T] {
+    // SAFETY: as in `view`.
+    let (head, mid, _) = unsafe { b.align_to_mut::<T>() };
     debug_assert!(head.is_empty());
     mid
 }
@@ -352,7 +350,7 @@ impl Bandwidth {
             for window in mine {
                 for (i, part) in window.into_iter().enumerate() {
                     super::region::populate(part);
-                    floats_mut(part).fill(kernel.initial(i));
+                    view_mut::<f64>(part).fill(kernel.initial(i));
                 }
             }
         };

@@ -279,11 +279,7 @@ impl Latency {
             ));
         }
         // Page-walk cost at the largest working set measured both ways.
-        let both = small
-            .iter()
-            .rev()
-            .find_map(|s| huge.iter().find(|p| p.size == s.size).map(|p| (s, p)));
-        if let Some((s, p)) = both {
+        if let Some((s, p)) = largest_common(small, huge) {
             out.push(finding(
                 format!(
                     "page-walk cost at {}: {} per load on 4 KiB pages over huge pages",
@@ -309,13 +305,20 @@ impl Latency {
     }
 }
 
+/// The points of curves `a` and `b` at the largest size both measured.
+fn largest_common<'a>(
+    a: &'a [detect::Point],
+    b: &'a [detect::Point],
+) -> Option<(&'a detect::Point, &'a detect::Point)> {
+    a.iter()
+        .rev()
+        .find_map(|x| b.iter().find(|y| y.size == x.size).map(|y| (x, y)))
+}
+
 /// What the prefetcher hides: sequential (`stride`) against random order
 /// on 4 KiB pages (`small`) at the largest size measured both ways.
 fn prefetch_finding(small: &[detect::Point], stride: &[detect::Point]) -> Option<Finding> {
-    let (r, p) = small
-        .iter()
-        .rev()
-        .find_map(|r| stride.iter().find(|p| p.size == r.size).map(|p| (r, p)))?;
+    let (r, p) = largest_common(small, stride)?;
     Some(finding(
         format!(
             "at {} a sequential 64-byte stride takes {} per load, random order {} ({} slower): the prefetcher hides the cliffs",

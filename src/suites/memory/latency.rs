@@ -250,20 +250,7 @@ impl Timed for Chase {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
-
-    fn ctx() -> Ctx {
-        let tmp = std::env::temp_dir();
-        Ctx {
-            profile: crate::harness::Profile::Quick,
-            host: Arc::new(crate::host::Host::detect()),
-            tmp: tmp.clone(),
-            dir: tmp,
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
-    }
+    use crate::harness::test_ctx as ctx;
 
     fn chain(size: usize, order: Order) -> Chase {
         let lines = size / LINE;

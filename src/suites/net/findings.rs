@@ -209,6 +209,7 @@ const CAP_BOUND: f64 = 0.9;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::find_saying;
 
     fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {
         Measurement::within(id, unit, median, rel)
@@ -221,15 +222,15 @@ mod tests {
             "target": "router", "max_pps": 1000, "loss": 0.0, "window": 16
         }));
         let f = findings(std::slice::from_ref(&r));
-        assert!(f[0].text.starts_with("router answers"), "{}", f[0].text);
-        assert!(f[0].text.contains("cap, not the device"), "{}", f[0].text);
+        f[0].assert_starts_with("router answers");
+        f[0].assert_says("cap, not the device");
         let mut r2 = m("net.target.icmp.rate", "ops/s", 400.0, 0.01);
         r2.details = Some(serde_json::json!({
             "target": "router", "max_pps": 1000, "loss": 0.2, "window": 16
         }));
         let f = findings(&[r2]);
         assert!(!f[0].text.contains("cap"), "{}", f[0].text);
-        assert!(f[0].text.contains("20.0% lost"), "{}", f[0].text);
+        f[0].assert_says("20.0% lost");
     }
 
     #[test]
@@ -241,17 +242,14 @@ mod tests {
             m("net.veth.udp.plain/64B", "ops/s", 2e5, 0.03),
         ];
         let f = findings(&ms);
-        let packet = f
-            .iter()
-            .find(|x| x.text.contains("per-packet cost"))
-            .unwrap();
+        let packet = find_saying(&f, "per-packet cost");
         assert!((packet.value - 1.25).abs() < 1e-9);
-        assert!(packet.text.contains("1.25× ("), "{}", packet.text);
+        packet.assert_says("1.25× (");
         assert!(
             f.iter()
                 .any(|x| x.text.contains("sendmmsg") && (x.value - 2.5).abs() < 1e-9)
         );
-        let veth = f.iter().find(|x| x.text.contains("veth")).unwrap();
+        let veth = find_saying(&f, "veth");
         assert!((veth.value - 2.0).abs() < 1e-9, "{}", veth.text);
         assert!(veth.text.ends_with("2.00× (1.92–2.09)"), "{}", veth.text);
     }

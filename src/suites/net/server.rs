@@ -398,7 +398,16 @@ fn session(
         Test::Hello => (&conn)
             .write_all(&reply_line(&ok(None, cfg.host.clone())))
             .map_err(anyhow::Error::from),
-        test => serve_test(test, local_ip, &conn, reader, &run, &ok),
+        test => serve_test(
+            test,
+            Control {
+                ip: local_ip,
+                conn: &conn,
+                reader,
+                run: &run,
+                ok: &ok,
+            },
+        ),
     };
     run.stop.store(true, Ordering::SeqCst);
     match result {
@@ -417,29 +426,55 @@ fn test_name(t: &Test) -> &'static str {
     }
 }
 
+/// The control side of one test: the client's connection, what the
+/// session allows and how the server says yes.
+struct Control<'a> {
+    /// The address the client reached, where the data side listens.
+    ip: IpAddr,
+    conn: &'a TcpStream,
+    reader: BufReader<&'a TcpStream>,
+    run: &'a Arc<Run>,
+    ok: &'a dyn Fn(Option<u16>, Option<serde_json::Value>) -> Reply,
+}
+
+impl Control<'_> {
+    /// Tells the client the data side's port.
+    fn send_port(&self, port: u16) -> anyhow::Result<()> {
+        (&*self.conn).write_all(&reply_line(&(self.ok)(Some(port), None)))?;
+        Ok(())
+    }
+
+    /// A TCP listener for the data side, its port told to the client.
+    fn listen(&self) -> anyhow::Result<TcpListener> {
+        let listener = TcpListener::bind((self.ip, 0))?;
+        self.send_port(listener.local_addr()?.port())?;
+        Ok(listener)
+    }
+
+    /// Serves control lines ([`control_loop`]), each answered by `answer`.
+    fn serve_lines(
+        &mut self,
+        answer: impl FnMut(&str) -> anyhow::Result<Tally>,
+    ) -> anyhow::Result<()> {
+        control_loop(&mut self.reader, self.conn, self.run, answer)
+    }
+}
+
 /// Sets up the data side of `test`, answers with its port, and serves it
 /// until the client closes the control connection or a cap is reached.
-fn serve_test(
-    test: Test,
-    ip: IpAddr,
-    conn: &TcpStream,
-    mut reader: BufReader<&TcpStream>,
-    run: &Arc<Run>,
-    ok: &dyn Fn(Option<u16>, Option<serde_json::Value>) -> Reply,
-) -> anyhow::Result<()> {
+fn serve_test(test: Test, mut c: Control<'_>) -> anyhow::Result<()> {
     // Control lines may come seconds apart during a test.
-    conn.set_read_timeout(Some(Duration::from_millis(50)))?;
+    c.conn.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let run = c.run;
     match test {
         Test::UdpSink {
             size,
             sockets,
             batch,
-        } => serve_udp_sink(size, sockets, batch, ip, conn, &mut reader, run, ok),
-        Test::TcpSink { streams } => serve_tcp_sink(streams, ip, conn, &mut reader, run, ok),
+        } => serve_udp_sink(size, sockets, batch, &mut c),
+        Test::TcpSink { streams } => serve_tcp_sink(streams, &mut c),
         Test::TcpEcho { size } => {
-            let listener = TcpListener::bind((ip, 0))?;
-            let port = listener.local_addr()?.port();
-            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+            let listener = c.listen()?;
             let Some(s) = accept_keyed(&listener, run)? else {
                 return Ok(());
             };
@@ -447,23 +482,17 @@ fn serve_test(
             let handle = s.try_clone()?;
             let r = run.clone();
             let t = std::thread::spawn(move || echo(s, size as usize, &r));
-            let res = control_loop(&mut reader, conn, run, |_| {
-                anyhow::bail!("unknown control line")
-            });
+            let res = c.serve_lines(|_| anyhow::bail!("unknown control line"));
             run.stop.store(true, Ordering::SeqCst);
             let _ = handle.shutdown(Shutdown::Both);
             let _ = t.join();
             res
         }
         Test::TcpCrr { size } => {
-            let listener = TcpListener::bind((ip, 0))?;
-            let port = listener.local_addr()?.port();
-            (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+            let listener = c.listen()?;
             let r = run.clone();
             let t = std::thread::spawn(move || crr(listener, size as usize, &r));
-            let res = control_loop(&mut reader, conn, run, |_| {
-                anyhow::bail!("unknown control line")
-            });
+            let res = c.serve_lines(|_| anyhow::bail!("unknown control line"));
             run.stop.store(true, Ordering::SeqCst);
             let _ = t.join();
             res
@@ -474,18 +503,9 @@ fn serve_test(
 
 /// Serves a UDP sink test: `sockets` receivers of `size`-byte datagrams,
 /// counted until the client asks for the tally.
-#[allow(clippy::too_many_arguments)]
-fn serve_udp_sink(
-    size: u32,
-    sockets: u32,
-    batch: u32,
-    ip: IpAddr,
-    conn: &TcpStream,
-    reader: &mut BufReader<&TcpStream>,
-    run: &Arc<Run>,
-    ok: &dyn Fn(Option<u16>, Option<serde_json::Value>) -> Reply,
-) -> anyhow::Result<()> {
-    let socks = udp_group(ip, sockets as usize)?;
+fn serve_udp_sink(size: u32, sockets: u32, batch: u32, c: &mut Control<'_>) -> anyhow::Result<()> {
+    let run = c.run;
+    let socks = udp_group(c.ip, sockets as usize)?;
     let port = socks[0].local_addr()?.port();
     // The tally looks at the sockets' queues through duplicates.
     let queues = socks
@@ -501,8 +521,8 @@ fn serve_udp_sink(
             udp_receive(s, size as usize, batch as usize, &c, epoch, &run)
         }));
     }
-    (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
-    let res = control_loop(reader, conn, run, |line| {
+    c.send_port(port)?;
+    let res = c.serve_lines(|line| {
         // `count QUIET_US [SENT]`: SENT, when given, ends the wait
         // as soon as every datagram sent has been counted.
         let mut words = line
@@ -536,17 +556,9 @@ fn serve_udp_sink(
 
 /// Serves a TCP sink test: `streams` connections whose bytes are counted
 /// and thrown away, with a `sync` control line to wait for a byte count.
-fn serve_tcp_sink(
-    streams: u32,
-    ip: IpAddr,
-    conn: &TcpStream,
-    reader: &mut BufReader<&TcpStream>,
-    run: &Arc<Run>,
-    ok: &dyn Fn(Option<u16>, Option<serde_json::Value>) -> Reply,
-) -> anyhow::Result<()> {
-    let listener = TcpListener::bind((ip, 0))?;
-    let port = listener.local_addr()?.port();
-    (&*conn).write_all(&reply_line(&ok(Some(port), None)))?;
+fn serve_tcp_sink(streams: u32, c: &mut Control<'_>) -> anyhow::Result<()> {
+    let run = c.run;
+    let listener = c.listen()?;
     let total = Arc::new(AtomicU64::new(0));
     let mut data = Vec::new();
     let mut threads = Vec::new();
@@ -558,7 +570,7 @@ fn serve_tcp_sink(
         let (run, total) = (run.clone(), total.clone());
         threads.push(std::thread::spawn(move || sink(s, &total, &run)));
     }
-    let res = control_loop(reader, conn, run, |line| {
+    let res = c.serve_lines(|line| {
         let want: u64 = line
             .strip_prefix("sync ")
             .ok_or_else(|| anyhow::anyhow!("unknown control line"))?

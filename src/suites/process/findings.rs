@@ -514,20 +514,20 @@ fn fault_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::find_starting;
     use crate::units::BaseUnit;
 
     /// A latency with a ±2% interval.
     fn m(id: &str, median: f64) -> Measurement {
-        let mut m = Measurement::point(id, "ns/op", median);
-        m.summary.ci_low = median * 0.98;
-        m.summary.ci_high = median * 1.02;
-        m
+        spread(id, median, median * 0.98, median * 1.02)
     }
 
-    fn find<'a>(f: &'a [Finding], start: &str) -> &'a Finding {
-        f.iter()
-            .find(|f| f.text.starts_with(start))
-            .unwrap_or_else(|| panic!("no '{start}' in {f:#?}"))
+    /// A time `median` whose interval runs from `low` to `high`.
+    fn spread(id: &str, median: f64, low: f64, high: f64) -> Measurement {
+        let mut m = Measurement::point(id, "ns/op", median);
+        m.summary.ci_low = low;
+        m.summary.ci_high = high;
+        m
     }
 
     #[test]
@@ -540,16 +540,16 @@ mod tests {
             ms.push(m(&growth_id("vfork_exec", rss), 70_000.0 + 5e6 * gib));
         }
         let f = findings(&ms);
-        let fork = find(&f, "fork+exec grows with the memory");
+        let fork = find_starting(&f, "fork+exec grows with the memory");
         assert!((fork.value - 20e6).abs() < 1e3, "{}", fork.value);
         assert_eq!(fork.unit, ValueUnit::NsPerGiB);
         assert!(
             fork.text
                 .contains("per GiB (slope over 5 points up to 1GiB)")
         );
-        find(&f, "posix_spawn stays flat with the memory");
-        find(&f, "vfork+exec grows with the memory");
-        let ratio = find(&f, "with 1GiB");
+        find_starting(&f, "posix_spawn stays flat with the memory");
+        find_starting(&f, "vfork+exec grows with the memory");
+        let ratio = find_starting(&f, "with 1GiB");
         assert!(
             ratio.text.contains("posix_spawn is ") && ratio.text.contains("faster than fork+exec"),
             "{}",
@@ -568,14 +568,14 @@ mod tests {
             ms.push(m(&nofile_id("fork_exec", n), 195_000.0));
         }
         let f = findings(&ms);
-        let grows = find(&f, "fork + loop + exec grows with the soft RLIMIT_NOFILE");
+        let grows = find_starting(&f, "fork + loop + exec grows with the soft RLIMIT_NOFILE");
         assert!((grows.value - 150.0).abs() < 1.0, "{}", grows.value);
         assert_eq!(grows.unit, ValueUnit::NsPerFd);
-        find(
+        find_starting(
             &f,
             "fork + close_range + exec stays flat with the soft RLIMIT_NOFILE",
         );
-        let top = find(&f, "closing up to the limit costs");
+        let top = find_starting(&f, "closing up to the limit costs");
         top.assert_says("at a soft RLIMIT_NOFILE of 1048576");
         top.assert_says("close_range is");
         top.assert_says("faster than the close loop");
@@ -587,15 +587,12 @@ mod tests {
     fn a_noisy_curve_has_no_clear_trend_and_equal_ends_tie() {
         let mut ms = Vec::new();
         for (rss, v) in [(0, 100_000.0), (256 << 20, 115_000.0)] {
-            let mut x = m(&growth_id(POSIX_SPAWN, rss), v);
-            x.summary.ci_low = v * 0.7;
-            x.summary.ci_high = v * 1.4;
-            ms.push(x);
+            ms.push(spread(&growth_id(POSIX_SPAWN, rss), v, v * 0.7, v * 1.4));
             ms.push(m(&growth_id(FORK_EXEC, rss), v * 1.01));
         }
         let f = findings(&ms);
-        find(&f, "posix_spawn shows no clear trend with the memory");
-        let r = find(
+        find_starting(&f, "posix_spawn shows no clear trend with the memory");
+        let r = find_starting(
             &f,
             "with 256MiB touched in the parent, posix_spawn and fork+exec are within noise",
         );
@@ -606,16 +603,13 @@ mod tests {
     fn a_noisy_flat_curve_is_flat_against_a_clearly_growing_fork() {
         let mut ms = Vec::new();
         for (rss, v) in [(0, 200_000.0), (256 << 20, 230_000.0)] {
-            let mut x = m(&growth_id(POSIX_SPAWN, rss), v);
-            x.summary.ci_low = v * 0.6;
-            x.summary.ci_high = v * 1.6;
-            ms.push(x);
+            ms.push(spread(&growth_id(POSIX_SPAWN, rss), v, v * 0.6, v * 1.6));
             let gib = rss as f64 / GIB;
             ms.push(m(&growth_id(FORK_EXEC, rss), 250_000.0 + 35e6 * gib));
         }
         let f = findings(&ms);
-        find(&f, "fork+exec grows with the memory");
-        find(&f, "posix_spawn stays flat with the memory");
+        find_starting(&f, "fork+exec grows with the memory");
+        find_starting(&f, "posix_spawn stays flat with the memory");
     }
 
     #[test]
@@ -629,7 +623,7 @@ mod tests {
             ms.push(m(&growth_id(SYSTEM, rss), 850_000.0));
         }
         let f = findings(&ms);
-        let p = find(&f, "popen from a parent with 1GiB");
+        let p = find_starting(&f, "popen from a parent with 1GiB");
         assert_eq!(p.unit, ValueUnit::Ratio);
         assert!(
             (p.value - 901_000.0 / 150_000.0).abs() < 1e-9,
@@ -638,16 +632,16 @@ mod tests {
         );
         p.assert_says("the clone way is ");
         p.assert_says("popen here does not pay for the parent's memory");
-        let sh = find(&f, "the shell adds");
+        let sh = find_starting(&f, "the shell adds");
         assert_eq!((sh.value, sh.unit), (750_000.0, BaseUnit::NsPerOp.into()));
-        assert!(sh.text.contains("system()"), "{}", sh.text);
-        find(&f, "popen stays flat with the memory");
+        sh.assert_says("system()");
+        find_starting(&f, "popen stays flat with the memory");
         // The shell's cost within noise is named as such.
         let tie = vec![
             m(&growth_id(CLONE_VFORK_EXEC, 0), 150_000.0),
             m(&growth_id(POPEN, 0), 151_000.0),
         ];
-        find(
+        find_starting(
             &findings(&tie),
             "the shell adds no cost per child that can be told from noise",
         );
@@ -662,14 +656,9 @@ mod tests {
             m(&growth_id(POPEN, 0), 900_000.0),
         ];
         let f = findings(&ms);
-        let r = find(&f, "ways to start the static program");
-        assert!(
-            r.text
-                .contains("cheapest: vfork+exec and posix_spawn; then fork+exec ("),
-            "{}",
-            r.text
-        );
-        assert!(r.text.contains("; then popen ("), "{}", r.text);
+        let r = find_starting(&f, "ways to start the static program");
+        r.assert_says("cheapest: vfork+exec and posix_spawn; then fork+exec (");
+        r.assert_says("; then popen (");
         assert_eq!(r.value, 100_000.0);
     }
 
@@ -682,10 +671,10 @@ mod tests {
             m(&fds_id(FORK_EXEC, 1_000), 501_000.0),
         ];
         let f = findings(&ms);
-        let ps = find(&f, "posix_spawn grows with the descriptors");
+        let ps = find_starting(&f, "posix_spawn grows with the descriptors");
         assert_eq!(ps.unit, ValueUnit::NsPer1000Fd);
         assert!((ps.value - 90_909.09).abs() < 1.0, "{}", ps.value);
-        find(&f, "fork+exec stays flat with the descriptors");
+        find_starting(&f, "fork+exec stays flat with the descriptors");
         assert!(
             !f.iter().any(|f| f.text.contains("Command")),
             "not measured"
@@ -703,13 +692,15 @@ mod tests {
             (1_000, 194_000.0, 0.6),
             (10_000, 889_000.0, 0.18),
         ] {
-            let mut x = m(&fds_id(POSIX_SPAWN, n), v);
-            x.summary.ci_low = v / (1.0 + w);
-            x.summary.ci_high = v * (1.0 + w);
-            ms.push(x);
+            ms.push(spread(
+                &fds_id(POSIX_SPAWN, n),
+                v,
+                v / (1.0 + w),
+                v * (1.0 + w),
+            ));
         }
         let f = findings(&ms);
-        let g = find(&f, "posix_spawn grows with the descriptors");
+        let g = find_starting(&f, "posix_spawn grows with the descriptors");
         g.assert_says("184 µs with 10 open, 889 µs with 10000");
         assert!((g.value - 70_570.57).abs() < 1.0, "{}", g.value);
     }
@@ -731,27 +722,27 @@ mod tests {
             thp,
         ];
         let f = findings(&ms);
-        let p = find(
+        let p = find_starting(
             &f,
             "a context switch between two processes on one CPU costs 1.5",
         );
         assert_eq!((p.value, p.unit), (1_500.0, BaseUnit::NsPerOp.into()));
         // A round trip within noise of two pipe costs: no switch cost stated.
-        find(
+        find_starting(
             &f,
             "a context switch between two threads on one CPU costs too little to tell",
         );
-        let r = find(
+        let r = find_starting(
             &f,
             "starting a process against a thread: a thread spawn+join is 10",
         );
         assert_eq!(r.value, 10.0);
-        let d = find(
+        let d = find_starting(
             &f,
             "the dynamic loader and libc start-up of /bin/true add 400",
         );
         assert_eq!(d.value, 400_000.0);
-        let h = find(&f, "first touch of anonymous memory costs");
+        let h = find_starting(&f, "first touch of anonymous memory costs");
         h.assert_says("less per byte with huge pages");
     }
 

@@ -33,14 +33,7 @@ pub fn serve_if_asked() {
     if std::env::var_os(HELPER_ENV).is_none() {
         return;
     }
-    let code = match serve() {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("opcost fork helper: {e:#}");
-            1
-        }
-    };
-    std::process::exit(code);
+    crate::os::exit_with("opcost fork helper", serve());
 }
 
 fn serve() -> anyhow::Result<()> {
@@ -94,23 +87,9 @@ fn touch(bytes: usize) -> anyhow::Result<Option<(*mut libc::c_void, usize)>> {
     if bytes == 0 {
         return Ok(None);
     }
-    // SAFETY: a fresh private anonymous mapping, checked below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        bail!("mmap of {bytes} bytes: {}", std::io::Error::last_os_error());
-    }
     // Base pages, as in the parent-side growth region: one entry per page.
-    // SAFETY: advice on our own mapping.
-    unsafe { libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE) };
+    let p =
+        super::spawn::map_base_pages(bytes).with_context(|| format!("mmap of {bytes} bytes"))?;
     let page = super::spawn::page_size();
     for off in (0..bytes).step_by(page) {
         // SAFETY: inside the mapping.

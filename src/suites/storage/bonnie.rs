@@ -13,58 +13,20 @@
 //! device through the kernel's readahead. The plain rows stay in the page
 //! cache, as their `reaches` parameter says.
 
-use std::ffi::CStr;
 use std::fs::File;
-use std::os::fd::IntoRawFd;
 use std::os::unix::fs::FileExt;
-use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, bail};
 use serde_json::json;
 
 use super::common::{MIB, Sizes, Workspace, lay_out};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
+use crate::os::stdio::CFile;
 use crate::suites::bench::FnBench;
 
 /// bonnie++'s block size.
 pub const CHUNK: u64 = 8192;
-
-/// A C stdio stream, closed on drop.
-struct CFile(NonNull<libc::FILE>);
-
-impl CFile {
-    /// Wraps `file` in a stdio stream opened with `mode` (`r+`).
-    fn from_file(file: File, mode: &CStr) -> anyhow::Result<CFile> {
-        let fd = file.into_raw_fd();
-        // SAFETY: fd is a valid descriptor we own; fdopen takes it over.
-        let f = unsafe { libc::fdopen(fd, mode.as_ptr()) };
-        match NonNull::new(f) {
-            Some(p) => Ok(CFile(p)),
-            None => {
-                let e = std::io::Error::last_os_error();
-                // SAFETY: fdopen failed, so fd is still ours to close.
-                unsafe { libc::close(fd) };
-                Err(anyhow!("fdopen: {e}"))
-            }
-        }
-    }
-
-    fn rewind(&mut self) -> anyhow::Result<()> {
-        // SAFETY: self.0 is an open stream.
-        if unsafe { libc::fseek(self.0.as_ptr(), 0, libc::SEEK_SET) } != 0 {
-            bail!("fseek: {}", std::io::Error::last_os_error());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for CFile {
-    fn drop(&mut self) {
-        // SAFETY: self.0 is an open stream, closed exactly once here.
-        unsafe { libc::fclose(self.0.as_ptr()) };
-    }
-}
 
 /// What is timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,7 +92,7 @@ impl Timed for Bonnie {
         let start = Instant::now();
         match (&mut self.handle, self.way) {
             (Handle::Stdio(f), Way::PutcWrite) => {
-                let f = f.0.as_ptr();
+                let f = f.ptr();
                 for i in 0..ops {
                     let c = b'a' as libc::c_int + (i % 26) as libc::c_int;
                     // SAFETY: f is an open stream.
@@ -140,7 +102,7 @@ impl Timed for Bonnie {
                 }
             }
             (Handle::Stdio(f), _) => {
-                let f = f.0.as_ptr();
+                let f = f.ptr();
                 for _ in 0..ops {
                     // SAFETY: f is an open stream.
                     let c = unsafe { libc::fgetc(f) };
@@ -219,7 +181,7 @@ impl Bonnie {
         match &self.handle {
             // SAFETY: the stream is open for as long as self, so is its descriptor.
             Handle::Stdio(f) => unsafe {
-                std::os::fd::BorrowedFd::borrow_raw(libc::fileno(f.0.as_ptr()))
+                std::os::fd::BorrowedFd::borrow_raw(libc::fileno(f.ptr()))
             },
             Handle::Block(f) => f.as_fd(),
         }
@@ -229,7 +191,7 @@ impl Bonnie {
     fn sync(&mut self) -> anyhow::Result<()> {
         if let Handle::Stdio(f) = &self.handle {
             // SAFETY: an open stream.
-            if unsafe { libc::fflush(f.0.as_ptr()) } != 0 {
+            if unsafe { libc::fflush(f.ptr()) } != 0 {
                 bail!("fflush: {}", std::io::Error::last_os_error());
             }
         }

@@ -233,15 +233,21 @@ pub fn fill_pattern(buf: &mut [u8], seed: u64) {
     }
 }
 
-/// Writes `size` bytes of non-zero data to a new file at `path` in 1 MiB
-/// blocks, makes it durable and drops it from the page cache.
-pub fn lay_out(path: &Path, size: u64, ctx: &Ctx) -> Result<File, PrepareError> {
-    let mut f = OpenOptions::new()
+/// Creates the file `path`, which must not exist yet, open for reading and
+/// writing.
+pub fn create_file(path: &Path) -> anyhow::Result<File> {
+    OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
         .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
+        .with_context(|| format!("creating {}", path.display()))
+}
+
+/// Writes `size` bytes of non-zero data to a new file at `path` in 1 MiB
+/// blocks, makes it durable and drops it from the page cache.
+pub fn lay_out(path: &Path, size: u64, ctx: &Ctx) -> Result<File, PrepareError> {
+    let mut f = create_file(path)?;
     let mut block = vec![0u8; MIB as usize];
     let mut done = 0;
     while done < size {

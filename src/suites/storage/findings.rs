@@ -591,6 +591,7 @@ fn bonnie_perchar_vs_block(ms: &[Measurement]) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::find_saying;
 
     fn stall_row(id: &str, ops: &[f64], limits: bool) -> Measurement {
         let mut m = Measurement::point(id, "ns/op", ops[ops.len() / 2]);
@@ -654,12 +655,7 @@ mod tests {
             "free_bytes": 1073741824u64,
         });
         let f = location_finding(&loc).unwrap();
-        assert!(
-            f.text
-                .starts_with("measured in /data: xfs (rw,noatime) on dm-0"),
-            "{}",
-            f.text
-        );
+        f.assert_starts_with("measured in /data: xfs (rw,noatime) on dm-0");
         f.assert_says("sda, sdb");
         f.assert_says("mq-deadline");
         assert_eq!(f.unit, ValueUnit::Bytes);
@@ -730,11 +726,7 @@ mod tests {
             m("storage.sync.fdatasync", "ns/op", 2e6, Some((1.5e6, 9e6))),
         ];
         let f = findings(&ms);
-        let find = |s: &str| {
-            f.iter()
-                .find(|f| f.text.contains(s))
-                .unwrap_or_else(|| panic!("no '{s}' in {f:?}"))
-        };
+        let find = |s: &str| find_saying(&f, s);
         assert!(find("measured in /d:").text.contains("ext4"));
         assert_eq!(find("buffered writes").value, 20.0);
         let hot = find("cache-hot reread");
@@ -788,10 +780,7 @@ mod tests {
             m("storage.bonnie.write.block.synced", "B/s", 1e8, None),
         ];
         let b = findings(&ms);
-        let b = b
-            .iter()
-            .find(|f| f.text.contains("reaching the device"))
-            .unwrap();
+        let b = find_saying(&b, "reaching the device");
         assert_eq!(b.value, 20.0);
         // Without the tree's details there is nothing to say.
         let bare = vec![
@@ -856,21 +845,11 @@ mod tests {
             wide("storage.bonnie.read.block", "B/s", 2e9, 0.05),
         ];
         let f = findings(&ms);
-        let direct = f.iter().find(|f| f.text.contains("O_DIRECT")).unwrap();
-        assert!(
-            direct.text.starts_with("1 MiB O_DIRECT reads are 4.00× ("),
-            "{}",
-            direct.text
-        );
+        let direct = find_saying(&f, "O_DIRECT");
+        direct.assert_starts_with("1 MiB O_DIRECT reads are 4.00× (");
         assert!((direct.value - 4.0).abs() < 1e-9);
-        let block = f.iter().find(|f| f.text.contains("stdio")).unwrap();
-        assert!(
-            block
-                .text
-                .starts_with("8 KiB block reads move bytes 20.0× ("),
-            "{}",
-            block.text
-        );
+        let block = find_saying(&f, "stdio");
+        block.assert_starts_with("8 KiB block reads move bytes 20.0× (");
     }
 
     #[test]
@@ -880,7 +859,7 @@ mod tests {
             wide("storage.seq.read.cold", "B/s", 1e9, 0.3),
         ];
         let f = findings(&ms);
-        let hot = f.iter().find(|f| f.text.contains("cache-hot")).unwrap();
+        let hot = find_saying(&f, "cache-hot");
         hot.assert_says("too noisy to tell");
     }
 
@@ -893,14 +872,11 @@ mod tests {
             Some((90_000.0, 400_000.0)),
         );
         let plain = findings(std::slice::from_ref(&q));
-        let t = plain
-            .iter()
-            .find(|f| f.text.contains("queue depth 1"))
-            .unwrap();
+        let t = find_saying(&plain, "queue depth 1");
         t.assert_says(": median 90.0 µs, p99 400 µs over 100 operations");
         q.per_op.as_mut().unwrap().bimodal = true;
         let f = findings(&[q]);
-        let t = f.iter().find(|f| f.text.contains("queue depth 1")).unwrap();
+        let t = find_saying(&f, "queue depth 1");
         t.assert_says(": bimodal per operation");
     }
 
@@ -912,7 +888,7 @@ mod tests {
             wide("storage.rand.read.qd16", "ops/s", 10_200.0, 0.1),
         ];
         let f = findings(&ms);
-        let deep = f.iter().find(|f| f.text.contains("in flight")).unwrap();
+        let deep = find_saying(&f, "in flight");
         deep.assert_says("no more IOPS than one at a time");
     }
 

@@ -33,7 +33,7 @@ use anyhow::Context;
 use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
 use serde_json::json;
 
-use super::common::{MIB, MIN_FILE, Workspace, fill_pattern, lay_out, min_ops_for};
+use super::common::{MIB, MIN_FILE, Workspace, create_file, fill_pattern, lay_out, min_ops_for};
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::bench::{Budget, FnBench};
 
@@ -343,12 +343,7 @@ fn prepare(ctx: &Ctx, op: Op, flood: bool) -> Result<Box<dyn Timed>, PrepareErro
         Op::Fsync => {
             fill_pattern(&mut s.record, 3);
             let path = s.ws.file("record");
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
+            let f = create_file(&path)?;
             f.write_all_at(&s.record, 0).context("write")?;
             f.sync_all().context("fsync")?;
             s.sync_file = Some(f);
@@ -421,18 +416,11 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Profile;
+    use crate::harness::test_ctx_with;
     use std::sync::atomic::AtomicBool;
 
     fn ctx(dir: &std::path::Path) -> Ctx {
-        Ctx {
-            profile: Profile::Quick,
-            host: Arc::new(crate::host::Host::default()),
-            tmp: dir.to_path_buf(),
-            dir: dir.to_path_buf(),
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
+        test_ctx_with(crate::host::Host::default(), dir)
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! turned from allocated into written) or fsync (the rest of the inode too).
 //! Each operation is timed on its own for the median and the p99.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use nix::errno::Errno;
 use nix::fcntl::posix_fallocate;
 use serde_json::json;
 
-use super::common::{MIB, Workspace, fill_pattern, min_ops_for};
+use super::common::{MIB, Workspace, create_file, fill_pattern, min_ops_for};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::suites::bench::FnBench;
@@ -125,12 +125,7 @@ impl Timed for SyncLat {
 fn prepare(ctx: &Ctx, kind: Kind) -> Result<Box<dyn Timed>, PrepareError> {
     let (ws, _) = Workspace::new(ctx, SEGMENT, SEGMENT)?;
     let path = ws.file("log");
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .with_context(|| format!("creating {}", path.display()))?;
+    let file = create_file(&path)?;
     let mut record = vec![0u8; RECORD as usize];
     fill_pattern(&mut record, 7);
     let mut s = SyncLat {

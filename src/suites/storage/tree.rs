@@ -7,7 +7,7 @@
 //! but slow for small ones shows it (E15).
 
 use std::collections::VecDeque;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -99,13 +99,7 @@ impl Layout {
     fn read_all(&self, root: &OwnedFd, buf: &mut [u8]) -> anyhow::Result<u64> {
         let mut total = 0;
         for (f, size) in &self.files {
-            let fd = openat(
-                root,
-                f.as_c_str(),
-                OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .context("open")?;
+            let fd = open_below(root, f.as_c_str(), OFlag::empty())?;
             let mut file = File::from(fd);
             file.read_exact(&mut buf[..*size as usize])
                 .context("read")?;
@@ -127,13 +121,7 @@ impl Layout {
             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER,
         ] {
             for (f, _) in &self.files {
-                let fd = openat(
-                    root,
-                    f.as_c_str(),
-                    OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-                    Mode::empty(),
-                )
-                .context("open")?;
+                let fd = open_below(root, f.as_c_str(), OFlag::empty())?;
                 write_back(&fd, flags)?;
             }
         }
@@ -143,13 +131,7 @@ impl Layout {
     /// fsync of every directory and of the root.
     fn sync_dirs(&self, root: &OwnedFd) -> anyhow::Result<()> {
         for d in &self.dirs {
-            let fd = openat(
-                root,
-                d.as_c_str(),
-                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .context("open")?;
+            let fd = open_below(root, d.as_c_str(), OFlag::O_DIRECTORY)?;
             fsync(&fd).context("fsync of a directory")?;
         }
         fsync(root).context("fsync of the tree's root")
@@ -157,18 +139,24 @@ impl Layout {
 
     fn drop_from_cache(&self, root: &OwnedFd) -> anyhow::Result<()> {
         for (f, _) in &self.files {
-            let fd = openat(
-                root,
-                f.as_c_str(),
-                OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .context("open")?;
+            let fd = open_below(root, f.as_c_str(), OFlag::empty())?;
             posix_fadvise(&fd, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED)
                 .context("posix_fadvise")?;
         }
         Ok(())
     }
+}
+
+/// Opens `name` below `root` read-only, with `extra` flags (O_DIRECTORY).
+#[inline(always)]
+fn open_below(root: &OwnedFd, name: &CStr, extra: OFlag) -> anyhow::Result<OwnedFd> {
+    openat(
+        root,
+        name,
+        OFlag::O_RDONLY | OFlag::O_CLOEXEC | extra,
+        Mode::empty(),
+    )
+    .context("open")
 }
 
 /// sync_file_range over the whole file; where the file system does not

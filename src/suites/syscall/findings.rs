@@ -243,22 +243,13 @@ mod tests {
         let f = findings(&ms);
         let texts: Vec<&str> = f.iter().map(|f| f.text.as_str()).collect();
         assert_eq!(f.len(), 3, "{texts:?}");
-        assert!(
-            f[0].text
-                .starts_with("raw syscall clock_gettime(MONOTONIC) = 15.0× ("),
-            "{}",
-            f[0].text
-        );
+        f[0].assert_starts_with("raw syscall clock_gettime(MONOTONIC) = 15.0× (");
         assert!(
             f[0].text
                 .ends_with(": the vDSO answers without a system call")
         );
         assert!((f[0].value - 15.0).abs() < 1e-9);
-        assert!(
-            f[1].text.starts_with("getpid syscall = 50.0× ("),
-            "{}",
-            f[1].text
-        );
+        f[1].assert_starts_with("getpid syscall = 50.0× (");
         assert!((f[2].value - 1.05).abs() < 1e-9);
         f[2].assert_says("no PID cache by its timing");
         assert!(
@@ -318,8 +309,8 @@ mod tests {
         let stdio = [8.0, 10.0, 15.0, 30.0, 100.0, 380.0, 720.0, 2100.0, 8100.0];
         let ms = sweep(Dir::Read, &plain, &stdio);
         let f = stdio_finding(&ms, Dir::Read).unwrap();
-        assert!(f.text.contains(": 30.0× ("), "{}", f.text);
-        assert!(f.text.contains(") faster at 4B"), "{}", f.text);
+        f.assert_says(": 30.0× (");
+        f.assert_says(") faster at 4B");
         assert!(
             f.text.ends_with("no clear gain of 1.1× from 1KiB"),
             "{}",
@@ -358,11 +349,7 @@ mod tests {
         let stdio = [10.0; 9];
         let ms = sweep(Dir::Write, &plain, &stdio);
         let f = stdio_finding(&ms, Dir::Write).unwrap();
-        assert!(
-            f.text.contains("a clear gain at every size, 30.0× ("),
-            "{}",
-            f.text
-        );
+        f.assert_says("a clear gain at every size, 30.0× (");
         assert!(f.text.ends_with(" at 64KiB"), "{}", f.text);
         f.assert_says("fwrite");
         // Equal everywhere: no gain even at 4 B.

@@ -18,15 +18,15 @@
 use std::fs::{File, OpenOptions};
 use std::hint::black_box;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
-use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
 use super::raw::{self, nr};
 use crate::harness::{Bench, Ctx, PrepareError, Timed, Unit};
+use crate::os::stdio::CFile;
 use crate::suites::bench::FnBench;
 use crate::suites::undisturbed::Undisturbed;
 use crate::units::size_label;
@@ -167,37 +167,6 @@ fn bench(dir: Dir, method: Method, target: Target, size: usize) -> Box<dyn Bench
     .boxed()
 }
 
-/// A `FILE*` that is closed (and so flushed) on drop.
-struct CFile(NonNull<libc::FILE>);
-
-impl CFile {
-    /// Wraps `fd` in a `FILE*` opened with `mode`; takes ownership of `fd`.
-    fn from_fd(fd: RawFd, mode: &std::ffi::CStr) -> anyhow::Result<CFile> {
-        // SAFETY: fd is an open descriptor we own; mode is a valid C string.
-        let f = unsafe { libc::fdopen(fd, mode.as_ptr()) };
-        match NonNull::new(f) {
-            Some(f) => Ok(CFile(f)),
-            None => {
-                let e = std::io::Error::last_os_error();
-                // SAFETY: fdopen failed, so the descriptor is still ours to close.
-                unsafe { libc::close(fd) };
-                Err(e).context("fdopen")
-            }
-        }
-    }
-
-    fn ptr(&self) -> *mut libc::FILE {
-        self.0.as_ptr()
-    }
-}
-
-impl Drop for CFile {
-    fn drop(&mut self) {
-        // SAFETY: the FILE is open and owned by this value.
-        unsafe { libc::fclose(self.0.as_ptr()) };
-    }
-}
-
 /// How a prepared benchmark holds its target.
 enum Handle {
     /// A plain descriptor, for raw and libc calls.
@@ -275,8 +244,8 @@ pub fn prepare(
     let blksize = nix::sys::stat::fstat(&file).map_or(0, |st| st.st_blksize);
     let handle = match (dir, method) {
         (_, Method::Raw | Method::Libc) => Handle::Fd(file),
-        (Dir::Read, Method::Stdio) => Handle::Stdio(CFile::from_fd(file.into_raw_fd(), c"r")?),
-        (Dir::Write, Method::Stdio) => Handle::Stdio(CFile::from_fd(file.into_raw_fd(), c"w")?),
+        (Dir::Read, Method::Stdio) => Handle::Stdio(CFile::from_file(file, c"r")?),
+        (Dir::Write, Method::Stdio) => Handle::Stdio(CFile::from_file(file, c"w")?),
         (Dir::Read, Method::RustBuf) => Handle::BufRead(BufReader::new(file)),
         (Dir::Write, Method::RustBuf) => Handle::BufWrite(BufWriter::new(file)),
     };
@@ -537,19 +506,10 @@ fn fread_rest(f: *mut libc::FILE, p: *mut u8, n: usize, first: usize) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Profile;
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
+    use crate::harness::test_ctx_with;
 
     fn ctx(tmp: &Path) -> Ctx {
-        Ctx {
-            profile: Profile::Quick,
-            host: Arc::new(crate::host::Host::default()),
-            tmp: tmp.to_path_buf(),
-            dir: tmp.to_path_buf(),
-            cpu: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
+        test_ctx_with(crate::host::Host::default(), tmp)
     }
 
     #[test]

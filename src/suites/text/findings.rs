@@ -820,6 +820,7 @@ fn human_count(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::{find_saying, find_starting};
     use serde_json::json;
 
     fn m(
@@ -833,13 +834,6 @@ mod tests {
         m.params = serde_json::from_value(params).unwrap();
         m.details = Some(details);
         m
-    }
-
-    /// The finding whose text holds `s`.
-    fn find_in<'a>(f: &'a [Finding], s: &str) -> &'a Finding {
-        f.iter()
-            .find(|f| f.text.contains(s))
-            .unwrap_or_else(|| panic!("no '{s}' in {f:#?}"))
     }
 
     fn cmp(method: &str, lang: &str, ns: f64, wrong: Option<[&str; 2]>) -> Measurement {
@@ -870,37 +864,19 @@ mod tests {
             cmp("ascii_strcoll", "sv", 100.0, Some(["x", "y"])),
         ];
         let f = findings(&ms);
-        let find = |s: &str| find_in(&f, s);
+        let find = |s: &str| find_saying(&f, s);
         let order = find("order check for sv");
-        assert!(
-            order
-                .text
-                .contains("lower_alloc, lower_buf fail 'åsna' < 'Älg'"),
-            "{}",
-            order.text
-        );
+        order.assert_says("lower_alloc, lower_buf fail 'åsna' < 'Älg'");
         assert_eq!(order.value, 3.0);
         let ratio = find("ICU sv collation");
         assert_eq!(ratio.value, 14.0);
-        assert!(
-            ratio.text.contains("'åsna' < 'Älg' wrong"),
-            "{}",
-            ratio.text
-        );
+        ratio.assert_says("'åsna' < 'Älg' wrong");
         let per_call = find("per comparison for sv: ");
-        assert!(
-            per_call.text.contains("strcoll_l with a locale made per comparison is 10.0× (10.0–10.0) slower than strcoll (2.00 µs vs 200 ns); the ASCII fast path in front of strcoll_l is 2.00× (2.00–2.00) faster than strcoll"),
-            "{}",
-            per_call.text
-        );
+        per_call.assert_says("strcoll_l with a locale made per comparison is 10.0× (10.0–10.0) slower than strcoll (2.00 µs vs 200 ns); the ASCII fast path in front of strcoll_l is 2.00× (2.00–2.00) faster than strcoll");
         assert_eq!(per_call.value, 10.0);
         let fastest = find("fastest comparison with the right order for sv");
-        assert!(fastest.text.contains("icu.tertiary"), "{}", fastest.text);
-        assert!(
-            fastest.text.contains("icu_keys.primary"),
-            "{}",
-            fastest.text
-        );
+        fastest.assert_says("icu.tertiary");
+        fastest.assert_says("icu_keys.primary");
     }
 
     #[test]
@@ -925,15 +901,10 @@ mod tests {
             row("memchr_block", 5e8, 7e4, true),
         ];
         let f = findings(&ms);
-        let find = |s: &str| find_in(&f, s);
+        let find = |s: &str| find_saying(&f, s);
         let l = find("lines of a crlf-40B file");
         assert_eq!(l.value, 10.0);
-        assert!(
-            l.text
-                .contains("fastest: memchr_block; slowest: lines (10.0× slower)"),
-            "{}",
-            l.text
-        );
+        l.assert_says("fastest: memchr_block; slowest: lines (10.0× slower)");
         assert!(
             find("wc -l counts")
                 .text
@@ -941,12 +912,8 @@ mod tests {
         );
         assert_eq!(find("wc -l counts").value, 2.0);
         let mem = find("peak extra memory");
-        assert!(
-            mem.text.contains("(the most: whole_split, 3.0× the file"),
-            "{}",
-            mem.text
-        );
-        assert!(mem.text.contains("memchr_block 68.4 KiB"), "{}", mem.text);
+        mem.assert_says("(the most: whole_split, 3.0× the file");
+        mem.assert_says("memchr_block 68.4 KiB");
         assert_eq!(mem.value, 1.2e7);
         assert_eq!(find("after dropping it").value, 4.0);
     }
@@ -1025,33 +992,13 @@ mod tests {
             row("whole_split", 1e9, 4.1e6),
         ];
         let f = findings(&ms);
-        let l = f
-            .iter()
-            .find(|f| f.text.starts_with("lines of a lf-80B"))
-            .unwrap();
-        assert!(
-            l.text.contains(
+        let l = find_starting(&f, "lines of a lf-80B");
+        l.assert_says(
                 "fastest: memchr_block and memchr_mmap, with no clear gap between them; slowest: lines ("
-            ),
-            "{}",
-            l.text
-        );
-        let mem = f
-            .iter()
-            .find(|f| f.text.starts_with("peak extra memory"))
-            .unwrap();
-        assert!(
-            mem.text
-                .contains(": lines 0 B, memchr_block 62.5 KiB, memchr_mmap"),
-            "{}",
-            mem.text
-        );
-        assert!(
-            mem.text
-                .contains("(the most: memchr_mmap and whole_split, 1.0× the file"),
-            "{}",
-            mem.text
-        );
+            );
+        let mem = find_starting(&f, "peak extra memory");
+        mem.assert_says(": lines 0 B, memchr_block 62.5 KiB, memchr_mmap");
+        mem.assert_says("(the most: memchr_mmap and whole_split, 1.0× the file");
     }
 
     fn user(
@@ -1088,36 +1035,16 @@ mod tests {
             user("cmp", "lower_alloc", 300.0, 0.9, Some(["ılık", "ilk"])),
         ];
         let f = findings(&ms);
-        let find = |s: &str| find_in(&f, s);
+        let find = |s: &str| find_saying(&f, s);
         let order = find("order of your words file-names_txt under tr_TR.UTF-8");
-        assert!(
-            order
-                .text
-                .contains("41 entries, against icu.primary/tr-TR over 40 neighbouring pairs"),
-            "{}",
-            order.text
-        );
-        assert!(
-            order.text.contains("right with icu.primary, icu_keys.primary, strcoll; kept in part: lower_alloc 90.0%, e.g. not 'ılık' < 'ilk'"),
-            "{}",
-            order.text
-        );
+        order.assert_says("41 entries, against icu.primary/tr-TR over 40 neighbouring pairs");
+        order.assert_says("right with icu.primary, icu_keys.primary, strcoll; kept in part: lower_alloc 90.0%, e.g. not 'ılık' < 'ilk'");
         assert_eq!(order.value, 3.0);
         let sort = find("fastest right sort of the list for your words file-names_txt");
-        assert!(
-            sort.text
-                .contains(": icu.primary and icu_keys.primary, with no clear gap between them, "),
-            "{}",
-            sort.text
-        );
-        assert!(
-            sort.text
-                .contains("faster but wrong: lower_alloc (keeps 90.0%)"),
-            "{}",
-            sort.text
-        );
+        sort.assert_says(": icu.primary and icu_keys.primary, with no clear gap between them, ");
+        sort.assert_says("faster but wrong: lower_alloc (keeps 90.0%)");
         let cmp = find("fastest right comparison for your words");
-        assert!(cmp.text.contains(": icu.primary, "), "{}", cmp.text);
+        cmp.assert_says(": icu.primary, ");
         assert!(!cmp.text.contains("faster but wrong"), "{}", cmp.text);
         // The built-in findings leave the user's results alone.
         assert!(

@@ -179,6 +179,7 @@ fn finding(ms: &[Measurement], m: Method, p: Period) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::harness::OpStats;
+    use crate::harness::find_saying;
 
     /// A result of `n` single wake-ups: `tail` of them `late` times the rest.
     fn wakeups(id: &str, n: usize, base: f64, every: usize, late: f64) -> Measurement {
@@ -211,12 +212,12 @@ mod tests {
         ];
         let f = findings(&ms);
         assert_eq!(f.len(), 2);
-        let n = f.iter().find(|f| f.text.contains("nanosleep")).unwrap();
+        let n = find_saying(&f, "nanosleep");
         n.assert_says("every CPU busy median");
         n.assert_says("busy CPUs make the p99 ");
         n.assert_says("busy CPUs do not clearly move the median by 1.25× or more");
         assert_eq!(n.unit, BaseUnit::NsPerOp);
-        let t = f.iter().find(|f| f.text.contains("timerfd")).unwrap();
+        let t = find_saying(&f, "timerfd");
         t.assert_says("busy CPUs did not delay the p99 materially");
     }
 
