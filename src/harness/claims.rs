@@ -147,6 +147,18 @@ impl Ratio {
         self.high <= k
     }
 
+    /// Where the whole interval lies against `k`: `Some(true)` at or above
+    /// it, `Some(false)` at or below it, `None` when it straddles `k`.
+    pub fn against(&self, k: f64) -> Option<bool> {
+        if self.at_least(k) {
+            Some(true)
+        } else if self.at_most(k) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// "1.31× (1.22–1.40)".
     pub fn text(&self) -> String {
         format!(

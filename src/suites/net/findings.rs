@@ -53,12 +53,10 @@ fn packets_or_bytes(ms: &[Measurement], p: &str) -> Option<Finding> {
     // Packets, not bytes, bound small datagrams: the 64 B rate stays
     // near the 1472 B rate while moving 23 times fewer bytes.
     let r = Ratio::of(&Est::of(small), &Est::of(big));
-    let verdict = if r.at_most(PACKET_BOUND) {
-        "small datagrams are bound by the per-packet cost, not by bandwidth"
-    } else if r.at_least(PACKET_BOUND) {
-        "payload bytes, not the packet count, bound this path"
-    } else {
-        "the timing cannot tell whether packets or bytes bound this path"
+    let verdict = match r.against(PACKET_BOUND) {
+        Some(false) => "small datagrams are bound by the per-packet cost, not by bandwidth",
+        Some(true) => "payload bytes, not the packet count, bound this path",
+        None => "the timing cannot tell whether packets or bytes bound this path",
     };
     Some(ratio_finding(
         "net",
