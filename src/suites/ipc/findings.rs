@@ -241,19 +241,11 @@ fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> {
     let s = usable(ms, &tput_id(Mech::Pipe, 512, p))?;
     let b = usable(ms, &tput_id(Mech::Pipe, 64 << 10, p))?;
     let pct = 100.0 * s.median / b.median;
-    let why = match claims::compare_beyond(&Est::of(b), &Est::of(s), CLEAR) {
-        Verdict::Better(r) => format!(
-            "64KiB writes are {} faster: small writes are system-call bound",
-            r.text()
-        ),
-        Verdict::Worse(r) => format!(
-            "512B writes are {} faster: the write size is not what limits this pipe (wake-ups are)",
-            r.text()
-        ),
-        Verdict::Tie(_) => format!(
-            "no clear difference of {CLEAR}× or more: the write size is not what limits this pipe"
-        ),
-    };
+    let why = claims::compare_beyond(&Est::of(b), &Est::of(s), CLEAR).pick(
+        |r| format!("64KiB writes are {r} faster: small writes are system-call bound"),
+        |r| format!("512B writes are {r} faster: the write size is not what limits this pipe (wake-ups are)"),
+        |_| format!("no clear difference of {CLEAR}× or more: the write size is not what limits this pipe"),
+    );
     let modes = match (bimodal(s), bimodal(b)) {
         (false, false) => "",
         _ => " (bimodal: the pipe moves bytes at two levels)",
