@@ -287,6 +287,20 @@ mod tests {
         d
     }
 
+    /// A random-order latency curve: `memory.latency.random/SIZE` at each
+    /// (SIZE, ns) point.
+    fn curve(points: &[(&str, f64)]) -> Vec<Measurement> {
+        points
+            .iter()
+            .map(|(s, ns)| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", *ns))
+            .collect()
+    }
+
+    /// The size of the latency row [`find`] picks for `p` (`16MiB`).
+    fn picked(d: &RunDoc, p: Pick) -> Option<&str> {
+        find(d, p).map(|m| m.id.trim_start_matches("memory.latency.random/"))
+    }
+
     #[test]
     fn entries_are_about_fifteen_and_glossed() {
         assert!((15..=25).contains(&ENTRIES.len()));
@@ -317,53 +331,34 @@ mod tests {
 
     #[test]
     fn cache_levels_pick_points_inside_each_level() {
-        let sizes = [
-            "4KiB", "16KiB", "64KiB", "512KiB", "4MiB", "16MiB", "256MiB",
-        ];
-        let ns = [1.2, 1.2, 3.7, 4.0, 16.0, 17.0, 110.0];
-        let d = doc(sizes
-            .iter()
-            .zip(ns)
-            .map(|(s, ns)| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", ns))
-            .collect());
-        let id = |p| find(&d, p).map(|m| m.id.clone());
-        assert_eq!(
-            id(Pick::Cache(1)).as_deref(),
-            Some("memory.latency.random/16KiB")
-        );
-        assert_eq!(
-            id(Pick::Cache(2)).as_deref(),
-            Some("memory.latency.random/512KiB")
-        );
-        assert_eq!(
-            id(Pick::Cache(3)).as_deref(),
-            Some("memory.latency.random/16MiB")
-        );
-        assert_eq!(
-            id(Pick::Dram).as_deref(),
-            Some("memory.latency.random/256MiB")
-        );
-        assert_eq!(id(Pick::Cache(4)), None);
+        let d = doc(curve(&[
+            ("4KiB", 1.2),
+            ("16KiB", 1.2),
+            ("64KiB", 3.7),
+            ("512KiB", 4.0),
+            ("4MiB", 16.0),
+            ("16MiB", 17.0),
+            ("256MiB", 110.0),
+        ]));
+        assert_eq!(picked(&d, Pick::Cache(1)), Some("16KiB"));
+        assert_eq!(picked(&d, Pick::Cache(2)), Some("512KiB"));
+        assert_eq!(picked(&d, Pick::Cache(3)), Some("16MiB"));
+        assert_eq!(picked(&d, Pick::Dram), Some("256MiB"));
+        assert_eq!(picked(&d, Pick::Cache(4)), None);
     }
 
     #[test]
     fn a_level_not_found_or_at_memory_latency_gets_no_cache_line() {
-        let curve = |l3_ns: f64| {
-            let sizes = [
+        let with_l3 = |l3_ns: f64| {
+            curve(&[
                 ("16KiB", 1.2),
                 ("256KiB", 3.7),
                 ("16MiB", l3_ns),
                 ("256MiB", 110.0),
-            ];
-            sizes
-                .iter()
-                .map(|(s, ns)| {
-                    Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", *ns)
-                })
-                .collect::<Vec<_>>()
+            ])
         };
         // The curve found no L3: the line is left out, not filled from sysfs.
-        let mut d = doc(curve(16.0));
+        let mut d = doc(with_l3(16.0));
         d.findings = vec![crate::harness::Finding {
             area: "memory".into(),
             text: "L3 not found: no plateau between L2 (3.7 ns) and memory (110 ns)".into(),
@@ -374,28 +369,21 @@ mod tests {
         assert!(find(&d, Pick::Cache(2)).is_some());
         // No findings, sysfs only, and the point inside "L3" is at memory
         // latency (a shared host): no L3 line either.
-        let d = doc(curve(105.0));
+        let d = doc(with_l3(105.0));
         assert!(find(&d, Pick::Cache(3)).is_none());
-        let d = doc(curve(16.0));
-        assert_eq!(
-            find(&d, Pick::Cache(3)).map(|m| m.id.as_str()),
-            Some("memory.latency.random/16MiB")
-        );
+        let d = doc(with_l3(16.0));
+        assert_eq!(picked(&d, Pick::Cache(3)), Some("16MiB"));
     }
 
     #[test]
     fn detected_levels_win_over_sysfs() {
-        let sizes = [
+        let mut d = doc(curve(&[
             ("16KiB", 1.2),
             ("256KiB", 3.7),
             ("768KiB", 15.0),
             ("16MiB", 100.0),
             ("256MiB", 110.0),
-        ];
-        let mut d = doc(sizes
-            .iter()
-            .map(|(s, ns)| Measurement::point(&format!("memory.latency.random/{s}"), "ns/op", *ns))
-            .collect());
+        ]));
         // sysfs says 1 MiB of L2 and 32 MiB of L3, the curve 378 KiB and 1.7 MiB.
         let level = |text: &str, value: f64| crate::harness::Finding {
             area: "memory".into(),
@@ -410,14 +398,7 @@ mod tests {
                 1.7 * 1048576.0,
             ),
         ];
-        let id = |p| find(&d, p).map(|m| m.id.clone());
-        assert_eq!(
-            id(Pick::Cache(3)).as_deref(),
-            Some("memory.latency.random/768KiB")
-        );
-        assert_eq!(
-            id(Pick::Dram).as_deref(),
-            Some("memory.latency.random/256MiB")
-        );
+        assert_eq!(picked(&d, Pick::Cache(3)), Some("768KiB"));
+        assert_eq!(picked(&d, Pick::Dram), Some("256MiB"));
     }
 }

@@ -709,11 +709,10 @@ mod tests {
 
     #[test]
     fn the_env_diff_names_the_one_mitigation_that_changed() {
-        let mut h = Host::default();
-        h.vulnerabilities
-            .insert("spectre_v2".into(), "Mitigation: Retpolines".into());
-        h.vulnerabilities
-            .insert("mds".into(), "Not affected".into());
+        let mut h = Host::with_vulnerabilities(&[
+            ("spectre_v2", "Mitigation: Retpolines"),
+            ("mds", "Not affected"),
+        ]);
         h.kernel.release = Some("6.1.0".into());
         let mut h2 = h.clone();
         h2.vulnerabilities

@@ -133,6 +133,14 @@ fn median(doc: &Value, id: &str) -> Option<f64> {
     common::find_result(doc, id).and_then(|r| r["median"].as_f64())
 }
 
+/// Asserts that the result `dear` (id, what it is) has a larger median than
+/// `cheap` when both ran.
+fn costs_more_when_both_ran(doc: &Value, dear: (&str, &str), cheap: (&str, &str)) {
+    if let (Some(d), Some(c)) = (median(doc, dear.0), median(doc, cheap.0)) {
+        assert!(d > c, "{} {d} <= {} {c}", dear.1, cheap.1);
+    }
+}
+
 fn skip_reason(doc: &Value, id: &str) -> Option<String> {
     doc["skipped"]
         .as_array()?
@@ -242,24 +250,16 @@ fn quick_run_is_complete_sane_and_leaves_no_child() {
 
     // Orderings physics guarantees, with wide margins.
     assert!(median(&doc, "process.thread").is_some(), "no thread row");
-    if let (Some(small), Some(big)) = (
-        median(&doc, "process.fork_exec/rss=0B"),
-        median(&doc, "process.fork_exec/rss=256MiB"),
-    ) {
-        assert!(
-            big > small,
-            "fork with 256 MiB touched {big} <= untouched {small}"
-        );
-    }
-    if let (Some(base), Some(huge)) = (
-        median(&doc, "process.page_fault.anon"),
-        median(&doc, "process.page_fault.anon_thp"),
-    ) {
-        assert!(
-            huge > base,
-            "a huge-page fault {huge} <= a base-page fault {base}"
-        );
-    }
+    costs_more_when_both_ran(
+        &doc,
+        ("process.fork_exec/rss=256MiB", "fork with 256 MiB touched"),
+        ("process.fork_exec/rss=0B", "untouched"),
+    );
+    costs_more_when_both_ran(
+        &doc,
+        ("process.page_fault.anon_thp", "a huge-page fault"),
+        ("process.page_fault.anon", "a base-page fault"),
+    );
 
     // Findings carry a value and a unit.
     let findings = common::findings_of(&doc, "process");

@@ -8,7 +8,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use crate::document::RunDoc;
-use crate::report::format::{NOISY_MARK, note_number};
+use crate::report::format::{NOISY_MARK, note_number, run_on_host};
 use crate::units::{human_bytes, human_ns};
 
 use super::Outcome;
@@ -64,10 +64,8 @@ pub fn render(doc: &RunDoc, outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "opcost cmd run {} on {}: {}{}",
-        doc.run.id,
-        doc.host.hostname,
-        doc.host.summary(),
+        "opcost cmd run {}{}",
+        run_on_host(doc),
         if doc.run.interrupted {
             " — interrupted"
         } else {

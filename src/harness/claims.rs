@@ -147,9 +147,29 @@ impl Ratio {
         self.high <= k
     }
 
+    /// Where the whole interval lies against `k`: `Some(true)` at or above
+    /// it, `Some(false)` at or below it, `None` when it straddles `k`.
+    pub fn against(&self, k: f64) -> Option<bool> {
+        if self.at_least(k) {
+            Some(true)
+        } else if self.at_most(k) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// "1.31× (1.22–1.40)".
     pub fn text(&self) -> String {
-        format!(
+        self.to_string()
+    }
+}
+
+impl std::fmt::Display for Ratio {
+    /// "1.31× (1.22–1.40)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
             "{} ({}–{})",
             crate::units::fmt_ratio(self.ratio),
             crate::units::fmt_ratio_number(self.low),
@@ -173,6 +193,39 @@ impl Verdict {
     /// True for a tie.
     pub fn is_tie(&self) -> bool {
         matches!(self, Verdict::Tie(_))
+    }
+
+    /// One of three values, made from the verdict's ratio: `better`'s when
+    /// `a` is clearly better, `worse`'s when it is clearly worse, `tie`'s
+    /// otherwise.
+    pub fn pick<T>(
+        self,
+        better: impl FnOnce(Ratio) -> T,
+        worse: impl FnOnce(Ratio) -> T,
+        tie: impl FnOnce(Ratio) -> T,
+    ) -> T {
+        match self {
+            Verdict::Better(r) => better(r),
+            Verdict::Worse(r) => worse(r),
+            Verdict::Tie(r) => tie(r),
+        }
+    }
+
+    /// The ratio the verdict carries: the better side's speed over the
+    /// worse side's (`a`'s over `b`'s for a tie).
+    pub fn ratio(self) -> Ratio {
+        self.pick(|r| r, |r| r, |r| r)
+    }
+
+    /// A clear difference in words, "1.31× (1.22–1.40) faster": the ratio
+    /// and `better` when `a` is the better one, `worse` when it is the worse
+    /// one; `None` for a tie.
+    pub fn worded(self, better: &str, worse: &str) -> Option<String> {
+        self.pick(
+            |r| Some(format!("{r} {better}")),
+            |r| Some(format!("{r} {worse}")),
+            |_| None,
+        )
     }
 }
 
@@ -207,11 +260,11 @@ pub fn compare(a: &Est, b: &Est) -> Verdict {
 /// "a is 1.3× (1.2–1.4) faster than b" / "a and b are within noise of each
 /// other", with `faster` the word for the better side ("faster", "cheaper").
 pub fn compare_text(a_name: &str, a: &Est, b_name: &str, b: &Est, faster: &str) -> String {
-    match compare(a, b) {
-        Verdict::Better(r) => format!("{a_name} is {} {faster} than {b_name}", r.text()),
-        Verdict::Worse(r) => format!("{b_name} is {} {faster} than {a_name}", r.text()),
-        Verdict::Tie(_) => format!("{a_name} and {b_name} are within noise of each other"),
-    }
+    compare(a, b).pick(
+        |r| format!("{a_name} is {r} {faster} than {b_name}"),
+        |r| format!("{b_name} is {r} {faster} than {a_name}"),
+        |_| format!("{a_name} and {b_name} are within noise of each other"),
+    )
 }
 
 /// A set of named estimates ranked into tiers, best tier first; members of

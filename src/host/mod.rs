@@ -332,6 +332,19 @@ impl Host {
 }
 
 #[cfg(test)]
+impl Host {
+    /// A default host whose vulnerabilities files say `states` (file, text).
+    pub fn with_vulnerabilities(states: &[(&str, &str)]) -> Host {
+        let mut h = Host::default();
+        for (name, state) in states {
+            h.vulnerabilities
+                .insert(name.to_string(), state.to_string());
+        }
+        h
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

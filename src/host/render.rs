@@ -456,11 +456,10 @@ mod tests {
 
     #[test]
     fn values_start_in_one_column() {
-        let mut h = Host::default();
-        h.vulnerabilities
-            .insert("indirect_target_selection".into(), "Not affected".into());
-        h.vulnerabilities
-            .insert("spectre_v2".into(), "Mitigation: Retpolines".into());
+        let h = Host::with_vulnerabilities(&[
+            ("indirect_target_selection", "Not affected"),
+            ("spectre_v2", "Mitigation: Retpolines"),
+        ]);
         let text = h.render_text();
         let col = |needle: &str, value: &str| {
             let line = text.lines().find(|l| l.contains(needle)).unwrap();

@@ -1,5 +1,8 @@
 //! What every output format shares: the formats themselves, escaping for
-//! HTML and Markdown, and the mark of a noisy result.
+//! HTML and Markdown, the mark of a noisy result, and the pieces of a
+//! run's heading.
+
+use crate::document::{RunDoc, RunInfo};
 
 /// How a run or a comparison is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -28,6 +31,28 @@ impl Format {
 
 /// The mark shown beside a noisy result.
 pub const NOISY_MARK: &str = "~";
+
+/// "ID on HOST: MACHINE", the run and the machine a text heading names.
+pub fn run_on_host(doc: &RunDoc) -> String {
+    format!(
+        "{} on {}: {}",
+        doc.run.id,
+        doc.host.hostname,
+        doc.host.summary()
+    )
+}
+
+/// How a run ended, for the end of its heading: " — interrupted",
+/// `incomplete` for a run that never ended, nothing for one that ended.
+pub fn ending<'a>(run: &RunInfo, incomplete: &'a str) -> &'a str {
+    if run.interrupted {
+        " — interrupted"
+    } else if run.incomplete {
+        incomplete
+    } else {
+        ""
+    }
+}
 
 /// The number (from 1) of the note `w` in `notes`, added at the end when new.
 pub fn note_number(notes: &mut Vec<String>, w: &str) -> usize {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::format::{NOISY_MARK, cell};
+use super::format::{NOISY_MARK, cell, ending};
 use crate::compare::Comparison;
 use crate::document::RunDoc;
 use crate::units::fmt_ratio;
@@ -48,13 +48,7 @@ fn run_header(out: &mut String, doc: &RunDoc) {
         doc.run.started,
         doc.run.duration_s,
         cell(&doc.opcost_version),
-        if doc.run.interrupted {
-            " — interrupted"
-        } else if doc.run.incomplete {
-            " — incomplete"
-        } else {
-            ""
-        }
+        ending(&doc.run, " — incomplete")
     );
     if let Some(s) = &doc.stability {
         let _ = writeln!(out, "> {}\n", cell(&s.line()));

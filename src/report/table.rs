@@ -7,7 +7,7 @@ use std::fmt::Write;
 use comfy_table::presets::{NOTHING, UTF8_BORDERS_ONLY};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
-use super::format::{NOISY_MARK, note_number};
+use super::format::{NOISY_MARK, ending, note_number, run_on_host};
 use crate::document::RunDoc;
 use crate::harness::stats::NOISE_THRESHOLD;
 use crate::headline;
@@ -25,18 +25,13 @@ pub fn render(doc: &RunDoc) -> String {
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "opcost run {} on {}: {} ({} profile{label}){}",
-        doc.run.id,
-        doc.host.hostname,
-        doc.host.summary(),
+        "opcost run {} ({} profile{label}){}",
+        run_on_host(doc),
         doc.run.profile.name(),
-        if doc.run.interrupted {
-            " — interrupted"
-        } else if doc.run.incomplete {
+        ending(
+            &doc.run,
             " — incomplete (it did not end; these are the results it had)"
-        } else {
-            ""
-        }
+        )
     );
     if let Some(s) = &doc.stability {
         let _ = writeln!(out, "{}", s.line());

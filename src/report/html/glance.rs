@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{esc, median_cell, run_headers, swatch};
+use super::{esc, median_cell, open_runs_table, swatch};
 use crate::document::RunDoc;
 use crate::headline;
 use crate::score::{self, Reference, Score, fmt_score};
@@ -30,8 +30,7 @@ fn price_list(h: &mut String, docs: &[RunDoc]) {
         );
         return;
     }
-    h.push_str("<table class=\"headline\">\n<tr><th>what</th>");
-    run_headers(h, docs);
+    open_runs_table(h, "headline", "what", docs);
     h.push_str("<th>in plain words</th></tr>\n");
     for e in shown {
         let mut ids: Vec<&str> = Vec::new();
@@ -90,8 +89,8 @@ fn score_table(h: &mut String, docs: &[RunDoc], scores: &[Score]) {
             }
         }
     }
-    h.push_str("<h3>score</h3>\n<table class=\"scores\">\n<tr><th>area</th>");
-    run_headers(h, docs);
+    h.push_str("<h3>score</h3>\n");
+    open_runs_table(h, "scores", "area", docs);
     h.push_str("</tr>\n<tr class=\"overall\"><th>overall</th>");
     for s in scores {
         let _ = write!(

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{esc, run_headers};
+use super::{esc, open_runs_table};
 use crate::document::RunDoc;
 use crate::host::CacheInfo;
 use crate::units::human_bytes;
@@ -123,9 +123,8 @@ fn group_table(h: &mut String, docs: &[RunDoc], described: &Described, group: &s
         return;
     }
     rows.sort_by_key(|k| !described.differs(k));
-    let _ = writeln!(h, "<h3>{group}</h3>\n<table class=\"hosts\">");
-    h.push_str("<tr><th></th>");
-    run_headers(h, docs);
+    let _ = writeln!(h, "<h3>{group}</h3>");
+    open_runs_table(h, "hosts", "", docs);
     h.push_str("</tr>\n");
     for k in rows {
         let _ = write!(
@@ -162,8 +161,8 @@ fn caches_table(h: &mut String, docs: &[RunDoc]) {
         return;
     }
     levels.sort();
-    h.push_str("<h3>caches</h3>\n<table class=\"caches\">\n<tr><th>cache</th>");
-    run_headers(h, docs);
+    h.push_str("<h3>caches</h3>\n");
+    open_runs_table(h, "caches", "cache", docs);
     h.push_str("</tr>\n");
     for (level, kind) in levels {
         let cells: Vec<String> = docs

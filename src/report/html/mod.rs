@@ -207,8 +207,11 @@ fn swatch(i: usize) -> String {
     )
 }
 
-/// One header cell per run: its swatch and id.
-fn run_headers(h: &mut String, docs: &[RunDoc]) {
+/// Opens a table with a column per run (`<table class="CLASS">`): its
+/// header row, `corner` over the first column and each run's swatch and id
+/// over its own, left open for the caller to end.
+fn open_runs_table(h: &mut String, class: &str, corner: &str, docs: &[RunDoc]) {
+    let _ = write!(h, "<table class=\"{class}\">\n<tr><th>{corner}</th>");
     for (i, d) in docs.iter().enumerate() {
         let _ = write!(h, "<th>{}<code>{}</code></th>", swatch(i), esc(&d.run.id));
     }

@@ -151,19 +151,12 @@ fn primitive_words(ms: &[Measurement]) -> Vec<Finding> {
                 continue;
             };
             let r = 1.0 / speedup(&c, &alone).ratio;
-            let text = match compare(&c, &alone) {
-                Verdict::Worse(r) => format!(
-                    "an atomic add contended by two threads {place} costs {} an uncontended one",
-                    r.text()
-                ),
-                Verdict::Better(r) => format!(
-                    "an atomic add contended by two threads {place} is {} cheaper than an uncontended one",
-                    r.text()
-                ),
-                Verdict::Tie(_) => format!(
-                    "an atomic add contended by two threads {place} costs what an uncontended one does (within noise)"
-                ),
-            };
+            let says = compare(&c, &alone).pick(
+                |r| format!("is {r} cheaper than an uncontended one"),
+                |r| format!("costs {r} an uncontended one"),
+                |_| "costs what an uncontended one does (within noise)".to_string(),
+            );
+            let text = format!("an atomic add contended by two threads {place} {says}");
             out.push(ratio_finding("cpu", text, r));
         }
     }
@@ -284,10 +277,9 @@ fn est(m: &Measurement) -> Est {
 /// "float is 1.9× (1.8–2.0) slower than int" / "float and int are within
 /// noise of each other", from the two fast ends' intervals.
 fn float_word(f: &Est, i: &Est) -> String {
-    match compare(f, i) {
-        Verdict::Better(r) => format!("float is {} faster than int", r.text()),
-        Verdict::Worse(r) => format!("float is {} slower than int", r.text()),
-        Verdict::Tie(_) => "float and int are within noise of each other".to_string(),
+    match compare(f, i).worded("faster", "slower") {
+        Some(d) => format!("float is {d} than int"),
+        None => "float and int are within noise of each other".to_string(),
     }
 }
 

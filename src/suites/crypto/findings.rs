@@ -60,28 +60,15 @@ fn aes_against_sha(ms: &[Measurement]) -> Option<Finding> {
             implementation(aes),
             implementation(sha)
         );
-        let (text, value) = match compare(&a, &s) {
-            Verdict::Better(r) => (
-                format!(
-                    "AES-256-GCM moves {} the bytes per second of SHA-256 ({figures})",
-                    r.text()
-                ),
-                r.ratio,
-            ),
-            Verdict::Worse(r) => (
-                format!(
-                    "SHA-256 moves {} the bytes per second of AES-256-GCM ({figures})",
-                    r.text()
-                ),
-                r.ratio,
-            ),
-            Verdict::Tie(r) => (
-                format!(
-                    "AES-256-GCM and SHA-256 move bytes within noise of each other ({figures})"
-                ),
-                r.ratio,
-            ),
-        };
+        let verdict = compare(&a, &s);
+        let text = verdict.pick(
+            |r| format!("AES-256-GCM moves {r} the bytes per second of SHA-256 ({figures})"),
+            |r| format!("SHA-256 moves {r} the bytes per second of AES-256-GCM ({figures})"),
+            |_| {
+                format!("AES-256-GCM and SHA-256 move bytes within noise of each other ({figures})")
+            },
+        );
+        let value = verdict.ratio().ratio;
         Some(ratio_finding("crypto", text, value))
     }
 }
@@ -98,28 +85,14 @@ fn aes_against_chacha(ms: &[Measurement]) -> Option<Finding> {
         human(c.value, BaseUnit::BytesPerSec),
         implementation(aes)
     );
-    let (text, value) = match compare(&a, &c) {
-        Verdict::Better(r) => (
-            format!(
-                "AES-256-GCM encrypts {} as fast as ChaCha20-Poly1305: on this CPU TLS and SSH do better with AES-GCM ({figures})",
-                r.text()
-            ),
-            r.ratio,
-        ),
-        Verdict::Worse(r) => (
-            format!(
-                "ChaCha20-Poly1305 encrypts {} as fast as AES-256-GCM: on this CPU TLS and SSH do better with ChaCha20 ({figures})",
-                r.text()
-            ),
-            1.0 / r.ratio,
-        ),
-        Verdict::Tie(r) => (
-            format!(
-                "AES-256-GCM and ChaCha20-Poly1305 encrypt within noise of each other: either suits TLS and SSH here ({figures})"
-            ),
-            r.ratio,
-        ),
-    };
+    let verdict = compare(&a, &c);
+    let text = verdict.pick(
+        |r| format!("AES-256-GCM encrypts {r} as fast as ChaCha20-Poly1305: on this CPU TLS and SSH do better with AES-GCM ({figures})"),
+        |r| format!("ChaCha20-Poly1305 encrypts {r} as fast as AES-256-GCM: on this CPU TLS and SSH do better with ChaCha20 ({figures})"),
+        |_| format!("AES-256-GCM and ChaCha20-Poly1305 encrypt within noise of each other: either suits TLS and SSH here ({figures})"),
+    );
+    // The AES-GCM over ChaCha20 speed ratio, whichever is faster.
+    let value = verdict.pick(|r| r.ratio, |r| 1.0 / r.ratio, |r| r.ratio);
     Some(ratio_finding("crypto", text, value))
 }
 

@@ -94,6 +94,21 @@ fn path_name(cpu: &CpuCrypto, needs: Needs) -> &'static str {
     }
 }
 
+/// The parameters of a row of `len`-byte operations of `algorithm` (a
+/// cipher or a hash), measured on the path `needs` takes on `cpu`.
+fn sized_params(
+    len: usize,
+    algorithm: &str,
+    cpu: &CpuCrypto,
+    needs: Needs,
+) -> BTreeMap<&'static str, serde_json::Value> {
+    BTreeMap::from([
+        ("bytes", len.into()),
+        ("algorithm", algorithm.into()),
+        ("implementation", path_name(cpu, needs).into()),
+    ])
+}
+
 /// The warning a row carries when its instructions are missing.
 fn missing_warning(cpu: &CpuCrypto, needs: Needs) -> Option<String> {
     let which = match needs {
@@ -173,11 +188,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 unit: Unit::Throughput {
                     bytes_per_op: len as f64,
                 },
-                params: BTreeMap::from([
-                    ("bytes", len.into()),
-                    ("algorithm", c.title().into()),
-                    ("implementation", path_name(&cpu, needs).into()),
-                ]),
+                params: sized_params(len, c.title(), &cpu, needs),
                 library: Box::new(move || c.library(len)),
                 cpu_instructions: cpu.used_by(needs),
                 warning: missing_warning(&cpu, needs),
@@ -194,11 +205,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 unit: Unit::Throughput {
                     bytes_per_op: len as f64,
                 },
-                params: BTreeMap::from([
-                    ("bytes", len.into()),
-                    ("algorithm", h.title().into()),
-                    ("implementation", path_name(&cpu, needs).into()),
-                ]),
+                params: sized_params(len, h.title(), &cpu, needs),
                 library: Box::new(move || h.library()),
                 cpu_instructions: cpu.used_by(needs),
                 warning: missing_warning(&cpu, needs),

@@ -51,13 +51,13 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     for p in Placement::ALL {
         for size in [64 << 10, 1 << 20] {
-            out.extend(splice_vs_pipe(ms, size, p));
+            out.extend(vs_pipe(ms, Mech::Splice, size, p));
         }
     }
     for p in Placement::ALL {
         for size in [64 << 10, 1 << 20] {
             for m in [Mech::MemfdPass, Mech::VmReadv] {
-                out.extend(large_vs_pipe(ms, m, size, p));
+                out.extend(vs_pipe(ms, m, size, p));
             }
         }
     }
@@ -109,25 +109,27 @@ fn rtt_tiers(set: &[(&str, &Measurement)], what: &str) -> Option<Finding> {
     })
 }
 
-/// A large-message path that avoids the pipe's two copies (a handed-over
-/// memfd, process_vm_readv) next to the copying pipe.
-fn large_vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) -> Option<Finding> {
+/// A path that avoids the pipe's two copies (zero-copy splice into
+/// /dev/null, a handed-over memfd, process_vm_readv) next to the copying
+/// pipe.
+fn vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) -> Option<Finding> {
     let x = usable(ms, &tput_id(m, size, p))?;
     let c = usable(ms, &tput_id(Mech::Pipe, size, p))?;
-    let what = match m {
-        Mech::MemfdPass => "a memfd handed over (SCM_RIGHTS)",
-        _ => "process_vm_readv's single copy",
+    let (what, pipe) = match m {
+        Mech::Splice => ("zero-copy vmsplice/splice to /dev/null", "the copying pipe"),
+        Mech::MemfdPass => ("a memfd handed over (SCM_RIGHTS)", "the pipe's two copies"),
+        _ => ("process_vm_readv's single copy", "the pipe's two copies"),
     };
     let (ex, ec) = (pooled_est(ms, x, size, p), pooled_est(ms, c, size, p));
-    let words = match claims::compare_beyond(&ex, &ec, CLEAR) {
-        Verdict::Better(r) => format!("{} is {} faster", m.name(), r.text()),
-        Verdict::Worse(r) => format!("the pipe is {} faster", r.text()),
-        Verdict::Tie(_) => format!("no clear difference of {CLEAR}× or more"),
-    };
+    let words = claims::compare_beyond(&ex, &ec, CLEAR).pick(
+        |r| format!("{} is {r} faster", m.name()),
+        |r| format!("the pipe is {r} faster"),
+        |_| format!("no clear difference of {CLEAR}× or more"),
+    );
     Some(ratio_finding(
         AREA,
         format!(
-            "{what} vs the pipe's two copies at {} ({}): {words} ({} vs {})",
+            "{what} vs {pipe} at {} ({}): {words} ({} vs {})",
             size_label(size as u64),
             p.param(),
             human(x.median, BaseUnit::BytesPerSec),
@@ -241,19 +243,11 @@ fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> {
     let s = usable(ms, &tput_id(Mech::Pipe, 512, p))?;
     let b = usable(ms, &tput_id(Mech::Pipe, 64 << 10, p))?;
     let pct = 100.0 * s.median / b.median;
-    let why = match claims::compare_beyond(&Est::of(b), &Est::of(s), CLEAR) {
-        Verdict::Better(r) => format!(
-            "64KiB writes are {} faster: small writes are system-call bound",
-            r.text()
-        ),
-        Verdict::Worse(r) => format!(
-            "512B writes are {} faster: the write size is not what limits this pipe (wake-ups are)",
-            r.text()
-        ),
-        Verdict::Tie(_) => format!(
-            "no clear difference of {CLEAR}× or more: the write size is not what limits this pipe"
-        ),
-    };
+    let why = claims::compare_beyond(&Est::of(b), &Est::of(s), CLEAR).pick(
+        |r| format!("64KiB writes are {r} faster: small writes are system-call bound"),
+        |r| format!("512B writes are {r} faster: the write size is not what limits this pipe (wake-ups are)"),
+        |_| format!("no clear difference of {CLEAR}× or more: the write size is not what limits this pipe"),
+    );
     let modes = match (bimodal(s), bimodal(b)) {
         (false, false) => "",
         _ => " (bimodal: the pipe moves bytes at two levels)",
@@ -269,30 +263,6 @@ fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> {
         value: pct,
         unit: ValueUnit::Percent,
     })
-}
-
-/// Zero-copy vmsplice/splice (into /dev/null) next to the copying pipe.
-fn splice_vs_pipe(ms: &[Measurement], size: usize, p: Placement) -> Option<Finding> {
-    let z = usable(ms, &tput_id(Mech::Splice, size, p))?;
-    let c = usable(ms, &tput_id(Mech::Pipe, size, p))?;
-    let r = z.median / c.median;
-    let (ez, ec) = (pooled_est(ms, z, size, p), pooled_est(ms, c, size, p));
-    let words = match claims::compare_beyond(&ez, &ec, CLEAR) {
-        Verdict::Better(x) => format!("splice is {} faster", x.text()),
-        Verdict::Worse(x) => format!("the pipe is {} faster", x.text()),
-        Verdict::Tie(_) => format!("no clear difference of {CLEAR}× or more"),
-    };
-    Some(ratio_finding(
-        AREA,
-        format!(
-            "zero-copy vmsplice/splice to /dev/null vs the copying pipe at {} ({}): {words} ({} vs {})",
-            size_label(size as u64),
-            p.param(),
-            human(z.median, BaseUnit::BytesPerSec),
-            human(c.median, BaseUnit::BytesPerSec)
-        ),
-        r,
-    ))
 }
 
 /// How much slower a round trip is when the ends are on different CPUs:
@@ -425,29 +395,24 @@ mod tests {
     #[test]
     fn small_writes_follow_the_comparison() {
         let s = Placement::Same;
-        let ms = vec![
-            m(&tput_id(Mech::Pipe, 512, s), "B/s", 1e8, 0.03),
-            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9, 0.03),
-        ];
-        let f = findings(&ms);
-        let small = f.iter().find(|f| f.unit == ValueUnit::Percent).unwrap();
-        assert!((small.value - 10.0).abs() < 1e-9, "{:?}", texts(&f));
+        // The small-writes finding of a pipe moving `small` B/s with 512 B
+        // writes and `big` B/s with 64 KiB writes, each ±`rel`.
+        let writes = |small: f64, big: f64, rel: f64| {
+            let ms = [
+                m(&tput_id(Mech::Pipe, 512, s), "B/s", small, rel),
+                m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", big, rel),
+            ];
+            let f = findings(&ms);
+            let found = f.iter().find(|f| f.unit == ValueUnit::Percent).cloned();
+            found.unwrap_or_else(|| panic!("no small-writes finding: {:?}", texts(&f)))
+        };
+        let small = writes(1e8, 1e9, 0.03);
+        assert!((small.value - 10.0).abs() < 1e-9, "{}", small.text);
         assert!(small.text.ends_with("system-call bound"), "{}", small.text);
-        let tie = [
-            m(&tput_id(Mech::Pipe, 512, s), "B/s", 5.1e8, 0.05),
-            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 5e8, 0.05),
-        ];
-        let t = findings(&tie);
-        let t = t.iter().find(|f| f.unit == ValueUnit::Percent).unwrap();
-        t.assert_says(": no clear difference of 1.25×");
-        let odd = [
-            m(&tput_id(Mech::Pipe, 512, s), "B/s", 6e8, 0.02),
-            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 3e8, 0.02),
-        ];
-        let o = findings(&odd);
-        let o = o.iter().find(|f| f.unit == ValueUnit::Percent).unwrap();
-        o.assert_says("not what limits");
-        o.assert_says("512B writes are 2.00× (");
+        writes(5.1e8, 5e8, 0.05).assert_says(": no clear difference of 1.25×");
+        let odd = writes(6e8, 3e8, 0.02);
+        odd.assert_says("not what limits");
+        odd.assert_says("512B writes are 2.00× (");
     }
 
     #[test]

@@ -583,18 +583,24 @@ mod tests {
     use crate::harness::affinity;
     use std::sync::Arc;
 
+    /// A control block shared with a peer, forked on the first allowed CPU,
+    /// that runs `body` on it.
+    fn peer_running(body: impl Fn(&Ctl) -> i32) -> (Arc<Shared<Ctl>>, Peer) {
+        let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
+        let c = ctl.clone();
+        let peer = Peer::spawn(affinity::allowed_cpus()[0], move || body(&c)).unwrap();
+        (ctl, peer)
+    }
+
     #[test]
     fn shared_memory_is_seen_by_the_peer_and_the_peer_is_reaped() {
         // Other suites' tests count this process's children.
         let _children = crate::os::child::test_lock();
-        let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
-        let c = ctl.clone();
-        let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
+        let (ctl, peer) = peer_running(|c| {
             c.sum.store(42, Ordering::SeqCst);
             c.acknowledge(7);
             EXIT_OK
-        })
-        .unwrap();
+        });
         let cpus = Cpus {
             placement: Placement::Same,
             parent: 0,
@@ -613,12 +619,7 @@ mod tests {
     fn a_failed_peer_explains_itself() {
         // Other suites' tests count this process's children.
         let _children = crate::os::child::test_lock();
-        let ctl = Arc::new(Shared::<Ctl>::new().unwrap());
-        let c = ctl.clone();
-        let peer = Peer::spawn(affinity::allowed_cpus()[0], move || {
-            c.fail(Step::Recv, Errno::EBADF)
-        })
-        .unwrap();
+        let (ctl, peer) = peer_running(|c| c.fail(Step::Recv, Errno::EBADF));
         let msg = peer
             .explain("waiting", Errno::EPIPE, Some(&ctl))
             .to_string();

@@ -25,7 +25,7 @@ use serde_json::json;
 
 use super::latency;
 use super::region::{Pages, thp_mode};
-use crate::harness::claims::{Est, Verdict, compare, fast_end};
+use crate::harness::claims::{Est, compare, fast_end};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::{CacheInfo, Host};
 use crate::suites::bench::FnBench;
@@ -313,16 +313,11 @@ fn finding(l: &Load, control_stride: u64, cliff: &Est, control: &Est) -> Finding
     } else {
         format!("{control_stride} B")
     };
-    let verdict = match compare(control, cliff) {
-        Verdict::Better(r) => format!("latency {} the {control_label} stride", r.text()),
-        Verdict::Worse(r) => format!(
-            "latency {} lower than at the {control_label} stride",
-            r.text()
-        ),
-        Verdict::Tie(_) => {
-            format!("latency within noise of the {control_label} stride: no cliff measured")
-        }
-    };
+    let verdict = compare(control, cliff).pick(
+        |r| format!("latency {r} the {control_label} stride"),
+        |r| format!("latency {r} lower than at the {control_label} stride"),
+        |_| format!("latency within noise of the {control_label} stride: no cliff measured"),
+    );
     Finding {
         area: "memory".into(),
         text: format!(

@@ -551,7 +551,7 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
 /// bandwidth is the top tier's), and where glibc's default stands against
 /// the top: every word decided by the results' intervals.
 pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
-    use crate::harness::claims::{Est, Verdict, compare, rank, tiers_text};
+    use crate::harness::claims::{Est, compare, rank, tiers_text};
     use crate::units::human;
     let mut out = Vec::new();
     for op in [Op::Read, Op::Write, Op::Copy] {
@@ -585,11 +585,9 @@ pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
                 .iter()
                 .filter_map(|&(m, side)| {
                     let (_, e) = all.iter().find(|c| c.0 == m.name(op))?;
-                    let stands = match compare(e, &top) {
-                        Verdict::Tie(_) => "as fast as the top tier".to_string(),
-                        Verdict::Worse(r) => format!("{} slower than the top tier", r.text()),
-                        Verdict::Better(r) => format!("{} faster than the top tier", r.text()),
-                    };
+                    let stands = compare(e, &top)
+                        .worded("faster than the top tier", "slower than the top tier")
+                        .unwrap_or_else(|| "as fast as the top tier".to_string());
                     Some(format!(
                         "glibc {} {side} its non-temporal threshold: {} ({stands})",
                         if op == Op::Copy { "memcpy" } else { "memset" },

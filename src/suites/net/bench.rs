@@ -42,12 +42,14 @@ impl UdpRate {
         batch: usize,
         sockets: usize,
     ) -> Result<UdpRate, PrepareError> {
-        let target = Target::open(path)?;
-        let session = target.session(Test::UdpSink {
-            size: size as u32,
-            sockets: sockets as u32,
-            batch: batch as u32,
-        })?;
+        let (target, session) = Target::with_session(
+            path,
+            Test::UdpSink {
+                size: size as u32,
+                sockets: sockets as u32,
+                batch: batch as u32,
+            },
+        )?;
         // Several flows per receiving socket, so that the kernel's hash of
         // the addresses spreads them over the reuseport group.
         let flows = if sockets > 1 { sockets * 4 } else { 1 };
@@ -201,10 +203,12 @@ pub struct TcpStreamBench {
 impl TcpStreamBench {
     /// Opens `streams` connections to a sink.
     pub fn prepare(path: Path, streams: usize) -> Result<TcpStreamBench, PrepareError> {
-        let target = Target::open(path)?;
-        let session = target.session(Test::TcpSink {
-            streams: streams as u32,
-        })?;
+        let (target, session) = Target::with_session(
+            path,
+            Test::TcpSink {
+                streams: streams as u32,
+            },
+        )?;
         let conns = (0..streams)
             .map(|_| target.connect(&session))
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -286,8 +290,7 @@ pub struct TcpRr {
 impl TcpRr {
     /// Connects to an echo responder.
     pub fn prepare(path: Path, size: usize) -> Result<TcpRr, PrepareError> {
-        let target = Target::open(path)?;
-        let session = target.session(Test::TcpEcho { size: size as u32 })?;
+        let (target, session) = Target::with_session(path, Test::TcpEcho { size: size as u32 })?;
         let conn = target.connect(&session)?;
         conn.set_nodelay(true)?;
         conn.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -344,8 +347,7 @@ pub struct TcpCrr {
 impl TcpCrr {
     /// Starts a connection-per-request responder.
     pub fn prepare(path: Path, size: usize) -> Result<TcpCrr, PrepareError> {
-        let target = Target::open(path)?;
-        let session = target.session(Test::TcpCrr { size: size as u32 })?;
+        let (target, session) = Target::with_session(path, Test::TcpCrr { size: size as u32 })?;
         let port = session.port()?;
         let key = session
             .reply

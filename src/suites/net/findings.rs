@@ -53,12 +53,10 @@ fn packets_or_bytes(ms: &[Measurement], p: &str) -> Option<Finding> {
     // Packets, not bytes, bound small datagrams: the 64 B rate stays
     // near the 1472 B rate while moving 23 times fewer bytes.
     let r = Ratio::of(&Est::of(small), &Est::of(big));
-    let verdict = if r.at_most(PACKET_BOUND) {
-        "small datagrams are bound by the per-packet cost, not by bandwidth"
-    } else if r.at_least(PACKET_BOUND) {
-        "payload bytes, not the packet count, bound this path"
-    } else {
-        "the timing cannot tell whether packets or bytes bound this path"
+    let verdict = match r.against(PACKET_BOUND) {
+        Some(false) => "small datagrams are bound by the per-packet cost, not by bandwidth",
+        Some(true) => "payload bytes, not the packet count, bound this path",
+        None => "the timing cannot tell whether packets or bytes bound this path",
     };
     Some(ratio_finding(
         "net",
@@ -92,34 +90,35 @@ fn stream_vs_datagrams(ms: &[Measurement], p: &str) -> Option<Finding> {
 
 /// What sendmmsg/recvmmsg batches buy on path `p` over one call per datagram.
 fn batching(ms: &[Measurement], p: &str) -> Option<Finding> {
-    let plain = on_path(ms, p, "udp.plain/64B")?;
-    let mmsg = on_path(ms, p, "udp.mmsg/64B")?;
-    let r = Ratio::of(&Est::of(mmsg), &Est::of(plain));
-    Some(ratio_finding(
-        "net",
+    gain(ms, p, "udp.mmsg/64B", "udp.plain/64B", |mmsg, plain, r| {
         format!(
-            "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {} the 64 B datagrams of one call per datagram ({} vs {})",
-            r.text(),
+            "{p}: sendmmsg/recvmmsg batches of {BATCH} receive {r} the 64 B datagrams of one call per datagram ({} vs {})",
             human(mmsg.median, BaseUnit::OpsPerSec),
             human(plain.median, BaseUnit::OpsPerSec)
-        ),
-        r.ratio,
-    ))
+        )
+    })
 }
 
 /// What SO_REUSEPORT over every CPU buys on path `p` over one socket.
 fn reuseport(ms: &[Measurement], p: &str) -> Option<Finding> {
-    let one = on_path(ms, p, "udp.mmsg/64B")?;
-    let all = on_path(ms, p, "udp.reuseport/64B")?;
-    let r = Ratio::of(&Est::of(all), &Est::of(one));
-    Some(ratio_finding(
-        "net",
-        format!(
-            "{p}: SO_REUSEPORT over every CPU receives {} the 64 B datagrams of one socket",
-            r.text()
-        ),
-        r.ratio,
-    ))
+    gain(ms, p, "udp.reuseport/64B", "udp.mmsg/64B", |_, _, r| {
+        format!("{p}: SO_REUSEPORT over every CPU receives {r} the 64 B datagrams of one socket")
+    })
+}
+
+/// What a way of receiving (`with`, an id after the path) buys on path `p`
+/// over another (`without`): a finding of their ratio, in the words `say`
+/// finds for the two and the ratio.
+fn gain(
+    ms: &[Measurement],
+    p: &str,
+    with: &str,
+    without: &str,
+    say: impl FnOnce(&Measurement, &Measurement, &Ratio) -> String,
+) -> Option<Finding> {
+    let (w, wo) = (on_path(ms, p, with)?, on_path(ms, p, without)?);
+    let r = Ratio::of(&Est::of(w), &Est::of(wo));
+    Some(ratio_finding("net", say(w, wo, &r), r.ratio))
 }
 
 /// What limits one stream on each path: sender and responder both run in

@@ -159,6 +159,14 @@ impl Target {
         self.veth.as_ref().map(|v| &v.client)
     }
 
+    /// Starts the responder of `path` ([`Target::open`]) and opens a
+    /// session for `test` on it: what every benchmark's set-up begins with.
+    pub fn with_session(path: Path, test: Test) -> Result<(Target, Session), PrepareError> {
+        let target = Target::open(path)?;
+        let session = target.session(test)?;
+        Ok((target, session))
+    }
+
     /// Opens a session for `test`.
     pub fn session(&self, test: Test) -> Result<Session, PrepareError> {
         Session::open(self.client_ns(), self.addr, &self.token, test).map_err(PrepareError::Fail)

@@ -197,20 +197,16 @@ fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         let system = est(ms, &growth_id(SYSTEM, 0))
             .map(|s| format!("; system() {}", human_ns(s.value)))
             .unwrap_or_default();
-        let what = match compare(&p, &c) {
-            Verdict::Worse(r) => format!(
-                "the shell adds {} per child ({})",
-                human_ns(p.value - c.value),
-                r.text()
-            ),
-            Verdict::Tie(_) => {
-                "the shell adds no cost per child that can be told from noise".to_string()
-            }
-            Verdict::Better(r) => format!(
-                "popen through the shell is {} faster per child than without it",
-                r.text()
-            ),
-        };
+        let what = compare(&p, &c).pick(
+            |r| format!("popen through the shell is {r} faster per child than without it"),
+            |r| {
+                format!(
+                    "the shell adds {} per child ({r})",
+                    human_ns(p.value - c.value)
+                )
+            },
+            |_| "the shell adds no cost per child that can be told from noise".to_string(),
+        );
         out.push(finding(
             format!(
                 "{what}: popen {} vs {} for clone(CLONE_VM|CLONE_VFORK)+exec with the same stdout pipe{system}",
@@ -354,17 +350,11 @@ fn small_parent_finding(ms: &[Measurement]) -> Option<Finding> {
     let detail = |key: &str| small_parent::weight(small, key);
     let w = Widths::of(ms);
     let (s, b) = (w.est(small), w.est(big));
-    let verdict = match compare(&s, &b) {
-        Verdict::Better(r) => format!(
-            "from opcost it is {} slower: a program pays for what it has mapped",
-            r.text()
-        ),
-        Verdict::Worse(r) => format!(
-            "from the small parent it is {} slower, against what each has mapped",
-            r.text()
-        ),
-        Verdict::Tie(_) => "the two are within noise of each other".to_string(),
-    };
+    let verdict = compare(&s, &b).pick(
+        |r| format!("from opcost it is {r} slower: a program pays for what it has mapped"),
+        |r| format!("from the small parent it is {r} slower, against what each has mapped"),
+        |_| "the two are within noise of each other".to_string(),
+    );
     Some(ratio_finding(
         AREA,
         format!(
@@ -442,15 +432,11 @@ fn loader_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
         return;
     }
     let dy = Widths::of(ms).est(m);
-    let what = match compare(&dy, &sp) {
-        Verdict::Worse(r) => format!(
-            "add {} per exec ({})",
-            human_ns(dy.value - sp.value),
-            r.text()
-        ),
-        Verdict::Tie(_) => "add no cost per exec that can be told from noise".to_string(),
-        Verdict::Better(r) => format!("come out {} faster than the static program", r.text()),
-    };
+    let what = compare(&dy, &sp).pick(
+        |r| format!("come out {r} faster than the static program"),
+        |r| format!("add {} per exec ({r})", human_ns(dy.value - sp.value)),
+        |_| "add no cost per exec that can be told from noise".to_string(),
+    );
     out.push(finding(
         format!(
             "the dynamic loader and libc start-up of /bin/true {what} ({} vs {} for a static program)",
@@ -502,10 +488,9 @@ fn fault_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
     else {
         return;
     };
-    let what = match compare(&huge, &base) {
-        Verdict::Better(r) => format!("costs {} less per byte with huge pages", r.text()),
-        Verdict::Worse(r) => format!("costs {} more per byte with huge pages", r.text()),
-        Verdict::Tie(_) => "costs the same per byte with huge pages, within noise".to_string(),
+    let what = match compare(&huge, &base).worded("less", "more") {
+        Some(d) => format!("costs {d} per byte with huge pages"),
+        None => "costs the same per byte with huge pages, within noise".to_string(),
     };
     out.push(ratio_finding(
         AREA,

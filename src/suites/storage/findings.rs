@@ -336,12 +336,12 @@ fn buffered_vs_durable(ms: &[Measurement]) -> Option<Finding> {
 fn hot_vs_cold(ms: &[Measurement]) -> Option<Finding> {
     let (hot, cold) = (res(ms, seq::READ_HOT)?, res(ms, seq::READ_COLD)?);
     let r = speedup(&Est::of(hot), &Est::of(cold));
-    let why = if r.at_least(COLD_AS_HOT) {
-        "without dropping the cache, a read benchmark measures memory"
-    } else if r.at_most(COLD_AS_HOT) {
-        "the cold read is nearly as fast as the cached one, so the file was probably still cached (tmpfs, a network or a caching file system)"
-    } else {
-        "too noisy to tell whether the cold read reached the device"
+    let why = match r.against(COLD_AS_HOT) {
+        Some(true) => "without dropping the cache, a read benchmark measures memory",
+        Some(false) => {
+            "the cold read is nearly as fast as the cached one, so the file was probably still cached (tmpfs, a network or a caching file system)"
+        }
+        None => "too noisy to tell whether the cold read reached the device",
     };
     Some(ratio_finding(
         "storage",

@@ -41,12 +41,10 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = Vec::new();
     for op in calls::VDSO_OPS {
         if let Some(r) = times(ms, &op.raw_id(), &op.vdso_id()) {
-            let verdict = if r.at_least(VDSO_MIN_GAIN) {
-                "the vDSO answers without a system call"
-            } else if r.at_most(VDSO_MIN_GAIN) {
-                "barely cheaper: the vDSO probably falls back to a system call here"
-            } else {
-                "the timing cannot tell whether the vDSO falls back to a system call"
+            let verdict = match r.against(VDSO_MIN_GAIN) {
+                Some(true) => "the vDSO answers without a system call",
+                Some(false) => "barely cheaper: the vDSO probably falls back to a system call here",
+                None => "the timing cannot tell whether the vDSO falls back to a system call",
             };
             out.push(ratio_finding(
                 AREA,
@@ -80,13 +78,7 @@ fn pid_cache_text(ms: &[Measurement], r: &Ratio) -> String {
     let head = format!("libc getpid = {} raw", r.text());
     let cached =
         get(ms, calls::GETPID_LIBC).and_then(|m| m.details.as_ref()?.get("pid_cache")?.as_bool());
-    let timing_says_syscall = if r.at_least(PID_CACHE_RATIO) {
-        Some(true)
-    } else if r.at_most(PID_CACHE_RATIO) {
-        Some(false)
-    } else {
-        None
-    };
+    let timing_says_syscall = r.against(PID_CACHE_RATIO);
     let verdict = match (cached, timing_says_syscall) {
         (Some(false), Some(true)) => {
             "no PID cache on this libc (checked: a child made by a raw clone saw its own pid through libc getpid, and each call costs a system call)"

@@ -411,16 +411,11 @@ impl LangSpeeds<'_> {
             }
             _ => String::new(),
         };
-        let what = match compare(&icu, &ascii) {
-            Verdict::Worse(r) => format!(
-                "ICU {lang} collation (tertiary) is {} slower per comparison than ASCII case folding",
-                r.text()
+        let what = match compare(&icu, &ascii).worded("faster", "slower") {
+            Some(d) => format!(
+                "ICU {lang} collation (tertiary) is {d} per comparison than ASCII case folding"
             ),
-            Verdict::Better(r) => format!(
-                "ICU {lang} collation (tertiary) is {} faster per comparison than ASCII case folding",
-                r.text()
-            ),
-            Verdict::Tie(_) => format!(
+            None => format!(
                 "ICU {lang} collation (tertiary) and ASCII case folding cost the same per comparison, within noise"
             ),
         };
@@ -459,11 +454,9 @@ impl LangSpeeds<'_> {
             let (Some(a), Some(b)) = (self.cmp(slow), self.cmp(fast)) else {
                 continue;
             };
-            let verdict = match compare(&a, &b) {
-                Verdict::Worse(r) => format!("{} slower", r.text()),
-                Verdict::Better(r) => format!("{} faster", r.text()),
-                Verdict::Tie(_) => "no different, within noise,".to_string(),
-            };
+            let verdict = compare(&a, &b)
+                .worded("faster", "slower")
+                .unwrap_or_else(|| "no different, within noise,".to_string());
             parts.push((
                 format!(
                     "{what} is {verdict} than {fast} ({} vs {})",
@@ -539,11 +532,9 @@ impl LangSpeeds<'_> {
             .and_then(|d| d.get("key_build_share")?.as_f64())
             .map(|s| format!(", building the keys is {:.0}% of that", s * 100.0))
             .unwrap_or_default();
-        let verdict = match compare(&k, &d) {
-            Verdict::Better(r) => format!("{} faster with keys", r.text()),
-            Verdict::Worse(r) => format!("{} slower with keys", r.text()),
-            Verdict::Tie(_) => "keys make no difference that can be told from noise".to_string(),
-        };
+        let verdict = compare(&k, &d)
+            .worded("faster with keys", "slower with keys")
+            .unwrap_or_else(|| "keys make no difference that can be told from noise".to_string());
         Some(ratio_finding(
             "text",
             format!(
@@ -696,17 +687,15 @@ impl LineShape<'_> {
     fn wc_finding(&self, wc: &Est, top_names: &[&str], lead: &Est) -> Finding {
         let group = join_names(top_names);
         let verb = if top_names.len() > 1 { "are" } else { "is" };
-        let verdict = match compare_beyond(lead, wc, CLEAR_GAP) {
-            Verdict::Better(r) => {
-                format!("the fastest here, {group}, {verb} {} faster", r.text())
-            }
-            Verdict::Worse(r) => {
-                format!("it is {} faster than the fastest here, {group}", r.text())
-            }
-            Verdict::Tie(_) => format!(
-                "the fastest here, {group}, and wc -l are within {CLEAR_GAP}× of each other"
-            ),
-        };
+        let verdict = compare_beyond(lead, wc, CLEAR_GAP).pick(
+            |r| format!("the fastest here, {group}, {verb} {r} faster"),
+            |r| format!("it is {r} faster than the fastest here, {group}"),
+            |_| {
+                format!(
+                    "the fastest here, {group}, and wc -l are within {CLEAR_GAP}× of each other"
+                )
+            },
+        );
         ratio_finding(
             "text",
             format!(

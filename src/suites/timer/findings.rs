@@ -13,7 +13,7 @@
 //! idle one, and not delayed only when its whole interval is below that.
 
 use super::{AREA, Method, PERIODS, Period, id};
-use crate::harness::claims::{self, Est, Verdict};
+use crate::harness::claims::{self, Est};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::get;
 use crate::units::{BaseUnit, human_ns};
@@ -85,10 +85,11 @@ fn describe(m: &Measurement) -> String {
 
 /// What busy CPUs do to the median overshoot, from the two intervals.
 fn median_words(idle: &Measurement, busy: &Measurement) -> String {
-    match claims::compare_beyond(&Est::of(busy), &Est::of(idle), MEDIAN_MATERIAL) {
-        Verdict::Worse(r) => format!("busy CPUs make the median {} later", r.text()),
-        Verdict::Better(r) => format!("busy CPUs make the median {} earlier", r.text()),
-        Verdict::Tie(_) => format!(
+    match claims::compare_beyond(&Est::of(busy), &Est::of(idle), MEDIAN_MATERIAL)
+        .worded("earlier", "later")
+    {
+        Some(d) => format!("busy CPUs make the median {d}"),
+        None => format!(
             "busy CPUs do not clearly move the median by {MEDIAN_MATERIAL}× or more ({} the idle one)",
             claims::Ratio::of(&Est::of(busy), &Est::of(idle)).text()
         ),
