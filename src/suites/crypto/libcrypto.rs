@@ -20,7 +20,9 @@ use std::sync::OnceLock;
 
 use anyhow::{anyhow, bail, ensure};
 
-use super::ops::Op;
+/// An operation ready to be timed: one call is one message, digest or
+/// signature (the crypto suite's `ops::Op`; this module is below `ops`).
+pub type Op = Box<dyn FnMut() + Send>;
 
 /// A pointer to an OpenSSL object (`EVP_MD_CTX`, `EVP_PKEY`...).
 type Ptr = *mut c_void;
