@@ -64,7 +64,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
 }
 
 /// The growth curve of one method: (GiB touched, estimate) for the points measured.
-fn curve(ms: &[Measurement], name: &str) -> Vec<(f64, Est)> {
+fn curve(ms: &[Measurement], name: &str) -> Vec<Point> {
     RSS_POINTS
         .iter()
         .filter_map(|&rss| est(ms, &growth_id(name, rss)).map(|e| (rss as f64 / GIB, e)))
@@ -95,17 +95,12 @@ const FLAT_FRACTION: f64 = 0.1;
 /// tenth of fork+exec's slope ([`FLAT_FRACTION`]), so "stays flat" means
 /// "does not pay for the parent's memory as fork does".
 fn growth_trend(ms: &[Measurement], name: &str) -> Option<(Trend, Point, Point)> {
-    let ends_of = |name: &str| {
-        let c = curve(ms, name);
-        Some((*c.first()?, *c.last()?))
-    };
-    let (first, last) = ends_of(name)?;
-    let own = trend(&[first, last], GROWTH_MATERIAL)?;
+    let (own, first, last) = ends_of(&curve(ms, name), GROWTH_MATERIAL)?;
     if name == FORK_EXEC {
         return Some((own, first, last));
     }
-    let fork = ends_of(FORK_EXEC)
-        .and_then(|(a, b)| trend(&[a, b], GROWTH_MATERIAL))
+    let fork = ends_of(&curve(ms, FORK_EXEC), GROWTH_MATERIAL)
+        .map(|(f, _, _)| f)
         .filter(|f| f.low > 0.0);
     let t = match fork {
         Some(f) => trend(&[first, last], FLAT_FRACTION * f.low * own.span / own.start)?,
@@ -254,9 +249,13 @@ fn ends(
     id: impl Fn(u64) -> String,
     material: f64,
 ) -> Option<(Trend, Point, Point)> {
-    let pts = measured(ms, points, &id);
-    let (first, last) = (pts.first()?.0 as u64, pts.last()?.0 as u64);
-    sweep(ms, &[first, last], id, material)
+    ends_of(&measured(ms, points, id), material)
+}
+
+/// The trend from the first to the last of `pts` (see [`ends`]), with those two points.
+fn ends_of(pts: &[Point], material: f64) -> Option<(Trend, Point, Point)> {
+    let (&first, &last) = (pts.first()?, pts.last()?);
+    Some((trend(&[first, last], material)?, first, last))
 }
 
 /// Per spawn method: does it grow with the descriptors the parent holds,
