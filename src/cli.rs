@@ -322,8 +322,9 @@ pub struct CompareArgs {
     pub b: String,
     /// Only benchmarks matching these id prefixes or globs.
     pub patterns: Vec<String>,
-    /// Smallest relative difference called faster or slower, in percent.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0,
+    /// Smallest relative difference called faster or slower, in percent
+    /// (2 by default, calibrated on real A/A pairs: see `compare::DEFAULT_THRESHOLD`).
+    #[arg(long, value_name = "PCT", default_value_t = crate::compare::DEFAULT_THRESHOLD * 100.0,
           value_parser = parse_percent)]
     pub threshold: f64,
     /// Do not use earlier runs of the same host in the history as the noise floor.

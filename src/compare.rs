@@ -38,8 +38,14 @@ use crate::harness::{BaseUnit, Measurement, stats};
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 /// Fewest samples per side for the bootstrap; below it the stored CIs are used.
 pub const MIN_BOOTSTRAP_SAMPLES: usize = 3;
-/// Relative difference below which two results are the same (5%).
-pub const DEFAULT_THRESHOLD: f64 = 0.05;
+/// Relative difference below which two results are the same (2%): the
+/// smallest that kept the A/A false verdicts of real default pairs at or
+/// under 5% (one run a side, no history; three pairs at 2%: 1.1, 4.0 and
+/// 4.2% of rows; at 5%: 0.7, 3.5, 3.7%), while a 3% change went from
+/// 3–5% of rows called to 31–37%. What calls A/A rows is a state that
+/// lasts a whole run (every single-thread memory bandwidth 11–23% lower in
+/// all of one run's rounds), which no threshold under ~20% keeps out.
+pub const DEFAULT_THRESHOLD: f64 = 0.02;
 /// Earlier runs of a host needed before their spread is used as the noise floor.
 pub const FLOOR_MIN_RUNS: usize = 3;
 

@@ -229,6 +229,8 @@ fn compare_accepts_several_runs_per_side() {
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["a_runs"].as_array().unwrap().len(), 2);
     assert_eq!(c["b_runs"].as_array().unwrap().len(), 2);
+    // The calibrated default threshold (2%) when none is given.
+    assert_eq!(c["threshold"], 0.02, "compare's default threshold");
     let row = &c["rows"][0];
     // From the rounds: as stored, or as measured when both sides ran in a
     // like mix of the machine's phases and some were corrected.
