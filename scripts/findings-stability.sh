@@ -3,7 +3,7 @@
 # share of findings whose words come out the same in every run.
 #
 #   scripts/findings-stability.sh [-k DIR] [-p PROFILE] [N] [PATTERN...]
-#   scripts/findings-stability.sh -r DIR     (judge documents kept with -k)
+#   scripts/findings-stability.sh -r DIR [-f]  (judge documents kept with -k)
 #
 # Defaults: N = 3, the quick profile, `syscall ipc process codec text timer`.
 # A finding's words are its area and text with every number blanked, and a
@@ -13,14 +13,18 @@
 # all N runs, each finding that is not (with the runs it appeared in), and
 # how many runs were called unstable. Runs are not saved to any history;
 # with -k DIR each run's JSON document is kept there as N.json, and -r DIR
-# judges such documents again without running anything.
+# judges such documents again without running anything; -f first gives
+# copies of them the findings this source tree's rules make of their
+# results (examples/refind.rs), to judge a change to the words on runs
+# already made.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 profile=quick
 keep=""
 reread=""
-usage() { echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...] | $0 -r DIR" >&2; }
-parse_options "p:profile k:keep r:reread" "$@"
+refind=0
+usage() { echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...] | $0 -r DIR [-f]" >&2; }
+parse_options "p:profile k:keep r:reread f=refind" "$@"
 shift $((OPTIND - 1))
 n=3
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then n=$1; shift; fi
@@ -30,6 +34,14 @@ if [ -n "$reread" ]; then
   work=$reread
   n=$(find "$work" -maxdepth 1 -name '[0-9]*.json' | wc -l)
   if [ "$n" -lt 2 ]; then echo "$work holds fewer than 2 documents N.json" >&2; exit 2; fi
+  if [ "$refind" = 1 ]; then
+    kept=$(cd "$work" && pwd)
+    build_release
+    cargo build --release -q --example refind
+    temp_dir work
+    for i in $(seq 1 "$n"); do cp "$kept/$i.json" "$work/$i.json"; done
+    target/release/examples/refind "$work"/*.json
+  fi
 else
   build_release
   temp_dir work
