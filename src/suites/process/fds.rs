@@ -102,8 +102,8 @@ impl FdSet {
     }
 
     /// Raises the soft limit if needed and opens descriptors until `total`
-    /// are open in this process.
-    fn open(total: u64) -> Result<FdSet, PrepareError> {
+    /// are open in this process (the fork helper holds its own this way).
+    pub fn open(total: u64) -> Result<FdSet, PrepareError> {
         let (soft, hard) = nofile()?;
         if let Some(why) = over_hard_limit(total, hard) {
             return Err(PrepareError::Skip(why));
@@ -153,6 +153,11 @@ impl FdSet {
         drop(base);
         set.open_total = open_now()?;
         Ok(set)
+    }
+
+    /// Descriptors open in the process once the set was filled.
+    pub fn open_total(&self) -> u64 {
+        self.open_total
     }
 
     /// Facts for a result's details.

@@ -131,17 +131,33 @@ fn fds_id(name: &str, fds: u64) -> String {
     format!("{AREA}.fds.{name}/fds={fds}")
 }
 
-/// A spawn of the static program while opcost holds `fds` descriptors open.
+/// A spawn of the static program while `fds` descriptors are open in the
+/// parent. fork+exec forks from the small helper holding them: forked from
+/// opcost itself it copied whatever the round's earlier benchmarks left
+/// mapped (at the default profile 2–66 ms per spawn from one round to the
+/// next, against ~1 ms at quick), which drowned the descriptors and made
+/// its trend read "falls" in one run and "no clear trend" in the next.
+/// posix_spawn and Command share the parent's memory (vfork-like), so
+/// they spawn from opcost itself.
 fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
+    let parent = if method == Method::ForkExec {
+        "a small helper (opcost re-executed) holding"
+    } else {
+        "opcost itself with"
+    };
     FnBench::new(
         fds_id(name, fds),
         format!(
-            "{what} of the static program from opcost itself with {fds} close-on-exec descriptors open, waitpid"
+            "{what} of the static program from {parent} {fds} close-on-exec descriptors open, waitpid"
         ),
         Unit::Latency,
         move |ctx| {
-            let set = fds::FdSet::shared(fds)?;
             let path = target::install_static(&ctx.tmp)?;
+            if method == Method::ForkExec {
+                let sp = small_parent::SmallParent::holding(&path, fds, ctx)?;
+                return Ok(Box::new(sp) as Box<dyn crate::harness::Timed>);
+            }
+            let set = fds::FdSet::shared(fds)?;
             let s = Spawner::new(method, Some(&path), None, ctx)?;
             Ok(Box::new(fds::WithFds::new(s, set)) as Box<dyn crate::harness::Timed>)
         },

@@ -10,9 +10,10 @@
 //! Protocol, one line each way: `fork_exit OPS`, `fork_exec OPS PATH`,
 //! `fork_exec_close OPS HOW PATH` (the child closes its descriptors the
 //! [`Close`] way first), `touch BYTES`, `nofile N` (the helper's own soft
-//! RLIMIT_NOFILE, so opcost's stays as it is), `status`; answers
-//! `ok NANOSECONDS`, `ok`, `ok RSS VMSIZE` or `err MESSAGE`. End of input
-//! ends the helper.
+//! RLIMIT_NOFILE, so opcost's stays as it is), `fds N` (the helper holds N
+//! close-on-exec descriptors open, [`FdSet`]), `status`; answers
+//! `ok NANOSECONDS`, `ok`, `ok OPEN`, `ok RSS VMSIZE` or `err MESSAGE`.
+//! End of input ends the helper.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use serde_json::json;
 
+use super::fds::FdSet;
 use super::nofile::{self, Close};
 use crate::harness::{Ctx, PrepareError, Timed};
 
@@ -40,6 +42,8 @@ fn serve() -> anyhow::Result<()> {
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     let mut region: Option<(*mut libc::c_void, usize)> = None;
+    // Descriptors held open for `fds` (kept for as long as the helper runs).
+    let mut held: Option<FdSet> = None;
     for line in stdin.lock().lines() {
         let line = line?;
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -57,6 +61,19 @@ fn serve() -> anyhow::Result<()> {
                 forks(ops.parse()?, Some(&c), how).map(|ns| format!("ok {ns}"))
             }
             ["nofile", n] => nofile::set_own(n.parse()?).map(|()| "ok".to_string()),
+            ["fds", n] => {
+                // The old set goes first: its limit is restored before the new one.
+                drop(held.take());
+                match FdSet::open(n.parse()?) {
+                    Ok(set) => {
+                        let open = set.open_total();
+                        held.replace(set);
+                        Ok(format!("ok {open}"))
+                    }
+                    Err(PrepareError::Skip(why)) => Err(anyhow!("{why}")),
+                    Err(PrepareError::Fail(e)) => Err(e),
+                }
+            }
             ["touch", bytes] => {
                 if let Some((p, len)) = region.take() {
                     // SAFETY: our own mapping, no longer referenced.
@@ -168,7 +185,14 @@ impl SmallParent {
     /// Starts the helper; it forks (and execs `exe`, if given) after
     /// touching `touched` bytes of its own.
     pub fn new(exe: Option<&Path>, touched: u64, ctx: &Ctx) -> Result<SmallParent, PrepareError> {
-        Self::start(exe, touched, None, ctx)
+        Self::start(exe, touched, None, None, ctx)
+    }
+
+    /// Starts the helper holding `fds` close-on-exec descriptors open; it
+    /// forks and execs `exe`. A count above the hard limit is a skip with
+    /// the reason.
+    pub fn holding(exe: &Path, fds: u64, ctx: &Ctx) -> Result<SmallParent, PrepareError> {
+        Self::start(Some(exe), 0, None, Some(fds), ctx)
     }
 
     /// Starts the helper with its soft RLIMIT_NOFILE at `limit`; it forks,
@@ -180,15 +204,17 @@ impl SmallParent {
         close: Close,
         ctx: &Ctx,
     ) -> Result<SmallParent, PrepareError> {
-        Self::start(Some(exe), 0, Some((limit, close)), ctx)
+        Self::start(Some(exe), 0, Some((limit, close)), None, ctx)
     }
 
-    /// Starts the helper, touches `touched` bytes in it and sets its
-    /// descriptor limit and way of closing when `nofile` says so.
+    /// Starts the helper, touches `touched` bytes in it, sets its
+    /// descriptor limit and way of closing when `nofile` says so, and has
+    /// it hold `holding` descriptors open.
     fn start(
         exe: Option<&Path>,
         touched: u64,
         nofile: Option<(u64, Close)>,
+        holding: Option<u64>,
         ctx: &Ctx,
     ) -> Result<SmallParent, PrepareError> {
         let _ = ctx;
@@ -245,6 +271,13 @@ impl SmallParent {
             sp.ask(&format!("nofile {limit}"))
                 .map_err(|e| PrepareError::Skip(format!("{e:#}")))?;
         }
+        let fds_open = match holding {
+            Some(n) => Some(
+                sp.ask(&format!("fds {n}"))
+                    .map_err(|e| PrepareError::Skip(format!("{e:#}")))?,
+            ),
+            None => None,
+        };
         let helper = sp.ask("status").map_err(PrepareError::Fail)?;
         let num = |s: &str, i: usize| {
             s.split_whitespace()
@@ -262,6 +295,9 @@ impl SmallParent {
             "opcost_vm_bytes": vm,
             "touched_bytes": touched,
         });
+        if let Some(open) = fds_open.as_deref().and_then(|o| o.parse::<u64>().ok()) {
+            sp.details["fds_open"] = open.into();
+        }
         if let Some((limit, how)) = nofile {
             sp.details["nofile_soft"] = limit.into();
             sp.details["close"] = how.name().into();
