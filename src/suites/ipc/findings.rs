@@ -33,6 +33,12 @@ pub const TPUT_TIER_GAP: f64 = 3.0;
 /// Two-way comparisons (small vs large writes, splice vs pipe) call a
 /// side faster only when the whole interval is beyond this factor.
 pub const CLEAR: f64 = 1.25;
+/// The dead zone of a two-way throughput comparison across CPUs, as wide
+/// as the round trips' tier gap: across CPUs the pipe's own rate moved
+/// 0.8–1.44 GB/s between quick runs of one machine, so a memfd or splice
+/// 1.5–1.7× ahead of it read "faster" in one run and "no clear
+/// difference" in the next at 1.25×.
+pub const CROSS_CLEAR: f64 = TIER_GAP;
 
 /// Findings: the ranking at each size and placement, what small writes
 /// cost, zero-copy vs copying, and what crossing CPUs costs.
@@ -121,10 +127,14 @@ fn vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) -> Option<Fin
         _ => ("process_vm_readv's single copy", "the pipe's two copies"),
     };
     let (ex, ec) = (pooled_est(ms, x, size, p), pooled_est(ms, c, size, p));
-    let words = claims::compare_beyond(&ex, &ec, CLEAR).pick(
+    let k = match p {
+        Placement::Same => CLEAR,
+        Placement::Cross => CROSS_CLEAR,
+    };
+    let words = claims::compare_beyond(&ex, &ec, k).pick(
         |r| format!("{} is {r} faster", m.name()),
         |r| format!("the pipe is {r} faster"),
-        |_| format!("no clear difference of {CLEAR}× or more"),
+        |_| format!("no clear difference of {k}× or more"),
     );
     Some(ratio_finding(
         AREA,
@@ -423,8 +433,14 @@ mod tests {
             m(&notify_id("futex", s), "ns/op", 1900.0, 0.03),
             m(&notify_id("sigqueue", s), "ns/op", 6000.0, 0.03),
             m(&tput_id(Mech::MemfdPass, 1 << 20, c), "B/s", 8e8, 0.03),
-            m(&tput_id(Mech::VmReadv, 1 << 20, c), "B/s", 5e9, 0.03),
+            m(&tput_id(Mech::VmReadv, 1 << 20, c), "B/s", 7.5e9, 0.03),
             m(&tput_id(Mech::Pipe, 1 << 20, c), "B/s", 2.5e9, 0.03),
+            // 1.5× ahead of the pipe: clear on one CPU, inside the wider
+            // dead zone across CPUs.
+            m(&tput_id(Mech::MemfdPass, 64 << 10, s), "B/s", 1.5e9, 0.03),
+            m(&tput_id(Mech::Pipe, 64 << 10, s), "B/s", 1e9, 0.03),
+            m(&tput_id(Mech::MemfdPass, 64 << 10, c), "B/s", 1.5e9, 0.03),
+            m(&tput_id(Mech::Pipe, 64 << 10, c), "B/s", 1e9, 0.03),
         ];
         let f = findings(&ms);
         let n = find_starting(&f, "notification round trip (same-cpu)");
@@ -433,11 +449,24 @@ mod tests {
         assert!(!f.iter().any(
             |f| f.text.contains("(cross-cpu), in tiers") && f.text.starts_with("notification")
         ));
-        let memfd = find_starting(&f, "a memfd handed over");
-        memfd.assert_says("at 1MiB (cross-cpu): the pipe is 3.12× (");
+        find_saying(
+            &f,
+            "a memfd handed over (SCM_RIGHTS) vs the pipe's two copies at 1MiB",
+        )
+        .assert_says("at 1MiB (cross-cpu): the pipe is 3.12× (");
+        find_saying(
+            &f,
+            "a memfd handed over (SCM_RIGHTS) vs the pipe's two copies at 64KiB (same-cpu)",
+        )
+        .assert_says("memfd_pass is 1.50× (");
+        find_saying(
+            &f,
+            "a memfd handed over (SCM_RIGHTS) vs the pipe's two copies at 64KiB (cross-cpu)",
+        )
+        .assert_says("no clear difference of 2× or more");
         let cma = find_starting(&f, "process_vm_readv's single copy");
-        cma.assert_says(": vm_readv is 2.00× (");
-        assert!((cma.value - 2.0).abs() < 1e-9);
+        cma.assert_says(": vm_readv is 3.00× (");
+        assert!((cma.value - 3.0).abs() < 1e-9);
     }
 
     #[test]
