@@ -38,3 +38,35 @@ pub fn self_exe() -> std::io::Result<PathBuf> {
         std::env::current_exe()
     }
 }
+
+/// A path that names this executable in any process, for a program that
+/// another program starts (a wrapper such as `nice` or `taskset`): there
+/// `/proc/self/exe` names the wrapper itself. The file's own path while
+/// it is still the file this process runs; `/proc/PID/exe` of this
+/// process once it was replaced or deleted (valid while this process
+/// runs); else the path it was started from.
+pub fn self_exe_for_others() -> std::io::Result<PathBuf> {
+    match std::fs::read_link("/proc/self/exe") {
+        Ok(path) if path.exists() && !path.to_string_lossy().ends_with(" (deleted)") => Ok(path),
+        Ok(_) => Ok(PathBuf::from(format!("/proc/{}/exe", std::process::id()))),
+        Err(_) => std::env::current_exe(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn the_path_for_others_names_this_very_file() {
+        let path = self_exe_for_others().unwrap();
+        // Another process resolves it to this executable, not to itself.
+        assert!(!path.starts_with("/proc/self"), "{}", path.display());
+        let (mine, theirs) = (
+            std::fs::metadata("/proc/self/exe").unwrap(),
+            std::fs::metadata(&path).unwrap(),
+        );
+        assert_eq!((mine.dev(), mine.ino()), (theirs.dev(), theirs.ino()));
+    }
+}
