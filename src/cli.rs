@@ -518,6 +518,12 @@ pub struct AbArgs {
     /// How the comparison is printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// A CI gate, as `compare` has it: exit 1 when a row of B is called
+    /// slower than A by more than PCT (`slower[:PCT]`), or an area's
+    /// geometric mean is (`area[:PCT]`); the offending rows are printed
+    /// first. Repeatable.
+    #[arg(long, value_name = "slower[:PCT]|area[:PCT]")]
+    pub fail_on: Vec<crate::compare::Gate>,
 }
 
 /// Parses `NAME=VALUE`.

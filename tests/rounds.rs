@@ -302,6 +302,119 @@ fn ab_alternates_two_settings_and_compares_them() {
     );
 }
 
+#[test]
+fn ab_runs_each_round_of_b_under_a_real_wrapper() {
+    let (dir, db) = common::scratch("h.db");
+    // A script that exports a variable and notes what it was asked to run.
+    let marker = dir.path().join("wrapped");
+    let script = dir.path().join("wrap.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexport OPCOST_WRAPPED=yes\necho \"$OPCOST_WRAPPED $1 $2\" >> '{}'\nexec \"$@\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = script.display().to_string();
+    for wrap in [
+        "nice -n 10",
+        "taskset -c 0",
+        "env OPCOST_WRAPPED=yes",
+        &script,
+    ] {
+        let out = common::succeeded(
+            opcost(&db)
+                .args(["ab", "syscall.function_call", "--profile", "quick"])
+                .args(["--rounds", "2", "--no-save", "--format", "json"])
+                .args(["--b-wrap", wrap])
+                .output()
+                .unwrap(),
+        );
+        let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(c["rows"][0]["id"], "syscall.function_call", "{wrap}");
+        assert!(
+            c["b"]["label"].as_str().unwrap().contains(wrap),
+            "{wrap}: {}",
+            c["b"]
+        );
+    }
+    // The script was handed opcost itself (not a path that names the
+    // wrapper once the wrapper runs): once to check that it runs opcost,
+    // then for each of B's round workers.
+    let lines: Vec<String> = std::fs::read_to_string(&marker)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for (k, l) in lines.iter().enumerate() {
+        let words: Vec<&str> = l.split(' ').collect();
+        assert_eq!(words[0], "yes", "{l}");
+        assert!(!words[1].starts_with("/proc/self"), "{l}");
+        assert!(Path::new(words[1]).ends_with("opcost"), "{l}");
+        let first = if k == 0 {
+            "--version"
+        } else {
+            "__round-worker"
+        };
+        assert_eq!(words[2], first, "{l}");
+    }
+    // A wrapper that fails says so, with its own message.
+    common::fails_saying(
+        opcost(&db)
+            .args(["ab", "syscall.function_call", "--profile", "quick"])
+            .args([
+                "--b-wrap",
+                "sh -c 'echo the wrapper refuses >&2; exit 3' --",
+            ]),
+        2,
+        &["wrapper", "the wrapper refuses", "exit 3"],
+    );
+    // A CPU this process may not use is refused before anything runs.
+    common::fails_saying(
+        opcost(&db).args(["ab", "syscall.function_call", "--b-cpu", "4095"]),
+        2,
+        &["--b-cpu 4095", "not available"],
+    );
+}
+
+#[test]
+fn ab_gates_on_rows_that_b_makes_slower() {
+    let (_dir, db) = common::scratch("h.db");
+    // B made 2× slower on purpose (the power test's known change).
+    let ab = |gate: &str| {
+        let mut c = opcost(&db);
+        c.args(["ab", "syscall.function_call", "--profile", "quick"])
+            .args(["--rounds", "10", "--no-save"])
+            .args(["--b-env", "OPCOST_SLOWDOWN_PCT=100", "--fail-on", gate]);
+        c
+    };
+    // Slower than 5%: exit 1, the offending row printed first. A machine
+    // loaded by other tests can hide even 2× behind one wild pair of
+    // rounds (then the row is "no change > X%" and the gate passes): a
+    // few tries.
+    let failed = (0..3).find_map(|_| {
+        let out = ab("slower:5").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        match out.status.code() {
+            Some(1) => Some(text),
+            Some(0) => None,
+            other => panic!("exit {other:?}: {}", String::from_utf8_lossy(&out.stderr)),
+        }
+    });
+    let text = failed.expect("a 2x slowdown of B failed the gate in one of 3 tries");
+    let gate = text.split("\n\n").next().unwrap();
+    assert!(
+        gate.starts_with("gate FAILED"),
+        "the gate comes first:\n{text}"
+    );
+    assert!(gate.contains("  syscall.function_call: time B/A"), "{text}");
+    // A limit above the change passes.
+    ab("slower:900").assert().success();
+}
+
 /// The direct children of `pid`, from /proc.
 fn children_of(pid: u32) -> Vec<u32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))

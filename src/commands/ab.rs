@@ -1,40 +1,45 @@
 //! `opcost ab PATTERN... --a-… --b-…`: the same benchmarks under two
-//! settings, measured alternately, round by round.
+//! settings, measured side by side, benchmark by benchmark.
 //!
 //! Why: a user testing a tunable (a CPU, an environment variable such as
-//! `GLIBC_TUNABLES`, a wrapper such as `numactl` or `nice`) wants the ratio
-//! of A and B without the machine's drift in it. Two separate runs taken
-//! minutes apart mix the setting with whatever the host did meanwhile;
-//! here each round of A is followed by a round of B (the order flipped
-//! every other round), so a slow phase of the machine falls on both. Each
-//! round is a child `opcost run --rounds 1` started under the setting (so
-//! settings that only act at exec time, like an environment variable or a
-//! wrapper, apply), and the rounds of each side are joined into one run.
+//! `GLIBC_TUNABLES`, a wrapper such as `numactl` or `nice`, another build
+//! of a library) wants the ratio of A and B without the machine's drift in
+//! it. Two separate runs taken minutes apart mix the setting with whatever
+//! the host did meanwhile, and so did rounds of the whole pattern taken in
+//! turn (a benchmark's round of A and its round of B lay a whole round of
+//! the pattern apart, longer than a shared machine's phases). Here one run
+//! loop drives two sets of round workers, one per side, each started under
+//! its setting (so settings that only act at exec time, like an environment
+//! variable or a wrapper, apply), and measures round k of a benchmark on A
+//! and on B back to back (which first, drawn from the run's seed): the two
+//! rounds of a pair lie milliseconds apart, and the comparison is made from
+//! the pairs ([`compare_paired`]).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 
+use super::plan::{self, RunPlan};
 use super::usage;
-use crate::cli::AbArgs;
+use crate::cli::{AbArgs, RunArgs};
 use crate::compare::compare_paired;
 use crate::document::RunDoc;
-use crate::harness::Measurement;
+use crate::harness::round::Event;
+use crate::harness::runner::{self, Side};
+use crate::harness::worker::{Launch, WorkerCmd};
 use crate::store::{Location, Store};
-use crate::suites;
 
 /// One side's setting.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Setting {
-    /// `--cpu N` for the child.
+    /// `--cpu N` for the side's round workers.
     pub cpu: Option<usize>,
-    /// Environment variables set for the child.
-    pub env: Vec<(String, String)>,
-    /// A command the child runs under (through /bin/sh).
-    pub wrap: Option<String>,
+    /// The environment and wrapper its round workers start under.
+    pub launch: Launch,
 }
 
 impl Setting {
@@ -44,8 +49,8 @@ impl Setting {
         if let Some(c) = self.cpu {
             parts.push(format!("cpu={c}"));
         }
-        parts.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
-        if let Some(w) = &self.wrap {
+        parts.extend(self.launch.env.iter().map(|(k, v)| format!("{k}={v}")));
+        if let Some(w) = &self.launch.wrap {
             parts.push(format!("wrap='{w}'"));
         }
         if parts.is_empty() {
@@ -56,8 +61,9 @@ impl Setting {
     }
 }
 
-/// Measures both settings alternately, saves the two runs (unless
-/// `--no-save`) and prints their comparison.
+/// Measures both settings side by side, benchmark by benchmark, saves the
+/// two runs (unless `--no-save`) and prints their comparison (gated by
+/// `--fail-on`).
 pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     if args.format.is_dashboard() {
         return Err(super::usage(
@@ -65,42 +71,91 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         ));
     }
     let (a, b) = settings(args)?;
-    let rounds = args
-        .rounds
-        .map_or(args.profile.rounds(), |r| r as usize)
-        .max(2);
-    // Each child is one round: the profile's samples shared out over the rounds.
-    let samples = args.profile.samples().div_ceil(rounds).max(3);
-    let exe = crate::os::self_exe().context("finding the opcost executable")?;
-    let temp = std::env::temp_dir();
-    let tmp = crate::harness::scratch::ScratchDir::new_in(&temp, "opcost-ab-")
-        .with_context(|| format!("creating a temp dir in {}", temp.display()))?;
     let stop = Arc::new(AtomicBool::new(false));
-    // The children see the same Ctrl-C and end their round themselves.
     crate::os::signals::on_ctrl_c(stop.clone(), Default::default());
-
-    eprintln!(
-        "opcost ab: {rounds} rounds each of A ({}) and B ({}), alternating",
-        a.describe(),
-        b.describe()
-    );
-    let child = Child {
-        exe: &exe,
-        args,
-        samples,
-        dir: tmp.path(),
-        seed: fastrand::u64(..),
+    let run_args = RunArgs {
+        patterns: args.patterns.clone(),
+        profile: args.profile,
+        rounds: Some(
+            args.rounds
+                .map_or(args.profile.rounds() as u32, |r| r)
+                .max(2),
+        ),
+        // A fixed number of rounds a side: extra rounds for one side only
+        // would have no pair.
+        target_precision: Some(0.0),
+        dir: args.dir.clone(),
+        no_save: true,
+        ..RunArgs::whole_machine()
     };
-    let sides = alternate(&child, [&a, &b], rounds, &stop)?;
-    let interrupted = stop.load(Ordering::SeqCst);
-    let [docs_a, docs_b] = sides;
-    if docs_a.is_empty() || docs_b.is_empty() {
-        bail!("stopped before both settings had a round; nothing to compare");
+    let plan = RunPlan::from_args(&run_args)?;
+    let tmp = plan::scratch_dir(args.dir.as_deref())?;
+    let exe = crate::os::self_exe_for_others().context("finding the opcost executable")?;
+    let mut sides = Vec::new();
+    let mut hellos = Vec::new();
+    for (setting, side) in [(&a, "A"), (&b, "B")] {
+        check_setting(setting, &exe, side)?;
+        let mut hello = plan.hello(&run_args, tmp.path());
+        hello.cpu = setting.cpu;
+        let workers = WorkerCmd {
+            exe: exe.clone(),
+            hello: serde_json::to_string(&hello)?,
+            launch: setting.launch.clone(),
+        };
+        let benches = hello.benches(&plan.host)?;
+        sides.push(Side {
+            benches,
+            workers: Some(workers),
+        });
+        hellos.push(hello);
     }
-    let mut run_a = join_rounds(docs_a, &a, "A");
-    let mut run_b = join_rounds(docs_b, &b, "B");
-    run_a.run.interrupted |= interrupted;
-    run_b.run.interrupted |= interrupted;
+    let ctx = hellos[0].ctx(plan.host.clone(), tmp.path(), stop.clone());
+    let opts = hellos[0].opts(plan.seed);
+    let total = plan.budget(&opts) * 2;
+    eprintln!(
+        "opcost ab: {} benchmarks, {} rounds each of A ({}) and B ({}), each round of A next to its round of B, about {:.0} s",
+        plan.benches.len(),
+        opts.rounds(),
+        a.describe(),
+        b.describe(),
+        total.as_secs_f64().ceil()
+    );
+    let started = chrono::Utc::now();
+    let clock = Instant::now();
+    let bar = super::run::progress_bar(total);
+    let outcomes = runner::run_paired(sides, &ctx, &opts, &mut |_, ev| match ev {
+        Event::Started(ids) => bar.set_message(ids.join(" ")),
+        Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
+        Event::Result(..) => {}
+    });
+    bar.finish_and_clear();
+    drop(tmp);
+    let duration = clock.elapsed().as_secs_f64();
+    let mut docs =
+        outcomes
+            .into_iter()
+            .zip([(&a, "A"), (&b, "B")])
+            .map(|(outcome, (setting, side))| {
+                let label = Some(format!("ab {side}: {}", setting.describe()));
+                let mut doc = RunDoc::start(
+                    (*plan.host).clone(),
+                    args.profile,
+                    label,
+                    setting.cpu,
+                    started,
+                );
+                doc.run.order_seed = Some(opts.seed);
+                doc.run.duration_s = duration;
+                super::run::fill(&mut doc, outcome);
+                doc
+            });
+    let (Some(mut run_a), Some(mut run_b)) = (docs.next(), docs.next()) else {
+        unreachable!("two sides, two outcomes")
+    };
+    let interrupted = stop.load(Ordering::SeqCst) || run_a.run.interrupted || run_b.run.interrupted;
+    if run_a.results.is_empty() || run_b.results.is_empty() {
+        bail!("{}", nothing_measured(&run_a, &run_b, interrupted));
+    }
     let mut copied = true;
     if !args.no_save {
         let targets = super::shared::targets(db)?;
@@ -119,8 +174,8 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     }
     let c = compare_paired(&run_a, &run_b, args.threshold);
     super::quiet_broken_pipe();
-    print!("{}", crate::report::render_comparison(&c, args.format)?);
-    Ok(if !copied {
+    let passed = super::compare::print_gated(&c, &args.fail_on, args.format)?;
+    Ok(if !copied || !passed {
         1
     } else if interrupted {
         130
@@ -129,17 +184,86 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     })
 }
 
+/// Why a side has no result: stopped, or every benchmark skipped (the
+/// first reason given).
+fn nothing_measured(a: &RunDoc, b: &RunDoc, interrupted: bool) -> String {
+    if interrupted {
+        return "stopped before both settings had a round; nothing to compare".to_string();
+    }
+    let why = [a, b]
+        .iter()
+        .zip(["A", "B"])
+        .find_map(|(d, side)| {
+            let s = d.skipped.first()?;
+            (d.results.is_empty()).then(|| format!("setting {side}: {}: {}", s.id, s.reason))
+        })
+        .unwrap_or_default();
+    format!("no benchmark was measured under both settings; {why}")
+}
+
+/// Starts opcost under the side's setting once (`--version`), so a wrapper
+/// that cannot run opcost is named with its own message before any round.
+fn check_setting(setting: &Setting, exe: &Path, side: &str) -> anyhow::Result<()> {
+    if let Some(cpu) = setting.cpu {
+        let allowed = crate::harness::affinity::allowed_cpus();
+        if !allowed.contains(&cpu) {
+            return Err(usage(format!(
+                "--{}-cpu {cpu}: CPU {cpu} is not available to this process (allowed: {})",
+                side.to_lowercase(),
+                crate::harness::affinity::cpu_list(&allowed)
+            )));
+        }
+    }
+    let Some(wrap) = &setting.launch.wrap else {
+        return Ok(());
+    };
+    let out = setting
+        .launch
+        .command(exe)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("starting the wrapper of setting {}", setting.describe()))?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && said.starts_with("opcost ") {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let how = match out.status.code() {
+        Some(code) => format!("exit {code}"),
+        None => "killed by a signal".to_string(),
+    };
+    Err(usage(format!(
+        "the wrapper of setting {} ('{wrap}') did not run opcost ({how}): {}",
+        setting.describe(),
+        if last.is_empty() {
+            "it printed nothing"
+        } else {
+            last.trim()
+        }
+    )))
+}
+
 /// The two settings from the flags; refused when they are the same.
 fn settings(args: &AbArgs) -> anyhow::Result<(Setting, Setting)> {
     let a = Setting {
         cpu: args.a_cpu,
-        env: args.a_env.clone(),
-        wrap: args.a_wrap.clone(),
+        launch: Launch {
+            env: args.a_env.clone(),
+            wrap: args.a_wrap.clone(),
+        },
     };
     let b = Setting {
         cpu: args.b_cpu,
-        env: args.b_env.clone(),
-        wrap: args.b_wrap.clone(),
+        launch: Launch {
+            env: args.b_env.clone(),
+            wrap: args.b_wrap.clone(),
+        },
     };
     if a == b {
         return Err(usage(
@@ -147,163 +271,6 @@ fn settings(args: &AbArgs) -> anyhow::Result<(Setting, Setting)> {
         ));
     }
     Ok((a, b))
-}
-
-/// How a round of either side is started.
-struct Child<'a> {
-    exe: &'a Path,
-    args: &'a AbArgs,
-    samples: usize,
-    /// Where each round writes its JSON.
-    dir: &'a Path,
-    /// The order seed of round 0; round k uses `seed + k` on both sides.
-    seed: u64,
-}
-
-/// Runs `rounds` rounds of each setting, A and B alternating (the order
-/// flipped every other round), until done or stopped; returns each side's
-/// round documents.
-fn alternate(
-    child: &Child<'_>,
-    settings: [&Setting; 2],
-    rounds: usize,
-    stop: &AtomicBool,
-) -> anyhow::Result<[Vec<RunDoc>; 2]> {
-    let mut sides: [Vec<RunDoc>; 2] = [Vec::new(), Vec::new()];
-    'rounds: for r in 0..rounds {
-        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
-            if stop.load(Ordering::SeqCst) {
-                break 'rounds;
-            }
-            let json = child.dir.join(format!("r{r}-{side}.json"));
-            // Both sides of a round measure their benchmarks in one order,
-            // so each benchmark's A and B lie one child apart in time.
-            let seed = child.seed.wrapping_add(r as u64);
-            let code = run_child(child, settings[side], seed, &json)?;
-            if !json.exists() {
-                break 'rounds; // stopped before anything was written
-            }
-            sides[side].push(RunDoc::read_json(&json)?);
-            if code == 130 {
-                break 'rounds;
-            }
-        }
-    }
-    Ok(sides)
-}
-
-/// Runs one round of one side as a child and returns its exit code; a
-/// child that refuses its arguments (a pattern that matches nothing, a CPU
-/// that does not exist, a wrapper that is not found) is a usage error.
-fn run_child(child: &Child<'_>, setting: &Setting, seed: u64, json: &Path) -> anyhow::Result<i32> {
-    let (exe, args, samples) = (child.exe, child.args, child.samples);
-    let mut run_args: Vec<String> = vec!["run".into()];
-    run_args.extend(args.patterns.iter().cloned());
-    run_args.extend(
-        [
-            "--profile",
-            args.profile.name(),
-            "--rounds",
-            "1",
-            "--no-save",
-            "--format",
-            "json",
-        ]
-        .map(String::from),
-    );
-    run_args.push("--samples".into());
-    run_args.push(samples.to_string());
-    run_args.push("--json".into());
-    run_args.push(json.display().to_string());
-    run_args.push("--seed".into());
-    run_args.push(seed.to_string());
-    if let Some(c) = setting.cpu {
-        run_args.push("--cpu".into());
-        run_args.push(c.to_string());
-    }
-    if let Some(d) = &args.dir {
-        run_args.push("--dir".into());
-        run_args.push(d.display().to_string());
-    }
-    let mut cmd = match &setting.wrap {
-        // The wrapper is a shell command line; opcost and its arguments follow it.
-        Some(w) => {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c")
-                .arg(format!("{w} \"$@\""))
-                .arg("opcost-ab")
-                .arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
-    // ab killed outright stops its round's child too, which cleans up.
-    crate::os::child::dies_with_parent(&mut cmd, libc::SIGINT);
-    cmd.args(&run_args)
-        .envs(setting.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let out = cmd
-        .output()
-        .with_context(|| format!("starting {}", exe.display()))?;
-    let code = out.status.code().unwrap_or(1);
-    let err = String::from_utf8_lossy(&out.stderr);
-    let last = err
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("error:") || !l.trim().is_empty())
-        .unwrap_or("")
-        .to_string();
-    match code {
-        0 | 130 => Ok(code),
-        2 => Err(usage(format!(
-            "setting {}: {}",
-            setting.describe(),
-            last.trim_start_matches("error: ")
-        ))),
-        126 | 127 if setting.wrap.is_some() => Err(usage(format!(
-            "the wrapper of setting {} could not be run: {last}",
-            setting.describe()
-        ))),
-        _ => bail!(
-            "the round under setting {} failed (exit {code}): {last}",
-            setting.describe()
-        ),
-    }
-}
-
-/// One run of a side: the rounds of its children joined per benchmark.
-fn join_rounds(docs: Vec<RunDoc>, setting: &Setting, side: &str) -> RunDoc {
-    let mut docs = docs.into_iter();
-    let Some(mut run) = docs.next() else {
-        unreachable!("join_rounds is called with at least one document")
-    };
-    let rest: Vec<RunDoc> = docs.collect();
-    let mut results = Vec::new();
-    for m in &run.results {
-        let parts: Vec<Measurement> = std::iter::once(m.clone())
-            .chain(
-                rest.iter()
-                    .filter_map(|d| d.results.iter().find(|x| x.id == m.id).cloned()),
-            )
-            .collect();
-        results.push(Measurement::merge_rounds(&parts).unwrap_or_else(|| m.clone()));
-    }
-    run.run.duration_s += rest.iter().map(|d| d.run.duration_s).sum::<f64>();
-    run.run.interrupted |= rest.iter().any(|d| d.run.interrupted);
-    run.run.label = Some(format!("ab {side}: {}", setting.describe()));
-    run.run.cpu = setting.cpu;
-    // The least stable round speaks for the side.
-    run.stability = std::iter::once(run.stability.take())
-        .chain(rest.iter().map(|d| d.stability.clone()))
-        .flatten()
-        .max_by(|x, y| (x.grade().cmp(&y.grade())).then(x.spread.total_cmp(&y.spread)));
-    run.findings = suites::findings(&results);
-    run.findings.retain(|f| f.value.is_finite());
-    run.results = results;
-    run
 }
 
 #[cfg(test)]
@@ -314,8 +281,10 @@ mod tests {
     fn settings_describe_themselves() {
         let s = Setting {
             cpu: Some(1),
-            env: vec![("FOO".into(), "bar".into())],
-            wrap: Some("nice -n 5".into()),
+            launch: Launch {
+                env: vec![("FOO".into(), "bar".into())],
+                wrap: Some("nice -n 5".into()),
+            },
         };
         assert_eq!(s.describe(), "cpu=1 FOO=bar wrap='nice -n 5'");
         assert_eq!(Setting::default().describe(), "as is");

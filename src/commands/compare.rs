@@ -5,7 +5,7 @@
 use crate::store::Location;
 
 use crate::cli::{CompareArgs, Format};
-use crate::compare::compare_sides;
+use crate::compare::{Comparison, Gate, compare_sides};
 
 /// Earlier runs of a host read for its noise floor, newest first.
 const HISTORY_RUNS: usize = 20;
@@ -34,18 +34,7 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
             .unwrap_or_default()
     };
     let c = compare_sides(&a, &b, &args.patterns, args.threshold, &history);
-    let failures = c.gate(&args.fail_on);
-    let body = report::render_comparison(&c, args.format)?;
-    if !args.fail_on.is_empty() {
-        // The offending rows first: on standard output before a table, on
-        // standard error before a document, which must stay parseable.
-        let gate = comparison::gate_report(&c, &failures);
-        match args.format {
-            Format::Text | Format::Md => println!("{gate}"),
-            _ => eprint!("{gate}"),
-        }
-    }
-    print!("{body}");
+    let passed = print_gated(&c, &args.fail_on, args.format)?;
     if !args.patterns.is_empty() && c.rows.is_empty() && c.only_a.is_empty() && c.only_b.is_empty()
     {
         eprintln!(
@@ -53,5 +42,23 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
             args.patterns.join(" ")
         );
     }
-    Ok(if failures.passed() { 0 } else { 1 })
+    Ok(if passed { 0 } else { 1 })
+}
+
+/// Prints a comparison, and before it the rows that fail `gates` (when
+/// any gate is given); true when every gate passed. `ab` gates the same way.
+pub(super) fn print_gated(c: &Comparison, gates: &[Gate], format: Format) -> anyhow::Result<bool> {
+    let failures = c.gate(gates);
+    let body = report::render_comparison(c, format)?;
+    if !gates.is_empty() {
+        // The offending rows first: on standard output before a table, on
+        // standard error before a document, which must stay parseable.
+        let gate = comparison::gate_report(c, &failures);
+        match format {
+            Format::Text | Format::Md => println!("{gate}"),
+            _ => eprint!("{gate}"),
+        }
+    }
+    print!("{body}");
+    Ok(failures.passed())
 }

@@ -63,6 +63,20 @@ impl Hello {
         UserData::check(&self.inputs, &self.words, &self.locales).map_err(anyhow::Error::msg)
     }
 
+    /// The run's benchmarks, built again from its ids in its order (a
+    /// worker's, or the second side of `ab`).
+    pub fn benches(&self, host: &Arc<Host>) -> anyhow::Result<Vec<Box<dyn Bench>>> {
+        let mut all = suites::catalog(host, &self.user_data()?);
+        let mut benches = Vec::with_capacity(self.ids.len());
+        for id in &self.ids {
+            let Some(k) = all.iter().position(|b| b.id() == id) else {
+                anyhow::bail!("this build has no benchmark {id}");
+            };
+            benches.push(all.swap_remove(k));
+        }
+        Ok(benches)
+    }
+
     /// The context of a process measuring the run, with its own temp dir.
     pub fn ctx(&self, host: Arc<Host>, tmp: &Path, stop: Arc<AtomicBool>) -> Ctx {
         Ctx {
@@ -169,6 +183,7 @@ impl RunPlan {
         Ok(Some(WorkerCmd {
             exe: crate::os::self_exe().context("finding the opcost executable")?,
             hello: serde_json::to_string(hello)?,
+            launch: Default::default(),
         }))
     }
 

@@ -140,7 +140,7 @@ impl<'a> Live<'a> {
 }
 
 /// Files what the run produced in its document, with the findings.
-fn fill(doc: &mut RunDoc, outcome: RunOutcome) {
+pub(super) fn fill(doc: &mut RunDoc, outcome: RunOutcome) {
     doc.run.interrupted = outcome.interrupted;
     doc.findings = suites::findings(&outcome.measurements);
     doc.findings.retain(|f| f.value.is_finite());
@@ -205,7 +205,7 @@ fn install_ctrlc(stop: Arc<AtomicBool>) {
     );
 }
 
-fn progress_bar(total: Duration) -> ProgressBar {
+pub(super) fn progress_bar(total: Duration) -> ProgressBar {
     let bar =
         ProgressBar::with_draw_target(Some(total.as_millis() as u64), ProgressDrawTarget::stderr());
     bar.set_style(

@@ -7,13 +7,12 @@ use std::io::{BufRead, BufReader, BufWriter};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use super::plan::Hello;
 use crate::harness::scratch;
 use crate::harness::worker::{WORKER_ARG, serve};
 use crate::os::signals::{OnCtrlC, on_ctrl_c};
-use crate::suites;
 
 /// Serves rounds when this process is a worker (its first argument is
 /// [`WORKER_ARG`]); returns otherwise.
@@ -42,15 +41,12 @@ fn work() -> anyhow::Result<()> {
     let mut line = String::new();
     input.read_line(&mut line).context("reading the hello")?;
     let hello: Hello = serde_json::from_str(&line).context("reading the hello")?;
-    let host = Arc::new(hello.host.clone());
-    let mut all = suites::catalog(&host, &hello.user_data()?);
-    let mut benches = Vec::with_capacity(hello.ids.len());
-    for id in &hello.ids {
-        let Some(k) = all.iter().position(|b| b.id() == id) else {
-            bail!("this build has no benchmark {id}");
-        };
-        benches.push(all.swap_remove(k));
+    // A run pinned to a CPU has its workers inherit it; `ab`'s side asks here.
+    if let Some(cpu) = hello.cpu {
+        crate::harness::affinity::pin_to(cpu).with_context(|| format!("--cpu {cpu}"))?;
     }
+    let host = Arc::new(hello.host.clone());
+    let benches = hello.benches(&host)?;
     let tmp = tempfile::Builder::new()
         .prefix("worker-")
         .tempdir_in(&hello.tmp)

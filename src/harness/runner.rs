@@ -57,27 +57,87 @@ pub fn run(
     workers: Option<WorkerCmd>,
     progress: &mut dyn FnMut(Event<'_>),
 ) -> RunOutcome {
+    let side = Side { benches, workers };
+    let mut outs = run_sides(vec![side], ctx, opts, &mut |_, e| progress(e));
+    outs.pop().expect("one side, one outcome")
+}
+
+/// One side of a paired run (`ab`): the benchmarks (the same ids on every
+/// side) and how its round workers start (its setting).
+pub struct Side {
+    /// The benchmarks, in the run's order.
+    pub benches: Vec<Box<dyn Bench>>,
+    /// Its round workers (none: its rounds are measured here).
+    pub workers: Option<WorkerCmd>,
+}
+
+/// Runs the same benchmarks on every side, round `k` of a group measured
+/// on each side back to back (the sides' order drawn from the seed for each
+/// pair), so the rounds of a pair lie milliseconds apart instead of a whole
+/// round of the pattern; returns each side's outcome. A slow phase falls on
+/// both rounds of a pair: slow rounds are marked, but neither measured
+/// again nor set aside (either would take a round from one side only, and
+/// unpair it). The progress callback is told the side.
+pub fn run_paired(
+    sides: Vec<Side>,
+    ctx: &Ctx,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(usize, Event<'_>),
+) -> Vec<RunOutcome> {
+    run_sides(sides, ctx, opts, progress)
+}
+
+/// The state of one side of a run.
+struct SideState {
+    tracks: Vec<Track>,
+    pool: Option<Pool>,
+    out: RunOutcome,
+    overhead: Option<f64>,
+    record: CanaryRecord,
+    /// The canary a worker took after the last round it measured.
+    last_after: Option<f64>,
+}
+
+/// The run loop of [`run`] (one side) and [`run_paired`] (several).
+fn run_sides(
+    sides: Vec<Side>,
+    ctx: &Ctx,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(usize, Event<'_>),
+) -> Vec<RunOutcome> {
     let started = Instant::now();
     let (rounds, max_rounds) = (opts.rounds(), opts.max_rounds());
-    let mut tracks = new_tracks(benches, opts);
-    // A run of one round has no variation between rounds to see.
-    let mut pool = workers
-        .filter(|_| rounds >= 2)
-        .map(|cmd| Pool::new(cmd, max_rounds));
-    let groups = group_by_interleave(tracks.iter().map(|t| t.bench.interleave()));
-    let planned: Duration = tracks.iter().map(|t| t.budget).sum();
-    let mut out = RunOutcome::default();
-    let mut overhead: Option<f64> = None;
-    let mut record = CanaryRecord::default();
+    let paired = sides.len() > 1;
+    let mut st: Vec<SideState> = sides
+        .into_iter()
+        .map(|s| SideState {
+            tracks: new_tracks(s.benches, opts),
+            // A run of one round has no variation between rounds to see.
+            pool: s
+                .workers
+                .filter(|_| rounds >= 2)
+                .map(|cmd| Pool::new(cmd, max_rounds)),
+            out: RunOutcome::default(),
+            overhead: None,
+            record: CanaryRecord::default(),
+            last_after: None,
+        })
+        .collect();
+    let groups = group_by_interleave(st[0].tracks.iter().map(|t| t.bench.interleave()));
+    let planned: Duration = st.iter().flat_map(|s| &s.tracks).map(|t| t.budget).sum();
     let run_start = Snapshot::now();
-    // The canary a worker took after the last round it measured.
-    let mut last_after: Option<f64> = None;
 
     let mut order_rng = fastrand::Rng::with_seed(opts.seed);
     // Extra rounds (past the planned ones) may run until then.
     let mut extra_until: Option<Instant> = None;
     'passes: for pass in 0..max_rounds {
-        if !before_pass(&mut tracks, &groups, opts, pass, progress) {
+        let mut any = false;
+        for (s, side) in st.iter_mut().enumerate() {
+            any |= before_pass(&mut side.tracks, &groups, opts, pass, &mut |e| {
+                progress(s, e)
+            });
+        }
+        if !any {
             break;
         }
         let waiting = |t: &Track| !t.out && !t.settled;
@@ -86,66 +146,112 @@ pub fn run(
             if ctx.stopping() {
                 break 'passes;
             }
-            if !groups[g].iter().any(|&i| waiting(&tracks[i])) {
+            let waits = |side: &SideState| groups[g].iter().any(|&i| waiting(&side.tracks[i]));
+            if !st.iter().any(waits) {
                 continue;
             }
             let until = || Instant::now() + planned.mul_f64(EXTRA_ROUNDS_SHARE);
             if pass >= rounds && Instant::now() >= *extra_until.get_or_insert_with(until) {
                 break 'passes;
             }
-            // The canary is taken where the round runs: a run with workers
-            // takes it in the worker (the run's own process, just woken
-            // from waiting, reads slow after a worker's round).
-            let here = pool.is_none().then(opts.canary);
-            let at = started.elapsed().as_secs_f64();
-            let mut rctx = RoundCtx {
+            // The sides of a pair in an order of the seed's (a single side
+            // draws nothing, so a run's order stays what its seed gave).
+            let mut side_order: Vec<usize> = (0..st.len()).collect();
+            if paired {
+                order_rng.shuffle(&mut side_order);
+            }
+            for s in side_order {
+                if ctx.stopping() {
+                    break 'passes;
+                }
+                let side = &mut st[s];
+                if waits(side) {
+                    measure_unit(side, &groups[g], g, pass, ctx, opts, started, &mut |e| {
+                        progress(s, e)
+                    });
+                }
+            }
+        }
+    }
+
+    let mut outs = Vec::with_capacity(st.len());
+    for (s, side) in st.into_iter().enumerate() {
+        let SideState {
+            mut tracks,
+            mut pool,
+            mut out,
+            mut overhead,
+            mut record,
+            last_after,
+        } = side;
+        let progress = &mut |e: Event<'_>| progress(s, e);
+        record.checks.push(last_after.unwrap_or_else(opts.canary));
+        // Judge every round by the canaries on either side of it, against
+        // the run's fast phase, then measure slow rounds again while the
+        // budget lasts (not in a paired run: that would unpair them).
+        let counts = judge_and_remeasure(
+            &mut tracks,
+            &groups,
+            &mut record,
+            (planned, !paired),
+            &mut RoundCtx {
                 ctx,
                 opts,
                 overhead: &mut overhead,
                 out: &mut out,
                 progress,
-                at,
-            };
-            let measured = round(&mut tracks, &groups[g], pass, &mut rctx, pool.as_mut());
-            let c = here
-                .or(measured.map(|m| m.before))
-                .unwrap_or_else(opts.canary);
-            last_after = measured.map(|m| m.after);
-            record.checks.push(c);
-            record.units.push((g, pass, c));
-            for &i in &groups[g] {
-                if let Some(m) = interim(&tracks[i], ctx, overhead) {
-                    progress(Event::Result(i, &m));
-                }
-            }
+                at: 0.0,
+            },
+            pool.as_mut(),
+            started,
+        );
+        drop(pool); // every round is measured: the workers may go
+
+        out.stability = stability(&tracks, rounds, &record, counts, &run_start);
+        out.interrupted |= ctx.stopping();
+        finish(&tracks, ctx, opts, overhead, &mut out, progress);
+        outs.push(out);
+    }
+    outs
+}
+
+/// Measures round `pass` of group `g` (`group`) on one side, records the
+/// canary taken with it and reports the members' results so far.
+#[allow(clippy::too_many_arguments)]
+fn measure_unit(
+    side: &mut SideState,
+    group: &[usize],
+    g: usize,
+    pass: usize,
+    ctx: &Ctx,
+    opts: &RunOptions,
+    started: Instant,
+    progress: &mut dyn FnMut(Event<'_>),
+) {
+    // The canary is taken where the round runs: a run with workers takes
+    // it in the worker (the run's own process, just woken from waiting,
+    // reads slow after a worker's round).
+    let here = side.pool.is_none().then(opts.canary);
+    let mut rctx = RoundCtx {
+        ctx,
+        opts,
+        overhead: &mut side.overhead,
+        out: &mut side.out,
+        progress,
+        at: started.elapsed().as_secs_f64(),
+    };
+    let measured = round(&mut side.tracks, group, pass, &mut rctx, side.pool.as_mut());
+    let c = here
+        .or(measured.map(|m| m.before))
+        .unwrap_or_else(opts.canary);
+    side.last_after = measured.map(|m| m.after);
+    side.record.checks.push(c);
+    side.record.units.push((g, pass, c));
+    for &i in group {
+        if let Some(m) = interim(&side.tracks[i], ctx, side.overhead) {
+            progress(Event::Result(i, &m));
         }
     }
-    record.checks.push(last_after.unwrap_or_else(opts.canary));
-
-    // Judge every round by the canaries on either side of it, against the
-    // run's fast phase, then measure slow rounds again while the budget lasts.
-    let counts = judge_and_remeasure(
-        &mut tracks,
-        &groups,
-        &mut record,
-        planned,
-        &mut RoundCtx {
-            ctx,
-            opts,
-            overhead: &mut overhead,
-            out: &mut out,
-            progress,
-            at: 0.0,
-        },
-        pool.as_mut(),
-        started,
-    );
-    drop(pool); // every round is measured: the workers may go
-
-    out.stability = stability(&tracks, rounds, &record, counts, &run_start);
-    out.interrupted |= ctx.stopping();
-    finish(&tracks, ctx, opts, overhead, &mut out, progress);
-    out
 }
 
 /// The run's stability: its canary checks, the canary over the run's time
@@ -299,13 +405,13 @@ fn round(
 /// measures such (group, pass) units again while the re-measuring budget
 /// lasts, replacing a slow round only by one whose canary is fast, and sets
 /// aside the slow rounds of benchmarks with enough fast ones, and corrects
-/// the slow rounds left in the estimate for the phase. Returns the counts
-/// of each.
+/// the slow rounds left in the estimate for the phase (only marks them
+/// when `remeasure` is false). Returns the counts of each.
 fn judge_and_remeasure(
     tracks: &mut [Track],
     groups: &[Vec<usize>],
     record: &mut CanaryRecord,
-    planned: Duration,
+    (planned, remeasure): (Duration, bool),
     rc: &mut RoundCtx<'_>,
     mut pool: Option<&mut Pool>,
     started: Instant,
@@ -342,6 +448,14 @@ fn judge_and_remeasure(
                 .count()
         })
         .sum();
+    if !remeasure {
+        // Paired: each slow round is marked, and stays in, as its pair's does.
+        return PhaseCounts {
+            rounds: tracks.iter().map(|t| t.rounds.len()).sum(),
+            slow: slow_rounds,
+            ..PhaseCounts::default()
+        };
+    }
     let allowance = planned.mul_f64(canary::REMEASURE_SHARE);
     let re_start = Instant::now();
     let mut replaced = 0;

@@ -60,6 +60,39 @@ pub struct WorkerCmd {
     pub exe: PathBuf,
     /// The first line each worker reads (one line of JSON).
     pub hello: String,
+    /// What the workers start under (`ab`'s setting of a side).
+    pub launch: Launch,
+}
+
+/// What a worker is started under besides its hello: environment
+/// variables and a wrapper (`ab`'s settings; a CPU travels in the hello).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Launch {
+    /// Environment variables set for the worker.
+    pub env: Vec<(String, String)>,
+    /// A shell command line the worker runs under: opcost's path and its
+    /// arguments are appended (`nice -n 10`, `taskset -c 2`, a script
+    /// ending in `exec "$@"`).
+    pub wrap: Option<String>,
+}
+
+impl Launch {
+    /// The command that runs `exe` with `args` under this launch.
+    pub fn command(&self, exe: &std::path::Path) -> Command {
+        let mut c = match &self.wrap {
+            Some(w) => {
+                let mut c = Command::new("/bin/sh");
+                c.arg("-c")
+                    .arg(format!("{w} \"$@\""))
+                    .arg("opcost-wrapped")
+                    .arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        c
+    }
 }
 
 /// Measure round `pass` of the benchmarks at these positions of the run
@@ -168,7 +201,9 @@ struct Worker {
 impl Worker {
     /// Starts `cmd` as a worker in a process group of its own.
     fn spawn(cmd: &WorkerCmd, serial: u32) -> anyhow::Result<Worker> {
-        let mut child = Command::new(&cmd.exe)
+        let mut child = cmd
+            .launch
+            .command(&cmd.exe)
             .arg(WORKER_ARG)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -612,6 +647,7 @@ mod tests {
         let cmd = WorkerCmd {
             exe: PathBuf::from("false"),
             hello: "{}".into(),
+            launch: Launch::default(),
         };
         let out = run(
             vec![Box::new(Fake("w.a", 100)), Box::new(Fake("w.b", 200))],
