@@ -496,6 +496,11 @@ fn compare_prints_text_markdown_csv_and_json() {
             .any(|l| l.starts_with("syscall.only_in_b,") && l.contains("only_b"))
     );
 
+    // A run compared with itself is named as one run, in every format.
+    let same = opcost(&db).arg("compare").arg(&a).arg(&a).output().unwrap();
+    let same = String::from_utf8(same.stdout).unwrap();
+    assert!(same.contains("A and B are one run (aaaa0001)"), "{same}");
+
     let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
     assert_eq!(json["a"]["id"], "aaaa0001");
     assert!(json["rows"].as_array().unwrap().len() >= 10);
@@ -591,11 +596,23 @@ fn compare_fail_on_gates_the_exit_code_and_prints_the_offenders_first() {
         !gate.contains("ipc.pipe.throughput"),
         "faster never fails: {gate}"
     );
-    // A run against itself passes.
+    // A run against itself is no gate: refused, naming the run.
+    common::fails_saying(
+        opcost(&db)
+            .args(["compare", "--fail-on", "slower", "--fail-on", "area"])
+            .arg(&a)
+            .arg(&a),
+        2,
+        &["aaaa0001 is on both sides"],
+    );
+    // Another run with the same figures passes, and says so first.
+    let mut twin = common::run_a();
+    twin.run.id = "aaaa0009".into();
+    let twin = write(&twin, dir.path(), "twin.json");
     opcost(&db)
         .args(["compare", "--fail-on", "slower", "--fail-on", "area"])
         .arg(&a)
-        .arg(&a)
+        .arg(&twin)
         .assert()
         .code(0)
         .stdout(predicate::str::starts_with("gate passed"));
