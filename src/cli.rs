@@ -368,8 +368,9 @@ pub struct ExportArgs {
 /// Options of `opcost import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Run documents (JSON, as written by `run --json` or `export`).
-    #[arg(required = true, value_name = "FILE")]
+    /// Run documents (JSON, as written by `run --json` or `export`), or
+    /// directories: every `.json` file directly in one is imported.
+    #[arg(required = true, value_name = "FILE|DIR")]
     pub files: Vec<PathBuf>,
 }
 

@@ -292,6 +292,36 @@ fn import_is_idempotent_and_conflicts_are_refused() {
 }
 
 #[test]
+fn import_of_a_directory_takes_every_json_file_in_it() {
+    let (dir, db) = common::scratch("h.db");
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(runs.join("nested")).unwrap();
+    write(&common::run_a(), &runs, "a.json");
+    write(&common::run_b(), &runs, "b.json");
+    std::fs::write(runs.join("notes.txt"), "not a run").unwrap();
+    let mut deeper = common::run_a();
+    deeper.run.id = "cccc0003".into();
+    write(&deeper, &runs.join("nested"), "c.json");
+    opcost(&db)
+        .arg("import")
+        .arg(&runs)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "2 imported, 0 already present, 0 failed",
+        ));
+    assert_eq!(Store::open(&db).unwrap().count().unwrap(), 2);
+    // A directory without documents is named, and is a usage error.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    common::fails_saying(
+        opcost(&db).arg("import").arg(&empty),
+        2,
+        &["empty: a directory with no .json file"],
+    );
+}
+
+#[test]
 fn malformed_documents_are_named_with_their_problem() {
     let (dir, db) = common::scratch("h.db");
     let good = serde_json::to_string_pretty(&common::run_a()).unwrap();
