@@ -117,6 +117,12 @@ fn report_refuses_bad_requests() {
     common::fails_saying(
         opcost(&db).args(["report", "-o"]).arg(&out),
         2,
+        &["no history there"],
+    );
+    drop(opcost::store::Store::open(&db).unwrap());
+    common::fails_saying(
+        opcost(&db).args(["report", "-o"]).arg(&out),
+        2,
         &["no runs yet"],
     );
     common::fails_saying(

@@ -415,8 +415,45 @@ fn run_specs_resolve_prefixes_latest_and_hosts() {
 #[test]
 fn an_empty_history_says_how_to_fill_it() {
     let (_dir, db) = common::scratch("h.db");
+    drop(Store::open(&db).unwrap());
     common::prints(opcost(&db).arg("runs"), &["no runs"]);
     common::fails_saying(opcost(&db).arg("show"), 2, &["no runs yet"]);
+}
+
+#[test]
+fn commands_that_read_never_create_a_history() {
+    let (dir, _) = common::scratch("h.db");
+    let db = dir.path().join("missing").join("r.db");
+    let a = write(&common::run_a(), dir.path(), "a.json");
+    let reads: [&[&str]; 8] = [
+        &["runs"],
+        &["show", "latest"],
+        &["export", "latest"],
+        &["compare", "latest", "latest"],
+        &["report", "latest", "-o", "out.html"],
+        &["trend"],
+        &["fleet"],
+        &["push", "--to", "elsewhere.db"],
+    ];
+    for args in reads {
+        let mut cmd = opcost(&db);
+        cmd.current_dir(dir.path()).args(args);
+        common::fails_saying(&mut cmd, 2, &["missing/r.db: no history there"]);
+    }
+    // A file as the other side still needs the history for `latest`.
+    common::fails_saying(
+        opcost(&db).arg("compare").arg(&a).arg("latest"),
+        2,
+        &["no history there"],
+    );
+    assert!(
+        !dir.path().join("missing").exists(),
+        "a read-only command created the history's directory"
+    );
+    assert!(!dir.path().join("elsewhere.db").exists());
+    // Import adds runs, and so creates it.
+    opcost(&db).arg("import").arg(&a).assert().success();
+    assert!(db.exists());
 }
 
 #[test]

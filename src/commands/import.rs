@@ -8,16 +8,15 @@ use crate::store::Location;
 
 use crate::cli::ImportArgs;
 use crate::document::RunDoc;
-use crate::store::Saved;
+use crate::store::{History, Saved};
 
-use super::source::Loader;
 use super::{UsageError, usage};
 
 /// Imports each file (a directory: every `.json` file in it); returns 1 when any could not be imported (the others
 /// still are), 2 when every failure was a usage error (a missing file).
 pub fn execute(args: &ImportArgs, db: Option<&Location>) -> anyhow::Result<i32> {
-    let mut loader = Loader::new(db);
-    let store = loader.store()?;
+    // Importing adds runs: the history is created when it is not there.
+    let mut store = History::open(db)?;
     let (mut new, mut present) = (0, 0);
     let mut failures: Vec<anyhow::Error> = Vec::new();
     for path in documents(&args.files, &mut failures) {
