@@ -105,7 +105,7 @@ fn report_of_a_real_saved_run() {
         .arg(&out)
         .assert()
         .success()
-        .stderr(predicate::str::contains("1 runs, 1 charts"));
+        .stderr(predicate::str::contains("1 run, 1 chart)"));
     let html = std::fs::read_to_string(&out).unwrap();
     assert!(html.contains("syscall.function_call"));
 }

@@ -66,7 +66,7 @@ fn a_real_run_is_saved_and_loads_back_equal() {
         .assert()
         .success()
         .stdout(predicate::str::contains(&written.run.id))
-        .stdout(predicate::str::contains("1 runs in"));
+        .stdout(predicate::str::contains("1 run in"));
 }
 
 #[test]
