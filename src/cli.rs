@@ -27,6 +27,39 @@ pub struct Cli {
     pub db: Option<String>,
 }
 
+impl Cli {
+    /// Parses the command line, exiting with clap's message on an error.
+    ///
+    /// Each subcommand's usage line is fixed to its plain form (`opcost run
+    /// [OPTIONS] [PATTERNS]...`): clap otherwise writes the usage of an
+    /// error with the arguments it saw, and after a typo it suggests a fix
+    /// for (`--profil`) that line read as if the suggested option and the
+    /// patterns were both required.
+    pub fn parse_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = plain_usages(Cli::command()).get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// `cmd` with every subcommand's usage line fixed to the one clap writes
+/// when no argument has been seen.
+pub fn plain_usages(mut cmd: clap::Command) -> clap::Command {
+    cmd.build();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(&name, |sub| {
+            let usage = sub.clone().render_usage().to_string();
+            let plain = usage.trim().trim_start_matches("Usage:").trim().to_string();
+            sub.override_usage(plain)
+        });
+    }
+    cmd
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -368,8 +401,9 @@ pub struct ExportArgs {
 /// Options of `opcost import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Run documents (JSON, as written by `run --json` or `export`).
-    #[arg(required = true, value_name = "FILE")]
+    /// Run documents (JSON, as written by `run --json` or `export`), or
+    /// directories: every `.json` file directly in one is imported.
+    #[arg(required = true, value_name = "FILE|DIR")]
     pub files: Vec<PathBuf>,
 }
 

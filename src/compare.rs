@@ -323,6 +323,17 @@ impl Comparison {
             .filter(|s| s.ln().abs() > crate::harness::canary::SLOW_PHASE.ln())
     }
 
+    /// The runs that are on both sides (the same run id in A and in B):
+    /// their ratios compare a run with itself, and the intervals, made for
+    /// independent sides, say nothing about them.
+    pub fn shared_runs(&self) -> Vec<&str> {
+        self.a_runs
+            .iter()
+            .filter(|a| self.b_runs.iter().any(|b| b.id == a.id))
+            .map(|a| a.id.as_str())
+            .collect()
+    }
+
     /// Other programs' share of the CPUs on each side, when one side shared
     /// the machine with them by at least [`BUSIER`] more than the other.
     pub fn load_changed(&self) -> Option<[f64; 2]> {

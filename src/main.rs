@@ -3,7 +3,6 @@
 
 #![warn(missing_docs)]
 
-use clap::Parser;
 use opcost::cli::{Cli, Command, RunArgs};
 use opcost::commands;
 
@@ -12,7 +11,7 @@ fn main() {
     opcost::suites::process::small_parent::serve_if_asked();
     // So is the worker a run measures its rounds in.
     commands::worker::serve_if_asked();
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     if !matches!(
         cli.command,
         None | Some(Command::Run(_)) | Some(Command::Serve(_))

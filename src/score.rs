@@ -130,6 +130,16 @@ pub struct AreaScore {
     pub left_out: usize,
 }
 
+/// An area of the run the score leaves out entirely: the reference has
+/// none of its results.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Unscored {
+    /// The area.
+    pub area: String,
+    /// Its results in the run.
+    pub results: usize,
+}
+
 /// The scores of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Score {
@@ -137,6 +147,8 @@ pub struct Score {
     pub overall: Option<f64>,
     /// Per area, in the run's order.
     pub areas: Vec<AreaScore>,
+    /// The run's areas with no result in the reference, in the run's order.
+    pub unscored: Vec<Unscored>,
     /// The reference's run id.
     pub reference: String,
 }
@@ -173,7 +185,7 @@ pub fn geomean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 
 /// Scores `doc` against `reference`.
 pub fn score(doc: &RunDoc, reference: &Reference) -> Score {
-    let mut areas = Vec::new();
+    let (mut areas, mut unscored) = (Vec::new(), Vec::new());
     for area in doc.areas() {
         let mut ids = Vec::new();
         let mut ups = Vec::new();
@@ -192,18 +204,24 @@ pub fn score(doc: &RunDoc, reference: &Reference) -> Score {
                 None => left_out += 1,
             }
         }
-        if let Some(score) = geomean(ups) {
-            areas.push(AreaScore {
+        match geomean(ups) {
+            Some(score) => areas.push(AreaScore {
                 area,
                 score,
                 ids,
                 left_out,
-            });
+            }),
+            None if left_out > 0 => unscored.push(Unscored {
+                area,
+                results: left_out,
+            }),
+            None => {}
         }
     }
     Score {
         overall: geomean(areas.iter().map(|a| a.score)),
         areas,
+        unscored,
         reference: reference.id.clone(),
     }
 }
@@ -267,6 +285,9 @@ mod tests {
             Measurement::point("memory.d", "ns/op", 5.0),
             // Not in the reference: left out.
             Measurement::point("memory.e", "ns/op", 1.0),
+            // An area the reference has nothing of: named, not scored.
+            Measurement::point("timer.x", "ns/op", 1.0),
+            Measurement::point("timer.y", "ns/op", 1.0),
         ]);
         let s = score(&d, &r);
         assert_eq!(s.areas.len(), 2);
@@ -277,6 +298,13 @@ mod tests {
         // Overall: geomean of 4 and 0.5 = sqrt(2).
         assert!((s.overall.unwrap() - 2f64.sqrt()).abs() < 1e-12);
         assert_eq!(s.used(), 4);
+        assert_eq!(
+            s.unscored,
+            [Unscored {
+                area: "timer".into(),
+                results: 2
+            }]
+        );
     }
 
     #[test]

@@ -319,6 +319,16 @@ pub fn parse_quantity(s: &str) -> Option<(f64, bool)> {
     Some((v * mult, bytes))
 }
 
+/// A count and its noun, singular for one: `1 run`, `3 runs`, `0 runs`
+/// (`noun` is the singular; its plural adds `s`).
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// A size rounded for a finding: `48 KiB`, `4.5 MiB`.
 pub fn approx_size(bytes: u64) -> String {
     let b = bytes as f64;
@@ -366,6 +376,13 @@ pub(crate) const LABELS: [&str; 18] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_of_a_thing_is_singular() {
+        assert_eq!(count(1, "run"), "1 run");
+        assert_eq!(count(0, "run"), "0 runs");
+        assert_eq!(count(2, "blocking mechanism"), "2 blocking mechanisms");
+    }
 
     #[test]
     fn latencies_scale_to_the_right_unit() {

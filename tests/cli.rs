@@ -46,6 +46,24 @@ fn unknown_pattern_exits_2_and_suggests_the_nearest_ids() {
 }
 
 #[test]
+fn a_mistyped_flag_suggests_the_fix_with_the_plain_usage_line() {
+    let out = opcost()
+        .args(["run", "--profil", "quick", "syscall.getpid"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    assert!(err.contains("'--profile'"), "the fix is suggested: {err}");
+    assert!(
+        err.contains("Usage: opcost run [OPTIONS] [PATTERNS]..."),
+        "{err}"
+    );
+    assert!(!err.contains("--profile <PROFILE> <PATTERNS>"), "{err}");
+}
+
+#[test]
 fn bad_flag_values_exit_2() {
     opcost()
         .args(["run", "--profile", "fastest"])

@@ -80,8 +80,9 @@ fn fleet_refuses_what_it_cannot_show() {
         c.arg("--db").arg(&db);
         c
     };
-    common::fails_saying(opcost().arg("fleet"), 2, &["no complete run"]);
+    common::fails_saying(opcost().arg("fleet"), 2, &["no history there"]);
     let mut store = Store::open(&db).unwrap();
+    common::fails_saying(opcost().arg("fleet"), 2, &["no complete run"]);
     for d in common::fleet_runs(3, 0) {
         store.save(&d, None).unwrap();
     }

@@ -105,7 +105,7 @@ fn report_of_a_real_saved_run() {
         .arg(&out)
         .assert()
         .success()
-        .stderr(predicate::str::contains("1 runs, 1 charts"));
+        .stderr(predicate::str::contains("1 run, 1 chart)"));
     let html = std::fs::read_to_string(&out).unwrap();
     assert!(html.contains("syscall.function_call"));
 }
@@ -114,6 +114,12 @@ fn report_of_a_real_saved_run() {
 fn report_refuses_bad_requests() {
     let (dir, db) = common::scratch("h.db");
     let out = dir.path().join("r.html");
+    common::fails_saying(
+        opcost(&db).args(["report", "-o"]).arg(&out),
+        2,
+        &["no history there"],
+    );
+    drop(opcost::store::Store::open(&db).unwrap());
     common::fails_saying(
         opcost(&db).args(["report", "-o"]).arg(&out),
         2,

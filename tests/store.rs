@@ -66,7 +66,7 @@ fn a_real_run_is_saved_and_loads_back_equal() {
         .assert()
         .success()
         .stdout(predicate::str::contains(&written.run.id))
-        .stdout(predicate::str::contains("1 runs in"));
+        .stdout(predicate::str::contains("1 run in"));
 }
 
 #[test]
@@ -292,6 +292,36 @@ fn import_is_idempotent_and_conflicts_are_refused() {
 }
 
 #[test]
+fn import_of_a_directory_takes_every_json_file_in_it() {
+    let (dir, db) = common::scratch("h.db");
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(runs.join("nested")).unwrap();
+    write(&common::run_a(), &runs, "a.json");
+    write(&common::run_b(), &runs, "b.json");
+    std::fs::write(runs.join("notes.txt"), "not a run").unwrap();
+    let mut deeper = common::run_a();
+    deeper.run.id = "cccc0003".into();
+    write(&deeper, &runs.join("nested"), "c.json");
+    opcost(&db)
+        .arg("import")
+        .arg(&runs)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "2 imported, 0 already present, 0 failed",
+        ));
+    assert_eq!(Store::open(&db).unwrap().count().unwrap(), 2);
+    // A directory without documents is named, and is a usage error.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    common::fails_saying(
+        opcost(&db).arg("import").arg(&empty),
+        2,
+        &["empty: a directory with no .json file"],
+    );
+}
+
+#[test]
 fn malformed_documents_are_named_with_their_problem() {
     let (dir, db) = common::scratch("h.db");
     let good = serde_json::to_string_pretty(&common::run_a()).unwrap();
@@ -385,8 +415,45 @@ fn run_specs_resolve_prefixes_latest_and_hosts() {
 #[test]
 fn an_empty_history_says_how_to_fill_it() {
     let (_dir, db) = common::scratch("h.db");
+    drop(Store::open(&db).unwrap());
     common::prints(opcost(&db).arg("runs"), &["no runs"]);
     common::fails_saying(opcost(&db).arg("show"), 2, &["no runs yet"]);
+}
+
+#[test]
+fn commands_that_read_never_create_a_history() {
+    let (dir, _) = common::scratch("h.db");
+    let db = dir.path().join("missing").join("r.db");
+    let a = write(&common::run_a(), dir.path(), "a.json");
+    let reads: [&[&str]; 8] = [
+        &["runs"],
+        &["show", "latest"],
+        &["export", "latest"],
+        &["compare", "latest", "latest"],
+        &["report", "latest", "-o", "out.html"],
+        &["trend"],
+        &["fleet"],
+        &["push", "--to", "elsewhere.db"],
+    ];
+    for args in reads {
+        let mut cmd = opcost(&db);
+        cmd.current_dir(dir.path()).args(args);
+        common::fails_saying(&mut cmd, 2, &["missing/r.db: no history there"]);
+    }
+    // A file as the other side still needs the history for `latest`.
+    common::fails_saying(
+        opcost(&db).arg("compare").arg(&a).arg("latest"),
+        2,
+        &["no history there"],
+    );
+    assert!(
+        !dir.path().join("missing").exists(),
+        "a read-only command created the history's directory"
+    );
+    assert!(!dir.path().join("elsewhere.db").exists());
+    // Import adds runs, and so creates it.
+    opcost(&db).arg("import").arg(&a).assert().success();
+    assert!(db.exists());
 }
 
 #[test]
@@ -496,6 +563,11 @@ fn compare_prints_text_markdown_csv_and_json() {
             .any(|l| l.starts_with("syscall.only_in_b,") && l.contains("only_b"))
     );
 
+    // A run compared with itself is named as one run, in every format.
+    let same = opcost(&db).arg("compare").arg(&a).arg(&a).output().unwrap();
+    let same = String::from_utf8(same.stdout).unwrap();
+    assert!(same.contains("A and B are one run (aaaa0001)"), "{same}");
+
     let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
     assert_eq!(json["a"]["id"], "aaaa0001");
     assert!(json["rows"].as_array().unwrap().len() >= 10);
@@ -591,11 +663,23 @@ fn compare_fail_on_gates_the_exit_code_and_prints_the_offenders_first() {
         !gate.contains("ipc.pipe.throughput"),
         "faster never fails: {gate}"
     );
-    // A run against itself passes.
+    // A run against itself is no gate: refused, naming the run.
+    common::fails_saying(
+        opcost(&db)
+            .args(["compare", "--fail-on", "slower", "--fail-on", "area"])
+            .arg(&a)
+            .arg(&a),
+        2,
+        &["aaaa0001 is on both sides"],
+    );
+    // Another run with the same figures passes, and says so first.
+    let mut twin = common::run_a();
+    twin.run.id = "aaaa0009".into();
+    let twin = write(&twin, dir.path(), "twin.json");
     opcost(&db)
         .args(["compare", "--fail-on", "slower", "--fail-on", "area"])
         .arg(&a)
-        .arg(&a)
+        .arg(&twin)
         .assert()
         .code(0)
         .stdout(predicate::str::starts_with("gate passed"));

@@ -457,7 +457,7 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
         let (Some(b), Some(g), Some(net)) = (
             o.baseline(|u| u.wall),
             o.gross(|u| u.wall),
-            median(&o.net(|u| u.wall)),
+            Summary::of(&o.net(|u| u.wall)),
         ) else {
             continue;
         };
@@ -465,11 +465,11 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
             out.push(Finding {
                 area: "cmd".into(),
                 text: format!(
-                    "'{}': its baseline '{}' is {:.0}% of its run time; the work itself is {} (median of the paired differences)",
+                    "'{}': its baseline '{}' is {:.0}% of its run time; {}",
                     o.spec.command,
                     o.spec.baseline.as_deref().unwrap_or(""),
                     b / g * 100.0,
-                    crate::units::human_ns(net)
+                    work_text(o, &net)
                 ),
                 value: b / g,
                 unit: ValueUnit::Ratio,
@@ -477,6 +477,41 @@ pub fn findings(outcomes: &[Outcome]) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// What the work of a command beyond its baseline is, as the 95% CI of
+/// the median paired difference allows: a cost only when the interval
+/// lies above zero. An interval that holds zero allows anything from
+/// nothing to its upper end, and says why (how much the baseline itself
+/// varies between runs); one below zero means the baseline costs more than
+/// the command's own start-up. A negative net time is never given as the
+/// work.
+fn work_text(o: &Outcome, net: &Summary) -> String {
+    use crate::units::human_ns;
+    let ci = format!(
+        "95% CI of the median paired difference {} … {}",
+        human_ns(net.ci_low),
+        human_ns(net.ci_high)
+    );
+    let spread = |runs: &[Usage]| {
+        let walls: Vec<f64> = runs.iter().map(|u| u.wall).collect();
+        let q = |p| crate::harness::stats::quantile(&walls, p).unwrap_or(0.0);
+        q(0.75) - q(0.25)
+    };
+    if net.ci_low > 0.0 {
+        format!("the work itself is {} ({ci})", human_ns(net.median))
+    } else if net.ci_high < 0.0 {
+        format!(
+            "the command took less time than its baseline ({ci}): the baseline costs more than this command's own start-up, so the work cannot be told from it; choose a baseline that does only what the command does before its work"
+        )
+    } else {
+        format!(
+            "the work itself is within the baseline's noise: between 0 and {} ({ci}, which holds zero), as the baseline alone varies by {} between its runs and the command by {} (interquartile ranges); more --runs or more work narrow it",
+            human_ns(net.ci_high),
+            human_ns(spread(&o.base)),
+            human_ns(spread(&o.runs))
+        )
+    }
 }
 
 /// The smallest change of a scan's net time over its range, relative to its
@@ -605,6 +640,55 @@ mod tests {
         let wild = |i: usize| 1.0 + ((i * 7 % 20) as f64 / 20.0 - 0.5);
         let f = findings(&scan(|n, i| (5e6 + 1e5 * n as f64) * wild(i)));
         f[0].assert_says("shows no clear trend with n");
+    }
+
+    /// A command and its baseline whose runs take `cmd(i)` and `base(i)` ns.
+    fn paired(cmd: impl Fn(usize) -> f64, base: impl Fn(usize) -> f64) -> Outcome {
+        let usage = |wall: f64| Usage {
+            wall,
+            user: 0.0,
+            sys: 0.0,
+            max_rss: 0.0,
+            exit: child::Exit::Code(0),
+        };
+        Outcome {
+            spec: spec_of("python3 -c 'sum(range(10**6))' ::: python3 -c ''"),
+            runs: (0..20).map(|i| usage(cmd(i))).collect(),
+            base: (0..20).map(|i| usage(base(i))).collect(),
+            shell: Startup::default(),
+        }
+    }
+
+    #[test]
+    fn a_baseline_that_varies_more_than_the_work_gives_no_negative_work() {
+        // A shim's start-up (pyenv's `python3`): 230 ms give or take 30 ms
+        // from run to run, spread evenly and independently for the command
+        // and its baseline; the work is 2 ms.
+        let startup = |k: usize, step: f64| 230e6 + 60e6 * (k as f64 * step).fract() - 30e6;
+        let o = paired(|i| startup(i, 0.618) + 2e6, |i| startup(i, 0.732));
+        let net = Summary::of(&o.net(|u| u.wall)).unwrap();
+        assert!(
+            net.median < 0.0,
+            "the case: a negative median net {}",
+            net.median
+        );
+        assert!(net.ci_low < 0.0 && net.ci_high > 0.0);
+        let startup = |k: usize| startup(k, 0.732);
+        let f = findings(std::slice::from_ref(&o));
+        f[0].assert_says("the work itself is within the baseline's noise: between 0 and ");
+        f[0].assert_says("as the baseline alone varies by ");
+        assert!(!f[0].text.contains("is -"), "{}", f[0].text);
+        // A command faster than its baseline: the baseline is named as the problem.
+        let o = paired(|i| startup(i) - 50e6, startup);
+        let f = findings(std::slice::from_ref(&o));
+        f[0].assert_says("the command took less time than its baseline");
+        assert!(!f[0].text.contains("the work itself is"), "{}", f[0].text);
+        let warned = o.measurements()[0].warnings.join(" ");
+        assert!(warned.contains("lies below zero"), "{warned}");
+        // Work well above the noise is a cost, with its interval.
+        let o = paired(|i| startup(i) + 100e6, startup);
+        let f = findings(std::slice::from_ref(&o));
+        f[0].assert_says("the work itself is 100 ms (95% CI of the median paired difference");
     }
 
     #[test]

@@ -34,6 +34,13 @@ pub fn execute(args: &CompareArgs, db: Option<&Location>) -> anyhow::Result<i32>
             .unwrap_or_default()
     };
     let c = compare_sides(&a, &b, &args.patterns, args.threshold, &history);
+    let shared = c.shared_runs();
+    if !args.fail_on.is_empty() && !shared.is_empty() {
+        return Err(super::usage(format!(
+            "--fail-on: run {} is on both sides, so the gate would compare a run with itself and could not fail; give A a baseline run and B the run to check",
+            shared.join(", ")
+        )));
+    }
     let passed = print_gated(&c, &args.fail_on, args.format)?;
     if !args.patterns.is_empty() && c.rows.is_empty() && c.only_a.is_empty() && c.only_b.is_empty()
     {

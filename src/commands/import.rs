@@ -2,23 +2,25 @@
 //! Importing is idempotent: a run already present (same id, same content)
 //! is skipped, never duplicated.
 
+use std::path::PathBuf;
+
 use crate::store::Location;
 
 use crate::cli::ImportArgs;
 use crate::document::RunDoc;
-use crate::store::Saved;
+use crate::store::{History, Saved};
 
-use super::source::Loader;
 use super::{UsageError, usage};
 
-/// Imports each file; returns 1 when any could not be imported (the others
+/// Imports each file (a directory: every `.json` file in it); returns 1 when any could not be imported (the others
 /// still are), 2 when every failure was a usage error (a missing file).
 pub fn execute(args: &ImportArgs, db: Option<&Location>) -> anyhow::Result<i32> {
-    let mut loader = Loader::new(db);
-    let store = loader.store()?;
+    // Importing adds runs: the history is created when it is not there.
+    let mut store = History::open(db)?;
     let (mut new, mut present) = (0, 0);
     let mut failures: Vec<anyhow::Error> = Vec::new();
-    for path in &args.files {
+    for path in documents(&args.files, &mut failures) {
+        let path = &path;
         let result = if path.is_file() {
             RunDoc::read_json(path).and_then(|doc| {
                 let source = path.display().to_string();
@@ -70,4 +72,46 @@ pub fn execute(args: &ImportArgs, db: Option<&Location>) -> anyhow::Result<i32> 
     } else {
         Ok(1)
     }
+}
+
+/// The files to import: each file as given, and for a directory the
+/// `.json` files directly in it, by name. A directory without any is a
+/// failure (a usage error) that names it; so is one that cannot be read.
+fn documents(args: &[PathBuf], failures: &mut Vec<anyhow::Error>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for path in args {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let listed = std::fs::read_dir(path).and_then(|entries| {
+            entries
+                .map(|e| e.map(|e| e.path()))
+                .collect::<std::io::Result<Vec<PathBuf>>>()
+        });
+        let mut found: Vec<PathBuf> = match listed {
+            Ok(entries) => entries
+                .into_iter()
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+                .collect(),
+            Err(e) => {
+                let e = anyhow::Error::new(e)
+                    .context(format!("{}: the directory cannot be read", path.display()));
+                eprintln!("error: {e:#}");
+                failures.push(e);
+                continue;
+            }
+        };
+        if found.is_empty() {
+            let e = usage(format!(
+                "{}: a directory with no .json file in it; give run documents or a directory of them",
+                path.display()
+            ));
+            eprintln!("error: {e:#}");
+            failures.push(e);
+        }
+        found.sort();
+        out.extend(found);
+    }
+    out
 }

@@ -1,6 +1,7 @@
 //! `opcost report`: an offline HTML file with charts of one or more runs.
 
 use crate::store::Location;
+use crate::units::count;
 
 use crate::cli::ReportArgs;
 use crate::document::{check_writable, write_atomic};
@@ -33,14 +34,14 @@ pub fn execute(args: &ReportArgs, db: Option<&Location>) -> anyhow::Result<i32> 
     let report = html::render(&docs)?;
     write_atomic(&args.output, report.html.as_bytes())?;
     eprintln!(
-        "wrote {} ({} runs, {} charts)",
+        "wrote {} ({}, {})",
         if args.output.as_os_str() == "-" {
             "standard output".to_string()
         } else {
             args.output.display().to_string()
         },
-        docs.len(),
-        report.charts
+        count(docs.len(), "run"),
+        count(report.charts, "chart")
     );
     Ok(0)
 }

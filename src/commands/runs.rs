@@ -63,7 +63,7 @@ pub fn execute(args: &RunsArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let shown = if (rows.len() as i64) < total {
         format!("{} of {total} runs (--limit 0 shows all)", rows.len())
     } else {
-        format!("{total} runs")
+        crate::units::count(total as usize, "run")
     };
     println!("\n{shown} in {path}");
     Ok(0)

@@ -63,10 +63,11 @@ impl Loader {
         }
     }
 
-    /// The history, opened (and created) on first use.
+    /// The history, opened on first use; a history that is not there is
+    /// an error, never created (the loader only reads).
     pub fn store(&mut self) -> anyhow::Result<&mut History> {
         if self.store.is_none() {
-            self.store = Some(History::open(self.db.as_ref())?);
+            self.store = Some(History::open_existing(self.db.as_ref())?);
         }
         match self.store.as_mut() {
             Some(s) => Ok(s),

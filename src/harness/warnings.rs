@@ -458,6 +458,12 @@ impl fmt::Display for Warning {
                 f,
                 "{failed} of {runs} runs failed (non-zero exit or signal) and were counted because of -i"
             ),
+            Warning::NetUnresolved { ci_low, ci_high } if *ci_high < 0.0 => write!(
+                f,
+                "the 95% CI of the net time ({:.3} … {:.3} ms) lies below zero: the baseline takes longer than the command, so it is not this command's start-up; choose another baseline",
+                ci_low / 1e6,
+                ci_high / 1e6
+            ),
             Warning::NetUnresolved { ci_low, ci_high } => write!(
                 f,
                 "the 95% CI of the net time ({:.3} … {:.3} ms) reaches zero: the command costs no measurable time beyond its baseline; give it more work or more --runs",

@@ -16,7 +16,7 @@ use crate::units::human;
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
     sides(&mut out, c);
-    for note in phase_note(c).into_iter().chain(load_note(c)) {
+    for note in notes(c) {
         let _ = writeln!(out, "{note}");
     }
     let mut areas: Vec<&str> = Vec::new();
@@ -225,6 +225,42 @@ pub fn gate_report(c: &Comparison, f: &GateFailures) -> String {
     out
 }
 
+/// The warnings about the sides themselves, shown above the tables and in
+/// every format's footer.
+fn notes(c: &Comparison) -> impl Iterator<Item = String> {
+    same_run_note(c)
+        .into_iter()
+        .chain(phase_note(c))
+        .chain(load_note(c))
+}
+
+/// The warning that a run is on both sides, so the comparison compares it
+/// with itself.
+pub fn same_run_note(c: &Comparison) -> Option<String> {
+    let shared = c.shared_runs();
+    if shared.is_empty() {
+        return None;
+    }
+    let one = c.a_runs.len() == 1 && c.b_runs.len() == 1;
+    Some(if one {
+        format!(
+            "A and B are one run ({}): every row compares the run with itself, so the ratios are 1 by construction and the intervals, made for two independent runs, mean nothing here; compare it with another run",
+            shared[0]
+        )
+    } else {
+        format!(
+            "{} {} on both sides ({}): the sides are not independent, so their intervals are too narrow and the verdicts too bold; give each run to one side only",
+            shared.len(),
+            if shared.len() == 1 {
+                "run is"
+            } else {
+                "runs are"
+            },
+            shared.join(", ")
+        )
+    })
+}
+
 /// The warning that the host itself changed speed between the sides, as
 /// the runs' stability canaries saw it.
 pub fn phase_note(c: &Comparison) -> Option<String> {
@@ -269,7 +305,7 @@ pub fn floor_note(c: &Comparison) -> Option<String> {
 pub fn method_note(c: &Comparison) -> String {
     use crate::compare::CiMethod;
     let count = |m: CiMethod| c.rows.iter().filter(|r| r.method == m).count();
-    let mut parts: Vec<String> = phase_note(c).into_iter().chain(load_note(c)).collect();
+    let mut parts: Vec<String> = notes(c).collect();
     parts.push(
         "B/A = median of B / median of A (a side of several runs: the geometric mean of their medians)".to_string(),
     );

@@ -122,27 +122,48 @@ pub fn render_glance(doc: &RunDoc) -> String {
             .iter()
             .map(|a| {
                 format!(
-                    "{} {} ({} results)",
+                    "{} {} ({})",
                     a.area,
                     fmt_score(a.score),
-                    a.ids.len()
+                    crate::units::count(a.ids.len(), "result")
                 )
             })
             .collect();
-        let left: usize = sc.areas.iter().map(|a| a.left_out).sum();
-        let _ = writeln!(
-            out,
-            "  {}; geometric mean of reference time / this time over the {} results both runs have{}",
-            parts.join(", "),
-            sc.used(),
-            if left > 0 {
-                format!(", {left} others left out")
-            } else {
-                String::new()
-            }
-        );
+        let _ = writeln!(out, "  {}", score_coverage(&sc, &parts));
     }
     out
+}
+
+/// The second line of the score: the areas it covers with their scores,
+/// what it is a mean of, the results of those areas the reference lacks,
+/// and the areas it does not score at all.
+fn score_coverage(sc: &score::Score, parts: &[String]) -> String {
+    let mut line = format!(
+        "covers {}; geometric mean of reference time / this time over the {} both runs have",
+        parts.join(", "),
+        crate::units::count(sc.used(), "result")
+    );
+    let left: usize = sc.areas.iter().map(|a| a.left_out).sum();
+    if left > 0 {
+        let _ = write!(
+            line,
+            ", {} of these areas left out (the reference lacks them)",
+            crate::units::count(left, "other result")
+        );
+    }
+    if !sc.unscored.is_empty() {
+        let names: Vec<String> = sc
+            .unscored
+            .iter()
+            .map(|u| format!("{} ({})", u.area, crate::units::count(u.results, "result")))
+            .collect();
+        let _ = write!(
+            line,
+            "; not scored: {} (the reference has none of their results)",
+            names.join(", ")
+        );
+    }
+    line
 }
 
 /// "cpu 38% (sys 31%)" for a throughput whose CPU time was accounted:
@@ -233,5 +254,35 @@ mod tests {
         let mut lat = Measurement::point("storage.sync.fsync", "ns/op", 1e6);
         lat.details = m.details.clone();
         assert_eq!(cpu_note(&lat), None);
+    }
+
+    #[test]
+    fn the_score_names_the_areas_it_covers_and_those_it_leaves_out() {
+        let mut doc: RunDoc = serde_json::from_str(score::reference_json()).unwrap();
+        doc.results.retain(|m| m.id.starts_with("syscall."));
+        let scored = doc.results.len();
+        doc.results
+            .push(Measurement::point("syscall.not_in_reference", "ns/op", 5.0));
+        doc.results
+            .push(Measurement::point("timer.not_in_reference", "ns/op", 5.0));
+        let text = render_glance(&doc);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("covers"))
+            .unwrap_or_else(|| panic!("no coverage line: {text}"));
+        assert!(
+            line.starts_with(&format!("  covers syscall 1.00 ({scored} results);")),
+            "{line}"
+        );
+        assert!(
+            line.contains(", 1 other result of these areas left out (the reference lacks them)"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(
+                "; not scored: timer (1 result) (the reference has none of their results)"
+            ),
+            "{line}"
+        );
     }
 }

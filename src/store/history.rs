@@ -30,13 +30,33 @@ macro_rules! each {
 
 impl History {
     /// Opens the history at `db` (`--db`, `OPCOST_DB`), or the default
-    /// SQLite file when none is given.
+    /// SQLite file when none is given, creating an SQLite file (and its
+    /// directory) that is not there yet: for the commands that add runs.
     pub fn open(db: Option<&Location>) -> anyhow::Result<History> {
         match db {
             Some(Location::Postgres(url)) => Ok(History::Postgres(PgStore::open(url)?)),
             Some(Location::Sqlite(p)) => Ok(History::Sqlite(Store::open(p)?)),
             None => Ok(History::Sqlite(Store::open(&default_path(None)?)?)),
         }
+    }
+
+    /// Opens a history that is already there, for the commands that only
+    /// read it (`runs`, `show`, `compare`, `export`, `report`, `trend`,
+    /// `fleet`, `push`'s source): a missing SQLite file is an error naming
+    /// its path, and neither it nor its directory is created.
+    pub fn open_existing(db: Option<&Location>) -> anyhow::Result<History> {
+        let path = match db {
+            Some(Location::Postgres(_)) => return History::open(db),
+            Some(Location::Sqlite(p)) => p.clone(),
+            None => default_path(None)?,
+        };
+        if !path.exists() {
+            return Err(crate::error::usage(format!(
+                "{}: no history there (no such file); `opcost run` or `opcost import` creates one, and --db or OPCOST_DB name another",
+                path.display()
+            )));
+        }
+        History::open(Some(&Location::Sqlite(path)))
     }
 
     /// Where it is, as it may be shown (a path, or a URL without password).

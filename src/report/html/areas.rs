@@ -55,7 +55,7 @@ pub(super) fn section(
 struct Benchmarks<'a> {
     /// Every id with its first measurement, in first-appearance order.
     ids: Vec<(&'a str, &'a Measurement)>,
-    /// The sweep point of each id drawn on a curve: one whose base has at
+    /// The sweep point of each id drawn on a curve: one whose curve has at
     /// least two distinct x values.
     sweeps: BTreeMap<&'a str, SweepPoint>,
 }
@@ -74,14 +74,14 @@ impl<'a> Benchmarks<'a> {
             .iter()
             .filter_map(|(id, m)| sweep_point(m).map(|p| (*id, p)))
             .collect();
-        let mut base_xs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        let mut curve_xs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for p in sweeps.values() {
-            let xs = base_xs.entry(p.base.clone()).or_default();
+            let xs = curve_xs.entry(p.curve.clone()).or_default();
             if !xs.contains(&p.x) {
                 xs.push(p.x);
             }
         }
-        sweeps.retain(|_, p| base_xs.get(&p.base).is_some_and(|x| x.len() >= 2));
+        sweeps.retain(|_, p| curve_xs.get(&p.curve).is_some_and(|x| x.len() >= 2));
         Benchmarks { ids, sweeps }
     }
 
@@ -152,12 +152,14 @@ fn bar_groups(docs: &[RunDoc], benches: &Benchmarks, unit: BaseUnit) -> Vec<BarG
         .collect()
 }
 
-/// Sweeps of one unit against one swept quantity: the bases drawn together.
+/// Sweeps of one unit against one swept quantity: the curves drawn
+/// together, each with its base.
 struct Family {
     unit: BaseUnit,
     x_name: String,
     bytes: bool,
-    bases: Vec<String>,
+    /// (base, curve), in first-appearance order.
+    curves: Vec<(String, String)>,
 }
 
 /// The sweep families of an area, in first-appearance order.
@@ -168,28 +170,30 @@ fn families(benches: &Benchmarks) -> Vec<Family> {
             continue;
         };
         let unit = m.unit;
+        let curve = (p.base.clone(), p.curve.clone());
         match families
             .iter_mut()
             .find(|f| f.unit == unit && f.x_name == p.x_name)
         {
             Some(f) => {
-                if !f.bases.contains(&p.base) {
-                    f.bases.push(p.base.clone());
+                if !f.curves.contains(&curve) {
+                    f.curves.push(curve);
                 }
             }
             None => families.push(Family {
                 unit,
                 x_name: p.x_name.clone(),
                 bytes: p.bytes,
-                bases: vec![p.base.clone()],
+                curves: vec![curve],
             }),
         }
     }
     families
 }
 
-/// One chart per sweep family, split by benchmark when it would have more
-/// than [`MAX_SERIES`] curves.
+/// One chart per sweep family, split by base (a benchmark, its curves
+/// together) when it would have more than [`MAX_SERIES`] series, and a
+/// base's curves apart when they alone would.
 fn sweep_charts(
     docs: &[RunDoc],
     names: &[String],
@@ -202,22 +206,17 @@ fn sweep_charts(
             unit,
             x_name,
             bytes,
-            bases,
+            curves,
         } = &family;
-        let groups: Vec<Vec<String>> = if bases.len() * docs.len() > MAX_SERIES {
-            bases.iter().map(|b| vec![b.clone()]).collect()
-        } else {
-            vec![bases.clone()]
-        };
-        for group in groups {
+        for (base, group) in chart_groups(curves, docs.len()) {
             let series = sweep_series(docs, names, area, &family, &group);
             if series.is_empty() {
                 continue;
             }
-            let title = if group.len() == 1 {
-                format!("{} vs {x_name}", group[0])
-            } else {
-                format!("{area}: {unit} vs {x_name}")
+            let title = match (group.as_slice(), base) {
+                ([one], _) => format!("{one} vs {x_name}"),
+                (_, Some(base)) => format!("{base} vs {x_name}"),
+                (_, None) => format!("{area}: {unit} vs {x_name}"),
             };
             out.push(Chart {
                 kind: "sweep",
@@ -232,7 +231,42 @@ fn sweep_charts(
     Ok(out)
 }
 
-/// The curves of one chart: one per base of `group` and run.
+/// The curves of a family split into charts of at most [`MAX_SERIES`]
+/// series (`runs` series a curve): all in one, else one chart per base,
+/// else one per curve; each group with its base when it has only one.
+fn chart_groups(curves: &[(String, String)], runs: usize) -> Vec<(Option<String>, Vec<String>)> {
+    let keys = |cs: &[&(String, String)]| cs.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>();
+    let all: Vec<&(String, String)> = curves.iter().collect();
+    let one_base = |cs: &[&(String, String)]| {
+        let first = &cs.first()?.0;
+        cs.iter().all(|(b, _)| b == first).then(|| first.clone())
+    };
+    if all.len() * runs <= MAX_SERIES {
+        return vec![(one_base(&all), keys(&all))];
+    }
+    let mut bases: Vec<&str> = Vec::new();
+    for (b, _) in curves {
+        if !bases.contains(&b.as_str()) {
+            bases.push(b);
+        }
+    }
+    let mut out = Vec::new();
+    for base in bases {
+        let of_base: Vec<&(String, String)> = curves.iter().filter(|(b, _)| b == base).collect();
+        if of_base.len() * runs <= MAX_SERIES {
+            out.push((Some(base.to_string()), keys(&of_base)));
+        } else {
+            out.extend(
+                of_base
+                    .iter()
+                    .map(|(b, c)| (Some(b.clone()), vec![c.clone()])),
+            );
+        }
+    }
+    out
+}
+
+/// The series of one chart: one per curve of `group` and run.
 fn sweep_series(
     docs: &[RunDoc],
     names: &[String],
@@ -241,15 +275,15 @@ fn sweep_series(
     group: &[String],
 ) -> Vec<Series> {
     let mut series = Vec::new();
-    for (bi, base) in group.iter().enumerate() {
+    for (bi, key) in group.iter().enumerate() {
         for (ri, d) in docs.iter().enumerate() {
-            let points = curve(d, area, family, base);
+            let points = curve(d, area, family, key);
             if points.is_empty() {
                 continue;
             }
             let name = match (group.len() > 1, docs.len() > 1) {
-                (true, true) => format!("{base} · {}", d.run.id),
-                (true, false) => base.clone(),
+                (true, true) => format!("{key} · {}", d.run.id),
+                (true, false) => key.clone(),
                 (false, _) => names[ri].clone(),
             };
             // Three cues per series, so that none depends on colour
@@ -273,14 +307,14 @@ fn sweep_series(
     series
 }
 
-/// The points of `base` in one run, sorted by x.
-fn curve(d: &RunDoc, area: &str, family: &Family, base: &str) -> Vec<Point> {
+/// The points of the curve `key` in one run, sorted by x.
+fn curve(d: &RunDoc, area: &str, family: &Family, key: &str) -> Vec<Point> {
     let mut points: Vec<Point> = d
         .area(area)
         .filter(|m| m.unit == family.unit)
         .filter_map(|m| {
             let p = sweep_point(m)?;
-            (p.base == base && p.x_name == family.x_name).then_some(Point {
+            (p.curve == key && p.x_name == family.x_name).then_some(Point {
                 x: p.x,
                 y: m.median,
                 noisy: m.noisy,
@@ -337,4 +371,54 @@ fn table(h: &mut String, docs: &[RunDoc], area: &str) {
         h.push_str("</tr>\n");
     }
     h.push_str("</table>\n</details>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run with an IPC round-trip sweep on one CPU and across two.
+    fn ipc_run() -> RunDoc {
+        let mut d: RunDoc =
+            serde_json::from_str(crate::score::reference_json()).expect("the reference is a run");
+        d.results.clear();
+        for (placement, ns) in [("same", 4_000.0), ("cross", 20_000.0)] {
+            for size in [8u64, 4096, 65536] {
+                let id = format!(
+                    "ipc.pipe.rtt/{}/{placement}",
+                    crate::units::size_label(size)
+                );
+                let mut m = Measurement::point(&id, "ns/op", ns + size as f64);
+                m.params.insert("size".into(), size.into());
+                d.results.push(m);
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn each_placement_is_its_own_curve_on_one_chart() {
+        let docs = [ipc_run()];
+        let names = vec!["run".to_string()];
+        let benches = Benchmarks::of(&docs, "ipc");
+        let families = families(&benches);
+        assert_eq!(families.len(), 1);
+        let groups = chart_groups(&families[0].curves, 1);
+        assert_eq!(groups.len(), 1, "one chart: {groups:?}");
+        let (base, group) = &groups[0];
+        assert_eq!(base.as_deref(), Some("ipc.pipe.rtt"));
+        let series = sweep_series(&docs, &names, "ipc", &families[0], group);
+        let drawn: Vec<(&str, usize)> = series
+            .iter()
+            .map(|s| (s.name.as_str(), s.points.len()))
+            .collect();
+        assert_eq!(drawn, [("ipc.pipe.rtt/same", 3), ("ipc.pipe.rtt/cross", 3)]);
+        // Each curve is one placement: it rises with size, no zigzag.
+        for s in &series {
+            assert!(s.points.windows(2).all(|w| w[0].y < w[1].y), "{}", s.name);
+        }
+        let charts = sweep_charts(&docs, &names, "ipc", &benches).unwrap();
+        assert_eq!(charts.len(), 1);
+        assert!(charts[0].svg.contains("ipc.pipe.rtt vs size"));
+    }
 }

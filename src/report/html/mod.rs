@@ -50,8 +50,14 @@ pub struct Report {
 /// Where a measurement sits on a sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepPoint {
-    /// The id without its `/param` part.
+    /// The id without its `/point` parts (`ipc.pipe.rtt`): the curves of
+    /// one base share a chart.
     pub base: String,
+    /// The id without the segment of the point itself, other segments
+    /// kept (`ipc.pipe.rtt/cross` of `ipc.pipe.rtt/8B/cross`): one curve
+    /// each, so the points of one placement (or any other qualifier) are
+    /// never joined to those of another.
+    pub curve: String,
     /// The name of the swept quantity (`size`, `rss`, a parameter name).
     pub x_name: String,
     /// Its value (bytes for sizes).
@@ -64,11 +70,29 @@ pub struct SweepPoint {
 /// part and that records one of the [`SWEEP_AXES`] parameters as a
 /// number. `None` for a benchmark that is not a sweep point.
 pub fn sweep_point(m: &Measurement) -> Option<SweepPoint> {
-    let (base, _) = m.id.split_once('/')?;
+    let (base, rest) = m.id.split_once('/')?;
+    // The point is the first segment that reads as a quantity (`48KiB`,
+    // `1000`), else the first; the others qualify the curve.
+    let segments: Vec<&str> = rest.split('/').collect();
+    let point = segments
+        .iter()
+        .position(|s| crate::units::parse_quantity(s).is_some())
+        .unwrap_or(0);
+    let curve = std::iter::once(base)
+        .chain(
+            segments
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != point)
+                .map(|(_, s)| *s),
+        )
+        .collect::<Vec<_>>()
+        .join("/");
     SWEEP_AXES.iter().find_map(|&(name, bytes)| {
         let x = m.params.get(name)?.as_f64()?;
         (x > 0.0).then(|| SweepPoint {
             base: base.to_string(),
+            curve: curve.clone(),
             x_name: name.to_string(),
             x,
             bytes,
@@ -243,10 +267,29 @@ mod tests {
         m.params.insert("size".into(), (48u64 << 10).into());
         let p = sweep_point(&m).unwrap();
         assert_eq!(p.base, "memory.latency.random");
+        assert_eq!(p.curve, "memory.latency.random");
         assert_eq!((p.x_name.as_str(), p.x, p.bytes), ("size", 49152.0, true));
         let mut plain = Measurement::point("syscall.getpid.raw", "ns/op", 50.0);
         plain.params.insert("size".into(), 8.into());
         assert_eq!(sweep_point(&plain), None, "no /point, no sweep");
+    }
+
+    #[test]
+    fn qualifiers_after_the_point_make_curves_of_their_own() {
+        for (id, curve) in [
+            ("ipc.pipe.rtt/8B/cross", "ipc.pipe.rtt/cross"),
+            ("ipc.pipe.rtt/8B/same", "ipc.pipe.rtt/same"),
+            ("ipc.pipe.rtt/8B/smt-sibling", "ipc.pipe.rtt/smt-sibling"),
+            ("ipc.x.tput/numa1/64KiB", "ipc.x.tput/numa1"),
+        ] {
+            let mut m = Measurement::point(id, "ns/op", 2.0);
+            m.params.insert("size".into(), 8.into());
+            let p = sweep_point(&m).unwrap();
+            assert_eq!(
+                (p.base.as_str(), p.curve.as_str()),
+                (id.split('/').next().unwrap(), curve)
+            );
+        }
     }
 
     #[test]

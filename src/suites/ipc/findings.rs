@@ -313,9 +313,10 @@ fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
     Some(ratio_finding(
         AREA,
         format!(
-            "an 8B round trip between two CPUs takes a median {} as long as on one CPU over {} blocking mechanisms: clearly slower across CPUs for {slower}, clearly faster for {faster}, no clear difference for {}{pipe}",
+            "an 8B round trip between two CPUs takes {}{} as long as on one CPU over {}: clearly slower across CPUs for {slower}, clearly faster for {faster}, no clear difference for {}{pipe}",
+            if pairs.len() > 1 { "a median " } else { "" },
             crate::units::fmt_ratio(mid),
-            pairs.len(),
+            crate::units::count(pairs.len(), "blocking mechanism"),
             pairs.len() - slower - faster
         ),
         mid,
@@ -388,6 +389,27 @@ mod tests {
             ),
             "{rtt}"
         );
+    }
+
+    #[test]
+    fn one_blocking_mechanism_is_one_not_a_median() {
+        let ms = vec![
+            m(
+                &rtt_id(Mech::Pipe, 8, Placement::Same),
+                "ns/op",
+                4_000.0,
+                0.02,
+            ),
+            m(
+                &rtt_id(Mech::Pipe, 8, Placement::Cross),
+                "ns/op",
+                9_000.0,
+                0.02,
+            ),
+        ];
+        let f = findings(&ms);
+        let cost = find_starting(&f, "an 8B round trip between two CPUs");
+        cost.assert_says("takes 2.25× as long as on one CPU over 1 blocking mechanism:");
     }
 
     #[test]

@@ -14,7 +14,13 @@
 //! session slot) and must finish its request line within one total
 //! deadline, however its bytes arrive, so a client trickling a byte a
 //! second is closed at the deadline and never holds a session slot that a
-//! real client needs.
+//! real client needs. When every handshake slot is taken, a newcomer is
+//! not refused: the oldest incomplete handshake is shed (told it was, and
+//! closed), as nginx and HAProxy drop their oldest idle connection. A
+//! real client sends its request as soon as it connects and so finishes
+//! long before it is the oldest, while connections that never finish are
+//! shed one by one, however fast they are reopened; the slots keep memory
+//! and descriptors bounded (two descriptors a slot).
 
 use std::io::{BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -84,7 +90,100 @@ pub struct Server {
 /// their request line at once, each closed at the handshake deadline.
 pub const PENDING_PER_CLIENT: usize = 8;
 
-/// A slot taken in a counter (sessions, handshakes), given back on drop.
+/// A connection in its handshake: a handle on it to shed it, and whether
+/// it was.
+struct Entry {
+    id: u64,
+    stream: TcpStream,
+    shed: Arc<AtomicBool>,
+}
+
+/// The connections still sending their request, oldest first.
+#[derive(Default)]
+struct Handshakes {
+    queue: std::sync::Mutex<std::collections::VecDeque<Entry>>,
+    next: AtomicU64,
+    /// Connections shed since the last report (see [`Handshakes::shed_report`]).
+    shed: AtomicU64,
+}
+
+/// A connection's place among the [`Handshakes`], given up on drop.
+struct Pending {
+    handshakes: Arc<Handshakes>,
+    id: u64,
+    shed: Arc<AtomicBool>,
+}
+
+impl Pending {
+    /// True when the connection was shed for a newer one.
+    fn was_shed(&self) -> bool {
+        self.shed.load(Ordering::SeqCst)
+    }
+}
+
+impl Handshakes {
+    fn queue(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<Entry>> {
+        // A panic elsewhere leaves the queue itself consistent.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Connections in their handshake now.
+    fn len(&self) -> usize {
+        self.queue().len()
+    }
+
+    /// Admits `conn` (through `handle`, a second descriptor of it); when
+    /// `max` are in their handshake already, sheds the oldest first: tells
+    /// it why and closes it (its thread then sees the end of its input).
+    fn admit(self: &Arc<Self>, handle: TcpStream, max: usize) -> Pending {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let shed = Arc::new(AtomicBool::new(false));
+        let oldest = {
+            let mut q = self.queue();
+            let oldest = (q.len() >= max.max(1)).then(|| q.pop_front()).flatten();
+            q.push_back(Entry {
+                id,
+                stream: handle,
+                shed: shed.clone(),
+            });
+            oldest
+        };
+        if let Some(old) = oldest {
+            old.shed.store(true, Ordering::SeqCst);
+            self.shed.fetch_add(1, Ordering::Relaxed);
+            // A connection that was sent nothing yet has room in its send
+            // buffer for the line: this write does not wait.
+            let _ = (&old.stream).write_all(&reply_line(&refusal(
+                "busy: shed as the oldest incomplete request, for a newer connection; try again",
+            )));
+            let _ = old.stream.shutdown(Shutdown::Both);
+        }
+        Pending {
+            handshakes: self.clone(),
+            id,
+            shed,
+        }
+    }
+
+    /// The connections shed since the last call, for one log line a
+    /// second at most (a crowd reopening its connections is shed
+    /// thousands of times a second, and a log written per shed would
+    /// block the server on a standard error nobody reads).
+    fn shed_report(&self) -> u64 {
+        self.shed.swap(0, Ordering::Relaxed)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let mut q = self.handshakes.queue();
+        if let Some(i) = q.iter().position(|e| e.id == self.id) {
+            q.remove(i);
+        }
+    }
+}
+
+/// A slot taken in a counter (sessions), given back on drop.
 struct Slot(Arc<AtomicUsize>);
 
 impl Slot {
@@ -105,11 +204,11 @@ impl Drop for Slot {
     }
 }
 
-/// The counters of a running server: sessions being served, and
-/// connections still in their handshake.
+/// The state of a running server: sessions being served, and connections
+/// still in their handshake.
 struct Slots {
     active: Arc<AtomicUsize>,
-    pending: Arc<AtomicUsize>,
+    pending: Arc<Handshakes>,
 }
 
 impl Server {
@@ -137,7 +236,7 @@ impl Server {
     pub fn run(self) -> anyhow::Result<()> {
         let slots = Arc::new(Slots {
             active: Arc::new(AtomicUsize::new(0)),
-            pending: Arc::new(AtomicUsize::new(0)),
+            pending: Arc::new(Handshakes::default()),
         });
         let max_pending = self
             .cfg
@@ -145,13 +244,14 @@ impl Server {
             .max_clients
             .saturating_mul(PENDING_PER_CLIENT);
         let mut last = Instant::now();
+        let mut last_shed_report = Instant::now();
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
             if let Some(idle) = self.cfg.limits.idle
-                && slots.active.load(Ordering::SeqCst) + slots.pending.load(Ordering::SeqCst) == 0
+                && slots.active.load(Ordering::SeqCst) + slots.pending.len() == 0
                 && last.elapsed() >= idle
             {
                 self.log(format_args!(
@@ -176,14 +276,23 @@ impl Server {
             };
             last = Instant::now();
             sessions.retain(|h| !h.is_finished());
-            let Some(handshake) = Slot::take(&slots.pending, max_pending) else {
-                self.log(format_args!(
-                    "refused {from}: busy ({max_pending} connections already sending their request)"
-                ));
-                let _ = conn.set_nonblocking(true);
-                let _ = (&conn).write_all(&reply_line(&refusal("busy: too many clients")));
-                continue;
+            let handle = match conn.try_clone() {
+                Ok(h) => h,
+                Err(e) => {
+                    self.log(format_args!("refused {from}: {e}"));
+                    continue;
+                }
             };
+            let handshake = slots.pending.admit(handle, max_pending);
+            if last_shed_report.elapsed() >= Duration::from_secs(1) {
+                last_shed_report = Instant::now();
+                let n = slots.pending.shed_report();
+                if n > 0 {
+                    self.log(format_args!(
+                        "shed {n} connections still sending their request, the oldest of {max_pending} each time, for newer ones (latest for {from})"
+                    ));
+                }
+            }
             let cfg = self.cfg.clone();
             let stop = self.stop.clone();
             let slots = slots.clone();
@@ -329,7 +438,7 @@ fn session(
     cfg: &Config,
     server_stop: &Arc<AtomicBool>,
     slots: &Slots,
-    handshake: Slot,
+    handshake: Pending,
 ) {
     let log = |msg: std::fmt::Arguments| {
         if cfg.log {
@@ -345,6 +454,8 @@ fn session(
     };
     let line = match read_request(&mut reader, Instant::now() + cfg.limits.handshake) {
         Ok(l) => l,
+        // Shed for a newer connection: counted by the accept loop.
+        Err(_) if handshake.was_shed() => return,
         Err(LineError::Closed) => return log(format_args!("closed before a request")),
         Err(LineError::Deadline) => {
             return refuse(format!(

@@ -7,10 +7,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAdd
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, anyhow};
 
 use super::netns::{self, Enter, Veth};
-use super::proto::{Reply, Request, Tally, Test, random_key, read_line};
+use super::proto::{LineError, Reply, Request, Tally, Test, random_key, read_line};
 use super::server::{self, Config, Limits, Server};
 use crate::harness::PrepareError;
 
@@ -203,36 +203,125 @@ pub struct Session {
     pub reply: Reply,
 }
 
+/// How long a client goes on asking a busy server (one that answered
+/// `busy`, or closed the connection before answering) before it gives up.
+pub const BUSY_PATIENCE: Duration = Duration::from_secs(10);
+/// The first pause before asking a busy server again; each next one is
+/// twice as long, up to [`BUSY_PAUSE_MAX`], and drawn at random between
+/// half and all of it, so that clients turned away together do not return
+/// together.
+pub const BUSY_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause between two asks of a busy server.
+pub const BUSY_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// Why one attempt to open a session failed.
+enum Attempt {
+    /// The server was busy (said so, or shed the connection): worth
+    /// another try after a pause.
+    Busy(anyhow::Error),
+    /// Anything else: final.
+    Failed(anyhow::Error),
+}
+
 impl Session {
-    /// Connects (inside namespace `ns`), sends the request, reads the answer.
+    /// Connects (inside namespace `ns`), sends the request, reads the
+    /// answer; a busy server is asked again, after pauses that grow, for
+    /// at most [`BUSY_PATIENCE`].
     pub fn open(
         ns: Option<&std::os::fd::OwnedFd>,
         addr: SocketAddr,
         token: &str,
         test: Test,
     ) -> anyhow::Result<Session> {
+        let give_up = Instant::now() + BUSY_PATIENCE;
+        let mut pause = BUSY_PAUSE;
+        let mut tries = 1;
+        loop {
+            match Session::attempt(ns, addr, token, test.clone()) {
+                Ok(s) => return Ok(s),
+                Err(Attempt::Failed(e)) => return Err(e),
+                Err(Attempt::Busy(e)) => {
+                    let wait = pause.mul_f64(0.5 + fastrand::f64() / 2.0);
+                    if Instant::now() + wait >= give_up {
+                        return Err(e.context(format!(
+                            "{addr} stayed busy for {} s ({tries} tries)",
+                            BUSY_PATIENCE.as_secs()
+                        )));
+                    }
+                    std::thread::sleep(wait);
+                    pause = (pause * 2).min(BUSY_PAUSE_MAX);
+                    tries += 1;
+                }
+            }
+        }
+    }
+
+    /// One try of [`Session::open`].
+    fn attempt(
+        ns: Option<&std::os::fd::OwnedFd>,
+        addr: SocketAddr,
+        token: &str,
+        test: Test,
+    ) -> Result<Session, Attempt> {
+        let failed = Attempt::Failed;
         let conn = {
-            let _in = Enter::new(ns)?;
+            let _in = Enter::new(ns).map_err(failed)?;
             TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-                .with_context(|| format!("connecting to {addr}"))?
+                .with_context(|| format!("connecting to {addr}"))
+                .map_err(failed)?
         };
-        conn.set_nodelay(true)?;
-        conn.set_read_timeout(Some(Duration::from_secs(15)))?;
+        let io = |e: std::io::Error| failed(e.into());
+        conn.set_nodelay(true).map_err(io)?;
+        conn.set_read_timeout(Some(Duration::from_secs(15)))
+            .map_err(io)?;
         let mut line = serde_json::to_vec(&Request {
             token: token.to_string(),
             test,
-        })?;
+        })
+        .map_err(|e| failed(e.into()))?;
         line.push(b'\n');
-        (&conn).write_all(&line)?;
-        let mut reader = BufReader::new(conn.try_clone()?);
-        let text = read_line(&mut reader).map_err(|e| anyhow!("no answer from {addr}: {e}"))?;
-        let reply: Reply = serde_json::from_str(&text)
-            .map_err(|e| anyhow!("{addr} answered something that is not opcost serve: {e}"))?;
+        // A server that shed the connection may have closed it already.
+        let sent = (&conn).write_all(&line);
+        let mut reader = BufReader::new(conn.try_clone().map_err(io)?);
+        let text = match read_line(&mut reader) {
+            Ok(t) => t,
+            // Shed while busy: closed, or reset (the request unread).
+            Err(LineError::Closed) => {
+                return Err(Attempt::Busy(anyhow!(
+                    "{addr} closed the connection before answering"
+                )));
+            }
+            Err(LineError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                return Err(Attempt::Busy(anyhow!(
+                    "{addr} reset the connection before answering: {e}"
+                )));
+            }
+            Err(e) => {
+                let e = anyhow!("no answer from {addr}: {e}");
+                return Err(failed(match sent {
+                    Err(s) => e.context(format!("sending the request: {s}")),
+                    Ok(()) => e,
+                }));
+            }
+        };
+        let reply: Reply = serde_json::from_str(&text).map_err(|e| {
+            failed(anyhow!(
+                "{addr} answered something that is not opcost serve: {e}"
+            ))
+        })?;
         if !reply.ok {
-            bail!(
-                "{addr} refused: {}",
-                reply.error.as_deref().unwrap_or("no reason given")
-            );
+            let why = reply.error.as_deref().unwrap_or("no reason given");
+            let e = anyhow!("{addr} refused: {why}");
+            return Err(if why.starts_with("busy") {
+                Attempt::Busy(e)
+            } else {
+                failed(e)
+            });
         }
         Ok(Session {
             conn,
