@@ -45,11 +45,12 @@ parse_options() {
 }
 
 # build_release: builds opcost's release binary from the checkout's root,
-# where it leaves the script, and sets $bin to the binary's full path.
+# where it leaves the script, and sets $bin to the binary's full path
+# (under $CARGO_TARGET_DIR when it is set).
 build_release() {
   cd "$(dirname "$0")/.."
   cargo build --release -q
-  bin=$PWD/target/release/opcost
+  bin=$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/opcost
 }
 
 # median: the median of the numbers on stdin, one a line ("nan" for none).

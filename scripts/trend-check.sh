@@ -10,20 +10,25 @@
 # A/A test: all the runs, nothing changed. Wanted: <= 5% of the series
 # with any change point.
 #
-#   scripts/trend-check.sh [-n RUNS] [-p PROFILE] [-k DIR] [-a ALPHA] [PATTERN...]
+#   scripts/trend-check.sh [-n RUNS] [-p PROFILE] [-k DIR] [-a ALPHA] [-x CSV] [PATTERN...]
 #
 # Defaults: 30 runs, quick profile, `syscall`. With -k DIR, the runs are
 # kept in DIR (01.json, 02.json...) and those already there are used
 # again, so a second call only analyses. -a passes --alpha to the trend.
+# -x CSV writes the runs' medians and intervals (run, id, unit, median,
+# ci_low, ci_high), unchanged, as a history for tests/fixtures/trend/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 runs=30
 profile=quick
 keep=""
 alpha=""
-usage() { echo "usage: $0 [-n RUNS] [-p PROFILE] [-k DIR] [-a ALPHA] [PATTERN...]" >&2; }
-parse_options "n:runs p:profile k:keep a:alpha" "$@"
+fixture=""
+usage() { echo "usage: $0 [-n RUNS] [-p PROFILE] [-k DIR] [-a ALPHA] [-x CSV] [PATTERN...]" >&2; }
+parse_options "n:runs p:profile k:keep a:alpha x:fixture" "$@"
 shift $((OPTIND - 1))
+if [ -n "$fixture" ]; then fixture=$(realpath -m "$fixture"); fi
+if [ -n "$keep" ]; then keep=$(realpath -m "$keep"); fi
 if [ $# -eq 0 ]; then set -- syscall; fi
 if [ "$runs" -lt 24 ]; then echo "the shift test needs 24 runs or more" >&2; exit 2; fi
 build_release
@@ -39,9 +44,9 @@ for i in $(seq -w 1 "$runs"); do
 done
 
 # The two histories: documents rewritten, then imported into throw-away databases.
-python3 - "$dir" "$runs" "$work" <<'PY'
-import json, os, sys
-src, n, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+python3 - "$dir" "$runs" "$work" "$fixture" <<'PY'
+import csv, json, os, sys
+src, n, work, fixture = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 FACTOR, FROM = 1.08, 17
 FIELDS = ["median", "min", "max", "mean", "stddev", "p5", "p95", "mad", "ci_low", "ci_high"]
 def scale(m, f):
@@ -57,6 +62,13 @@ def scale(m, f):
         if isinstance(r.get("samples"), list):
             r["samples"] = [x * f for x in r["samples"]]
 docs = [json.load(open(os.path.join(src, f"{i:02d}.json"))) for i in range(1, n + 1)]
+if fixture:
+    with open(fixture, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["run", "id", "unit", "median", "ci_low", "ci_high"])
+        for i, d in enumerate(docs, start=1):
+            for m in d["results"]:
+                w.writerow([i, m["id"], m["unit"]] + [f"{m[k]:.6g}" for k in ("median", "ci_low", "ci_high")])
 ids = sorted({m["id"] for d in docs for m in d["results"]})
 shifted = set(ids[::2])
 json.dump(sorted(shifted), open(os.path.join(work, "shifted.json"), "w"))

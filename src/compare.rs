@@ -355,10 +355,16 @@ fn others_share(side: &[RunDoc]) -> Option<f64> {
 }
 
 /// B's canary over A's (geometric means over each side's runs), when
-/// every run is of one host and has a canary.
+/// every run is of one host and has a canary of the same kind (a
+/// user-space canary is not compared with an older one that made system
+/// calls).
 fn machine_shift(a: &[RunDoc], b: &[RunDoc]) -> Option<f64> {
-    let host = &a.first()?.host.hostname;
-    if a.iter().chain(b).any(|d| &d.host.hostname != host) {
+    let first = a.first()?;
+    let kind = |d: &RunDoc| d.stability.as_ref().map(|s| s.user_canary);
+    if a.iter()
+        .chain(b)
+        .any(|d| d.host.hostname != first.host.hostname || kind(d) != kind(first))
+    {
         return None;
     }
     let geomean = |side: &[RunDoc]| -> Option<f64> {
@@ -1202,6 +1208,12 @@ mod tests {
             &[],
         );
         assert!((c.machine_shift.unwrap() - 1.0).abs() < 1e-9);
+        // a canary that made system calls (older documents) is other work
+        let mut old = doc("h", 1000.0);
+        old.stability.as_mut().unwrap().user_canary = false;
+        let c = compare(&old, &doc("h", 50.0), &[], 0.05);
+        assert_eq!(c.machine_shift, None);
+        assert!(c.phase_changed().is_none());
     }
 
     #[test]

@@ -542,6 +542,8 @@ mod tests {
             unit: BaseUnit::NsPerOp,
             runs: 24,
             analysed: true,
+            noise: Some(0.01),
+            min_step: Some(0.05),
             change_points: c,
             points: Vec::new(),
         };

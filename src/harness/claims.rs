@@ -18,7 +18,7 @@
 //! the numbers they print may move from run to run, the words may not.
 
 use super::Measurement;
-use super::stats::{quantile_sorted, t975};
+use super::stats::{normal_cdf, quantile_sorted, t975};
 
 /// Two values closer than this factor are called a tie even when their
 /// intervals separate them: a difference of a few per cent is real but
@@ -576,22 +576,6 @@ pub fn quantile_ranks(n: usize, q: f64) -> (Option<usize>, Option<usize>) {
     // Smallest k <= n with P(B <= k - 1) >= 97.5%.
     let k = (1..=n).find(|&k| cdf[k - 1] >= 0.975);
     (j, k)
-}
-
-fn normal_cdf(z: f64) -> f64 {
-    // Abramowitz and Stegun 7.1.26 through erf; ample for ranks.
-    let x = z.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let y = 1.0
-        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
-            + 0.254_829_592)
-            * t
-            * (-x * x).exp();
-    if z >= 0.0 {
-        0.5 * (1.0 + y)
-    } else {
-        0.5 * (1.0 - y)
-    }
 }
 
 /// The `q` quantile of `values` (e.g. a p99) with its distribution-free

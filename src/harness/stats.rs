@@ -151,6 +151,44 @@ pub fn quantile(data: &[f64], q: f64) -> Option<f64> {
     Some(quantile_sorted(&s, q))
 }
 
+/// The standard normal distribution function Φ(z) (Abramowitz and Stegun
+/// 7.1.26 through erf: within 1.5e-7, ample for ranks and powers).
+pub fn normal_cdf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let y = 1.0
+        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t
+            * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + y)
+    } else {
+        0.5 * (1.0 - y)
+    }
+}
+
+/// The standard normal quantile Φ⁻¹(p) for 0 < p < 1, by bisection of
+/// [`normal_cdf`] (to 1e-9; infinite at 0 and 1).
+pub fn normal_quantile(p: f64) -> f64 {
+    if p <= 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p >= 1.0 {
+        return f64::INFINITY;
+    }
+    let (mut lo, mut hi) = (-40.0f64, 40.0f64);
+    while hi - lo > 1e-9 {
+        let mid = 0.5 * (lo + hi);
+        if normal_cdf(mid) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 /// Median of unsorted data; `None` when empty.
 pub fn median(data: &[f64]) -> Option<f64> {
     quantile(data, 0.5)
@@ -390,6 +428,15 @@ mod tests {
         // Fractional df lies between its neighbours.
         let t = t975(4.5);
         assert!(t < 2.776 && t > 2.571, "{t}");
+    }
+
+    #[test]
+    fn normal_quantiles_match_tables_and_invert_the_cdf() {
+        assert!((normal_quantile(0.975) - 1.959_964).abs() < 1e-5);
+        assert!((normal_quantile(0.9) - 1.281_552).abs() < 1e-5);
+        assert!(normal_quantile(0.5).abs() < 1e-6);
+        assert!((normal_cdf(normal_quantile(0.01)) - 0.01).abs() < 1e-7);
+        assert_eq!(normal_quantile(1.0), f64::INFINITY);
     }
 
     #[test]
