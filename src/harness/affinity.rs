@@ -48,26 +48,7 @@ pub fn pin_to_set(cpus: &[usize]) -> anyhow::Result<()> {
     sched_setaffinity(Pid::from_raw(0), &set).context("setting CPU affinity")
 }
 
-/// Formats a CPU list compactly: `0-3,6`.
-pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
+pub use crate::host::topology::cpu_list;
 
 /// The pinning of this thread held by [`Pinned`] guards: the CPU, how many
 /// guards hold it, and the affinity to restore when the last one goes.
@@ -159,7 +140,8 @@ impl Placement {
     /// Chooses the CPUs of the two ends among those this process may use.
     ///
     /// Cross placement prefers a CPU on another physical core (not an SMT
-    /// sibling); with one allowed CPU it is skipped, saying why.
+    /// sibling), as the host's topology model says; with one allowed CPU
+    /// it is skipped, saying why.
     pub fn cpus(self, ctx: &Ctx) -> Result<Cpus, PrepareError> {
         let allowed = allowed_cpus();
         let Some(&parent) = allowed.first() else {
@@ -167,6 +149,8 @@ impl Placement {
                 "no CPU is allowed to this process".into(),
             ));
         };
+        let topology = &ctx.host.topology;
+        let core = |c: usize| topology.place(c).and_then(|p| p.core);
         match self {
             Placement::Same => Ok(Cpus {
                 placement: self,
@@ -186,33 +170,21 @@ impl Placement {
                         "cross-cpu needs two CPUs, but only CPU {parent} is allowed to this process{why}"
                     )));
                 };
-                let home = core_of(parent);
+                let home = core(parent);
                 let peer = others
                     .iter()
                     .copied()
-                    .find(|&c| home.is_none() || core_of(c) != home)
+                    .find(|&c| home.is_none() || core(c) != home)
                     .unwrap_or(first);
                 Ok(Cpus {
                     placement: self,
                     parent,
                     peer,
-                    same_core: home.is_some() && core_of(peer) == home,
+                    same_core: home.is_some() && core(peer) == home,
                 })
             }
         }
     }
-}
-
-/// The physical core of a CPU as sysfs names it: (package, core id).
-fn core_of(cpu: usize) -> Option<(u32, u32)> {
-    let read = |f: &str| -> Option<u32> {
-        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    Some((read("physical_package_id")?, read("core_id")?))
 }
 
 /// The CPUs chosen for the two ends of a benchmark.
