@@ -14,6 +14,7 @@
 //! documents of other machines and older versions, so every field has a
 //! default and a document missing any of them still loads.
 
+pub mod classes;
 pub mod device;
 #[cfg(test)]
 mod fixtures;
@@ -29,6 +30,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use classes::{ClassPair, PlaceClass};
 pub use render::Fact;
 pub use topology::{CpuPlace, NumaNode, Topology};
 
@@ -43,7 +45,8 @@ pub struct Host {
     /// Logical CPUs online on the machine (not only those this process may use).
     pub logical_cpus: usize,
     /// The machine's shape (packages, nodes, L3 groups, cores, threads) for
-    /// the CPUs this process may use; empty in documents older than it.
+    /// the CPUs this process may use, and its placement classes; empty in
+    /// documents older than it.
     pub topology: Topology,
     /// CPU caches from sysfs, cpu0's first, one entry per level, type and size.
     pub caches: Vec<CacheInfo>,

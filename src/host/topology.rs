@@ -7,7 +7,8 @@
 //! between L3 groups in ~100 ns and between sockets in ~200 ns, so a
 //! two-ended result means nothing without the place of its two CPUs. As
 //! in hwloc and likwid, the shape lives in one model that every reader
-//! asks; no suite reads sysfs topology on its own.
+//! asks ([`super::classes`] derives the placement classes from it); no
+//! suite reads sysfs topology on its own.
 //!
 //! Reading never fails. A piece sysfs does not give (many ARM boards list
 //! no caches, some guests no NUMA nodes) leaves its level unknown (`None`)
@@ -44,6 +45,9 @@ pub struct Topology {
     /// The sysfs pieces that were absent, so the levels they describe are
     /// unknown (`cpu*/cache`, `node*`...).
     pub missing: Vec<String>,
+    /// The placement classes of this machine, each with its representative
+    /// pair of CPUs (see [`super::classes`]).
+    pub classes: Vec<super::classes::ClassPair>,
 }
 
 /// One CPU and the groups it belongs to. A group is named by the lowest
@@ -275,13 +279,15 @@ pub(super) fn read(r: &Reader, online: &[usize]) -> Shape {
             ..n
         })
         .collect();
-    let topology = Topology {
+    let mut topology = Topology {
         cpus,
         nodes,
         hidden_cpus,
         offline_cpus,
         missing,
+        classes: Vec::new(),
     };
+    topology.classes = super::classes::representatives(&topology);
     Shape { all, topology }
 }
 
@@ -590,6 +596,10 @@ mod tests {
         assert!(!t.cpus.is_empty());
         assert!(t.cpus.len() <= h.logical_cpus);
         assert!(t.cpus.windows(2).all(|w| w[0].cpu < w[1].cpu));
+        assert_eq!(
+            t.classes.first().map(|c| c.class),
+            Some(crate::host::PlaceClass::SameCpu)
+        );
     }
 
     #[test]
@@ -609,6 +619,7 @@ mod tests {
             !text.contains("\"kind\":null"),
             "unknown fields are left out"
         );
+        assert!(text.contains("\"class\":\"same-node\""));
         let back: Topology = serde_json::from_str(&text).unwrap();
         assert_eq!(back, t);
     }
