@@ -20,6 +20,7 @@ pub mod device;
 mod fixtures;
 pub mod location;
 mod parse;
+mod picture;
 mod probe;
 mod render;
 mod sysfs;
