@@ -12,6 +12,7 @@ use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 
 use super::{Ctx, PrepareError};
+use crate::host::PlaceClass;
 
 /// The CPUs this process may run on, in increasing order.
 pub fn allowed_cpus() -> Vec<usize> {
@@ -157,6 +158,7 @@ impl Placement {
                 parent,
                 peer: parent,
                 same_core: true,
+                class: topology.class_of(parent, parent),
             }),
             Placement::Cross => {
                 let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != parent).collect();
@@ -181,6 +183,7 @@ impl Placement {
                     parent,
                     peer,
                     same_core: home.is_some() && core(peer) == home,
+                    class: topology.class_of(parent, peer),
                 })
             }
         }
@@ -198,17 +201,24 @@ pub struct Cpus {
     pub peer: usize,
     /// True when both CPUs are on one physical core (identical or SMT siblings).
     pub same_core: bool,
+    /// What the two CPUs share at the closest, when the host's topology
+    /// model knows both.
+    pub class: Option<PlaceClass>,
 }
 
 impl Cpus {
-    /// The facts recorded with the result.
+    /// The facts recorded with the result (`class` only when known).
     pub fn details(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut d = serde_json::json!({
             "placement": self.placement.param(),
             "parent_cpu": self.parent,
             "peer_cpu": self.peer,
             "same_core": self.same_core,
-        })
+        });
+        if let Some(class) = self.class {
+            d["class"] = class.name().into();
+        }
+        d
     }
 }
 
@@ -221,6 +231,25 @@ mod tests {
         assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
         assert_eq!(cpu_list(&[1]), "1");
         assert_eq!(cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn placements_record_the_class_of_their_pair_from_the_model() {
+        let ctx = crate::harness::test_ctx();
+        let same = Placement::Same.cpus(&ctx).unwrap();
+        assert_eq!(same.class, Some(PlaceClass::SameCpu));
+        assert_eq!(same.details()["class"], "same-cpu");
+        if let Ok(cross) = Placement::Cross.cpus(&ctx) {
+            let class = ctx.host.topology.class_of(cross.parent, cross.peer);
+            assert_eq!(cross.class, class);
+            assert_ne!(class, Some(PlaceClass::SameCpu));
+            assert_eq!(cross.same_core, class == Some(PlaceClass::SameCore));
+        }
+        // A host without a model (an older document's) records no class.
+        let mut bare = crate::harness::test_ctx();
+        bare.host = std::sync::Arc::new(crate::host::Host::default());
+        let d = Placement::Same.cpus(&bare).unwrap().details();
+        assert!(d.get("class").is_none(), "{d}");
     }
 
     #[test]
