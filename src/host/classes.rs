@@ -493,17 +493,7 @@ mod tests {
     fn representatives_scale_to_256_cpus() {
         // 4 packages × 32 cores × 2 threads: every class is found.
         let mut tree = Tree::default();
-        tree.online("0-255");
-        for core in 0..128 {
-            let threads = [core, core + 128];
-            let ccx: Vec<usize> = (core / 8 * 8..core / 8 * 8 + 8)
-                .flat_map(|c| [c, c + 128])
-                .collect();
-            for cpu in threads {
-                tree.cpu(cpu, (core / 32) as u32, core as u32, &threads)
-                    .cache(cpu, 3, "32768K", &ccx);
-            }
-        }
+        tree.smt_server(128, 32, 8, ["32K", "512K", "32768K"]);
         let t = topology(&tree);
         assert_eq!(t.cpus.len(), 256);
         assert_eq!(

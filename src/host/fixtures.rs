@@ -65,6 +65,35 @@ impl Tree {
             )
     }
 
+    /// An x86 server's cores with SMT 2, numbered as Linux does: CPUs
+    /// 0..cores are the first threads, cores..2×cores their siblings (all
+    /// online); `per_package` cores a package, `per_l3` an L3 group, an
+    /// L1d and an L2 per core, of `sizes` (L1d, L2, L3).
+    pub fn smt_server(
+        &mut self,
+        cores: usize,
+        per_package: usize,
+        per_l3: usize,
+        sizes: [&str; 3],
+    ) -> &mut Tree {
+        self.online(&format!("0-{}", 2 * cores - 1));
+        for core in 0..cores {
+            let threads = [core, core + cores];
+            let first = core / per_l3 * per_l3;
+            let l3: Vec<usize> = (first..first + per_l3)
+                .flat_map(|c| [c, c + cores])
+                .collect();
+            for cpu in threads {
+                let (package, id) = (core / per_package, core % per_package);
+                self.cpu(cpu, package as u32, id as u32, &threads)
+                    .cache(cpu, 1, sizes[0], &threads)
+                    .cache(cpu, 2, sizes[1], &threads)
+                    .cache(cpu, 3, sizes[2], &l3);
+            }
+        }
+        self
+    }
+
     /// A NUMA node: CPUs, memory in GiB and declared distances.
     pub fn node(&mut self, id: usize, cpus: &[usize], gib: u64, distances: &[u32]) -> &mut Tree {
         let d = format!("sys/devices/system/node/node{id}");
@@ -113,21 +142,9 @@ impl Tree {
 /// 4), distances 10 local, 12 same socket, 32 other socket.
 pub fn epyc(nps: usize) -> Tree {
     let mut t = Tree::default();
-    t.online("0-127");
+    t.smt_server(64, 32, 8, ["32K", "512K", "32768K"]);
     let per_node = 32 / nps;
     let node_of = |core: usize| core / per_node;
-    for core in 0..64 {
-        let threads = [core, core + 64];
-        let ccx: Vec<usize> = (core / 8 * 8..core / 8 * 8 + 8)
-            .flat_map(|c| [c, c + 64])
-            .collect();
-        for cpu in threads {
-            t.cpu(cpu, (core / 32) as u32, (core % 32) as u32, &threads)
-                .cache(cpu, 1, "32K", &threads)
-                .cache(cpu, 2, "512K", &threads)
-                .cache(cpu, 3, "32768K", &ccx);
-        }
-    }
     let nodes = 2 * nps;
     for n in 0..nodes {
         let cpus: Vec<usize> = (0..64)
@@ -153,19 +170,7 @@ pub fn epyc(nps: usize) -> Tree {
 /// and node 4, CXL memory without CPUs.
 pub fn xeon_snc() -> Tree {
     let mut t = Tree::default();
-    t.online("0-31");
-    for core in 0..16 {
-        let threads = [core, core + 16];
-        let pkg: Vec<usize> = (core / 8 * 8..core / 8 * 8 + 8)
-            .flat_map(|c| [c, c + 16])
-            .collect();
-        for cpu in threads {
-            t.cpu(cpu, (core / 8) as u32, (core % 8) as u32, &threads)
-                .cache(cpu, 1, "48K", &threads)
-                .cache(cpu, 2, "2048K", &threads)
-                .cache(cpu, 3, "61440K", &pkg);
-        }
-    }
+    t.smt_server(16, 8, 8, ["48K", "2048K", "61440K"]);
     for n in 0..5 {
         let cpus: Vec<usize> = if n < 4 {
             (n * 4..n * 4 + 4).flat_map(|c| [c, c + 16]).collect()
