@@ -155,15 +155,15 @@ impl Painter<'_> {
             item.cpus.sort_unstable();
             match &item.leaf {
                 Some(summary) if item.count == 1 => out.push(format!(
-                    "{pad}{}: {summary}, CPUs {}",
+                    "{pad}{}: {summary}, {}",
                     item.head,
-                    cpu_list(&item.cpus)
+                    cpus_text(&item.cpus)
                 )),
                 Some(summary) => out.push(format!(
-                    "{pad}{} × {}, each {summary}, CPUs {}",
+                    "{pad}{} × {}, each {summary}, {}",
                     item.count,
                     item.head,
-                    cpu_list(&item.cpus)
+                    cpus_text(&item.cpus)
                 )),
                 None => {
                     out.push(format!("{pad}{}", item.head));
@@ -208,7 +208,7 @@ impl Painter<'_> {
     /// The line of a group no level divides further.
     fn leaf_line(&self, places: &[&CpuPlace]) -> String {
         let cpus: Vec<usize> = places.iter().map(|p| p.cpu).collect();
-        format!("{}, CPUs {}", self.summary(places), cpu_list(&cpus))
+        format!("{}, {}", self.summary(places), cpus_text(&cpus))
     }
 
     /// Cores and threads of a group (`8 cores × 2 threads`), with their
@@ -254,6 +254,14 @@ impl Painter<'_> {
     }
 }
 
+/// `CPU 3` or `CPUs 0-3,8`.
+fn cpus_text(cpus: &[usize]) -> String {
+    match cpus {
+        [one] => format!("CPU {one}"),
+        _ => format!("CPUs {}", cpu_list(cpus)),
+    }
+}
+
 /// A node's memory, ` (64 GiB)` or ` (23.5 GiB)`: whole gibibytes when it
 /// is some, three digits otherwise (a node's memory is seldom a round size).
 fn memory_text(b: u64) -> String {
@@ -276,9 +284,9 @@ fn nodes_without_cpus(t: &Topology) -> Vec<String> {
                 format!("Node {}{mem}: memory only, no CPUs", n.id)
             } else {
                 format!(
-                    "Node {}{mem}: no usable CPU (CPUs {} hidden)",
+                    "Node {}{mem}: no usable CPU ({} hidden)",
                     n.id,
-                    cpu_list(&n.all_cpus)
+                    cpus_text(&n.all_cpus)
                 )
             }
         })
@@ -429,6 +437,13 @@ mod tests {
             "{p:#?}"
         );
         assert!(!p.iter().any(|l| l == "Package 1"));
+    }
+
+    #[test]
+    fn one_usable_cpu_is_named_in_the_singular() {
+        let mut tree = fixtures::two_vcpu_guest();
+        tree.allowed("1");
+        assert_eq!(picture(&tree)[2], "    L3 (260 MiB): 1 core, CPU 1");
     }
 
     #[test]
