@@ -111,7 +111,7 @@ fn env_text_has_every_section() {
         .filter(|s| !s.is_empty())
         .collect();
     titles.dedup();
-    assert_eq!(titles.len(), 10, "{titles:?}");
+    assert_eq!(titles.len(), 11, "{titles:?}");
     for title in titles {
         assert!(
             text.lines().any(|l| l == title),
@@ -120,6 +120,78 @@ fn env_text_has_every_section() {
     }
     assert!(text.starts_with("hostname"));
     assert!(text.contains(env!("CARGO_PKG_VERSION")));
+    let topology: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "Topology")
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(
+        topology
+            .iter()
+            .any(|l| l.contains("placement classes") && l.contains("same-cpu (")),
+        "{topology:?}"
+    );
+    assert!(
+        topology.iter().any(|l| l.contains("CPUs ")),
+        "the picture lists the CPUs: {topology:?}"
+    );
+}
+
+/// The CPU numbers of a sysfs list (`0-3,6`).
+fn cpu_list(text: &str) -> Vec<u64> {
+    text.split(',')
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| match p.split_once('-') {
+            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<u64>>(),
+            None => vec![p.parse().unwrap()],
+        })
+        .collect()
+}
+
+#[test]
+fn env_json_topology_is_the_usable_cpus_as_sysfs_groups_them() {
+    let h = env_json();
+    let t = &h["topology"];
+    let cpus: Vec<u64> = t["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cpu"].as_u64().unwrap())
+        .collect();
+    // The child inherits this test's affinity mask.
+    let status = read("/proc/self/status").unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|l| cpu_list(l.trim()))
+        .unwrap();
+    let online = read("/sys/devices/system/cpu/online").map(|l| cpu_list(&l));
+    let expected: Vec<u64> = allowed
+        .into_iter()
+        .filter(|c| online.as_ref().is_none_or(|o| o.contains(c)))
+        .collect();
+    assert_eq!(cpus, expected);
+    for p in t["cpus"].as_array().unwrap() {
+        let cpu = p["cpu"].as_u64().unwrap();
+        for index in 0..8 {
+            let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cache/index{index}");
+            let level = read(&format!("{dir}/level"));
+            if level.as_deref() == Some("3") {
+                let list = read(&format!("{dir}/shared_cpu_list")).unwrap();
+                let lowest = cpu_list(&list).into_iter().min();
+                assert_eq!(p["l3"].as_u64(), lowest, "CPU {cpu}'s L3 group");
+            }
+        }
+    }
+    let classes = t["classes"].as_array().unwrap();
+    assert_eq!(classes[0]["class"], "same-cpu");
+    assert_eq!(classes[0]["a"], classes[0]["b"]);
+    if cpus.len() > 1 {
+        assert!(
+            classes.len() >= 2,
+            "two usable CPUs make a second class: {classes:?}"
+        );
+    }
 }
 
 #[test]
@@ -135,6 +207,7 @@ fn a_run_document_carries_the_full_host() {
     assert_eq!(keys(&doc["host"]), keys(&env));
     assert_eq!(doc["host"]["kernel"], env["kernel"]);
     assert_eq!(doc["host"]["cpu"], env["cpu"]);
+    assert_eq!(doc["host"]["topology"], env["topology"]);
     let warnings = doc["warnings"].as_array().unwrap();
     if env["virt"]["hypervisor"].is_string() {
         assert!(

@@ -206,6 +206,20 @@ fn quick_run_measures_or_explains_every_mechanism_and_leaves_nothing_behind() {
             "{id}: {placement}"
         );
         assert_eq!(r["details"]["placement"], placement, "{id}");
+        // The pair's class, from the topology model the document carries.
+        let class = r["details"]["class"].as_str().unwrap();
+        let classes: Vec<&str> = doc["host"]["topology"]["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["class"].as_str().unwrap())
+            .collect();
+        assert!(classes.contains(&class), "{id}: {class} not in {classes:?}");
+        assert_eq!(
+            class == "same-cpu",
+            placement == "same-cpu",
+            "{id}: {class}"
+        );
         if id.contains(".tput/") {
             common::assert_bytes_per_second(r, id);
         } else {

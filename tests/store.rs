@@ -125,6 +125,53 @@ fn a_history_of_schema_1_migrates_and_its_runs_still_load() {
 }
 
 #[test]
+fn runs_record_the_topology_and_those_from_before_it_still_load() {
+    let (dir, db) = common::scratch("h.db");
+    let a = common::run_a();
+    assert!(a.host.topology.is_known(), "today's host carries the model");
+    let json = serde_json::to_value(&a).unwrap();
+    assert!(json["host"]["topology"]["classes"][0]["class"] == "same-cpu");
+
+    // A document written before the model: no host.topology.
+    let mut old = json.clone();
+    old["host"].as_object_mut().unwrap().remove("topology");
+    let file = dir.path().join("old.json");
+    std::fs::write(&file, serde_json::to_string(&old).unwrap()).unwrap();
+    opcost(&db)
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("1 imported"));
+    let mut expected = a.clone();
+    expected.host.topology = Default::default();
+    assert_eq!(Store::open(&db).unwrap().load(&a.run.id).unwrap(), expected);
+
+    // A history written before the model: its rows lack it in both columns.
+    let (_dir2, db2) = common::scratch("h2.db");
+    Store::open(&db2).unwrap().save(&a, None).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&db2).unwrap();
+        let n = conn
+            .execute(
+                "UPDATE runs SET host = json_remove(host, '$.topology'),
+                                 doc = json_remove(doc, '$.host.topology')",
+                [],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    let store = Store::open(&db2).unwrap();
+    assert_eq!(store.load(&a.run.id).unwrap(), expected);
+    assert_eq!(store.list(None, 0).unwrap().len(), 1);
+    drop(store);
+    common::prints(
+        opcost(&db2).args(["show", &a.run.id[..5]]),
+        &["syscall.function_call"],
+    );
+}
+
+#[test]
 fn migrations_run_from_an_empty_file_and_a_missing_one() {
     let dir = tempfile::tempdir().unwrap();
     // Missing file, in a missing directory.

@@ -12,6 +12,7 @@ use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 
 use super::{Ctx, PrepareError};
+use crate::host::PlaceClass;
 
 /// The CPUs this process may run on, in increasing order.
 pub fn allowed_cpus() -> Vec<usize> {
@@ -48,26 +49,7 @@ pub fn pin_to_set(cpus: &[usize]) -> anyhow::Result<()> {
     sched_setaffinity(Pid::from_raw(0), &set).context("setting CPU affinity")
 }
 
-/// Formats a CPU list compactly: `0-3,6`.
-pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
+pub use crate::host::topology::cpu_list;
 
 /// The pinning of this thread held by [`Pinned`] guards: the CPU, how many
 /// guards hold it, and the affinity to restore when the last one goes.
@@ -159,7 +141,8 @@ impl Placement {
     /// Chooses the CPUs of the two ends among those this process may use.
     ///
     /// Cross placement prefers a CPU on another physical core (not an SMT
-    /// sibling); with one allowed CPU it is skipped, saying why.
+    /// sibling), as the host's topology model says; with one allowed CPU
+    /// it is skipped, saying why.
     pub fn cpus(self, ctx: &Ctx) -> Result<Cpus, PrepareError> {
         let allowed = allowed_cpus();
         let Some(&parent) = allowed.first() else {
@@ -167,12 +150,15 @@ impl Placement {
                 "no CPU is allowed to this process".into(),
             ));
         };
+        let topology = &ctx.host.topology;
+        let core = |c: usize| topology.place(c).and_then(|p| p.core);
         match self {
             Placement::Same => Ok(Cpus {
                 placement: self,
                 parent,
                 peer: parent,
                 same_core: true,
+                class: topology.class_of(parent, parent),
             }),
             Placement::Cross => {
                 let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != parent).collect();
@@ -186,33 +172,22 @@ impl Placement {
                         "cross-cpu needs two CPUs, but only CPU {parent} is allowed to this process{why}"
                     )));
                 };
-                let home = core_of(parent);
+                let home = core(parent);
                 let peer = others
                     .iter()
                     .copied()
-                    .find(|&c| home.is_none() || core_of(c) != home)
+                    .find(|&c| home.is_none() || core(c) != home)
                     .unwrap_or(first);
                 Ok(Cpus {
                     placement: self,
                     parent,
                     peer,
-                    same_core: home.is_some() && core_of(peer) == home,
+                    same_core: home.is_some() && core(peer) == home,
+                    class: topology.class_of(parent, peer),
                 })
             }
         }
     }
-}
-
-/// The physical core of a CPU as sysfs names it: (package, core id).
-fn core_of(cpu: usize) -> Option<(u32, u32)> {
-    let read = |f: &str| -> Option<u32> {
-        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    Some((read("physical_package_id")?, read("core_id")?))
 }
 
 /// The CPUs chosen for the two ends of a benchmark.
@@ -226,17 +201,24 @@ pub struct Cpus {
     pub peer: usize,
     /// True when both CPUs are on one physical core (identical or SMT siblings).
     pub same_core: bool,
+    /// What the two CPUs share at the closest, when the host's topology
+    /// model knows both.
+    pub class: Option<PlaceClass>,
 }
 
 impl Cpus {
-    /// The facts recorded with the result.
+    /// The facts recorded with the result (`class` only when known).
     pub fn details(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut d = serde_json::json!({
             "placement": self.placement.param(),
             "parent_cpu": self.parent,
             "peer_cpu": self.peer,
             "same_core": self.same_core,
-        })
+        });
+        if let Some(class) = self.class {
+            d["class"] = class.name().into();
+        }
+        d
     }
 }
 
@@ -249,6 +231,25 @@ mod tests {
         assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
         assert_eq!(cpu_list(&[1]), "1");
         assert_eq!(cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn placements_record_the_class_of_their_pair_from_the_model() {
+        let ctx = crate::harness::test_ctx();
+        let same = Placement::Same.cpus(&ctx).unwrap();
+        assert_eq!(same.class, Some(PlaceClass::SameCpu));
+        assert_eq!(same.details()["class"], "same-cpu");
+        if let Ok(cross) = Placement::Cross.cpus(&ctx) {
+            let class = ctx.host.topology.class_of(cross.parent, cross.peer);
+            assert_eq!(cross.class, class);
+            assert_ne!(class, Some(PlaceClass::SameCpu));
+            assert_eq!(cross.same_core, class == Some(PlaceClass::SameCore));
+        }
+        // A host without a model (an older document's) records no class.
+        let mut bare = crate::harness::test_ctx();
+        bare.host = std::sync::Arc::new(crate::host::Host::default());
+        let d = Placement::Same.cpus(&bare).unwrap().details();
+        assert!(d.get("class").is_none(), "{d}");
     }
 
     #[test]

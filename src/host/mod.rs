@@ -14,19 +14,26 @@
 //! documents of other machines and older versions, so every field has a
 //! default and a document missing any of them still loads.
 
+pub mod classes;
 pub mod device;
+#[cfg(test)]
+mod fixtures;
 pub mod location;
 mod parse;
+mod picture;
 mod probe;
 mod render;
 mod sysfs;
+pub mod topology;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use classes::{ClassPair, PlaceClass};
 pub use render::Fact;
+pub use topology::{CpuPlace, NumaNode, Topology};
 
 /// The machine a run was made on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -38,6 +45,10 @@ pub struct Host {
     pub cpu: Cpu,
     /// Logical CPUs online on the machine (not only those this process may use).
     pub logical_cpus: usize,
+    /// The machine's shape (packages, nodes, L3 groups, cores, threads) for
+    /// the CPUs this process may use, and its placement classes; empty in
+    /// documents older than it.
+    pub topology: Topology,
     /// CPU caches from sysfs, cpu0's first, one entry per level, type and size.
     pub caches: Vec<CacheInfo>,
     /// Clock frequencies and the cpufreq driver.

@@ -125,7 +125,7 @@ fn arm_implementer(code: &str) -> String {
 
 /// The core name of a common arm part number (the ones found in servers,
 /// boards and laptops); None for the rest.
-fn arm_part(implementer: &str, part: &str) -> Option<&'static str> {
+pub(super) fn arm_part(implementer: &str, part: &str) -> Option<&'static str> {
     if parse_int(implementer) != Some(0x41) {
         return None;
     }

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::topology::cpu_list;
 use super::{CacheInfo, Host};
 use crate::units::human_bytes;
 
@@ -28,6 +29,8 @@ struct Section {
     title: &'static str,
     rows: Vec<(String, String)>,
     notes: Vec<String>,
+    /// Preformatted lines drawn under the rows (not facts).
+    picture: Vec<String>,
 }
 
 impl Section {
@@ -36,6 +39,7 @@ impl Section {
             title,
             rows: Vec::new(),
             notes: Vec::new(),
+            picture: Vec::new(),
         }
     }
 
@@ -60,7 +64,7 @@ fn bytes(v: Option<u64>) -> Option<String> {
 
 /// A size in whole binary units when it is one (`48 KiB`, `32 MiB`), else
 /// three significant digits.
-fn size_text(b: u64) -> String {
+pub(super) fn size_text(b: u64) -> String {
     for (scale, unit) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
         if b >= scale && b.is_multiple_of(scale) {
             return format!("{} {unit}", b / scale);
@@ -152,6 +156,7 @@ impl Host {
         vec![
             self.top_section(),
             self.cpu_section(),
+            self.topology_section(),
             self.caches_section(),
             self.freq_section(),
             self.kernel_section(),
@@ -214,6 +219,45 @@ impl Host {
             )
             .opt("NUMA nodes", c.numa_nodes);
         cpu
+    }
+
+    /// The machine's shape: usable CPUs, placement classes, what sysfs
+    /// lacks, and the picture.
+    fn topology_section(&self) -> Section {
+        let t = &self.topology;
+        let mut sec = Section::new("Topology");
+        if !t.is_known() {
+            sec.row("topology", format!("{UNKNOWN} (not recorded)"));
+            return sec;
+        }
+        let mut usable = format!(
+            "{} ({} of {} online)",
+            cpu_list(&t.cpu_numbers()),
+            t.cpus.len(),
+            t.cpus.len() + t.hidden_cpus.len()
+        );
+        if !t.hidden_cpus.is_empty() {
+            usable.push_str(&format!(
+                "; {} hidden by the affinity mask or cpuset",
+                cpu_list(&t.hidden_cpus)
+            ));
+        }
+        if !t.offline_cpus.is_empty() {
+            usable.push_str(&format!("; {} offline", cpu_list(&t.offline_cpus)));
+        }
+        sec.row("usable CPUs", usable).row(
+            "placement classes",
+            t.classes
+                .iter()
+                .map(|c| format!("{} ({}, {})", c.class, c.a, c.b))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        if !t.missing.is_empty() {
+            sec.row("not in sysfs", t.missing.join(", "));
+        }
+        sec.picture = self.topology_picture();
+        sec
     }
 
     /// The caches as sysfs lists them.
@@ -422,6 +466,9 @@ fn render(sections: &[Section]) -> String {
         for n in &s.notes {
             let _ = writeln!(out, "{indent}({n})");
         }
+        for line in &s.picture {
+            let _ = writeln!(out, "{indent}{line}");
+        }
     }
     out
 }
@@ -435,6 +482,7 @@ mod tests {
         let text = Host::default().render_text();
         for title in [
             "CPU",
+            "Topology",
             "Caches",
             "Frequency",
             "Kernel",

@@ -6,40 +6,43 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::parse;
-use super::{CacheInfo, Cpu, Frequency, Host, Kernel, Memory, Software, Thp, Virtualization};
+use super::{
+    CacheInfo, Cpu, CpuPlace, Frequency, Host, Kernel, Memory, Software, Thp, Virtualization,
+};
 
 /// Reads files relative to a root directory.
-struct Reader<'a> {
-    root: &'a Path,
+pub(super) struct Reader<'a> {
+    /// The directory standing for `/`.
+    pub(super) root: &'a Path,
 }
 
 impl Reader<'_> {
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(super) fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
 
     /// The file's text, trimmed; None when missing, unreadable or empty.
-    fn text(&self, rel: &str) -> Option<String> {
+    pub(super) fn text(&self, rel: &str) -> Option<String> {
         let bytes = fs::read(self.path(rel)).ok()?;
         let text = String::from_utf8_lossy(&bytes);
         let t = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
         (!t.is_empty()).then(|| t.to_string())
     }
 
-    fn int(&self, rel: &str) -> Option<u64> {
+    pub(super) fn int(&self, rel: &str) -> Option<u64> {
         self.text(rel).and_then(|t| parse::parse_int(&t))
     }
 
-    fn signed(&self, rel: &str) -> Option<i64> {
+    pub(super) fn signed(&self, rel: &str) -> Option<i64> {
         self.text(rel).and_then(|t| t.parse().ok())
     }
 
-    fn exists(&self, rel: &str) -> bool {
+    pub(super) fn exists(&self, rel: &str) -> bool {
         self.path(rel).exists()
     }
 
     /// The entries of a directory, sorted by name; empty when missing.
-    fn entries(&self, rel: &str) -> Vec<String> {
+    pub(super) fn entries(&self, rel: &str) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(self.path(rel))
             .map(|d| {
                 d.filter_map(Result::ok)
@@ -52,7 +55,7 @@ impl Reader<'_> {
     }
 }
 
-const CPU: &str = "sys/devices/system/cpu";
+pub(super) const CPU: &str = "sys/devices/system/cpu";
 
 /// Builds a [`Host`] from the files under `root`.
 pub fn read_host(root: &Path) -> Host {
@@ -74,11 +77,13 @@ pub fn read_host(root: &Path) -> Host {
         .unwrap_or_default();
     let first = cpus.first().copied().unwrap_or(0);
     let (governor, freq) = frequency(&r, first, info.mhz);
+    let shape = super::topology::read(&r, &cpus);
 
     Host {
         hostname: r.text("proc/sys/kernel/hostname").unwrap_or_default(),
-        cpu: cpu(&r, &cpus, &info),
+        cpu: cpu(&r, &shape.all, shape.topology.nodes.len(), &info),
         logical_cpus: cpus.len(),
+        topology: shape.topology,
         caches: caches(&r, &cpus),
         freq,
         governor,
@@ -118,22 +123,11 @@ pub fn read_host(root: &Path) -> Host {
     }
 }
 
-/// Identity from /proc/cpuinfo, topology from sysfs (cpuinfo as fallback).
-fn cpu(r: &Reader, cpus: &[usize], info: &parse::Cpuinfo) -> Cpu {
-    let mut packages = BTreeSet::new();
-    let mut cores = BTreeSet::new();
-    for &c in cpus {
-        let t = format!("{CPU}/cpu{c}/topology");
-        let (Some(pkg), Some(core)) = (
-            r.signed(&format!("{t}/physical_package_id")),
-            r.signed(&format!("{t}/core_id")),
-        ) else {
-            continue;
-        };
-        let die = r.signed(&format!("{t}/die_id")).unwrap_or(0);
-        packages.insert(pkg);
-        cores.insert((pkg, die, core));
-    }
+/// Identity from /proc/cpuinfo, counts from the places of every online
+/// CPU (cpuinfo as fallback) and the number of NUMA nodes.
+fn cpu(r: &Reader, places: &[CpuPlace], nodes: usize, info: &parse::Cpuinfo) -> Cpu {
+    let cores: BTreeSet<usize> = places.iter().filter_map(|p| p.core).collect();
+    let packages: BTreeSet<u32> = places.iter().filter_map(|p| p.package).collect();
     let physical_cores = match cores.len() {
         0 => (info.cores > 0).then_some(info.cores),
         n => Some(n),
@@ -142,12 +136,11 @@ fn cpu(r: &Reader, cpus: &[usize], info: &parse::Cpuinfo) -> Cpu {
         0 => (info.sockets > 0).then_some(info.sockets),
         n => Some(n),
     };
-    let siblings = cpus.first().and_then(|c| {
-        r.text(&format!("{CPU}/cpu{c}/topology/thread_siblings_list"))
-            .and_then(|t| parse::cpu_list(&t))
-            .map(|l| l.len())
-            .filter(|&n| n > 0)
+    let siblings = places.first().and_then(|first| {
+        let core = first.core?;
+        Some(places.iter().filter(|p| p.core == Some(core)).count())
     });
+    let cpus: Vec<usize> = places.iter().map(|p| p.cpu).collect();
     let threads_per_core = siblings.or_else(|| {
         physical_cores
             .filter(|&p| p > 0 && !cpus.is_empty())
@@ -169,11 +162,7 @@ fn cpu(r: &Reader, cpus: &[usize], info: &parse::Cpuinfo) -> Cpu {
         threads_per_core,
         smt_control: r.text(&format!("{CPU}/smt/control")),
         smt_active: r.text(&format!("{CPU}/smt/active")).map(|t| t != "0"),
-        numa_nodes: r
-            .text("sys/devices/system/node/online")
-            .and_then(|t| parse::cpu_list(&t))
-            .map(|l| l.len())
-            .filter(|&n| n > 0),
+        numa_nodes: (nodes > 0).then_some(nodes),
         flags: info.flags.join(" "),
     }
 }

@@ -467,6 +467,7 @@ mod tests {
             parent,
             peer,
             same_core: parent == peer,
+            class: None,
         })
     }
 

@@ -500,6 +500,7 @@ mod tests {
             parent: c,
             peer: c,
             same_core: true,
+            class: None,
         }
     }
 
@@ -570,6 +571,7 @@ mod tests {
             parent: a,
             peer: b,
             same_core: a == b,
+            class: None,
         }
     }
 

@@ -606,6 +606,7 @@ mod tests {
             parent: 0,
             peer: 0,
             same_core: true,
+            class: None,
         };
         ctl.wait_ack(7, &cpus, STALL_LIMIT).unwrap();
         assert_eq!(ctl.sum.load(Ordering::SeqCst), 42);

@@ -466,6 +466,7 @@ mod tests {
             parent: c,
             peer: c,
             same_core: true,
+            class: None,
         };
         for kind in [Kind::Eventfd, Kind::Futex, Kind::Sigqueue] {
             let mut s = Signalling::start(kind, cpus).unwrap();
