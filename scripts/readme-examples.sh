@@ -24,7 +24,7 @@ if [[ "${1:-}" == "-n" ]]; then
     shift
 fi
 readme="${1:-$root/README.md}"
-bin="${OPCOST_BIN:-$root/target/release/opcost}"
+bin="${OPCOST_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/opcost}"
 
 # The example commands, one per line (continuations joined).
 extract() {
