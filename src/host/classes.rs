@@ -21,29 +21,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use anyhow::bail;
-use serde::{Deserialize, Serialize};
 
+// The vocabulary lives with the model that records it; its names, parsing
+// and the classifying are here.
+pub use super::topology::{ClassPair, PlaceClass};
 use super::topology::{CpuPlace, Topology};
-
-/// What two CPUs share at the closest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PlaceClass {
-    /// One CPU: both ends take turns on it.
-    SameCpu,
-    /// Two hardware threads of one core (SMT siblings).
-    SameCore,
-    /// Two cores sharing an L2 (a cluster).
-    SameL2,
-    /// Two cores sharing an L3 (a CCX on AMD, often a whole package).
-    SameL3,
-    /// One NUMA node, no shared cache.
-    SameNode,
-    /// One package (socket), another node or L3 group.
-    SamePackage,
-    /// Nothing but the machine: two packages.
-    CrossPackage,
-}
 
 impl PlaceClass {
     /// Every class, closest first.
@@ -121,17 +103,6 @@ fn names(classes: &[PlaceClass]) -> String {
         .map(|c| c.name())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// A class with the pair of CPUs chosen to stand for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClassPair {
-    /// The class.
-    pub class: PlaceClass,
-    /// The first CPU (the measuring end).
-    pub a: usize,
-    /// The second CPU (the peer; equal to `a` for `same-cpu`).
-    pub b: usize,
 }
 
 /// Classifies pairs of one topology: the size of every group, per level.

@@ -22,6 +22,7 @@ pub mod location;
 mod parse;
 mod picture;
 mod probe;
+mod reader;
 mod render;
 mod sysfs;
 pub mod topology;

@@ -2,60 +2,14 @@
 //! optional: a missing or unreadable file leaves its fact unknown.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::path::{Path, PathBuf};
+
+use std::path::Path;
 
 use super::parse;
+use super::reader::{CPU, Reader};
 use super::{
     CacheInfo, Cpu, CpuPlace, Frequency, Host, Kernel, Memory, Software, Thp, Virtualization,
 };
-
-/// Reads files relative to a root directory.
-pub(super) struct Reader<'a> {
-    /// The directory standing for `/`.
-    pub(super) root: &'a Path,
-}
-
-impl Reader<'_> {
-    pub(super) fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    /// The file's text, trimmed; None when missing, unreadable or empty.
-    pub(super) fn text(&self, rel: &str) -> Option<String> {
-        let bytes = fs::read(self.path(rel)).ok()?;
-        let text = String::from_utf8_lossy(&bytes);
-        let t = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
-        (!t.is_empty()).then(|| t.to_string())
-    }
-
-    pub(super) fn int(&self, rel: &str) -> Option<u64> {
-        self.text(rel).and_then(|t| parse::parse_int(&t))
-    }
-
-    pub(super) fn signed(&self, rel: &str) -> Option<i64> {
-        self.text(rel).and_then(|t| t.parse().ok())
-    }
-
-    pub(super) fn exists(&self, rel: &str) -> bool {
-        self.path(rel).exists()
-    }
-
-    /// The entries of a directory, sorted by name; empty when missing.
-    pub(super) fn entries(&self, rel: &str) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.path(rel))
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
-    }
-}
-
-pub(super) const CPU: &str = "sys/devices/system/cpu";
 
 /// Builds a [`Host`] from the files under `root`.
 pub fn read_host(root: &Path) -> Host {
@@ -77,7 +31,8 @@ pub fn read_host(root: &Path) -> Host {
         .unwrap_or_default();
     let first = cpus.first().copied().unwrap_or(0);
     let (governor, freq) = frequency(&r, first, info.mhz);
-    let shape = super::topology::read(&r, &cpus);
+    let mut shape = super::topology::read(&r, &cpus);
+    shape.topology.classes = super::classes::representatives(&shape.topology);
 
     Host {
         hostname: r.text("proc/sys/kernel/hostname").unwrap_or_default(),
@@ -300,8 +255,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
             let p = dir.path().join(path);
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, text).unwrap();
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
         }
         dir
     }

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::parse;
-use super::sysfs::{CPU, Reader};
+use super::reader::{CPU, Reader};
 
 /// Where sysfs describes NUMA nodes.
 const NODE: &str = "sys/devices/system/node";
@@ -47,7 +47,7 @@ pub struct Topology {
     pub missing: Vec<String>,
     /// The placement classes of this machine, each with its representative
     /// pair of CPUs (see [`super::classes`]).
-    pub classes: Vec<super::classes::ClassPair>,
+    pub classes: Vec<ClassPair>,
 }
 
 /// One CPU and the groups it belongs to. A group is named by the lowest
@@ -279,15 +279,16 @@ pub(super) fn read(r: &Reader, online: &[usize]) -> Shape {
             ..n
         })
         .collect();
-    let mut topology = Topology {
+    let topology = Topology {
         cpus,
         nodes,
         hidden_cpus,
         offline_cpus,
         missing,
+        // The representative pairs of its placement classes: filled by the
+        // caller (`classes` reads this model, not the other way round).
         classes: Vec::new(),
     };
-    topology.classes = super::classes::representatives(&topology);
     Shape { all, topology }
 }
 
@@ -391,6 +392,37 @@ fn arm_kind(r: &Reader, cpu: usize) -> Option<String> {
     Some(
         parse::arm_part(&implementer, &part).map_or_else(|| format!("part {part}"), str::to_string),
     )
+}
+
+/// What two CPUs share at the closest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlaceClass {
+    /// One CPU: both ends take turns on it.
+    SameCpu,
+    /// Two hardware threads of one core (SMT siblings).
+    SameCore,
+    /// Two cores sharing an L2 (a cluster).
+    SameL2,
+    /// Two cores sharing an L3 (a CCX on AMD, often a whole package).
+    SameL3,
+    /// One NUMA node, no shared cache.
+    SameNode,
+    /// One package (socket), another node or L3 group.
+    SamePackage,
+    /// Nothing but the machine: two packages.
+    CrossPackage,
+}
+
+/// A class with the pair of CPUs chosen to stand for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassPair {
+    /// The class.
+    pub class: PlaceClass,
+    /// The first CPU (the measuring end).
+    pub a: usize,
+    /// The second CPU (the peer; equal to `a` for `same-cpu`).
+    pub b: usize,
 }
 
 #[cfg(test)]
