@@ -544,41 +544,6 @@ impl Measurement {
         self.summary.ci_rel()
     }
 
-    /// One measurement from the rounds of several (runs of one benchmark
-    /// made one round each, e.g. the alternating children of `opcost ab`):
-    /// rounds and samples joined, statistics and interval computed again.
-    /// `None` when `parts` is empty or its units or ids differ.
-    pub fn merge_rounds(parts: &[Measurement]) -> Option<Measurement> {
-        let first = parts.first()?;
-        if parts
-            .iter()
-            .any(|m| m.id != first.id || m.unit != first.unit)
-        {
-            return None;
-        }
-        let mut m = first.clone();
-        m.rounds = parts.iter().flat_map(|p| p.rounds.clone()).collect();
-        m.samples = parts.iter().flat_map(|p| p.samples.clone()).collect();
-        let mut summary = stats::Summary::of(&m.samples)?;
-        if let Some((lo, hi)) = stats::round_interval(&m.used_round_medians(), summary.median) {
-            summary.ci_low = lo;
-            summary.ci_high = hi;
-        }
-        m.summary = summary;
-        m.noisy = m.summary.is_noisy();
-        m.warnings = Vec::new();
-        for w in parts.iter().flat_map(|p| &p.warnings) {
-            // Noise is judged again on the joined rounds.
-            if !warnings::is_noise(w) && !m.warnings.contains(w) {
-                m.warnings.push(w.clone());
-            }
-        }
-        if let Some(w) = m.summary.noise_warning() {
-            m.warnings.push(w.to_string());
-        }
-        Some(m)
-    }
-
     /// Its warnings other than the noise warning (which reports show as
     /// a mark).
     pub fn other_warnings(&self) -> impl Iterator<Item = &String> {
