@@ -6,12 +6,16 @@
 #   scripts/findings-stability.sh -r DIR [-f]  (judge documents kept with -k)
 #
 # Defaults: N = 3, the quick profile, `syscall ipc process codec text timer`.
-# A finding's words are its area and text with every number blanked, and a
-# number's scaled unit with it (`1.2 GB/s` and `950 MB/s` are one figure
-# read at two scales, `31 µs` and `1.2 ms` likewise): what must hold is the
-# sentence, not the figure. Prints the share of distinct findings present in
-# all N runs, each finding that is not (with the runs it appeared in), and
-# how many runs were called unstable. Runs are not saved to any history;
+# A finding's words (scripts/findings_words.py) are its area and text with
+# every number blanked, and a number's scaled unit with it (`1.2 GB/s` and
+# `950 MB/s` are one figure read at two scales, `31 µs` and `1.2 ms`
+# likewise): what must hold is the sentence, not the figure. Prints the
+# share of distinct findings present in all N runs, the contradictions (a
+# sentence in one run and its opposite in another: two names swapped, or
+# "faster" for "slower", "grows" for "falls"; a move to an adjacent word is
+# a flip, not a contradiction), each finding that is not in every run (with
+# the runs it appeared in), and how many runs were called unstable. Runs are
+# not saved to any history;
 # with -k DIR each run's JSON document is kept there as N.json, and -r DIR
 # judges such documents again without running anything; -f first gives
 # copies of them the findings this source tree's rules make of their
@@ -52,19 +56,15 @@ else
     echo "run $i of $n done" >&2
   done
 fi
-python3 - "$work" "$n" <<'PY'
-import json, re, sys
+python3 - "$work" "$n" "$(dirname "$0")" <<'PY'
+import json, sys
 work, n = sys.argv[1], int(sys.argv[2])
-# A digit that is part of a name (lz4, zstd3, p99) is a word, not a number.
-NUM = r"(?<![A-Za-z_\d])[-+]?\d+(?:[.,]\d+)*"
-UNIT = r"(?:\s?(?:[kMGT]?B/s|[kMGT]?op/s|[nµm]?s|[KMGT]iB|[kMG]?Hz|B|×|%))?"
-pat = re.compile(NUM + UNIT)
-def words(f):
-    return f["area"] + ": " + pat.sub("#", f["text"])
+sys.path.insert(0, sys.argv[3])
+from findings_words import words, contradictions
 runs, unstable = [], 0
 for i in range(1, n + 1):
     d = json.load(open(f"{work}/{i}.json"))
-    runs.append({words(f) for f in d.get("findings", [])})
+    runs.append({words(f["area"], f["text"]) for f in d.get("findings", [])})
     st = d.get("stability") or {}
     if st.get("verdict") == "unstable" or (st.get("verdict") is None and st.get("stable") is False):
         unstable += 1
@@ -72,6 +72,10 @@ every = set.intersection(*runs)
 union = set.union(*runs)
 share = len(every) / len(union) if union else 1.0
 print(f"findings with the same words in all {n} runs: {len(every)} of {len(union)} ({100 * share:.1f}%)")
+opposed = contradictions(runs)
+print(f"contradictions (a sentence and its opposite in different runs): {len(opposed)}")
+for a, b in opposed:
+    print(f"  {a}\n    vs {b}")
 print(f"runs called unstable: {unstable} of {n}")
 diff = sorted(union - every)
 if diff:

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The words of findings, and which changes between runs contradict.
+
+Used by findings-stability.sh. A finding's words are its area and text with
+every number blanked, and a number's scaled unit with it (`1.2 GB/s` and
+`950 MB/s` are one figure read at two scales): what must hold from run to
+run is the sentence, not the figure.
+
+Two sentences of one area *contradict* when one says the opposite of the
+other: the same sentence with two names swapped ("pipe is # faster than
+unix_stream" / "unix_stream is # faster than pipe", "fastest: a; then b" /
+"fastest: b; then a"), or with one word turned into its opposite ("a is
+faster than b" / "a is slower than b", "grows" / "falls"). Both at once
+(names swapped and "faster" turned to "slower") is the same claim said the
+other way round. A move to an adjacent word ("faster" to "no clear
+difference", "grows" to "stays flat", one tier split in two) is a flip, not
+a contradiction.
+
+    python3 findings_words.py --self-test
+"""
+
+import re
+import sys
+
+# A digit that is part of a name (lz4, zstd3, p99) is a word, not a number.
+NUM = r"(?<![A-Za-z_\d])[-+]?\d+(?:[.,]\d+)*"
+UNIT = r"(?:\s?(?:[kMGT]?B/s|[kMGT]?op/s|[nµm]?s|[KMGT]iB|[kMG]?Hz|B|×|%))?"
+PAT = re.compile(NUM + UNIT)
+
+# Words whose swap for the other turns a claim into its opposite.
+OPPOSITES = {
+    "faster": "slower",
+    "slower": "faster",
+    "grows": "falls",
+    "falls": "grows",
+    "cheaper": "dearer",
+    "dearer": "cheaper",
+    "more": "less",
+    "less": "more",
+    "above": "below",
+    "below": "above",
+    "wins": "loses",
+    "loses": "wins",
+}
+
+TOKEN = re.compile(r"[A-Za-z_][\w+./-]*|#|[^\sA-Za-z_#]")
+
+
+def words(area, text):
+    """The finding's area and text, every number (and its unit) blanked."""
+    return area + ": " + PAT.sub("#", text)
+
+
+def tokens(w):
+    """A sentence's tokens: names and words, blanks, punctuation."""
+    return TOKEN.findall(w)
+
+
+def contradicts(w1, w2):
+    """True when sentence w2 says the opposite of w1 (see the module doc)."""
+    t1, t2 = tokens(w1), tokens(w2)
+    if len(t1) != len(t2) or t1[0] != t2[0]:
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(t1, t2)) if a != b]
+    opposite = [i for i in diff if OPPOSITES.get(t1[i]) == t2[i]]
+    rest = [i for i in diff if i not in opposite]
+    swapped = (
+        len(rest) == 2
+        and t1[rest[0]] == t2[rest[1]]
+        and t1[rest[1]] == t2[rest[0]]
+    )
+    if swapped and len(opposite) == 0:
+        return True
+    if not rest and len(opposite) % 2 == 1:
+        return True
+    return False
+
+
+def contradictions(runs):
+    """Pairs of sentences (w1, w2), each from some run, that contradict."""
+    union = sorted(set().union(*runs))
+    out = []
+    for i, a in enumerate(union):
+        for b in union[i + 1:]:
+            if contradicts(a, b):
+                out.append((a, b))
+    return out
+
+
+def self_test():
+    w = lambda t: words("ipc", t)
+    # An ordered pair flipping side.
+    assert contradicts(w("pipe is 1.3× faster than unix_stream"),
+                       w("unix_stream is 1.2× faster than pipe"))
+    assert contradicts(w("fastest: a; then b (3.1× slower)"),
+                       w("fastest: b; then a (2.9× slower)"))
+    # The opposite word.
+    assert contradicts(w("float is 1.9× slower than int"),
+                       w("float is 1.1× faster than int"))
+    assert contradicts(w("fork+exec grows with the memory"),
+                       w("fork+exec falls with the memory"))
+    # The same claim said the other way round.
+    assert not contradicts(w("a is 2× faster than b"), w("b is 2× slower than a"))
+    # Adjacent words: flips, not contradictions.
+    assert not contradicts(w("fork+exec grows with the memory"),
+                           w("fork+exec stays flat with the memory"))
+    assert not contradicts(w("fork+exec grows with the memory"),
+                           w("fork+exec shows no clear trend with the memory"))
+    assert not contradicts(w("fastest: a and b; then c (2× slower)"),
+                           w("fastest: a; then b and c (2× slower)"))
+    assert not contradicts(w("a is 1.3× faster than b"),
+                           w("a and b are within noise of each other"))
+    # Other figures are the same words.
+    assert w("pipe 1.2 GB/s") == w("pipe 950 MB/s")
+    assert w("zstd3 at 31 µs") == w("zstd3 at 1.2 ms")
+    # Another area is another sentence.
+    assert not contradicts("ipc: a is # faster than b", "net: b is # faster than a")
+    runs = [{w("a is 2× faster than b"), w("x grows")},
+            {w("b is 2× faster than a"), w("x stays flat")}]
+    assert len(contradictions(runs)) == 1
+    print("findings_words: self-test passed")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+    else:
+        print(__doc__.strip())
+        sys.exit(2)
