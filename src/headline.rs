@@ -165,6 +165,28 @@ pub struct Line<'a> {
     pub m: &'a Measurement,
 }
 
+impl Line<'_> {
+    /// The entry's gloss, and for a memory level the working set whose
+    /// median it shows: the memory findings give each level's plateau at
+    /// its fast end, another figure of the same level, so the two name
+    /// what each is.
+    pub fn gloss(&self) -> String {
+        match self.entry.pick {
+            Pick::Cache(_) | Pick::Dram => {
+                let at = self
+                    .m
+                    .id
+                    .strip_prefix("memory.latency.random/")
+                    .and_then(parse_quantity)
+                    .map(|(x, _)| crate::units::approx_size(x as u64))
+                    .unwrap_or_default();
+                format!("{} (the median at a {at} working set)", self.entry.gloss)
+            }
+            _ => self.entry.gloss.to_string(),
+        }
+    }
+}
+
 /// The price list of `doc`: every entry the run has a result for, in order.
 pub fn lines(doc: &RunDoc) -> Vec<Line<'_>> {
     ENTRIES

@@ -407,6 +407,10 @@ fn yes() -> bool {
     true
 }
 
+/// The relative half-width (a fraction of the median) beyond which an
+/// interval is shown as "wider than ±100%" with words instead of a figure.
+pub const WIDE_CI: f64 = 1.0;
+
 /// The result of one benchmark, in base units (see [`BaseUnit`]).
 ///
 /// The statistics are an embedded [`Summary`] of all samples of all rounds,
@@ -544,6 +548,60 @@ impl Measurement {
         self.summary.ci_rel()
     }
 
+    /// The interval as a table shows it: `±12.3%`, or `> ±100%` when it
+    /// is wider than that (a percentage of that size says nothing a reader
+    /// can use; [`Measurement::wide_ci_note`] says why in words).
+    pub fn ci_text(&self) -> String {
+        let rel = self.ci_rel();
+        if rel.is_finite() && rel <= WIDE_CI {
+            format!("±{:.1}%", rel * 100.0)
+        } else {
+            format!("> ±{:.0}%", WIDE_CI * 100.0)
+        }
+    }
+
+    /// Why the interval cannot be read as a cost, in words, when it is
+    /// wider than ±100% or than the samples' own p5…p95 span (the rounds
+    /// then disagree more than the samples within them): the interval's
+    /// ends and, with rounds, how far apart the slowest and fastest were.
+    pub fn wide_ci_note(&self) -> Option<String> {
+        let (lo, hi) = (self.p5.min(self.p95), self.p5.max(self.p95));
+        let wider_than_data = hi > lo && self.ci_low < lo && self.ci_high > hi;
+        let rel = self.ci_rel();
+        if rel.is_finite() && rel <= WIDE_CI && !wider_than_data {
+            return None;
+        }
+        let ends = if self.ci_low > 0.0 && self.ci_high.is_finite() {
+            format!(
+                "{} … {}",
+                crate::units::human(self.ci_low, self.unit),
+                crate::units::human(self.ci_high, self.unit)
+            )
+        } else {
+            "unbounded".to_string()
+        };
+        let span = if wider_than_data && rel <= WIDE_CI {
+            "wider than the samples' p5 … p95"
+        } else {
+            "wider than ±100% of the median"
+        };
+        let rounds = self.used_round_medians();
+        let why = match rounds
+            .iter()
+            .copied()
+            .fold(None, |acc: Option<(f64, f64)>, r| {
+                Some(acc.map_or((r, r), |(a, b)| (a.min(r), b.max(r))))
+            }) {
+            Some((a, b)) if rounds.len() > 1 && a > 0.0 => format!(
+                ": its {} rounds disagree (the extreme rounds {} apart), so the median is no cost to quote",
+                rounds.len(),
+                crate::units::fmt_ratio(b / a)
+            ),
+            _ => ": the median is no cost to quote".to_string(),
+        };
+        Some(format!("95% interval of the median {ends}, {span}{why}"))
+    }
+
     /// Its warnings other than the noise warning (which reports show as
     /// a mark).
     pub fn other_warnings(&self) -> impl Iterator<Item = &String> {
@@ -637,4 +695,56 @@ pub(crate) fn test_ctx_with(host: Host, dir: &std::path::Path) -> Ctx {
 /// The area of an id: its first dotted segment.
 pub fn area_of(id: &str) -> &str {
     id.split(['.', '/']).next().unwrap_or(id)
+}
+
+#[cfg(test)]
+mod wide_interval_tests {
+    use super::*;
+
+    /// A throughput whose median interval is `lo … hi`, its samples' span
+    /// `p5 … p95`.
+    fn tput(median: f64, lo: f64, hi: f64, p5: f64, p95: f64) -> Measurement {
+        let mut m = Measurement::point("ipc.fifo.tput/512B/same", "B/s", median);
+        m.summary.ci_low = lo;
+        m.summary.ci_high = hi;
+        m.summary.p5 = p5;
+        m.summary.p95 = p95;
+        m
+    }
+
+    #[test]
+    fn a_narrow_interval_is_a_figure_and_needs_no_words() {
+        let m = tput(100e6, 95e6, 105e6, 80e6, 120e6);
+        assert_eq!(m.ci_text(), "±5.0%");
+        assert_eq!(m.wide_ci_note(), None);
+    }
+
+    #[test]
+    fn an_interval_wider_than_100_percent_is_said_in_words() {
+        let mut m = tput(75.6e6, 1.0, 2.2e12, 10e6, 90e6);
+        m.rounds = [1.0e6, 70e6, 80e6]
+            .iter()
+            .map(|&median| Round {
+                median,
+                used: true,
+                ..Round::default()
+            })
+            .collect();
+        assert_eq!(m.ci_text(), "> ±100%");
+        let note = m.wide_ci_note().expect("words for a wide interval");
+        assert!(note.contains("wider than ±100% of the median"), "{note}");
+        assert!(
+            note.contains("its 3 rounds disagree (the extreme rounds 80.0× apart)"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn an_interval_wider_than_the_samples_is_said_in_words() {
+        // ±50%, but wider than p5 … p95 of the samples.
+        let m = tput(458e6, 229e6, 687e6, 300e6, 567e6);
+        assert_eq!(m.ci_text(), "±50.0%");
+        let note = m.wide_ci_note().expect("words for a wide interval");
+        assert!(note.contains("wider than the samples' p5 … p95"), "{note}");
+    }
 }

@@ -71,12 +71,13 @@ fn run_area(out: &mut String, doc: &RunDoc, area: &str) {
                 note.push(format!("{NOISY_MARK} noisy"));
             }
             note.extend(m.other_warnings().cloned());
+            note.extend(m.wide_ci_note());
             let _ = writeln!(
                 out,
-                "| `{}` | {} | ±{:.1}% | {} … {} | {} | {} |",
+                "| `{}` | {} | {} | {} … {} | {} | {} |",
                 cell(&m.id),
                 human(m.median, m.unit),
-                m.ci_rel() * 100.0,
+                m.ci_text(),
                 human(lo, m.unit),
                 human(hi, m.unit),
                 m.samples.len(),

@@ -102,7 +102,7 @@ pub fn render_glance(doc: &RunDoc) -> String {
                     if l.m.noisy { NOISY_MARK } else { "" }
                 ))
                 .set_alignment(CellAlignment::Right),
-                Cell::new(l.entry.gloss),
+                Cell::new(l.gloss()),
             ]);
         }
         let _ = writeln!(out, "{t}");
@@ -205,8 +205,8 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
             note.push_str(&c);
         }
         // The noise warning is the mark's.
-        for w in m.other_warnings() {
-            let n = note_number(&mut notes, w);
+        for w in m.other_warnings().cloned().chain(m.wide_ci_note()) {
+            let n = note_number(&mut notes, &w);
             let _ = write!(note, "[{n}]");
         }
         let (lo, hi) = if m.higher_is_better() {
@@ -217,7 +217,7 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
         table.add_row(vec![
             Cell::new(&m.id),
             Cell::new(human(m.median, m.unit)),
-            Cell::new(format!("±{:.1}%", m.ci_rel() * 100.0)),
+            Cell::new(m.ci_text()),
             Cell::new(format!(
                 "{} … {}",
                 human(lo.min(hi), m.unit),

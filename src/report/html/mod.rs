@@ -244,12 +244,17 @@ fn open_runs_table(h: &mut String, class: &str, corner: &str, docs: &[RunDoc]) {
 /// A table cell of a median in human units, marked when noisy.
 fn median_cell(m: &Measurement, interval: bool) -> String {
     let ci = if interval {
-        format!(" ±{:.1}%", m.ci_rel() * 100.0)
+        format!(" {}", m.ci_text())
     } else {
         String::new()
     };
+    let title = m
+        .wide_ci_note()
+        .filter(|_| interval)
+        .map(|n| format!(" title=\"{}\"", esc(&n)))
+        .unwrap_or_default();
     format!(
-        "<td class=\"num{}\">{}{ci}{}</td>",
+        "<td class=\"num{}\"{title}>{}{ci}{}</td>",
         if m.noisy { " noisy" } else { "" },
         esc(&crate::units::human(m.median, m.unit)),
         if m.noisy { NOISY_MARK } else { "" }

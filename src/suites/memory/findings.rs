@@ -155,7 +155,7 @@ impl Latency {
             };
             out.push(finding(
                 format!(
-                    "{} ~{} @ {}; {verdict}{}",
+                    "{} ~{} @ {} (the plateau's fast end); {verdict}{}",
                     level_name(n),
                     crate::units::approx_size(l.size),
                     ns_cycles(l.ns, self.ghz),
@@ -166,6 +166,15 @@ impl Latency {
             ));
         }
         out
+    }
+
+    /// The levels sysfs lists that the curve does not show.
+    fn unseen_levels(&self) -> Vec<usize> {
+        self.sysfs
+            .iter()
+            .map(|c| usize::from(c.0))
+            .filter(|n| !self.names.contains(n))
+            .collect()
     }
 
     /// One finding per level sysfs lists that the curve does not show,
@@ -230,20 +239,20 @@ impl Latency {
         // stay the same, the caveat below says how far the curve went.
         let text = match self.sysfs.last().map(|c| c.1) {
             Some(l) if top < l && self.h.memory_reached => format!(
-                "last plateau from {} @ {}: the curve ends at {}, inside the {} last-level cache, so memory latency was not reached; use a longer profile",
+                "last plateau from {} @ {} (its fast end): the curve ends at {}, inside the {} last-level cache, so memory latency was not reached; use a longer profile",
                 crate::units::approx_size(m.from),
                 ns_cycles(m.ns, ghz),
                 crate::units::approx_size(top),
                 crate::units::approx_size(l)
             ),
             Some(l) if top < l * LLC_FACTOR => format!(
-                "memory @ {} from {} on; the curve stops at {}, below 4x the last-level cache",
+                "memory @ {} (the plateau's fast end) from {} on; the curve stops at {}, below 4x the last-level cache",
                 ns_cycles(m.ns, ghz),
                 crate::units::approx_size(m.from),
                 crate::units::approx_size(top)
             ),
             _ => format!(
-                "memory @ {} from {} on",
+                "memory @ {} (the plateau's fast end) from {} on",
                 ns_cycles(m.ns, ghz),
                 crate::units::approx_size(m.from)
             ),
@@ -512,6 +521,11 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
         ));
     }
     let memory = crate::suites::bench::median_of(ms, &bandwidth_id(Kernel::Copy, false));
+    // A level sysfs lists but the latency curve did not show ("L3 not
+    // found") is named as sysfs's, never as a level found.
+    let unseen: Vec<String> = Latency::of(ms)
+        .map(|l| l.unseen_levels().into_iter().map(level_name).collect())
+        .unwrap_or_default();
     let cached: Vec<(String, f64)> = CACHED_COPY_SIZES
         .iter()
         .filter_map(|&s| {
@@ -521,7 +535,12 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
                 format!(
                     "{}{} {}",
                     crate::units::approx_size(s),
-                    fits.map(|f| format!(" ({f})")).unwrap_or_default(),
+                    fits.map(|f| if unseen.contains(&f) {
+                        format!(" ({f} in sysfs, not found on the curve)")
+                    } else {
+                        format!(" ({f})")
+                    })
+                    .unwrap_or_default(),
                     human(m.median, BaseUnit::BytesPerSec)
                 ),
                 m.median,

@@ -665,11 +665,13 @@ impl LineShape<'_> {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let items: Vec<Est> = ours.iter().map(|m| widths.est(m)).collect();
         let t = rank_apart(&items, CLEAR_GAP);
-        let (Some(top), Some(&lead), Some(&last)) =
-            (t.tiers.first(), t.leaders.first(), t.leaders.last())
-        else {
+        let (Some(top), Some(&lead)) = (t.tiers.first(), t.leaders.first()) else {
             return Vec::new();
         };
+        // The slowest way of all (a tier's leader is its fastest member).
+        let last = (0..items.len())
+            .min_by(|&a, &b| speedup(&items[a], &items[b]).ratio.total_cmp(&1.0))
+            .unwrap_or(lead);
         let lines_s = |m: &Measurement| {
             m.details
                 .as_ref()
@@ -703,10 +705,16 @@ impl LineShape<'_> {
         let verdict = compare_beyond(lead, wc, CLEAR_GAP).pick(
             |r| format!("the fastest here, {group}, {verb} {r} faster"),
             |r| format!("it is {r} faster than the fastest here, {group}"),
-            |_| {
-                format!(
-                    "the fastest here, {group}, and wc -l are within {CLEAR_GAP}× of each other"
-                )
+            |r| {
+                if r.at_least(1.0 / CLEAR_GAP) && r.at_most(CLEAR_GAP) {
+                    format!(
+                        "the fastest here, {group}, and wc -l are within {CLEAR_GAP}× of each other"
+                    )
+                } else {
+                    format!(
+                        "the fastest here, {group}, and wc -l cannot be told apart at this precision ({r})"
+                    )
+                }
             },
         );
         ratio_finding(
@@ -918,6 +926,38 @@ mod tests {
         mem.assert_says("memchr_block 68.4 KiB");
         assert_eq!(mem.value, 1.2e7);
         assert_eq!(find("after dropping it").value, 4.0);
+    }
+
+    #[test]
+    fn one_wide_tier_names_its_slowest_and_wc_l_is_not_called_within() {
+        // Intervals so wide that no gap is clear: one tier from 209 MB/s to
+        // 3.03 GB/s. "The slowest" is the slowest way, not the tier's
+        // leader, and wc -l at 1.77 GB/s is not "within 1.25×" of 3 GB/s.
+        let row = |method: &str, bps: f64| {
+            let mut x = m(
+                &format!("text.lines.{method}/crlf-40B"),
+                "B/s",
+                bps,
+                json!({"method": method}),
+                json!({"file_bytes": 4e6}),
+            );
+            x.summary.ci_low = bps / 20.0;
+            x.summary.ci_high = bps * 20.0;
+            x
+        };
+        let ms = vec![
+            row("lines", 2.09e8),
+            row("memchr_block", 3.03e9),
+            row("whole_split", 1e9),
+            row("wc_l", 1.77e9),
+        ];
+        let f = findings(&ms);
+        let l = find_starting(&f, "lines of a crlf-40B file");
+        l.assert_says("no clear 1.25× gap between lines, memchr_block and whole_split");
+        l.assert_says("(the fastest 3.03 GB/s, the slowest 209 MB/s)");
+        let wc = find_starting(&f, "wc -l counts");
+        wc.assert_says("and wc -l cannot be told apart at this precision (1.71× (");
+        assert!(!wc.text.contains("within"), "{}", wc.text);
     }
 
     /// A compare result with a ±3% interval.

@@ -67,9 +67,12 @@ fn tail(m: &Measurement) -> (f64, f64, usize) {
 }
 
 /// "median 55 µs, p99 80 µs (40 wake-ups)", with "; bimodal: …" when the
-/// wake-ups have two modes.
+/// wake-ups have two modes. The median is the result's own (the table's
+/// figure, and the one the busy/idle words compare), the p99 that of every
+/// wake-up.
 fn describe(m: &Measurement) -> String {
-    let (p50, p99, n) = tail(m);
+    let (_, p99, n) = tail(m);
+    let p50 = m.median;
     let modes = if m.ops_per_sample <= 1 {
         claims::sample_modes(m).map(|x| format!(", {}", x.text(human_ns)))
     } else {
