@@ -2,7 +2,7 @@
 # Findings stability: the same opcost binary run N times back to back; the
 # share of findings whose words come out the same in every run.
 #
-#   scripts/findings-stability.sh [-k DIR] [-p PROFILE] [N] [PATTERN...]
+#   scripts/findings-stability.sh [-k DIR] [-p PROFILE] [-w WARM] [N] [PATTERN...]
 #   scripts/findings-stability.sh -r DIR [-f]  (judge documents kept with -k)
 #
 # Defaults: N = 3, the quick profile, `syscall ipc process codec text timer`.
@@ -15,7 +15,10 @@
 # "faster" for "slower", "grows" for "falls"; a move to an adjacent word is
 # a flip, not a contradiction), each finding that is not in every run (with
 # the runs it appeared in), and how many runs were called unstable. Runs are
-# not saved to any history;
+# not saved to any history and read none (--no-history): a first run's
+# words. With -w WARM they are: WARM runs first fill a history of the
+# script's own, and each judged run is saved to it too, so its words settle
+# with the runs before it (src/suites/settle.rs);
 # with -k DIR each run's JSON document is kept there as N.json, and -r DIR
 # judges such documents again without running anything; -f first gives
 # copies of them the findings this source tree's rules make of their
@@ -27,8 +30,9 @@ profile=quick
 keep=""
 reread=""
 refind=0
-usage() { echo "usage: $0 [-k DIR] [-p PROFILE] [N] [PATTERN...] | $0 -r DIR [-f]" >&2; }
-parse_options "p:profile k:keep r:reread f=refind" "$@"
+usage() { echo "usage: $0 [-k DIR] [-p PROFILE] [-w WARM] [N] [PATTERN...] | $0 -r DIR [-f]" >&2; }
+warm=0
+parse_options "p:profile k:keep r:reread f=refind w:warm" "$@"
 shift $((OPTIND - 1))
 n=3
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then n=$1; shift; fi
@@ -50,8 +54,19 @@ else
   build_release
   temp_dir work
   if [ -n "$keep" ]; then mkdir -p "$keep"; fi
+  if [ "$warm" -gt 0 ]; then
+    # A history of its own: WARM runs first, then every judged run is
+    # saved too, so each one's words settle with the runs before it.
+    save=(--db "$work/history.db")
+    for i in $(seq 1 "$warm"); do
+      "$bin" run "$@" --profile "$profile" "${save[@]}" >/dev/null 2>&1
+      echo "history run $i of $warm done" >&2
+    done
+  else
+    save=(--no-save --no-history)
+  fi
   for i in $(seq 1 "$n"); do
-    "$bin" run "$@" --profile "$profile" --no-save --json "$work/$i.json" >/dev/null 2>&1
+    "$bin" run "$@" --profile "$profile" "${save[@]}" --json "$work/$i.json" >/dev/null 2>&1
     if [ -n "$keep" ]; then cp "$work/$i.json" "$keep/$i.json"; fi
     echo "run $i of $n done" >&2
   done

@@ -14,7 +14,9 @@ faster than b" / "a is slower than b", "grows" / "falls"). Both at once
 (names swapped and "faster" turned to "slower") is the same claim said the
 other way round. A move to an adjacent word ("faster" to "no clear
 difference", "grows" to "stays flat", one tier split in two) is a flip, not
-a contradiction.
+a contradiction. The note a finding carries when the host's history settled
+its words ("words over the last 4 runs") says where the claim came from and
+is not part of it.
 
     python3 findings_words.py --self-test
 """
@@ -22,9 +24,10 @@ a contradiction.
 import re
 import sys
 
-# A digit that is part of a name (lz4, zstd3, p99) is a word, not a number.
-NUM = r"(?<![A-Za-z_\d])[-+]?\d+(?:[.,]\d+)*"
-UNIT = r"(?:\s?(?:[kMGT]?B/s|[kMGT]?op/s|[nµm]?s|[KMGT]iB|[kMG]?Hz|B|×|%))?"
+# A digit that is part of a name (lz4, zstd3, p99, zstd-19) is a word, not
+# a number.
+NUM = r"(?<![A-Za-z_\d])(?<![A-Za-z_\d]-)[-+]?\d+(?:[.,]\d+)*"
+UNIT = r"(?:\s?(?:[kMGT]?B/s|[kMG]?bit/s|[kMGT]?op/s|[nµm]?s|[KMGT]iB|[kMG]?Hz|B|×|%))?"
 PAT = re.compile(NUM + UNIT)
 
 # Words whose swap for the other turns a claim into its opposite.
@@ -46,9 +49,18 @@ OPPOSITES = {
 TOKEN = re.compile(r"[A-Za-z_][\w+./-]*|#|[^\sA-Za-z_#]")
 
 
+# Where a finding's words came from when the host's history settled them
+# (src/suites/settle.rs): a note on the evidence, not part of the claim.
+SETTLED = " (words over the last # runs)"
+
+
 def words(area, text):
-    """The finding's area and text, every number (and its unit) blanked."""
-    return area + ": " + PAT.sub("#", text)
+    """The finding's area and text, every number (and its unit) blanked,
+    without the note that the history settled its words."""
+    w = PAT.sub("#", text)
+    if w.endswith(SETTLED):
+        w = w[: -len(SETTLED)]
+    return area + ": " + w
 
 
 def tokens(w):
@@ -113,6 +125,9 @@ def self_test():
     # Other figures are the same words.
     assert w("pipe 1.2 GB/s") == w("pipe 950 MB/s")
     assert w("zstd3 at 31 µs") == w("zstd3 at 1.2 ms")
+    assert w("zstd-1 wins") != w("zstd-19 wins")
+    assert w("a is 2× faster than b (words over the last 4 runs)") == w("a is 3× faster than b")
+    assert w("a −3% and -3%") == w("a −4% and -5%")
     # Another area is another sentence.
     assert not contradicts("ipc: a is # faster than b", "net: b is # faster than a")
     runs = [{w("a is 2× faster than b"), w("x grows")},

@@ -156,6 +156,10 @@ pub struct RunArgs {
     /// Do not save the run in the history.
     #[arg(long)]
     pub no_save: bool,
+    /// Findings from this run alone: do not settle their words with earlier
+    /// runs of the host in the history.
+    #[arg(long)]
+    pub no_history: bool,
     /// How the results are printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -197,6 +201,7 @@ impl RunArgs {
             locale: Vec::new(),
             label: None,
             no_save: false,
+            no_history: false,
             format: Format::Text,
             peer: None,
             token: None,

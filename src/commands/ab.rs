@@ -146,7 +146,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
                 );
                 doc.run.order_seed = Some(opts.seed);
                 doc.run.duration_s = duration;
-                super::run::fill(&mut doc, outcome);
+                super::run::fill(&mut doc, outcome, &[]);
                 doc
             });
     let (Some(mut run_a), Some(mut run_b)) = (docs.next(), docs.next()) else {

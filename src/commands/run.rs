@@ -53,7 +53,20 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let save_error = live.save_error;
     drop(tmp);
     let interrupted = outcome.interrupted;
-    fill(&mut doc, outcome);
+    // Earlier runs of this host at this profile settle the findings' words
+    // (suites::settle); a history that cannot be read only means none.
+    let earlier = if args.no_history {
+        Vec::new()
+    } else {
+        super::source::Loader::new(db)
+            .history(
+                &doc,
+                std::slice::from_ref(&doc.run.id),
+                suites::settle::EARLIER_RUNS,
+            )
+            .unwrap_or_default()
+    };
+    fill(&mut doc, outcome, &earlier);
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {
         (None, _) => None,
@@ -139,10 +152,13 @@ impl<'a> Live<'a> {
     }
 }
 
-/// Files what the run produced in its document, with the findings.
-pub(super) fn fill(doc: &mut RunDoc, outcome: RunOutcome) {
+/// Files what the run produced in its document, with the findings
+/// (settled with `earlier` runs of the host, newest first).
+pub(super) fn fill(doc: &mut RunDoc, outcome: RunOutcome, earlier: &[RunDoc]) {
     doc.run.interrupted = outcome.interrupted;
-    doc.findings = suites::findings(&outcome.measurements);
+    let earlier: Vec<&[crate::harness::Measurement]> =
+        earlier.iter().map(|d| d.results.as_slice()).collect();
+    doc.findings = suites::findings_settled(&outcome.measurements, &earlier);
     doc.findings.retain(|f| f.value.is_finite());
     doc.results = outcome.measurements;
     doc.skipped = outcome.skipped;

@@ -159,6 +159,12 @@ impl Ratio {
         }
     }
 
+    /// True when the whole interval lies within `k` of 1 either way (a
+    /// tie that is a bound, not only a failure to tell apart).
+    pub fn within(&self, k: f64) -> bool {
+        self.at_least(1.0 / k) && self.at_most(k)
+    }
+
     /// "1.31× (1.22–1.40)".
     pub fn text(&self) -> String {
         self.to_string()
@@ -856,6 +862,52 @@ impl Widths {
             _ => e,
         }
     }
+}
+
+/// The words of a sentence: every number blanked to `#`, with the scaled
+/// unit that follows it (`1.2 GB/s` and `950 MB/s` are one figure read at
+/// two scales). A digit inside a name (`lz4`, `p99`, `x86_64`, `zstd-19`)
+/// is part of the word. Two findings with the same words make the same claim.
+pub fn words(text: &str) -> String {
+    const UNITS: [&str; 27] = [
+        "kop/s", "Mop/s", "Gop/s", "op/s", "kB/s", "MB/s", "GB/s", "TB/s", "B/s", "KiB", "MiB",
+        "GiB", "TiB", "kHz", "MHz", "GHz", "Hz", "ns", "µs", "ms", "s", "B", "×", "%", "x",
+        "Gbit/s", "Mbit/s",
+    ];
+    let chars: Vec<char> = text.chars().collect();
+    let word_char = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        // `lz4-1`, `zstd-19`: a digit after a hyphen that follows a word
+        // is a name too.
+        let after_name = i >= 2 && chars[i - 1] == '-' && word_char(chars[i - 2]);
+        let starts_number =
+            c.is_ascii_digit() && (i == 0 || !word_char(chars[i - 1])) && !after_name;
+        if !starts_number {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        while i < chars.len()
+            && (chars[i].is_ascii_digit()
+                || ((chars[i] == '.' || chars[i] == ',')
+                    && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
+        {
+            i += 1;
+        }
+        // The unit right after it (one space allowed), ending a word.
+        let at = if chars.get(i) == Some(&' ') { i + 1 } else { i };
+        let rest: String = chars[at.min(chars.len())..].iter().take(8).collect();
+        if let Some(u) = UNITS.iter().find(|u| {
+            rest.starts_with(**u) && rest[u.len()..].chars().next().is_none_or(|n| !word_char(n))
+        }) {
+            i = at + u.chars().count();
+        }
+        out.push('#');
+    }
+    out
 }
 
 #[cfg(test)]

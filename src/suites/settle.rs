@@ -1,0 +1,212 @@
+//! Words that settle with the host's history.
+//!
+//! A finding's word sits at its edge when the value it is decided on is
+//! near the line between two words ("faster" / "no clear difference"):
+//! then each run draws its word from its own noise, and repeated runs
+//! disagree. When the history holds earlier runs of the same host at the
+//! same profile (and label), every result is also pooled over those runs
+//! and this one ([`pooled`]), and the findings are made from both. Where
+//! this run alone says what the pooled evidence says, the finding is this
+//! run's, its figures the table's; where they differ, the pooled finding
+//! is printed and says so ("words over the last 4 runs"). So the claims
+//! are always the pooled ones, which consecutive runs share most of their
+//! evidence for. A first run on a new machine has no history and keeps
+//! the rules of one run.
+
+use std::collections::BTreeMap;
+
+use crate::harness::claims::{Est, words};
+use crate::harness::stats::log_mean_var;
+use crate::harness::{Finding, Measurement};
+
+/// Earlier runs of the host a run's findings are pooled with, at most.
+pub const EARLIER_RUNS: usize = 4;
+
+/// The z value of a two-sided 95% interval.
+const Z95: f64 = 1.959_964;
+
+/// `m` pooled with the same benchmark in `earlier` runs (same id and unit,
+/// a positive median): the geometric mean of the runs' medians, and an
+/// interval from both the runs' own intervals and their spread (the mean
+/// of n runs: within-run half-widths in quadrature over n, plus the
+/// between-run spread over √n); with how many runs went in. Everything
+/// else (samples, rounds, details) stays this run's.
+pub fn pooled(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, usize) {
+    let usable = |x: &&Measurement| {
+        x.id == m.id && x.unit == m.unit && x.median.is_finite() && x.median > 0.0
+    };
+    let mut runs: Vec<&Measurement> = vec![m];
+    runs.extend(earlier.iter().filter_map(|ms| ms.iter().find(usable)));
+    if runs.len() < 2 || !(m.median.is_finite() && m.median > 0.0) {
+        return (m.clone(), 1);
+    }
+    let medians: Vec<f64> = runs.iter().map(|x| x.median).collect();
+    let Some((mean, var)) = log_mean_var(&medians) else {
+        return (m.clone(), 1);
+    };
+    let n = runs.len() as f64;
+    let within = runs
+        .iter()
+        .map(|x| Est::of(x).log_half_width().powi(2))
+        .sum::<f64>()
+        .sqrt()
+        / n;
+    let between = Z95 * (var / n).sqrt();
+    let hw = within.hypot(between);
+    let mut p = m.clone();
+    p.summary.median = mean.exp();
+    p.summary.ci_low = (mean - hw).exp();
+    p.summary.ci_high = (mean + hw).exp();
+    (p, runs.len())
+}
+
+/// The findings of `ms`, settled with `earlier` runs of the host (newest
+/// first, at most [`EARLIER_RUNS`] used): `findings` made from this run
+/// and from the pooled results, this run's finding kept where its words
+/// are the pooled one's, the pooled finding (saying so) where they differ.
+/// Without earlier runs, this run's findings.
+pub fn settled(
+    ms: &[Measurement],
+    earlier: &[&[Measurement]],
+    findings: impl Fn(&[Measurement]) -> Vec<Finding>,
+) -> Vec<Finding> {
+    let own = findings(ms);
+    let earlier = &earlier[..earlier.len().min(EARLIER_RUNS)];
+    if earlier.is_empty() {
+        return own;
+    }
+    let (pooled_ms, runs): (Vec<Measurement>, Vec<usize>) =
+        ms.iter().map(|m| pooled(m, earlier)).unzip();
+    let n = runs.into_iter().max().unwrap_or(1);
+    if n < 2 {
+        return own;
+    }
+    let mut by_words: BTreeMap<(String, String), Vec<Finding>> = BTreeMap::new();
+    for f in own {
+        by_words
+            .entry((f.area.clone(), words(&f.text)))
+            .or_default()
+            .push(f);
+    }
+    findings(&pooled_ms)
+        .into_iter()
+        .map(|f| {
+            let mine = by_words
+                .get_mut(&(f.area.clone(), words(&f.text)))
+                .and_then(|v| (!v.is_empty()).then(|| v.remove(0)));
+            mine.unwrap_or_else(|| Finding {
+                text: format!("{} (words over the last {n} runs)", f.text),
+                ..f
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::claims::{Est, compare};
+
+    /// A latency of `ns` with a ±`rel` interval.
+    fn lat(id: &str, ns: f64, rel: f64) -> Measurement {
+        Measurement::within(id, "ns/op", ns, rel)
+    }
+
+    /// "a is faster than b" or "a and b: no clear difference", decided
+    /// by intervals.
+    fn words_of(ms: &[Measurement]) -> Vec<Finding> {
+        let a = ms.iter().find(|m| m.id == "syscall.a").unwrap();
+        let b = ms.iter().find(|m| m.id == "syscall.b").unwrap();
+        let text = compare(&Est::of(a), &Est::of(b))
+            .worded("faster", "slower")
+            .map(|w| format!("a is {w} than b"))
+            .unwrap_or_else(|| {
+                format!(
+                    "a and b: no clear difference ({:.1} vs {:.1})",
+                    a.median, b.median
+                )
+            });
+        vec![Finding {
+            area: "syscall".into(),
+            text,
+            value: a.median / b.median,
+            unit: crate::units::ValueUnit::Ratio,
+        }]
+    }
+
+    #[test]
+    fn words_blank_numbers_and_their_units_but_not_names() {
+        assert_eq!(
+            words("lz4 at 1.2 GB/s, p99 31 µs"),
+            words("lz4 at 950 MB/s, p99 1.2 ms")
+        );
+        assert_eq!(
+            words("lz4-1 2.50× (2.4–2.6)"),
+            "lz4-1 #× (#–#)".replace("#×", "#")
+        );
+        assert_ne!(words("zstd-1 wins"), words("zstd-3 wins"));
+    }
+
+    #[test]
+    fn a_first_run_keeps_its_own_words() {
+        let ms = vec![lat("syscall.a", 100.0, 0.02), lat("syscall.b", 104.0, 0.02)];
+        assert_eq!(settled(&ms, &[], words_of), words_of(&ms));
+    }
+
+    #[test]
+    fn a_word_at_its_edge_is_decided_on_the_pooled_runs_and_says_so() {
+        // Four earlier runs: a and b cost the same. This run alone sees a
+        // 6% gap, just past the material 5%; pooled, it is a tie.
+        let same: Vec<Vec<Measurement>> = (0..4)
+            .map(|i| {
+                let d = [0.99, 1.01, 1.0, 1.005][i];
+                vec![
+                    lat("syscall.a", 100.0 * d, 0.02),
+                    lat("syscall.b", 100.0 / d, 0.02),
+                ]
+            })
+            .collect();
+        let earlier: Vec<&[Measurement]> = same.iter().map(Vec::as_slice).collect();
+        let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
+        let alone = words_of(&now);
+        assert!(alone[0].text.starts_with("a is "), "{}", alone[0].text);
+        let f = settled(&now, &earlier, words_of);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].text.starts_with("a and b: no clear difference")
+                && f[0].text.ends_with("(words over the last 5 runs)"),
+            "{}",
+            f[0].text
+        );
+    }
+
+    #[test]
+    fn where_this_run_agrees_with_the_pooled_runs_its_own_figures_stay() {
+        let earlier_runs: Vec<Vec<Measurement>> = (0..3)
+            .map(|_| vec![lat("syscall.a", 50.0, 0.02), lat("syscall.b", 100.0, 0.02)])
+            .collect();
+        let earlier: Vec<&[Measurement]> = earlier_runs.iter().map(Vec::as_slice).collect();
+        let now = vec![lat("syscall.a", 60.0, 0.02), lat("syscall.b", 100.0, 0.02)];
+        let f = settled(&now, &earlier, words_of);
+        assert_eq!(f, words_of(&now));
+    }
+
+    #[test]
+    fn pooling_is_the_geometric_mean_with_the_runs_spread_in_the_interval() {
+        let m = lat("syscall.a", 100.0, 0.01);
+        let e1 = vec![lat("syscall.a", 121.0, 0.01)];
+        let other_unit = vec![Measurement::within("syscall.a", "B/s", 5.0, 0.01)];
+        let (p, n) = pooled(&m, &[&e1, &other_unit]);
+        assert_eq!(n, 2);
+        assert!((p.median - 110.0).abs() < 1e-9, "{}", p.median);
+        // The spread of 100 and 121 dominates the ±1% intervals.
+        assert!(
+            p.ci_low < 95.0 && p.ci_high > 125.0,
+            "{} {}",
+            p.ci_low,
+            p.ci_high
+        );
+        let (alone, n) = pooled(&m, &[]);
+        assert_eq!((alone, n), (m, 1));
+    }
+}
