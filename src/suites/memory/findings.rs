@@ -150,7 +150,7 @@ impl Latency {
             let last = sysfs.iter().map(|c| usize::from(c.0)).max() == Some(n);
             let verdict = match sys {
                 Some(s) => size_verdict(l, s, last),
-                None if sysfs.is_empty() => "sysfs: not known".to_string(),
+                None if sysfs.is_empty() => "from this curve (sysfs lists no caches)".to_string(),
                 None => "sysfs lists no such level".to_string(),
             };
             out.push(finding(
