@@ -118,17 +118,15 @@ fn cache_text(c: &CacheInfo) -> String {
 
 /// The kinds of the usable CPUs, in the order of their first CPU
 /// (`Cortex-A55 (capacity 397): CPUs 0-3; Cortex-A76 (capacity 1024):
-/// CPUs 4-7`), capacities when they differ; None when sysfs named no kind
-/// and no capacity (most x86 machines).
+/// CPUs 4-7`), capacities when they differ; None when sysfs names no kind
+/// and one capacity for all (most x86 machines, whose recent kernels list a
+/// `cpu_capacity` of 1024 each).
 fn kinds_text(t: &Topology) -> Option<String> {
-    if t.cpus
-        .iter()
-        .all(|p| p.kind.is_none() && p.capacity.is_none())
-    {
-        return None;
-    }
     let capacities: BTreeSet<Option<u32>> = t.cpus.iter().map(|p| p.capacity).collect();
     let show_capacity = capacities.len() > 1;
+    if !show_capacity && t.cpus.iter().all(|p| p.kind.is_none()) {
+        return None;
+    }
     let mut groups: Vec<(Option<&str>, Option<u32>, Vec<usize>)> = Vec::new();
     for p in &t.cpus {
         let key = (p.kind.as_deref(), p.capacity.filter(|_| show_capacity));
@@ -630,6 +628,39 @@ mod tests {
             "AMD EPYC, 2 CPUs, 24.0 GiB, Linux 6.18.44, VM: KVM"
         );
         assert!(!Host::default().summary().contains('\n'));
+    }
+
+    #[test]
+    fn kinds_are_shown_when_named_or_when_capacities_differ() {
+        let place = |cpu, kind: Option<&str>, capacity| crate::host::CpuPlace {
+            cpu,
+            kind: kind.map(str::to_string),
+            capacity,
+            ..Default::default()
+        };
+        let t = |cpus| Topology {
+            cpus,
+            ..Default::default()
+        };
+        let x86 = t(vec![place(0, None, Some(1024)), place(1, None, Some(1024))]);
+        assert_eq!(
+            kinds_text(&x86),
+            None,
+            "one capacity and no kind says nothing"
+        );
+        let uneven = t(vec![place(0, None, Some(1024)), place(1, None, Some(512))]);
+        assert_eq!(
+            kinds_text(&uneven).as_deref(),
+            Some("unknown kind (capacity 1024): CPU 0; unknown kind (capacity 512): CPU 1")
+        );
+        let hybrid = t(vec![
+            place(0, Some("P-core"), None),
+            place(1, Some("E-core"), None),
+        ]);
+        assert_eq!(
+            kinds_text(&hybrid).as_deref(),
+            Some("P-core: CPU 0; E-core: CPU 1")
+        );
     }
 
     #[test]
