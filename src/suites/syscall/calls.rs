@@ -507,23 +507,27 @@ fn prepare_vdso(op: &VdsoOp, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> 
     })
 }
 
-/// Why the vDSO side of getcpu is skipped on `arch`. The arm64 vDSO
-/// exports only clock_gettime, gettimeofday and clock_getres (and the
-/// signal return), never getcpu, so there the architecture is the reason,
-/// not the kernel.
+/// Why the vDSO side of getcpu is skipped on `arch`. Neither arm vDSO
+/// has getcpu: arm64's exports clock_gettime, gettimeofday and clock_getres
+/// (and the signal return), 32-bit arm's the same three and
+/// clock_gettime64; there the architecture is the reason, not the kernel.
 fn no_vdso_getcpu(arch: &str) -> String {
-    match arch {
-        "aarch64" => "the arm64 vDSO has no getcpu (it exports clock_gettime, gettimeofday and clock_getres): getcpu is a system call here, measured as syscall.getcpu.raw".to_string(),
-        _ => "no getcpu in this kernel's vDSO (or the vDSO cannot be inspected from this binary)".to_string(),
-    }
+    let exports = match arch {
+        "aarch64" => "the arm64 vDSO has no getcpu (it exports clock_gettime, gettimeofday and clock_getres)",
+        "arm" => "the 32-bit arm vDSO has no getcpu (it exports clock_gettime, clock_gettime64, gettimeofday and clock_getres)",
+        _ => return "no getcpu in this kernel's vDSO (or the vDSO cannot be inspected from this binary)".to_string(),
+    };
+    format!("{exports}: getcpu is a system call here, measured as syscall.getcpu.raw")
 }
 
 /// Why the raw side of `op` is skipped on `arch`: arm64 has no `time`
-/// system call (its table is the generic one, which leaves it out; libc's
-/// time() reads the clock through the vDSO's clock_gettime).
+/// system call (its table is the generic one, which leaves it out), and
+/// 32-bit arm had one only in its old ABI; libc's time() reads the clock
+/// through the vDSO's clock_gettime on both.
 fn no_raw_call(op: &VdsoOp, arch: &str) -> String {
     match (op.kind, arch) {
         (Kind::Time, "aarch64") => "arm64 has no time system call (the generic system-call table leaves it out): libc's time() reads the clock through the vDSO's clock_gettime".to_string(),
+        (Kind::Time, "arm") => "32-bit arm has no time system call in its EABI (only the old ABI had one): libc's time() reads the clock through the vDSO's clock_gettime".to_string(),
         _ => format!(
             "no {} system call known to opcost on this architecture",
             op.func
@@ -604,6 +608,8 @@ mod tests {
             "{getcpu}"
         );
         assert!(getcpu.contains("syscall.getcpu.raw"));
+        assert!(no_vdso_getcpu("arm").starts_with("the 32-bit arm vDSO has no getcpu"));
+        assert!(no_raw_call(&op("time"), "arm").contains("EABI"));
         // Elsewhere the kernel, not the architecture, is named.
         assert!(no_vdso_getcpu("x86_64").contains("this kernel's vDSO"));
         assert_eq!(
