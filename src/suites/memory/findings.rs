@@ -622,6 +622,39 @@ mod tests {
     }
 
     #[test]
+    fn levels_of_a_machine_whose_sysfs_lists_no_caches_come_from_the_curve() {
+        // A Raspberry Pi 4's shape: 32 KiB L1d, 1 MiB L2, then memory; no
+        // sysfs_caches recorded, as on a board whose kernel lists none.
+        let mut ms = Vec::new();
+        let mut size = 4096_u64;
+        while size <= 256 << 20 {
+            let ns = match size {
+                s if s <= 32 << 10 => 1.5,
+                s if s <= 1 << 20 => 9.0,
+                _ => 110.0,
+            };
+            let mut m = Measurement::point(&format!("memory.latency.random/{size}B"), "ns/op", ns);
+            m.params.insert("size".into(), size.into());
+            ms.push(m);
+            size = size * 6 / 5;
+        }
+        let f = latency_findings(&ms);
+        let levels: Vec<&str> = f
+            .iter()
+            .map(|f| f.text.as_str())
+            .filter(|t| t.starts_with('L'))
+            .collect();
+        assert_eq!(levels.len(), 2, "{f:#?}");
+        for t in levels {
+            assert!(
+                t.contains("; from this curve (sysfs lists no caches)"),
+                "{t}"
+            );
+        }
+        assert!(f.iter().all(|f| !f.text.contains("not found")), "{f:#?}");
+    }
+
+    #[test]
     fn findings_rank_methods_in_tiers_and_place_glibc_by_interval() {
         let ms = vec![
             bw(&methods::method_id(Op::Copy, Method::Avx2), 20e9, 0.03),
