@@ -32,8 +32,11 @@ fn row(text: &str, section: &str, key: &str) -> String {
     panic!("no row {key} in section {section} of\n{text}");
 }
 
-/// Level, type, size in KiB, instances and the CPUs having it, per cache.
-fn caches(h: &Host) -> Vec<(u8, &str, u64, Option<usize>, Option<&str>)> {
+/// One cache: level, type, size in KiB, instances and the CPUs having it.
+type CacheRow<'a> = (u8, &'a str, u64, Option<usize>, Option<&'a str>);
+
+/// Every cache of `h` as a [`CacheRow`].
+fn caches(h: &Host) -> Vec<CacheRow<'_>> {
     h.caches
         .iter()
         .map(|c| {

@@ -308,7 +308,7 @@ pub fn hybrid() -> Tree {
 /// An arm MIDR_EL1: implementer, variant, part and revision, with the
 /// architecture field 0xf that every Armv8 core reports.
 pub const fn midr(implementer: u32, variant: u32, part: u32, revision: u32) -> u32 {
-    implementer << 24 | variant << 20 | 0xf << 16 | part << 4 | revision
+    (implementer << 24) | (variant << 20) | (0xf << 16) | (part << 4) | revision
 }
 
 /// Cortex-A72 r0p3, the Raspberry Pi 4's BCM2711.
