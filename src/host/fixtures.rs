@@ -14,12 +14,12 @@ pub struct Tree {
     files: Vec<(String, String)>,
 }
 
-/// A CPU list as sysfs writes one (commas only; the reader takes ranges too).
+/// A CPU list as sysfs writes one: sorted, runs as ranges (`0-3,8`).
 pub fn list(cpus: impl IntoIterator<Item = usize>) -> String {
-    cpus.into_iter()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+    let mut v: Vec<usize> = cpus.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    super::topology::cpu_list(&v)
 }
 
 const CPU: &str = "sys/devices/system/cpu";
@@ -49,20 +49,105 @@ impl Tree {
             )
     }
 
-    /// A CPU's cache of `level` (index = level, an L1d at index0),
+    /// A CPU's cache of `level` (index = level, an L1d at index1),
     /// shared by `shared`.
     pub fn cache(&mut self, cpu: usize, level: u8, size: &str, shared: &[usize]) -> &mut Tree {
-        let d = format!("{CPU}/cpu{cpu}/cache/index{level}");
+        let kind = if level == 1 { "Data" } else { "Unified" };
+        self.cache_at(cpu, level, level, kind, size, shared)
+    }
+
+    /// A CPU's cache at `index`: its level, type (`Data`, `Instruction`,
+    /// `Unified`), size and the CPUs sharing it.
+    pub fn cache_at(
+        &mut self,
+        cpu: usize,
+        index: u8,
+        level: u8,
+        kind: &str,
+        size: &str,
+        shared: &[usize],
+    ) -> &mut Tree {
+        let d = format!("{CPU}/cpu{cpu}/cache/index{index}");
         self.file(&format!("{d}/level"), &level.to_string())
-            .file(
-                &format!("{d}/type"),
-                if level == 1 { "Data" } else { "Unified" },
-            )
+            .file(&format!("{d}/type"), kind)
             .file(&format!("{d}/size"), size)
             .file(
                 &format!("{d}/shared_cpu_list"),
                 &list(shared.iter().copied()),
             )
+    }
+
+    /// An arm core's caches as arm64 numbers them: L1d at index0, L1i at
+    /// index1, its L2 (shared by `l2.1`) at index2 and the L3, if any, at
+    /// index3.
+    pub fn arm_caches(
+        &mut self,
+        cpu: usize,
+        l1: &str,
+        l2: (&str, &[usize]),
+        l3: Option<(&str, &[usize])>,
+    ) -> &mut Tree {
+        self.cache_at(cpu, 0, 1, "Data", l1, &[cpu])
+            .cache_at(cpu, 1, 1, "Instruction", l1, &[cpu])
+            .cache_at(cpu, 2, 2, "Unified", l2.0, l2.1);
+        if let Some((size, shared)) = l3 {
+            self.cache_at(cpu, 3, 3, "Unified", size, shared);
+        }
+        self
+    }
+
+    /// An arm CPU's identity register and, when given, its `cpu_capacity`.
+    pub fn arm_cpu(&mut self, cpu: usize, midr: u32, capacity: Option<u32>) -> &mut Tree {
+        self.file(
+            &format!("{CPU}/cpu{cpu}/regs/identification/midr_el1"),
+            &format!("{:#018x}", midr),
+        );
+        if let Some(c) = capacity {
+            self.file(&format!("{CPU}/cpu{cpu}/cpu_capacity"), &c.to_string());
+        }
+        self
+    }
+
+    /// `/proc/cpuinfo` as arm64 kernels print it (arch/arm64/kernel/cpuinfo.c):
+    /// one block per CPU, its identity taken from its MIDR, then `tail`
+    /// (the `Revision`, `Serial` and `Model` lines a Raspberry Pi kernel adds).
+    pub fn arm_cpuinfo(
+        &mut self,
+        midrs: &[u32],
+        bogomips: &str,
+        features: &str,
+        tail: &str,
+    ) -> &mut Tree {
+        let mut text = String::new();
+        for (cpu, m) in midrs.iter().enumerate() {
+            text.push_str(&format!(
+                "processor\t: {cpu}\nBogoMIPS\t: {bogomips}\nFeatures\t: {features}\n\
+                 CPU implementer\t: {:#04x}\nCPU architecture: 8\nCPU variant\t: {:#x}\n\
+                 CPU part\t: {:#05x}\nCPU revision\t: {}\n\n",
+                m >> 24,
+                (m >> 20) & 0xf,
+                (m >> 4) & 0xfff,
+                m & 0xf
+            ));
+        }
+        text.push_str(tail);
+        self.file("proc/cpuinfo", text.trim_end())
+    }
+
+    /// cpu0's cpufreq policy: limits in kHz, driver and governor.
+    pub fn cpufreq(
+        &mut self,
+        min_khz: u32,
+        max_khz: u32,
+        driver: &str,
+        governor: &str,
+    ) -> &mut Tree {
+        let d = format!("{CPU}/cpu0/cpufreq");
+        self.file(&format!("{d}/cpuinfo_min_freq"), &min_khz.to_string())
+            .file(&format!("{d}/cpuinfo_max_freq"), &max_khz.to_string())
+            .file(&format!("{d}/scaling_cur_freq"), &max_khz.to_string())
+            .file(&format!("{d}/scaling_driver"), driver)
+            .file(&format!("{d}/scaling_governor"), governor)
     }
 
     /// An x86 server's cores with SMT 2, numbered as Linux does: CPUs
@@ -220,6 +305,15 @@ pub fn hybrid() -> Tree {
     t
 }
 
+/// An arm MIDR_EL1: implementer, variant, part and revision, with the
+/// architecture field 0xf that every Armv8 core reports.
+pub const fn midr(implementer: u32, variant: u32, part: u32, revision: u32) -> u32 {
+    (implementer << 24) | (variant << 20) | (0xf << 16) | (part << 4) | revision
+}
+
+/// Cortex-A72 r0p3, the Raspberry Pi 4's BCM2711.
+const RPI4_MIDR: u32 = midr(0x41, 0, 0xd08, 3);
+
 /// A 4-core arm board (Raspberry Pi 4, Cortex-A72): topology files and
 /// MIDR, but no cache info and no NUMA node directory.
 pub fn arm_board() -> Tree {
@@ -227,12 +321,61 @@ pub fn arm_board() -> Tree {
     t.online("0-3");
     for cpu in 0..4 {
         t.cpu(cpu, 0, cpu as u32, &[cpu])
-            .file(
-                &format!("{CPU}/cpu{cpu}/regs/identification/midr_el1"),
-                "0x00000000410fd083",
-            )
-            .file(&format!("{CPU}/cpu{cpu}/cpu_capacity"), "1024");
+            .arm_cpu(cpu, RPI4_MIDR, Some(1024));
     }
+    t
+}
+
+/// A Raspberry Pi 4 Model B as Raspberry Pi OS shows it where the device
+/// tree has no cache nodes: [`arm_board`] with its /proc/cpuinfo (four
+/// Cortex-A72 r0p3 blocks, then `Hardware : BCM2835`, which every Pi has
+/// said since Linux 4.9, the revision code c03114 of a 4 GB board rev 1.4,
+/// a serial and the `Model` line), the device tree's model and cpufreq-dt
+/// from 600 MHz to 1.8 GHz.
+pub fn rpi4() -> Tree {
+    let mut t = arm_board();
+    t.arm_cpuinfo(
+        &[RPI4_MIDR; 4],
+        "108.00",
+        "fp asimd evtstrm crc32 cpuid",
+        "Hardware\t: BCM2835\nRevision\t: c03114\nSerial\t\t: 10000000e1f2a3b4\n\
+         Model\t\t: Raspberry Pi 4 Model B Rev 1.4\n",
+    )
+    .file(
+        "sys/firmware/devicetree/base/model",
+        "Raspberry Pi 4 Model B Rev 1.4\0",
+    )
+    .cpufreq(600_000, 1_800_000, "cpufreq-dt", "ondemand");
+    t
+}
+
+/// A Raspberry Pi 5 Model B (BCM2712: four Cortex-A76 r4p1 at up to
+/// 2.4 GHz): 64 KiB L1d and L1i and a 512 KiB L2 per core, a 2 MiB L3
+/// shared by all four; capacity 1024 each, one node of 8 GiB; its
+/// /proc/cpuinfo ends with the revision code d04170 (8 GB, rev 1.0), a
+/// serial and the `Model` line.
+pub fn rpi5() -> Tree {
+    const A76: u32 = midr(0x41, 4, 0xd0b, 1);
+    let mut t = Tree::default();
+    t.online("0-3");
+    let all = [0, 1, 2, 3];
+    for cpu in all {
+        t.cpu(cpu, 0, cpu as u32, &[cpu])
+            .arm_caches(cpu, "64K", ("512K", &[cpu]), Some(("2048K", &all)))
+            .arm_cpu(cpu, A76, Some(1024));
+    }
+    t.node(0, &all, 8, &[10])
+        .arm_cpuinfo(
+            &[A76; 4],
+            "108.00",
+            "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp",
+            "Revision\t: d04170\nSerial\t\t: 5e6f7a8b9c0d1e2f\nModel\t\t: Raspberry Pi 5 Model B Rev 1.0\n",
+        )
+        .file(
+            "sys/firmware/devicetree/base/model",
+            "Raspberry Pi 5 Model B Rev 1.0\0",
+        )
+        .cpufreq(1_500_000, 2_400_000, "cpufreq-dt", "ondemand");
     t
 }
 
@@ -243,40 +386,93 @@ pub fn big_little() -> Tree {
     let mut t = Tree::default();
     t.online("0-5");
     for cpu in 0..6 {
-        let (midr, cap, cluster): (&str, &str, Vec<usize>) = if cpu < 4 {
-            ("0x410fd034", "485", (0..4).collect())
+        let (midr, cap, cluster): (u32, u32, Vec<usize>) = if cpu < 4 {
+            (0x410fd034, 485, (0..4).collect())
         } else {
-            ("0x410fd082", "1024", (4..6).collect())
+            (0x410fd082, 1024, (4..6).collect())
         };
         t.cpu(cpu, 0, cpu as u32, &[cpu])
             .cache(cpu, 1, "32K", &[cpu])
             .cache(cpu, 2, "512K", &cluster)
-            .file(
-                &format!("{CPU}/cpu{cpu}/regs/identification/midr_el1"),
-                midr,
-            )
-            .file(&format!("{CPU}/cpu{cpu}/cpu_capacity"), cap);
+            .arm_cpu(cpu, midr, Some(cap));
     }
     t
 }
 
-/// A 64-core arm server (Ampere Altra Q64, Neoverse-N1): no SMT, an L2 per
-/// core, one 32 MiB system-level cache listed as the L3 of all 64, one node.
-pub fn arm_server() -> Tree {
+/// A phone-class big.LITTLE SoC (Rockchip RK3588 on a Radxa ROCK 5B, as
+/// a mainline kernel shows it): four Cortex-A55 r2p0 (CPUs 0-3, 32 KiB L1,
+/// 128 KiB L2 each) and four Cortex-A76 r4p0 (4-7, 64 KiB L1, 512 KiB L2
+/// each) in clusters 4-5 and 6-7, one 3 MiB L3 over all eight. Capacities
+/// are the device tree's capacity-dmips-mhz (530 and 1024, rk3588-base.dtsi)
+/// scaled by the clusters' top clocks, 1.8 and 2.4 GHz: 397 and 1024. No
+/// board line in /proc/cpuinfo: the name is the device tree's.
+pub fn rk3588() -> Tree {
+    const A55: u32 = midr(0x41, 2, 0xd05, 0);
+    const A76: u32 = midr(0x41, 4, 0xd0b, 0);
+    let mut t = Tree::default();
+    t.online("0-7");
+    let all: Vec<usize> = (0..8).collect();
+    let mut midrs = Vec::new();
+    for cpu in 0..8 {
+        let (midr, cap, l1, l2, core) = if cpu < 4 {
+            (A55, 397, "32K", "128K", cpu)
+        } else {
+            (A76, 1024, "64K", "512K", cpu % 2)
+        };
+        t.cpu(cpu, 0, core as u32, &[cpu])
+            .arm_caches(cpu, l1, (l2, &[cpu]), Some(("3072K", &all)))
+            .arm_cpu(cpu, midr, Some(cap));
+        midrs.push(midr);
+    }
+    t.node(0, &all, 16, &[10])
+        .arm_cpuinfo(
+            &midrs,
+            "48.00",
+            "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp",
+            "",
+        )
+        .file("sys/firmware/devicetree/base/model", "Radxa ROCK 5B\0");
+    t
+}
+
+/// A 64-core arm server, one core per CPU: `midr` on every CPU, an L1d
+/// and L1i of `l1` and an L2 of `l2` per core, one system-level cache of
+/// `l3` listed as the L3 of all 64, one node of `gib`.
+fn arm_server_of(midr: u32, l1: &str, l2: &str, l3: &str, gib: u64) -> Tree {
     let mut t = Tree::default();
     t.online("0-63");
     let all: Vec<usize> = (0..64).collect();
     for cpu in 0..64 {
         t.cpu(cpu, 0, cpu as u32, &[cpu])
-            .cache(cpu, 1, "64K", &[cpu])
-            .cache(cpu, 2, "1024K", &[cpu])
-            .cache(cpu, 3, "32768K", &all)
-            .file(
-                &format!("{CPU}/cpu{cpu}/regs/identification/midr_el1"),
-                "0x413fd0c1",
-            );
+            .arm_caches(cpu, l1, (l2, &[cpu]), Some((l3, &all)))
+            .arm_cpu(cpu, midr, None);
     }
-    t.node(0, &all, 256, &[10]);
+    t.node(0, &all, gib, &[10]);
+    t
+}
+
+/// A 64-core arm server (Ampere Altra Q64, Neoverse-N1 r3p1): no SMT, an
+/// L2 per core, one 32 MiB system-level cache listed as the L3 of all 64,
+/// one node.
+pub fn arm_server() -> Tree {
+    arm_server_of(midr(0x41, 3, 0xd0c, 1), "64K", "1024K", "32768K", 256)
+}
+
+/// An AWS Graviton3 instance (c7g.16xlarge: 64 Neoverse-V1 r1p1, no SMT,
+/// 64 KiB L1d and L1i and 1 MiB L2 per core, one 32 MiB L3 shared by all,
+/// 128 GiB in one node; no cpufreq; DMI names the instance type) with its
+/// /proc/cpuinfo.
+pub fn graviton3() -> Tree {
+    const V1: u32 = midr(0x41, 1, 0xd40, 1);
+    let mut t = arm_server_of(V1, "64K", "1024K", "32768K", 128);
+    t.arm_cpuinfo(
+        &[V1; 64],
+        "2100.00",
+        "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng",
+        "",
+    )
+    .file("sys/class/dmi/id/sys_vendor", "Amazon EC2")
+    .file("sys/class/dmi/id/product_name", "c7g.16xlarge");
     t
 }
 

@@ -14,6 +14,8 @@
 //! documents of other machines and older versions, so every field has a
 //! default and a document missing any of them still loads.
 
+#[cfg(test)]
+mod arm_tests;
 pub mod classes;
 pub mod device;
 #[cfg(test)]
@@ -90,6 +92,9 @@ pub struct Cpu {
     pub model: Option<String>,
     /// Vendor (`GenuineIntel`, `AuthenticAMD`, `ARM`...).
     pub vendor: Option<String>,
+    /// The board of an arm machine without DMI (`Raspberry Pi 5 Model B
+    /// Rev 1.0`): /proc/cpuinfo's `Model` line, else the device tree's model.
+    pub board: Option<String>,
     /// Family (x86 `cpu family`, arm architecture).
     pub family: Option<String>,
     /// Model number (x86 `model`, arm part number).
@@ -132,6 +137,10 @@ pub struct CacheInfo {
     pub line_bytes: Option<u64>,
     /// Ways of associativity.
     pub ways: Option<u64>,
+    /// The CPUs that have a cache of this level, type and size, when not
+    /// every CPU does (big.LITTLE: each kind of core has its own sizes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
 }
 
 impl CacheInfo {

@@ -32,6 +32,12 @@ pub struct Cpuinfo {
     pub cores: usize,
     /// Distinct `physical id`s, when listed.
     pub sockets: usize,
+    /// The board, from the `Model` line some arm kernels add at the end
+    /// (`Raspberry Pi 4 Model B Rev 1.4`).
+    pub board: Option<String>,
+    /// Every distinct arm core (implementer, part) in processor order: two
+    /// or more on big.LITTLE machines.
+    pub arm_parts: Vec<(String, String)>,
 }
 
 /// Parses `/proc/cpuinfo`: the first processor's identity, counts of all.
@@ -42,6 +48,16 @@ pub fn cpuinfo(text: &str) -> Cpuinfo {
     let mut first = true;
     let mut phys: Option<String> = None;
     let (mut variant, mut revision, mut implementer) = (None, None, None);
+    // The implementer and part of the processor block being read.
+    let (mut imp, mut part): (Option<String>, Option<String>) = (None, None);
+    let mut arm_parts: Vec<(String, String)> = Vec::new();
+    let mut flush = |imp: &mut Option<String>, part: &mut Option<String>| {
+        if let (Some(i), Some(p)) = (imp.take(), part.take())
+            && !arm_parts.contains(&(i.clone(), p.clone()))
+        {
+            arm_parts.push((i, p));
+        }
+    };
     for line in text.lines() {
         let Some((key, value)) = line.split_once(':') else {
             continue;
@@ -54,7 +70,11 @@ pub fn cpuinfo(text: &str) -> Cpuinfo {
                 }
                 out.processors += 1;
                 phys = None;
+                flush(&mut imp, &mut part);
             }
+            "CPU implementer" if !first => imp = non_empty(value),
+            "CPU part" if !first => part = non_empty(value),
+            "Model" => out.board = non_empty(value),
             "physical id" => {
                 sockets.insert(value.to_string());
                 phys = Some(value.to_string());
@@ -68,11 +88,18 @@ pub fn cpuinfo(text: &str) -> Cpuinfo {
                 out.model_name = non_empty(value)
             }
             "cpu family" | "CPU architecture" => out.family = non_empty(value),
-            "model" | "CPU part" => out.model = non_empty(value),
+            "model" => out.model = non_empty(value),
+            "CPU part" => {
+                out.model = non_empty(value);
+                part = non_empty(value);
+            }
             "stepping" => out.stepping = non_empty(value),
             "CPU variant" => variant = parse_int(value),
             "CPU revision" => revision = parse_int(value),
-            "CPU implementer" => implementer = non_empty(value),
+            "CPU implementer" => {
+                implementer = non_empty(value);
+                imp = non_empty(value);
+            }
             "microcode" => out.microcode = non_empty(value),
             "cpu MHz" => out.mhz = value.parse().ok().filter(|m: &f64| *m > 0.0),
             "flags" => {
@@ -85,14 +112,19 @@ pub fn cpuinfo(text: &str) -> Cpuinfo {
             _ => {}
         }
     }
+    flush(&mut imp, &mut part);
+    out.arm_parts = arm_parts;
     if let Some(imp) = implementer {
         let vendor = arm_implementer(&imp);
-        if out.model_name.is_none() {
-            let part = out.model.as_deref().unwrap_or("?");
-            out.model_name = Some(match arm_part(&imp, part) {
-                Some(name) => format!("{vendor} {name}"),
-                None => format!("{vendor} part {part}"),
-            });
+        // A 32-bit kernel names every core `ARMv7 Processor rev 3 (v7l)`:
+        // the part number says which core it is.
+        let generic = out
+            .model_name
+            .as_deref()
+            .is_none_or(|m| m.starts_with("ARMv"));
+        let part = out.model.clone().unwrap_or_else(|| "?".to_string());
+        if generic && (out.model_name.is_none() || arm_part(&imp, &part).is_some()) {
+            out.model_name = Some(arm_model_name(&vendor, &imp, &part, &out.arm_parts));
         }
         out.vendor.get_or_insert(vendor);
     }
@@ -104,57 +136,160 @@ pub fn cpuinfo(text: &str) -> Cpuinfo {
     out
 }
 
+// The names of arm implementers and parts follow the Linux kernel's
+// arch/arm64/include/asm/cputype.h (`ARM_CPU_IMP_*`, `*_CPU_PART_*`), which
+// is where new cores appear first; keep both tables in step with it.
+
+/// arm implementer codes (MIDR bits 31-24) and their names.
+const ARM_IMPLEMENTERS: &[(u64, &str)] = &[
+    (0x41, "ARM"),
+    (0x42, "Broadcom"),
+    (0x43, "Cavium"),
+    (0x46, "Fujitsu"),
+    (0x48, "HiSilicon"),
+    (0x4e, "NVIDIA"),
+    (0x50, "APM"),
+    (0x51, "Qualcomm"),
+    (0x61, "Apple"),
+    (0x6d, "Microsoft"),
+    (0xc0, "Ampere"),
+];
+
+/// (implementer, part number, core name) of the arm cores Linux names.
+/// Qualcomm's Kryo 5XX and later and NVIDIA's Grace report ARM's own
+/// parts (Cortex-A77/X1/A78/A55, Neoverse-V2), so they are named as those.
+const ARM_PARTS: &[(u64, u64, &str)] = &[
+    (0x41, 0xd00, "Foundation"),
+    (0x41, 0xd03, "Cortex-A53"),
+    (0x41, 0xd04, "Cortex-A35"),
+    (0x41, 0xd05, "Cortex-A55"),
+    (0x41, 0xd07, "Cortex-A57"),
+    (0x41, 0xd08, "Cortex-A72"),
+    (0x41, 0xd09, "Cortex-A73"),
+    (0x41, 0xd0a, "Cortex-A75"),
+    (0x41, 0xd0b, "Cortex-A76"),
+    (0x41, 0xd0c, "Neoverse-N1"),
+    (0x41, 0xd0d, "Cortex-A77"),
+    (0x41, 0xd0e, "Cortex-A76AE"),
+    (0x41, 0xd0f, "AEMv8"),
+    (0x41, 0xd40, "Neoverse-V1"),
+    (0x41, 0xd41, "Cortex-A78"),
+    (0x41, 0xd42, "Cortex-A78AE"),
+    (0x41, 0xd44, "Cortex-X1"),
+    (0x41, 0xd46, "Cortex-A510"),
+    (0x41, 0xd47, "Cortex-A710"),
+    (0x41, 0xd48, "Cortex-X2"),
+    (0x41, 0xd49, "Neoverse-N2"),
+    (0x41, 0xd4b, "Cortex-A78C"),
+    (0x41, 0xd4c, "Cortex-X1C"),
+    (0x41, 0xd4d, "Cortex-A715"),
+    (0x41, 0xd4e, "Cortex-X3"),
+    (0x41, 0xd4f, "Neoverse-V2"),
+    (0x41, 0xd80, "Cortex-A520"),
+    (0x41, 0xd81, "Cortex-A720"),
+    (0x41, 0xd82, "Cortex-X4"),
+    (0x41, 0xd83, "Neoverse-V3AE"),
+    (0x41, 0xd84, "Neoverse-V3"),
+    (0x41, 0xd85, "Cortex-X925"),
+    (0x41, 0xd87, "Cortex-A725"),
+    (0x41, 0xd8e, "Neoverse-N3"),
+    (0x42, 0x100, "Brahma-B53"),
+    (0x42, 0x516, "Vulcan"),
+    (0x43, 0x0a1, "ThunderX"),
+    (0x43, 0x0a2, "ThunderX-81XX"),
+    (0x43, 0x0a3, "ThunderX-83XX"),
+    (0x43, 0x0af, "ThunderX2"),
+    (0x43, 0x0b1, "OcteonTX2-98XX"),
+    (0x43, 0x0b2, "OcteonTX2-96XX"),
+    (0x43, 0x0b3, "OcteonTX2-95XX"),
+    (0x43, 0x0b4, "OcteonTX2-95XXN"),
+    (0x43, 0x0b5, "OcteonTX2-95XXMM"),
+    (0x43, 0x0b6, "OcteonTX2-95XXO"),
+    (0x46, 0x001, "A64FX"),
+    (0x48, 0xd01, "TSV110"),
+    (0x48, 0xd02, "HIP09"),
+    (0x48, 0xd06, "HIP12"),
+    (0x4e, 0x003, "Denver"),
+    (0x4e, 0x004, "Carmel"),
+    (0x50, 0x000, "X-Gene"),
+    (0x51, 0x001, "Oryon"),
+    (0x51, 0x200, "Kryo"),
+    // cputype.h also calls 0x800 Falkor v1 (Centriq engineering samples);
+    // the phones that report it are far more common.
+    (0x51, 0x800, "Kryo-2XX-Gold"),
+    (0x51, 0x801, "Kryo-2XX-Silver"),
+    (0x51, 0x802, "Kryo-3XX-Gold"),
+    (0x51, 0x803, "Kryo-3XX-Silver"),
+    (0x51, 0x804, "Kryo-4XX-Gold"),
+    (0x51, 0x805, "Kryo-4XX-Silver"),
+    (0x51, 0xc00, "Falkor"),
+    (0x61, 0x022, "M1 Icestorm"),
+    (0x61, 0x023, "M1 Firestorm"),
+    (0x61, 0x024, "M1 Pro Icestorm"),
+    (0x61, 0x025, "M1 Pro Firestorm"),
+    (0x61, 0x028, "M1 Max Icestorm"),
+    (0x61, 0x029, "M1 Max Firestorm"),
+    (0x61, 0x032, "M2 Blizzard"),
+    (0x61, 0x033, "M2 Avalanche"),
+    (0x61, 0x034, "M2 Pro Blizzard"),
+    (0x61, 0x035, "M2 Pro Avalanche"),
+    (0x61, 0x038, "M2 Max Blizzard"),
+    (0x61, 0x039, "M2 Max Avalanche"),
+    // Azure Cobalt 100: r0p0 of Neoverse-N2 under Microsoft's code.
+    (0x6d, 0xd49, "Azure Cobalt 100"),
+    (0xc0, 0xac3, "AmpereOne"),
+    (0xc0, 0xac4, "AmpereOne (Ampere-1a)"),
+];
+
 /// The name of an arm `CPU implementer` code, or the code itself.
 fn arm_implementer(code: &str) -> String {
-    let name = match parse_int(code) {
-        Some(0x41) => "ARM",
-        Some(0x42) => "Broadcom",
-        Some(0x43) => "Cavium",
-        Some(0x46) => "Fujitsu",
-        Some(0x48) => "HiSilicon",
-        Some(0x4e) => "NVIDIA",
-        Some(0x50) => "APM",
-        Some(0x51) => "Qualcomm",
-        Some(0x61) => "Apple",
-        Some(0x6d) => "Microsoft",
-        Some(0xc0) => "Ampere",
-        _ => return format!("implementer {code}"),
-    };
-    name.to_string()
+    let known = parse_int(code)
+        .and_then(|c| ARM_IMPLEMENTERS.iter().find(|(k, _)| *k == c))
+        .map(|(_, name)| name.to_string());
+    known.unwrap_or_else(|| format!("implementer {code}"))
 }
 
-/// The core name of a common arm part number (the ones found in servers,
-/// boards and laptops); None for the rest.
+/// The core name of an arm part number of that implementer (MIDR bits
+/// 15-4), from [`ARM_PARTS`]; None for a part Linux does not name.
 pub(super) fn arm_part(implementer: &str, part: &str) -> Option<&'static str> {
-    if parse_int(implementer) != Some(0x41) {
-        return None;
+    let (imp, part) = (parse_int(implementer)?, parse_int(part)?);
+    ARM_PARTS
+        .iter()
+        .find(|(i, p, _)| (*i, *p) == (imp, part))
+        .map(|(_, _, name)| *name)
+}
+
+/// The core's full name: `ARM Neoverse-V1`, `Apple M1 Firestorm`; a name
+/// that already starts with its vendor's (`AmpereOne`) is not doubled.
+fn arm_core_name(vendor: &str, implementer: &str, part: &str) -> String {
+    match arm_part(implementer, part) {
+        Some(name) if name.starts_with(vendor) => name.to_string(),
+        Some(name) => format!("{vendor} {name}"),
+        None => format!("{vendor} part {part}"),
     }
-    Some(match parse_int(part)? {
-        0xd03 => "Cortex-A53",
-        0xd04 => "Cortex-A35",
-        0xd05 => "Cortex-A55",
-        0xd07 => "Cortex-A57",
-        0xd08 => "Cortex-A72",
-        0xd09 => "Cortex-A73",
-        0xd0a => "Cortex-A75",
-        0xd0b => "Cortex-A76",
-        0xd0c => "Neoverse-N1",
-        0xd0d => "Cortex-A77",
-        0xd40 => "Neoverse-V1",
-        0xd41 => "Cortex-A78",
-        0xd44 => "Cortex-X1",
-        0xd46 => "Cortex-A510",
-        0xd47 => "Cortex-A710",
-        0xd48 => "Cortex-X2",
-        0xd49 => "Neoverse-N2",
-        0xd4f => "Neoverse-V2",
-        0xd80 => "Cortex-A520",
-        0xd81 => "Cortex-A720",
-        0xd82 => "Cortex-X4",
-        0xd84 => "Neoverse-V3",
-        0xd8e => "Neoverse-N3",
-        _ => return None,
-    })
+}
+
+/// The model of an arm machine: its one core (`ARM Cortex-A72`), or its
+/// kinds joined, in the order of the CPUs (`ARM Cortex-A55 + Cortex-A76`).
+fn arm_model_name(vendor: &str, imp: &str, part: &str, parts: &[(String, String)]) -> String {
+    let first = arm_core_name(vendor, imp, part);
+    let rest: Vec<String> = parts
+        .iter()
+        .filter(|(i, p)| (i.as_str(), p.as_str()) != (imp, part))
+        .map(|(i, p)| {
+            let v = arm_implementer(i);
+            let name = arm_core_name(&v, i, p);
+            // The same vendor is named once.
+            match name.strip_prefix(&format!("{vendor} ")) {
+                Some(short) => short.to_string(),
+                None => name,
+            }
+        })
+        .collect();
+    std::iter::once(first)
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 /// Parses a decimal or `0x` hexadecimal integer.

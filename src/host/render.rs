@@ -1,8 +1,9 @@
 //! The description as sectioned, aligned text for `opcost env`.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::topology::cpu_list;
+use super::topology::{Topology, cpu_list};
 use super::{CacheInfo, Host};
 use crate::units::human_bytes;
 
@@ -11,6 +12,10 @@ const INDENT: &str = "  ";
 
 /// What is shown for a fact that could not be read.
 const UNKNOWN: &str = "unknown";
+
+/// The caches row when sysfs lists none (many arm boards): the sizes are
+/// then the latency curve's to find, and its findings say they come from it.
+const NO_CACHES: &str = "not in sysfs (this kernel lists none; `opcost run memory.latency` finds the levels on the latency curve)";
 
 /// One line of the description: its section (empty for the top lines),
 /// its name and its value as shown.
@@ -51,6 +56,14 @@ impl Section {
     fn opt(&mut self, key: &str, value: Option<impl ToString>) -> &mut Self {
         let v = value.map_or_else(|| UNKNOWN.to_string(), |v| v.to_string());
         self.row(key, v)
+    }
+
+    /// A row only when its value is known (a fact most machines lack).
+    fn known(&mut self, key: &str, value: Option<impl ToString>) -> &mut Self {
+        match value {
+            Some(v) => self.row(key, v.to_string()),
+            None => self,
+        }
     }
 }
 
@@ -101,6 +114,38 @@ fn cache_text(c: &CacheInfo) -> String {
         parts.push(format!("{l} B lines"));
     }
     parts.join(", ")
+}
+
+/// The kinds of the usable CPUs, in the order of their first CPU
+/// (`Cortex-A55 (capacity 397): CPUs 0-3; Cortex-A76 (capacity 1024):
+/// CPUs 4-7`), capacities when they differ; None when sysfs names no kind
+/// and one capacity for all (most x86 machines, whose recent kernels list a
+/// `cpu_capacity` of 1024 each).
+fn kinds_text(t: &Topology) -> Option<String> {
+    let capacities: BTreeSet<Option<u32>> = t.cpus.iter().map(|p| p.capacity).collect();
+    let show_capacity = capacities.len() > 1;
+    if !show_capacity && t.cpus.iter().all(|p| p.kind.is_none()) {
+        return None;
+    }
+    let mut groups: Vec<(Option<&str>, Option<u32>, Vec<usize>)> = Vec::new();
+    for p in &t.cpus {
+        let key = (p.kind.as_deref(), p.capacity.filter(|_| show_capacity));
+        match groups.iter_mut().find(|g| (g.0, g.1) == key) {
+            Some(g) => g.2.push(p.cpu),
+            None => groups.push((key.0, key.1, vec![p.cpu])),
+        }
+    }
+    let text = groups
+        .iter()
+        .map(|(kind, capacity, cpus)| {
+            let name = kind.unwrap_or("unknown kind");
+            let cap = capacity.map_or(String::new(), |c| format!(" (capacity {c})"));
+            let which = if cpus.len() == 1 { "CPU" } else { "CPUs" };
+            format!("{name}{cap}: {which} {}", cpu_list(cpus))
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(text)
 }
 
 impl Host {
@@ -194,6 +239,7 @@ impl Host {
         let mut cpu = Section::new("CPU");
         cpu.opt("model", c.model.as_ref())
             .opt("vendor", c.vendor.as_ref())
+            .known("board", c.board.as_ref())
             .row(
                 "family / model / stepping",
                 [&c.family, &c.model_number, &c.stepping]
@@ -253,6 +299,9 @@ impl Host {
                 .collect::<Vec<_>>()
                 .join(", "),
         );
+        if let Some(kinds) = kinds_text(t) {
+            sec.row("CPU kinds", kinds);
+        }
         if !t.missing.is_empty() {
             sec.row("not in sysfs", t.missing.join(", "));
         }
@@ -260,21 +309,41 @@ impl Host {
         sec
     }
 
-    /// The caches as sysfs lists them.
+    /// The caches as sysfs lists them; a size only some CPUs have (each
+    /// kind of a big.LITTLE machine its own) names them and their kind.
     fn caches_section(&self) -> Section {
         let virtual_machine = self.hypervisor();
         let mut caches = Section::new("Caches");
         for cache in &self.caches {
-            caches.row(cache_name(cache), cache_text(cache));
+            let mut text = cache_text(cache);
+            if let Some(cpus) = &cache.cpus {
+                text.push_str(&format!(", on CPUs {cpus}{}", self.kind_of(cpus)));
+            }
+            caches.row(cache_name(cache), text);
         }
         if self.caches.is_empty() {
-            caches.row("caches", format!("{UNKNOWN} (sysfs lists none)"));
+            caches.row("caches", NO_CACHES);
         } else if virtual_machine.is_some() {
             caches
                 .notes
                 .push("as the hypervisor reports them; the hardware may differ".to_string());
         }
         caches
+    }
+
+    /// ` (Cortex-A55)` when every usable CPU of the list `cpus` is of one
+    /// known kind; empty otherwise.
+    fn kind_of(&self, cpus: &str) -> String {
+        let kinds: BTreeSet<Option<&str>> = super::parse::cpu_list(cpus)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|c| self.topology.place(c))
+            .map(|p| p.kind.as_deref())
+            .collect();
+        match kinds.into_iter().collect::<Vec<_>>()[..] {
+            [Some(kind)] => format!(" ({kind})"),
+            _ => String::new(),
+        }
     }
 
     /// The clock: cpufreq, governor, boost and the clock assumed for cycles.
@@ -562,6 +631,39 @@ mod tests {
     }
 
     #[test]
+    fn kinds_are_shown_when_named_or_when_capacities_differ() {
+        let place = |cpu, kind: Option<&str>, capacity| crate::host::CpuPlace {
+            cpu,
+            kind: kind.map(str::to_string),
+            capacity,
+            ..Default::default()
+        };
+        let t = |cpus| Topology {
+            cpus,
+            ..Default::default()
+        };
+        let x86 = t(vec![place(0, None, Some(1024)), place(1, None, Some(1024))]);
+        assert_eq!(
+            kinds_text(&x86),
+            None,
+            "one capacity and no kind says nothing"
+        );
+        let uneven = t(vec![place(0, None, Some(1024)), place(1, None, Some(512))]);
+        assert_eq!(
+            kinds_text(&uneven).as_deref(),
+            Some("unknown kind (capacity 1024): CPU 0; unknown kind (capacity 512): CPU 1")
+        );
+        let hybrid = t(vec![
+            place(0, Some("P-core"), None),
+            place(1, Some("E-core"), None),
+        ]);
+        assert_eq!(
+            kinds_text(&hybrid).as_deref(),
+            Some("P-core: CPU 0; E-core: CPU 1")
+        );
+    }
+
+    #[test]
     fn caches_read_like_lscpu() {
         let c = CacheInfo {
             level: 3,
@@ -571,6 +673,7 @@ mod tests {
             instances: Some(1),
             line_bytes: Some(64),
             ways: Some(16),
+            cpus: None,
         };
         assert_eq!(cache_name(&c), "L3");
         assert_eq!(

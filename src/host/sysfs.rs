@@ -105,6 +105,10 @@ fn cpu(r: &Reader, places: &[CpuPlace], nodes: usize, info: &parse::Cpuinfo) -> 
         arch: String::new(),
         model: info.model_name.clone(),
         vendor: info.vendor.clone(),
+        board: info
+            .board
+            .clone()
+            .or_else(|| r.text("sys/firmware/devicetree/base/model")),
         family: info.family.clone(),
         model_number: info.model.clone(),
         stepping: info.stepping.clone(),
@@ -127,6 +131,7 @@ fn cpu(r: &Reader, places: &[CpuPlace], nodes: usize, info: &parse::Cpuinfo) -> 
 fn caches(r: &Reader, cpus: &[usize]) -> Vec<CacheInfo> {
     let mut out: Vec<CacheInfo> = Vec::new();
     let mut sharing: Vec<BTreeSet<String>> = Vec::new();
+    let mut having: Vec<Vec<usize>> = Vec::new();
     for &c in cpus {
         let dir = format!("{CPU}/cpu{c}/cache");
         let mut indices: Vec<(u32, String)> = r
@@ -160,19 +165,28 @@ fn caches(r: &Reader, cpus: &[usize]) -> Vec<CacheInfo> {
                         instances: None,
                         line_bytes: r.int(&format!("{d}/coherency_line_size")),
                         ways: r.int(&format!("{d}/ways_of_associativity")),
+                        cpus: None,
                     });
                     sharing.push(BTreeSet::new());
+                    having.push(Vec::new());
                     out.len() - 1
                 }
             };
+            if having[i].last() != Some(&c) {
+                having[i].push(c);
+            }
             if let Some(s) = shared {
                 sharing[i].insert(s);
             }
         }
     }
-    for (c, s) in out.iter_mut().zip(&sharing) {
+    for ((c, s), h) in out.iter_mut().zip(&sharing).zip(&having) {
         c.instances = (!s.is_empty()).then_some(s.len());
+        c.cpus = (h.len() < cpus.len()).then(|| super::topology::cpu_list(h));
     }
+    // By level, then Data, Instruction, Unified: the caches of each kind of
+    // a big.LITTLE machine side by side, as lscpu lists them.
+    out.sort_by(|a, b| (a.level, &a.kind).cmp(&(b.level, &b.kind)));
     out
 }
 

@@ -150,7 +150,7 @@ impl Latency {
             let last = sysfs.iter().map(|c| usize::from(c.0)).max() == Some(n);
             let verdict = match sys {
                 Some(s) => size_verdict(l, s, last),
-                None if sysfs.is_empty() => "sysfs: not known".to_string(),
+                None if sysfs.is_empty() => "from this curve (sysfs lists no caches)".to_string(),
                 None => "sysfs lists no such level".to_string(),
             };
             out.push(finding(
@@ -658,6 +658,39 @@ mod tests {
 
     fn bw(id: &str, v: f64, rel: f64) -> Measurement {
         Measurement::within(id, "B/s", v, rel)
+    }
+
+    #[test]
+    fn levels_of_a_machine_whose_sysfs_lists_no_caches_come_from_the_curve() {
+        // A Raspberry Pi 4's shape: 32 KiB L1d, 1 MiB L2, then memory; no
+        // sysfs_caches recorded, as on a board whose kernel lists none.
+        let mut ms = Vec::new();
+        let mut size = 4096_u64;
+        while size <= 256 << 20 {
+            let ns = match size {
+                s if s <= 32 << 10 => 1.5,
+                s if s <= 1 << 20 => 9.0,
+                _ => 110.0,
+            };
+            let mut m = Measurement::point(&format!("memory.latency.random/{size}B"), "ns/op", ns);
+            m.params.insert("size".into(), size.into());
+            ms.push(m);
+            size = size * 6 / 5;
+        }
+        let f = latency_findings(&ms);
+        let levels: Vec<&str> = f
+            .iter()
+            .map(|f| f.text.as_str())
+            .filter(|t| t.starts_with('L'))
+            .collect();
+        assert_eq!(levels.len(), 2, "{f:#?}");
+        for t in levels {
+            assert!(
+                t.contains("; from this curve (sysfs lists no caches)"),
+                "{t}"
+            );
+        }
+        assert!(f.iter().all(|f| !f.text.contains("not found")), "{f:#?}");
     }
 
     #[test]

@@ -485,10 +485,7 @@ fn prepare_vdso(op: &VdsoOp, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> 
             // glibc's sched_getcpu reads the rseq area nowadays, so the vDSO
             // function is called directly to measure the vDSO path.
             let Vdso::Found(addr) = lookup else {
-                return Err(PrepareError::Skip(
-                    "no getcpu in this kernel's vDSO (or the vDSO cannot be inspected from this binary)"
-                        .into(),
-                ));
+                return Err(PrepareError::Skip(no_vdso_getcpu(std::env::consts::ARCH)));
             };
             // SAFETY: the vDSO's getcpu has this C signature on every
             // architecture that exports it.
@@ -510,13 +507,38 @@ fn prepare_vdso(op: &VdsoOp, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> 
     })
 }
 
+/// Why the vDSO side of getcpu is skipped on `arch`. Neither arm vDSO
+/// has getcpu: arm64's exports clock_gettime, gettimeofday and clock_getres
+/// (and the signal return), 32-bit arm's the same three and
+/// clock_gettime64; there the architecture is the reason, not the kernel.
+fn no_vdso_getcpu(arch: &str) -> String {
+    let exports = match arch {
+        "aarch64" => "the arm64 vDSO has no getcpu (it exports clock_gettime, gettimeofday and clock_getres)",
+        "arm" => "the 32-bit arm vDSO has no getcpu (it exports clock_gettime, clock_gettime64, gettimeofday and clock_getres)",
+        _ => return "no getcpu in this kernel's vDSO (or the vDSO cannot be inspected from this binary)".to_string(),
+    };
+    format!("{exports}: getcpu is a system call here, measured as syscall.getcpu.raw")
+}
+
+/// Why the raw side of `op` is skipped on `arch`: arm64 has no `time`
+/// system call (its table is the generic one, which leaves it out), and
+/// 32-bit arm had one only in its old ABI; libc's time() reads the clock
+/// through the vDSO's clock_gettime on both.
+fn no_raw_call(op: &VdsoOp, arch: &str) -> String {
+    match (op.kind, arch) {
+        (Kind::Time, "aarch64") => "arm64 has no time system call (the generic system-call table leaves it out): libc's time() reads the clock through the vDSO's clock_gettime".to_string(),
+        (Kind::Time, "arm") => "32-bit arm has no time system call in its EABI (only the old ABI had one): libc's time() reads the clock through the vDSO's clock_gettime".to_string(),
+        _ => format!(
+            "no {} system call known to opcost on this architecture",
+            op.func
+        ),
+    }
+}
+
 /// The raw system-call side of a pair.
 fn prepare_raw(op: &VdsoOp) -> Result<Box<dyn Timed>, PrepareError> {
     let Some(n) = op.nr() else {
-        return Err(PrepareError::Skip(format!(
-            "no {} system call known to opcost on this architecture",
-            op.func
-        )));
+        return Err(PrepareError::Skip(no_raw_call(op, std::env::consts::ARCH)));
     };
     // Each closure owns its output buffer and passes its address, as the
     // libc side does; the kernel writes it on every call.
@@ -573,6 +595,28 @@ fn raw_timed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arm64_skips_name_the_architecture_not_the_kernel() {
+        let op = |stem| *VDSO_OPS.iter().find(|o| o.stem == stem).unwrap();
+        let time = no_raw_call(&op("time"), "aarch64");
+        assert!(time.starts_with("arm64 has no time system call"), "{time}");
+        assert!(time.contains("clock_gettime"));
+        let getcpu = no_vdso_getcpu("aarch64");
+        assert!(
+            getcpu.starts_with("the arm64 vDSO has no getcpu"),
+            "{getcpu}"
+        );
+        assert!(getcpu.contains("syscall.getcpu.raw"));
+        assert!(no_vdso_getcpu("arm").starts_with("the 32-bit arm vDSO has no getcpu"));
+        assert!(no_raw_call(&op("time"), "arm").contains("EABI"));
+        // Elsewhere the kernel, not the architecture, is named.
+        assert!(no_vdso_getcpu("x86_64").contains("this kernel's vDSO"));
+        assert_eq!(
+            no_raw_call(&op("time"), "riscv64"),
+            "no time system call known to opcost on this architecture"
+        );
+    }
 
     #[test]
     fn only_high_resolution_clocks_depend_on_the_clocksource() {
