@@ -44,6 +44,14 @@ pub struct RunInfo {
     /// (`run --seed` repeats it); absent in documents made before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_seed: Option<u64>,
+    /// The run time announced before it started, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_s: Option<f64>,
+    /// Seconds of the run spent on each benchmark (its rounds with their
+    /// preparation and calibration; a group's rounds under the member
+    /// that finished first): what the next run's estimate learns from.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub wall_s: std::collections::BTreeMap<String, f64>,
 }
 
 /// One run, as written to `--json`, exported and imported.
@@ -114,6 +122,8 @@ impl RunDoc {
                 interrupted: false,
                 incomplete: false,
                 order_seed: None,
+                estimate_s: None,
+                wall_s: Default::default(),
             },
             warnings: crate::harness::warnings::host_warnings(&host)
                 .iter()

@@ -568,3 +568,49 @@ fn a_target_precision_bounds_the_rounds_and_refuses_nonsense() {
         );
     }
 }
+
+#[test]
+fn a_second_run_of_a_host_learns_its_time_from_the_first() {
+    let (dir, db) = common::scratch("h.db");
+    let run = |json: &str| {
+        let out = common::succeeded(
+            opcost(&db)
+                .args(["run", "syscall.function_call", "syscall.getppid.raw"])
+                .args(["--profile", "quick", "--json"])
+                .arg(dir.path().join(json))
+                .output()
+                .unwrap(),
+        );
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let first = run("1.json");
+    assert!(first.contains("about "), "{first}");
+    assert!(
+        !first.contains("last runs"),
+        "a first run has no history: {first}"
+    );
+    let doc: Value = common::read_json(&dir.path().join("1.json"));
+    let wall = doc["run"]["wall_s"]
+        .as_object()
+        .expect("the run's time per benchmark");
+    for id in ["syscall.function_call", "syscall.getppid.raw"] {
+        let s = wall[id].as_f64().unwrap();
+        assert!(
+            s > 0.0 && s < doc["run"]["duration_s"].as_f64().unwrap(),
+            "{id}: {s}"
+        );
+    }
+    assert!(doc["run"]["estimate_s"].as_f64().unwrap() > 0.0);
+    let second = run("2.json");
+    assert!(
+        second.contains("(as long as on this host's last runs)"),
+        "{second}"
+    );
+    // --no-history: the budgets again.
+    let out = opcost(&db)
+        .args(["run", "syscall.function_call", "--profile", "quick"])
+        .args(["--no-history", "--no-save"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("last runs"));
+}

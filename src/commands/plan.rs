@@ -16,7 +16,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::RunArgs;
-use crate::document::{PeerInfo, check_writable};
+use crate::document::{PeerInfo, RunDoc, check_writable};
 use crate::error::usage;
 use crate::harness::scratch::{self, ScratchDir};
 use crate::harness::worker::WorkerCmd;
@@ -194,6 +194,70 @@ impl RunPlan {
             .map(|b| opts.budget_of(b.as_ref()))
             .sum()
     }
+
+    /// The time the run will take, learned from `earlier` runs of this
+    /// host at this profile (newest first) where they measured the same
+    /// benchmarks (see [`estimate`]).
+    pub fn estimate(&self, opts: &RunOptions, earlier: &[RunDoc]) -> Estimate {
+        let planned: Vec<(&str, Duration)> = self
+            .benches
+            .iter()
+            .map(|b| (b.id(), opts.budget_of(b.as_ref())))
+            .collect();
+        estimate(&planned, earlier)
+    }
+}
+
+/// A run's time estimate, and how much of it the host's history gave.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    /// The time the run should take.
+    pub total: Duration,
+    /// Benchmarks whose time came from an earlier run of the host.
+    pub learned: usize,
+    /// Benchmarks in the run.
+    pub of: usize,
+}
+
+/// Bounds of the factor by which budgets are scaled to what this host's
+/// earlier runs took: a history of one odd run cannot make the estimate
+/// absurd.
+const LEARNED_FACTOR: (f64, f64) = (0.5, 4.0);
+
+/// The run's time from each `planned` benchmark's budget, where `earlier`
+/// runs of the host (newest first) recorded what it took there
+/// (`wall_s`) that time instead, and the budgets of the rest scaled by how
+/// the learned times compared with their own budgets: a round's
+/// preparation and calibration, which no budget knows, are then counted.
+pub fn estimate(planned: &[(&str, Duration)], earlier: &[RunDoc]) -> Estimate {
+    let learned = |id: &str| {
+        earlier
+            .iter()
+            .find_map(|d| d.run.wall_s.get(id).copied())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+    };
+    let (mut took, mut budgeted, mut n) = (0.0, 0.0, 0);
+    for (id, budget) in planned {
+        if let Some(s) = learned(id) {
+            took += s;
+            budgeted += budget.as_secs_f64();
+            n += 1;
+        }
+    }
+    let factor = if budgeted > 0.0 {
+        (took / budgeted).clamp(LEARNED_FACTOR.0, LEARNED_FACTOR.1)
+    } else {
+        1.0
+    };
+    let total: f64 = planned
+        .iter()
+        .map(|(id, budget)| learned(id).unwrap_or(budget.as_secs_f64() * factor))
+        .sum();
+    Estimate {
+        total: Duration::from_secs_f64(total),
+        learned: n,
+        of: planned.len(),
+    }
 }
 
 /// The run's temp dir, after removing what runs killed outright left in
@@ -272,4 +336,60 @@ fn check_dir(dir: &Path) -> anyhow::Result<()> {
             dir.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An earlier run that recorded `wall` seconds per benchmark.
+    fn earlier(wall: &[(&str, f64)]) -> RunDoc {
+        let mut d = RunDoc::start(
+            crate::host::Host::default(),
+            Profile::Quick,
+            None,
+            None,
+            chrono::Utc::now(),
+        );
+        d.run.wall_s = wall.iter().map(|(id, s)| (id.to_string(), *s)).collect();
+        d
+    }
+
+    #[test]
+    fn without_history_the_estimate_is_the_budgets() {
+        let planned = [("a", Duration::from_secs(2)), ("b", Duration::from_secs(3))];
+        let e = estimate(&planned, &[]);
+        assert_eq!(e.total, Duration::from_secs(5));
+        assert_eq!((e.learned, e.of), (0, 2));
+    }
+
+    #[test]
+    fn times_learned_on_this_host_replace_budgets_and_scale_the_rest() {
+        // "a" took 3x its budget last time (its preparation, which the
+        // budget leaves out): the newest run that measured it gives its
+        // time, and "c", never measured here, is scaled alike.
+        let planned = [
+            ("a", Duration::from_secs(2)),
+            ("b", Duration::from_secs(1)),
+            ("c", Duration::from_secs(4)),
+        ];
+        let runs = [earlier(&[("a", 6.0)]), earlier(&[("a", 60.0), ("b", 3.0)])];
+        let e = estimate(&planned, &runs);
+        // a 6 (newest), b 3, c 4 x (9 / 3) = 12.
+        assert!((e.total.as_secs_f64() - 21.0).abs() < 1e-9, "{e:?}");
+        assert_eq!((e.learned, e.of), (2, 3));
+    }
+
+    #[test]
+    fn one_odd_earlier_run_cannot_make_the_estimate_absurd() {
+        let planned = [
+            ("a", Duration::from_secs(1)),
+            ("b", Duration::from_secs(10)),
+        ];
+        let e = estimate(&planned, &[earlier(&[("a", 1000.0)])]);
+        // a as measured; b at most 4x its budget.
+        assert!((e.total.as_secs_f64() - 1040.0).abs() < 1e-9, "{e:?}");
+        let e = estimate(&planned, &[earlier(&[("a", f64::NAN)])]);
+        assert_eq!(e.total, Duration::from_secs(11));
+    }
 }

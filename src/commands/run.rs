@@ -12,6 +12,7 @@ use crate::document::{RunDoc, Sink, sink_of};
 use crate::harness::round::Event;
 use crate::harness::worker::WorkerCmd;
 use crate::harness::{Bench, Ctx, RunOptions, RunOutcome, runner, scratch};
+use crate::host::Host;
 use crate::os::signals::{OnCtrlC, on_ctrl_c};
 use crate::store::{Location, Store};
 use crate::suites;
@@ -33,12 +34,6 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let ctx = hello.ctx(plan.host.clone(), tmp.path(), stop);
     let opts = hello.opts(plan.seed);
     let workers = plan.worker_cmd(&hello)?;
-    let total = plan.budget(&opts);
-    announce(args, plan.benches.len(), total);
-    let shared = match (&targets.shared, args.no_save) {
-        (Some(url), false) => Some((url, super::shared::connect_early(url))),
-        _ => None,
-    };
     let mut doc = RunDoc::start(
         (*plan.host).clone(),
         args.profile,
@@ -46,27 +41,32 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         args.cpu,
         chrono::Utc::now(),
     );
-    doc.peer = plan.peer;
-    doc.run.order_seed = Some(opts.seed);
-    let mut live = Live::new(store.as_mut(), &mut doc, total);
-    let outcome = live.measure(plan.benches, &ctx, &opts, workers);
-    let save_error = live.save_error;
-    drop(tmp);
-    let interrupted = outcome.interrupted;
-    // Earlier runs of this host at this profile settle the findings' words
+    // Earlier runs of this host at this profile: what their benchmarks
+    // took tells this run's time, and they settle the findings' words
     // (suites::settle); a history that cannot be read only means none.
     let earlier = if args.no_history {
         Vec::new()
     } else {
         super::source::Loader::new(db)
-            .history(
-                &doc,
-                std::slice::from_ref(&doc.run.id),
-                suites::settle::EARLIER_RUNS,
-            )
+            .history(&doc, &[], EARLIER_RUNS)
             .unwrap_or_default()
     };
-    fill(&mut doc, outcome, &earlier);
+    let estimate = plan.estimate(&opts, &earlier);
+    announce(args, plan.benches.len(), &estimate, &plan.host);
+    let shared = match (&targets.shared, args.no_save) {
+        (Some(url), false) => Some((url, super::shared::connect_early(url))),
+        _ => None,
+    };
+    doc.peer = plan.peer;
+    doc.run.order_seed = Some(opts.seed);
+    doc.run.estimate_s = Some(estimate.total.as_secs_f64());
+    let mut live = Live::new(store.as_mut(), &mut doc, estimate.total);
+    let outcome = live.measure(plan.benches, &ctx, &opts, workers);
+    let save_error = live.save_error;
+    drop(tmp);
+    let interrupted = outcome.interrupted;
+    let settle = &earlier[..earlier.len().min(suites::settle::EARLIER_RUNS)];
+    fill(&mut doc, outcome, settle);
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {
         (None, _) => None,
@@ -89,16 +89,48 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     })
 }
 
-/// Says what is about to run and for how long.
-fn announce(args: &RunArgs, benches: usize, total: Duration) {
+/// Earlier runs of the host read for the estimate (the newest that
+/// measured a benchmark gives its time).
+const EARLIER_RUNS: usize = 8;
+
+/// Says what is about to run and for how long (and whence the figure),
+/// and that it will take longer when the machine is busy.
+fn announce(args: &RunArgs, benches: usize, estimate: &plan::Estimate, host: &Host) {
+    let whence = match estimate.learned {
+        0 => String::new(),
+        n if n == estimate.of => " (as long as on this host's last runs)".to_string(),
+        n => format!(
+            " ({n} of {} benchmarks timed on this host's last runs)",
+            estimate.of
+        ),
+    };
     eprintln!(
-        "opcost: {benches} benchmarks, {} profile, about {:.0} s{}",
+        "opcost: {benches} benchmarks, {} profile, about {:.0} s{whence}{}",
         args.profile.name(),
-        total.as_secs_f64().ceil(),
+        estimate.total.as_secs_f64().ceil(),
         args.cpu
             .map(|c| format!(", pinned to CPU {c}"))
             .unwrap_or_default()
     );
+    if let Some(note) = busy_note(host) {
+        eprintln!("opcost: {note}");
+    }
+}
+
+/// "the machine is busy ..." when the load average is at least half the
+/// CPUs this run may use: other work shares the CPUs, so the run will take
+/// longer than estimated and its figures will be noisier.
+fn busy_note(host: &Host) -> Option<String> {
+    let load = host.loadavg?[0];
+    let cpus = match host.topology.cpus.len() {
+        0 => host.logical_cpus.max(1),
+        n => n,
+    };
+    (load >= 0.5 * cpus as f64).then(|| {
+        format!(
+            "the machine is busy (load average {load:.1} on {cpus} CPUs): the run will take longer than that, and its figures will be noisier"
+        )
+    })
 }
 
 /// A run being measured: its progress bar, and its results kept in the
@@ -134,15 +166,27 @@ impl<'a> Live<'a> {
         opts: &RunOptions,
         workers: Option<WorkerCmd>,
     ) -> RunOutcome {
-        let outcome = runner::run(benches, ctx, opts, workers, &mut |ev| match ev {
-            Event::Started(ids) => self.bar.set_message(ids.join(" ")),
-            Event::Finished(_, budget) => self.bar.inc(budget.as_millis() as u64),
-            Event::Result(seq, m) => {
-                if self.save_error.is_none()
-                    && let Some(s) = self.store.as_deref_mut()
-                    && let Err(e) = s.put_partial(&self.doc.run.id, seq, m)
-                {
-                    self.save_error = Some(e);
+        // The time since the last event goes to the benchmark whose round
+        // finishes next: its preparation, calibration and samples.
+        let mut last = Instant::now();
+        let mut pending = Duration::ZERO;
+        let outcome = runner::run(benches, ctx, opts, workers, &mut |ev| {
+            pending += last.elapsed();
+            last = Instant::now();
+            match ev {
+                Event::Started(ids) => self.bar.set_message(ids.join(" ")),
+                Event::Finished(id, budget) => {
+                    *self.doc.run.wall_s.entry(id.to_string()).or_default() +=
+                        std::mem::take(&mut pending).as_secs_f64();
+                    self.bar.inc(budget.as_millis() as u64)
+                }
+                Event::Result(seq, m) => {
+                    if self.save_error.is_none()
+                        && let Some(s) = self.store.as_deref_mut()
+                        && let Err(e) = s.put_partial(&self.doc.run.id, seq, m)
+                    {
+                        self.save_error = Some(e);
+                    }
                 }
             }
         });
@@ -229,4 +273,25 @@ pub(super) fn progress_bar(total: Duration) -> ProgressBar {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_machine_is_named_and_a_quiet_one_is_not() {
+        let mut host = Host {
+            logical_cpus: 2,
+            loadavg: Some([1.6, 1.0, 0.5]),
+            ..Host::default()
+        };
+        let note = busy_note(&host).expect("load 1.6 on 2 CPUs is busy");
+        assert!(note.contains("load average 1.6 on 2 CPUs"), "{note}");
+        assert!(note.contains("will take longer"), "{note}");
+        host.loadavg = Some([0.4, 1.0, 0.5]);
+        assert_eq!(busy_note(&host), None);
+        host.loadavg = None;
+        assert_eq!(busy_note(&host), None);
+    }
 }

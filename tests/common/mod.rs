@@ -62,6 +62,8 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
             interrupted: false,
             incomplete: false,
             order_seed: None,
+            estimate_s: None,
+            wall_s: Default::default(),
         },
         host: host(hostname),
         findings: vec![Finding {
