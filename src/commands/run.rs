@@ -200,8 +200,13 @@ impl<'a> Live<'a> {
 /// (settled with `earlier` runs of the host, newest first).
 pub(super) fn fill(doc: &mut RunDoc, outcome: RunOutcome, earlier: &[RunDoc]) {
     doc.run.interrupted = outcome.interrupted;
-    let earlier: Vec<&[crate::harness::Measurement]> =
-        earlier.iter().map(|d| d.results.as_slice()).collect();
+    let earlier: Vec<suites::settle::Earlier> = earlier
+        .iter()
+        .map(|d| suites::settle::Earlier {
+            results: &d.results,
+            findings: &d.findings,
+        })
+        .collect();
     doc.findings = suites::findings_settled(&outcome.measurements, &earlier);
     doc.findings.retain(|f| f.value.is_finite());
     doc.results = outcome.measurements;

@@ -104,7 +104,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
 
 /// The findings of every suite, settled with `earlier` runs of the host
 /// (see [`settle`]): a word at its edge is decided on the pooled runs.
-pub fn findings_settled(ms: &[Measurement], earlier: &[&[Measurement]]) -> Vec<Finding> {
+pub fn findings_settled(ms: &[Measurement], earlier: &[settle::Earlier]) -> Vec<Finding> {
     settle::settled(ms, earlier, findings)
 }
 

@@ -60,46 +60,109 @@ pub fn pooled(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, usiz
     (p, runs.len())
 }
 
+/// An earlier run of the host: its results and the findings it printed.
+#[derive(Clone, Copy, Debug)]
+pub struct Earlier<'a> {
+    /// Its results.
+    pub results: &'a [Measurement],
+    /// Its findings, as printed.
+    pub findings: &'a [Finding],
+}
+
+/// The note a finding carries when its words are the pooled runs'.
+fn pooled_note(n: usize) -> String {
+    format!(" (words over the last {n} runs)")
+}
+
+/// A finding's claim: its words (numbers blanked) without the note that
+/// the history settled them.
+fn claim(f: &Finding) -> (String, String) {
+    let w = words(&f.text);
+    let w = w
+        .strip_suffix(&words(&pooled_note(2)))
+        .map(str::to_string)
+        .unwrap_or(w);
+    (f.area.clone(), w)
+}
+
+/// The length of the common start of two claims of one area.
+fn common_start(a: &(String, String), b: &(String, String)) -> usize {
+    if a.0 != b.0 {
+        return 0;
+    }
+    a.1.chars()
+        .zip(b.1.chars())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// Two claims shorter in common than this are about different things.
+const SAME_SUBJECT: usize = 12;
+
 /// The findings of `ms`, settled with `earlier` runs of the host (newest
 /// first, at most [`EARLIER_RUNS`] used): `findings` made from this run
-/// and from the pooled results, this run's finding kept where its words
-/// are the pooled one's, the pooled finding (saying so) where they differ.
-/// Without earlier runs, this run's findings.
+/// and from the pooled results. Where this run's words are the pooled
+/// ones, this run's finding. Where they differ the word is at its edge:
+/// this run's finding when the newest earlier run printed its words (two
+/// of the three say so, and the word does not flip back and forth), else
+/// the pooled finding, saying so. Without earlier runs, this run's
+/// findings.
 pub fn settled(
     ms: &[Measurement],
-    earlier: &[&[Measurement]],
+    earlier: &[Earlier],
     findings: impl Fn(&[Measurement]) -> Vec<Finding>,
 ) -> Vec<Finding> {
     let own = findings(ms);
     let earlier = &earlier[..earlier.len().min(EARLIER_RUNS)];
-    if earlier.is_empty() {
-        return own;
-    }
+    let results: Vec<&[Measurement]> = earlier.iter().map(|e| e.results).collect();
     let (pooled_ms, runs): (Vec<Measurement>, Vec<usize>) =
-        ms.iter().map(|m| pooled(m, earlier)).unzip();
+        ms.iter().map(|m| pooled(m, &results)).unzip();
     let n = runs.into_iter().max().unwrap_or(1);
     if n < 2 {
         return own;
     }
-    let mut by_words: BTreeMap<(String, String), Vec<Finding>> = BTreeMap::new();
-    for f in own {
-        by_words
-            .entry((f.area.clone(), words(&f.text)))
-            .or_default()
-            .push(f);
+    let last: Vec<(String, String)> = earlier
+        .first()
+        .map(|e| e.findings.iter().map(claim).collect())
+        .unwrap_or_default();
+    let mut own: Vec<Option<Finding>> = own.into_iter().map(Some).collect();
+    let pooled = findings(&pooled_ms);
+    // This run's findings with the pooled words first, then, for each
+    // pooled finding left, the one of this run's left about the same
+    // thing (the longest common start of their words).
+    let mut chosen: Vec<Option<Finding>> = vec![None; pooled.len()];
+    for (i, p) in pooled.iter().enumerate() {
+        if let Some(o) = own
+            .iter_mut()
+            .find(|o| o.as_ref().is_some_and(|o| claim(o) == claim(p)))
+        {
+            chosen[i] = o.take();
+        }
     }
-    findings(&pooled_ms)
-        .into_iter()
-        .map(|f| {
-            let mine = by_words
-                .get_mut(&(f.area.clone(), words(&f.text)))
-                .and_then(|v| (!v.is_empty()).then(|| v.remove(0)));
-            mine.unwrap_or_else(|| Finding {
-                text: format!("{} (words over the last {n} runs)", f.text),
-                ..f
-            })
-        })
-        .collect()
+    for (i, p) in pooled.into_iter().enumerate() {
+        if chosen[i].is_some() {
+            continue;
+        }
+        let cp = claim(&p);
+        let mine = own
+            .iter_mut()
+            .filter(|o| o.is_some())
+            .max_by_key(|o| o.as_ref().map_or(0, |o| common_start(&claim(o), &cp)))
+            .filter(|o| {
+                o.as_ref()
+                    .is_some_and(|o| common_start(&claim(o), &cp) >= SAME_SUBJECT)
+            });
+        chosen[i] = Some(match mine {
+            Some(o) if o.as_ref().is_some_and(|o| last.contains(&claim(o))) => {
+                o.take().expect("a finding left")
+            }
+            _ => Finding {
+                text: format!("{}{}", p.text, pooled_note(n)),
+                ..p
+            },
+        });
+    }
+    chosen.into_iter().flatten().collect()
 }
 
 #[cfg(test)]
@@ -112,17 +175,17 @@ mod tests {
         Measurement::within(id, "ns/op", ns, rel)
     }
 
-    /// "a is faster than b" or "a and b: no clear difference", decided
+    /// "a against b: a is faster" or "... no clear difference", decided
     /// by intervals.
     fn words_of(ms: &[Measurement]) -> Vec<Finding> {
         let a = ms.iter().find(|m| m.id == "syscall.a").unwrap();
         let b = ms.iter().find(|m| m.id == "syscall.b").unwrap();
         let text = compare(&Est::of(a), &Est::of(b))
             .worded("faster", "slower")
-            .map(|w| format!("a is {w} than b"))
+            .map(|w| format!("a against b: a is {w}"))
             .unwrap_or_else(|| {
                 format!(
-                    "a and b: no clear difference ({:.1} vs {:.1})",
+                    "a against b: no clear difference ({:.1} vs {:.1})",
                     a.median, b.median
                 )
             });
@@ -166,17 +229,80 @@ mod tests {
                 ]
             })
             .collect();
-        let earlier: Vec<&[Measurement]> = same.iter().map(Vec::as_slice).collect();
+        let earlier: Vec<Earlier> = same
+            .iter()
+            .map(|r| Earlier {
+                results: r,
+                findings: &[],
+            })
+            .collect();
         let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
         let alone = words_of(&now);
-        assert!(alone[0].text.starts_with("a is "), "{}", alone[0].text);
+        assert!(
+            alone[0].text.starts_with("a against b: a is "),
+            "{}",
+            alone[0].text
+        );
         let f = settled(&now, &earlier, words_of);
         assert_eq!(f.len(), 1);
         assert!(
-            f[0].text.starts_with("a and b: no clear difference")
+            f[0].text.starts_with("a against b: no clear difference")
                 && f[0].text.ends_with("(words over the last 5 runs)"),
             "{}",
             f[0].text
+        );
+    }
+
+    #[test]
+    fn at_its_edge_the_word_the_last_run_printed_stays_when_this_run_says_it() {
+        // As above, but the newest earlier run printed "a is faster" (its
+        // own run saw the gap too): this run says so again, so the word
+        // stays, this run's own.
+        let same: Vec<Vec<Measurement>> = (0..4)
+            .map(|i| {
+                let d = [1.0, 0.99, 1.01, 1.005][i];
+                vec![
+                    lat("syscall.a", 100.0 * d, 0.02),
+                    lat("syscall.b", 100.0 / d, 0.02),
+                ]
+            })
+            .collect();
+        let printed = words_of(&[lat("syscall.a", 100.0, 0.01), lat("syscall.b", 107.0, 0.01)]);
+        assert!(
+            printed[0].text.starts_with("a against b: a is "),
+            "{}",
+            printed[0].text
+        );
+        let earlier: Vec<Earlier> = same
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Earlier {
+                results: r,
+                findings: if i == 0 { &printed } else { &[] },
+            })
+            .collect();
+        let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
+        assert_eq!(settled(&now, &earlier, words_of), words_of(&now));
+        // The last run's word was the pooled one (with its note): the
+        // pooled word again.
+        let mut noted = settled(&now, &earlier[1..], words_of);
+        assert!(
+            noted[0].text.ends_with("(words over the last 4 runs)"),
+            "{noted:?}"
+        );
+        let last = std::mem::take(&mut noted);
+        let earlier: Vec<Earlier> = same
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Earlier {
+                results: r,
+                findings: if i == 0 { &last } else { &[] },
+            })
+            .collect();
+        let f = settled(&now, &earlier, words_of);
+        assert!(
+            f[0].text.starts_with("a against b: no clear difference"),
+            "{f:?}"
         );
     }
 
@@ -185,7 +311,13 @@ mod tests {
         let earlier_runs: Vec<Vec<Measurement>> = (0..3)
             .map(|_| vec![lat("syscall.a", 50.0, 0.02), lat("syscall.b", 100.0, 0.02)])
             .collect();
-        let earlier: Vec<&[Measurement]> = earlier_runs.iter().map(Vec::as_slice).collect();
+        let earlier: Vec<Earlier> = earlier_runs
+            .iter()
+            .map(|r| Earlier {
+                results: r,
+                findings: &[],
+            })
+            .collect();
         let now = vec![lat("syscall.a", 60.0, 0.02), lat("syscall.b", 100.0, 0.02)];
         let f = settled(&now, &earlier, words_of);
         assert_eq!(f, words_of(&now));
