@@ -13,7 +13,6 @@
 //! evidence for. A first run on a new machine has no history and keeps
 //! the rules of one run.
 
-use std::collections::BTreeMap;
 
 use crate::harness::claims::{Est, words};
 use crate::harness::stats::log_mean_var;
