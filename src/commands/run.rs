@@ -112,25 +112,53 @@ fn announce(args: &RunArgs, benches: usize, estimate: &plan::Estimate, host: &Ho
             .map(|c| format!(", pinned to CPU {c}"))
             .unwrap_or_default()
     );
-    if let Some(note) = busy_note(host) {
+    if let Some(note) = busy_note(host, others_share_now()) {
         eprintln!("opcost: {note}");
     }
 }
 
-/// "the machine is busy ..." when the load average is at least half the
-/// CPUs this run may use: other work shares the CPUs, so the run will take
-/// longer than estimated and its figures will be noisier.
-fn busy_note(host: &Host) -> Option<String> {
-    let load = host.loadavg?[0];
+/// How long the machine is watched before a run for other programs' use.
+const BUSY_LOOK: Duration = Duration::from_millis(150);
+
+/// "the machine is busy ..." when other programs use at least half a CPU
+/// right now (`others`: their share of all the CPUs' time over a short
+/// look, from /proc/stat less opcost's own), or, where that cannot be
+/// read, when the load average is at least half the CPUs (a lagging
+/// sign: a run just ended still counts in it). Their work shares the CPUs,
+/// so the run will take longer than estimated and its figures will be
+/// noisier.
+fn busy_note(host: &Host, others: Option<f64>) -> Option<String> {
     let cpus = match host.topology.cpus.len() {
         0 => host.logical_cpus.max(1),
         n => n,
     };
-    (load >= 0.5 * cpus as f64).then(|| {
-        format!(
-            "the machine is busy (load average {load:.1} on {cpus} CPUs): the run will take longer than that, and its figures will be noisier"
-        )
-    })
+    match others {
+        Some(share) => {
+            let used = share * host.logical_cpus.max(1) as f64;
+            (used >= 0.5).then(|| {
+                format!(
+                    "the machine is busy (other programs are using {used:.1} CPUs of {cpus}): the run will take longer than that, and its figures will be noisier"
+                )
+            })
+        }
+        None => {
+            let load = host.loadavg?[0];
+            (load >= 0.5 * cpus as f64).then(|| {
+                format!(
+                    "the machine is busy (load average {load:.1} on {cpus} CPUs): the run will take longer than that, and its figures will be noisier"
+                )
+            })
+        }
+    }
+}
+
+/// Other programs' share of all the CPUs' time over [`BUSY_LOOK`].
+fn others_share_now() -> Option<f64> {
+    let before = crate::harness::canary::Snapshot::now();
+    std::thread::sleep(BUSY_LOOK);
+    before
+        .until(&crate::harness::canary::Snapshot::now())
+        .others_share
 }
 
 /// A run being measured: its progress bar, and its results kept in the
@@ -291,12 +319,21 @@ mod tests {
             loadavg: Some([1.6, 1.0, 0.5]),
             ..Host::default()
         };
-        let note = busy_note(&host).expect("load 1.6 on 2 CPUs is busy");
-        assert!(note.contains("load average 1.6 on 2 CPUs"), "{note}");
+        // Other programs using 0.8 of the 2 CPUs now.
+        let note = busy_note(&host, Some(0.4)).expect("0.8 CPUs used by others is busy");
+        assert!(
+            note.contains("other programs are using 0.8 CPUs of 2"),
+            "{note}"
+        );
         assert!(note.contains("will take longer"), "{note}");
+        // Quiet now, whatever the lagging load average says.
+        assert_eq!(busy_note(&host, Some(0.05)), None);
+        // Without /proc/stat, the load average.
+        let note = busy_note(&host, None).expect("load 1.6 on 2 CPUs is busy");
+        assert!(note.contains("load average 1.6 on 2 CPUs"), "{note}");
         host.loadavg = Some([0.4, 1.0, 0.5]);
-        assert_eq!(busy_note(&host), None);
+        assert_eq!(busy_note(&host, None), None);
         host.loadavg = None;
-        assert_eq!(busy_note(&host), None);
+        assert_eq!(busy_note(&host, None), None);
     }
 }

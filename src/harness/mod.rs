@@ -411,6 +411,10 @@ fn yes() -> bool {
 /// interval is shown as "wider than ±100%" with words instead of a figure.
 pub const WIDE_CI: f64 = 1.0;
 
+/// The relative half-width above which an interval at least twice as wide
+/// as its samples' p5 … p95 (log scale) is explained in words.
+pub const WIDE_VS_DATA: f64 = 0.25;
+
 /// The result of one benchmark, in base units (see [`BaseUnit`]).
 ///
 /// The statistics are an embedded [`Summary`] of all samples of all rounds,
@@ -566,8 +570,17 @@ impl Measurement {
     /// ends and, with rounds, how far apart the slowest and fastest were.
     pub fn wide_ci_note(&self) -> Option<String> {
         let (lo, hi) = (self.p5.min(self.p95), self.p5.max(self.p95));
-        let wider_than_data = hi > lo && self.ci_low < lo && self.ci_high > hi;
         let rel = self.ci_rel();
+        // Twice as wide as the samples' span (log scale), and wide itself:
+        // with three rounds an interval a little wider than a narrow span
+        // is the rule, not news.
+        let wider_than_data = hi > lo
+            && lo > 0.0
+            && self.ci_low > 0.0
+            && self.ci_low < lo
+            && self.ci_high > hi
+            && (self.ci_high / self.ci_low).ln() >= 2.0 * (hi / lo).ln()
+            && rel > WIDE_VS_DATA;
         if rel.is_finite() && rel <= WIDE_CI && !wider_than_data {
             return None;
         }
@@ -580,24 +593,29 @@ impl Measurement {
         } else {
             "unbounded".to_string()
         };
-        let span = if wider_than_data && rel <= WIDE_CI {
-            "wider than the samples' p5 … p95"
+        let (span, so) = if rel.is_finite() && rel <= WIDE_CI {
+            (
+                "wider than the samples' p5 … p95",
+                "more than the samples within them",
+            )
         } else {
-            "wider than ±100% of the median"
+            (
+                "wider than ±100% of the median",
+                "so the median is no cost to quote",
+            )
         };
         let rounds = self.used_round_medians();
-        let why = match rounds
+        let (fast, slow) = rounds
             .iter()
-            .copied()
-            .fold(None, |acc: Option<(f64, f64)>, r| {
-                Some(acc.map_or((r, r), |(a, b)| (a.min(r), b.max(r))))
-            }) {
-            Some((a, b)) if rounds.len() > 1 && a > 0.0 => format!(
-                ": its {} rounds disagree (the extreme rounds {} apart), so the median is no cost to quote",
+            .fold((f64::INFINITY, 0.0f64), |(a, b), &r| (a.min(r), b.max(r)));
+        let why = if rounds.len() > 1 && fast > 0.0 {
+            format!(
+                ": its {} rounds disagree (the extreme rounds {} apart), {so}",
                 rounds.len(),
-                crate::units::fmt_ratio(b / a)
-            ),
-            _ => ": the median is no cost to quote".to_string(),
+                crate::units::fmt_ratio(slow / fast)
+            )
+        } else {
+            format!(", {so}")
         };
         Some(format!("95% interval of the median {ends}, {span}{why}"))
     }
@@ -741,10 +759,15 @@ mod wide_interval_tests {
 
     #[test]
     fn an_interval_wider_than_the_samples_is_said_in_words() {
-        // ±50%, but wider than p5 … p95 of the samples.
-        let m = tput(458e6, 229e6, 687e6, 300e6, 567e6);
+        // ±50%, and 3x wide where the samples span 1.3x.
+        let m = tput(458e6, 229e6, 687e6, 400e6, 520e6);
         assert_eq!(m.ci_text(), "±50.0%");
         let note = m.wide_ci_note().expect("words for a wide interval");
         assert!(note.contains("wider than the samples' p5 … p95"), "{note}");
+        assert!(!note.contains("no cost to quote"), "{note}");
+        // A little wider than a narrow span, or narrow itself: the rule
+        // with three rounds, no words.
+        assert_eq!(tput(458e6, 380e6, 540e6, 400e6, 520e6).wide_ci_note(), None);
+        assert_eq!(tput(100e6, 90e6, 110e6, 99e6, 101e6).wide_ci_note(), None);
     }
 }

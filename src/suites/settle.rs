@@ -7,12 +7,12 @@
 //! same profile (and label), every result is also pooled over those runs
 //! and this one ([`pooled`]), and the findings are made from both. Where
 //! this run alone says what the pooled evidence says, the finding is this
-//! run's, its figures the table's; where they differ, the pooled finding
-//! is printed and says so ("words over the last 4 runs"). So the claims
-//! are always the pooled ones, which consecutive runs share most of their
-//! evidence for. A first run on a new machine has no history and keeps
-//! the rules of one run.
-
+//! run's, its figures the table's. Where they differ the word is at its
+//! edge: this run's finding stays when the newest earlier run printed its
+//! words (so a word does not flip back and forth), else the pooled finding
+//! is printed and says so ("words over the last 4 runs"), which
+//! consecutive runs share most of their evidence for. A first run on a new
+//! machine has no history and keeps the rules of one run.
 
 use crate::harness::claims::{Est, words};
 use crate::harness::stats::log_mean_var;

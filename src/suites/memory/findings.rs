@@ -631,7 +631,7 @@ pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
                     if r.within(CLEAR_GAP) {
                         format!("within {CLEAR_GAP}× of the top tier")
                     } else {
-                        format!("not clearly apart from the top tier: {r}")
+                        format!("not clearly {CLEAR_GAP}× apart from the top tier: {r}")
                     }
                 },
             );
@@ -769,7 +769,7 @@ mod tests {
         ];
         let f = method_findings(&ms);
         let below = find_starting(&f, "write bandwidth: glibc memset below");
-        below.assert_says("not clearly apart from the top tier: ");
+        below.assert_says("not clearly 1.25× apart from the top tier: ");
         assert!(!below.text.contains("within"), "{}", below.text);
     }
 
