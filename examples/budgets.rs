@@ -1,0 +1,54 @@
+//! What a run's benchmarks took against their budgets, per area:
+//! `cargo run --release --example budgets -- DOC.json...` reads each run
+//! document's `run.wall_s` (each benchmark's time with its preparation and
+//! calibration) and prints, per area, the budgets of those benchmarks at
+//! the run's profile, the time they took and the ratio, worst first: where
+//! a first run's estimate goes wrong.
+
+use std::collections::BTreeMap;
+
+fn main() -> anyhow::Result<()> {
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    if paths.is_empty() {
+        anyhow::bail!("usage: budgets DOC.json...");
+    }
+    for p in paths {
+        let d = opcost::document::RunDoc::read_json(std::path::Path::new(&p))?;
+        if d.run.wall_s.is_empty() {
+            println!("{p}: no run.wall_s (made before it was recorded)");
+            continue;
+        }
+        let profile = d.run.profile;
+        let mut areas: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
+        for b in opcost::suites::all_benches(&d.host) {
+            let Some(&took) = d.run.wall_s.get(b.id()) else {
+                continue;
+            };
+            let area = b.id().split('.').next().unwrap_or("").to_string();
+            let e = areas.entry(area).or_default();
+            e.0 += b.budget(profile).as_secs_f64();
+            e.1 += took;
+            e.2 += 1;
+        }
+        let mut rows: Vec<_> = areas.into_iter().collect();
+        rows.sort_by(|a, b| (b.1.1 / b.1.0).total_cmp(&(a.1.1 / a.1.0)));
+        let (mut budget, mut took) = (0.0, 0.0);
+        println!(
+            "{p}: {} profile, announced {:.0} s, took {:.0} s",
+            profile.name(),
+            d.run.estimate_s.unwrap_or(f64::NAN),
+            d.run.duration_s
+        );
+        println!("  area        benches   budget s   took s   took/budget");
+        for (area, (b, t, n)) in rows {
+            println!("  {area:<10} {n:>8} {b:>10.1} {t:>8.1} {:>13.2}", t / b);
+            budget += b;
+            took += t;
+        }
+        println!(
+            "  all                 {budget:>10.1} {took:>8.1} {:>13.2}",
+            took / budget
+        );
+    }
+    Ok(())
+}
