@@ -14,7 +14,9 @@ pub mod chains;
 pub mod counters;
 pub mod dispatch;
 mod findings;
+pub mod floats;
 pub mod sync;
+pub mod unwind;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -222,6 +224,8 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     }
     out.extend(sync::benches());
     out.extend(dispatch::benches(host));
+    out.extend(floats::benches());
+    out.extend(unwind::benches());
     out
 }
 
