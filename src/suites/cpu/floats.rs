@@ -187,13 +187,15 @@ pub fn mixed<const INT: bool, const FLOAT: bool>(n: u64) -> f64 {
 /// Runs `n` compares of `data[start..]` (wrapping) with a threshold and a
 /// jump over an add; returns where it stopped and the adds done.
 #[inline(never)]
-pub fn cmp_branches<T: CmpBranch>(data: &[T], start: usize, n: u64) -> (usize, u64) {
+pub fn cmp_branches<T: CmpBranch>(data: &[T; CMP_DATA], start: usize, n: u64) -> (usize, u64) {
     let t = T::THRESHOLD;
     let mut acc = 0u64;
-    let mut i = start;
+    let mut i = start % CMP_DATA;
     for _ in 0..n {
+        // A power-of-two table: the index wraps by a mask (no compare, no
+        // bounds check), as `cpu.branch.*` walks its bytes.
         acc = data[i].branch_above(t, acc);
-        i = if i + 1 == data.len() { 0 } else { i + 1 };
+        i = (i + 1) % CMP_DATA;
     }
     (i, acc)
 }
@@ -272,16 +274,19 @@ impl CmpBranch for f64 {
 pub const CMP_DATA: usize = super::chains::BRANCH_DATA;
 
 /// A table of [`CMP_DATA`] entries above the threshold, or random.
-pub fn cmp_table<T: CmpBranch>(random: bool) -> Vec<T> {
+pub fn cmp_table<T: CmpBranch>(random: bool) -> Box<[T; CMP_DATA]> {
     let mut rng = fastrand::Rng::with_seed(0xb7a9c4);
-    (0..CMP_DATA)
+    let v: Vec<T> = (0..CMP_DATA)
         .map(|_| T::entry(!random || rng.bool()))
-        .collect()
+        .collect();
+    v.into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("CMP_DATA entries"))
 }
 
 /// The compare-and-branch benchmark over one table.
 struct CmpBranches<T> {
-    data: Vec<T>,
+    data: Box<[T; CMP_DATA]>,
     at: usize,
     warnings: Vec<String>,
 }
@@ -289,7 +294,7 @@ struct CmpBranches<T> {
 impl<T: CmpBranch> Timed for CmpBranches<T> {
     fn run(&mut self, ops: u64) -> anyhow::Result<std::time::Duration> {
         let start = std::time::Instant::now();
-        let (at, taken) = cmp_branches(&self.data, self.at, ops);
+        let (at, taken) = cmp_branches(&*self.data, self.at, ops);
         let took = start.elapsed();
         self.at = at;
         black_box(taken);
@@ -467,8 +472,8 @@ mod tests {
             let i = cmp_table::<i64>(random);
             let f = cmp_table::<f64>(random);
             let above = i.iter().take(1000).filter(|&&v| v > 1).count() as u64;
-            assert_eq!(cmp_branches(&i, 0, 1000), (1000, above));
-            assert_eq!(cmp_branches(&f, 0, 1000), (1000, above));
+            assert_eq!(cmp_branches(&*i, 0, 1000), (1000, above));
+            assert_eq!(cmp_branches(&*f, 0, 1000), (1000, above));
             if !random {
                 assert_eq!(above, 1000);
             } else {
@@ -476,7 +481,7 @@ mod tests {
             }
         }
         let i = cmp_table::<i64>(false);
-        assert_eq!(cmp_branches(&i, CMP_DATA - 1, 3), (2, 3));
+        assert_eq!(cmp_branches(&*i, CMP_DATA - 1, 3), (2, 3));
     }
 
     #[test]
