@@ -12,9 +12,9 @@
 //!
 //! The compare-and-branch rows walk a table as `cpu.branch.*` does, each
 //! entry compared with a threshold held in a register and a jump over an
-//! add: `cmp` + `jle` on `i64`, `ucomisd` + `jbe` on `f64` (`cmp`/`fcmp`
-//! + `b.le` on aarch64), on a table that always goes the same way and on
-//! one of random bits.
+//! add: `cmp` + `jle` on `i64`, `ucomisd` + `jbe` on `f64` (`cmp` or
+//! `fcmp` and `b.le` on aarch64), on a table that always goes the same
+//! way and on one of random bits.
 //!
 //! The mixed rows time [`LANES`] independent `i64` add chains, as many
 //! `f64` add chains, and both in one loop: if the integer units and the
@@ -294,7 +294,7 @@ struct CmpBranches<T> {
 impl<T: CmpBranch> Timed for CmpBranches<T> {
     fn run(&mut self, ops: u64) -> anyhow::Result<std::time::Duration> {
         let start = std::time::Instant::now();
-        let (at, taken) = cmp_branches(&*self.data, self.at, ops);
+        let (at, taken) = cmp_branches(&self.data, self.at, ops);
         let took = start.elapsed();
         self.at = at;
         black_box(taken);
@@ -472,8 +472,8 @@ mod tests {
             let i = cmp_table::<i64>(random);
             let f = cmp_table::<f64>(random);
             let above = i.iter().take(1000).filter(|&&v| v > 1).count() as u64;
-            assert_eq!(cmp_branches(&*i, 0, 1000), (1000, above));
-            assert_eq!(cmp_branches(&*f, 0, 1000), (1000, above));
+            assert_eq!(cmp_branches(&i, 0, 1000), (1000, above));
+            assert_eq!(cmp_branches(&f, 0, 1000), (1000, above));
             if !random {
                 assert_eq!(above, 1000);
             } else {
@@ -481,7 +481,7 @@ mod tests {
             }
         }
         let i = cmp_table::<i64>(false);
-        assert_eq!(cmp_branches(&*i, CMP_DATA - 1, 3), (2, 3));
+        assert_eq!(cmp_branches(&i, CMP_DATA - 1, 3), (2, 3));
     }
 
     #[test]
