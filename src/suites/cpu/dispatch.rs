@@ -240,11 +240,12 @@ fn random_cases() -> Vec<u8> {
 }
 
 /// A one-thread closure with the clock estimate, retimed when preempted.
-fn one_thread(f: impl FnMut() + 'static, details: serde_json::Value) -> Box<dyn Timed> {
+pub(super) fn one_thread(f: impl FnMut() + 'static, details: serde_json::Value) -> Box<dyn Timed> {
     Box::new(Undisturbed::new(Looped::new(f).with_details(details)))
 }
 
-fn ghz_details() -> serde_json::Value {
+/// The details every one-thread row records: the clock estimate.
+pub(super) fn ghz_details() -> serde_json::Value {
     json!({ "ghz_estimate": clock_ghz_estimate() })
 }
 

@@ -14,14 +14,18 @@ use super::chains::{Op, Ty};
 use super::dispatch::{
     CALL_DIRECT, CALL_INDIRECT, DISPATCH_IF, DISPATCH_MATCH, MapSize, PANIC_CAUGHT, hashmap_id,
 };
+use super::floats::{
+    CONVERT_F2I, CONVERT_I2F, CONVERT_ROUNDTRIP, MIXED_BOTH, MIXED_FLOAT, MIXED_INT, cmp_branch_id,
+};
 use super::sync::{
     ATOMIC_UNCONTENDED, HANDOFF_FUTEX, HANDOFF_STD, MUTEX_FUTEX, MUTEX_STD, atomic_contended_id,
 };
+use super::unwind::{FRAMES, error_id, panic_id};
 use super::{BRANCH_PREDICTABLE, BRANCH_UNPREDICTABLE, chain_id};
 use crate::harness::claims::{Est, Verdict, compare, compare_text, fast_end, speedup};
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{CLOCK_ID, fast_ns_per_op, get, ratio_finding, run_ghz};
-use crate::units::ValueUnit;
+use crate::units::{ValueUnit, fmt_ratio_number};
 
 /// Cycles per operation of `m`: counted where counters ran, else time x clock.
 fn cycles(m: &Measurement, ghz: Option<f64>) -> Option<f64> {
@@ -63,7 +67,190 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out.extend(branch(ms, ghz));
     out.extend(primitive_cycles(ms, ghz));
     out.extend(primitive_words(ms));
+    out.extend(conversions(ms, ghz));
+    out.extend(compare_branches(ms));
+    out.extend(mixed_chains(ms));
+    out.extend(unwind_against_errors(ms));
+    out.extend(unwind_growth(ms));
     out
+}
+
+/// A result with a positive median, as its fast end with its interval.
+fn fast(ms: &[Measurement], id: &str) -> Option<Est> {
+    get(ms, id)
+        .filter(|m| m.median.is_finite() && m.median > 0.0)
+        .map(est)
+}
+
+/// "int → float → int round trip = 8.0 cycles latency; throughput per
+/// cycle: i64 → f64 1.00, f64 → i64 1.00": figures only, in ns without a
+/// clock; which parts appear depends on which results exist.
+fn conversions(ms: &[Measurement], ghz: Option<f64>) -> Option<Finding> {
+    let m = get(ms, CONVERT_ROUNDTRIP).filter(|m| m.median.is_finite() && m.median > 0.0)?;
+    let ns = fast_ns_per_op(m);
+    let per_cycle: Vec<String> = [(CONVERT_I2F, "i64 → f64"), (CONVERT_F2I, "f64 → i64")]
+        .into_iter()
+        .filter_map(|(id, what)| {
+            let t = get(ms, id).filter(|m| m.median.is_finite() && m.median > 0.0)?;
+            Some(match ghz {
+                Some(g) => format!("{what} {:.2}", 1.0 / (fast_ns_per_op(t) * g)),
+                None => format!("{what} {:.2}", 1.0 / fast_ns_per_op(t)),
+            })
+        })
+        .collect();
+    let per = if ghz.is_some() { "cycle" } else { "ns" };
+    let thr = if per_cycle.is_empty() {
+        String::new()
+    } else {
+        format!("; conversions per {per}: {}", per_cycle.join(", "))
+    };
+    Some(match ghz {
+        Some(g) => cpu_finding(
+            format!(
+                "int → float → int round trip = {} cycles latency ({}){thr}",
+                fmt_cycles(ns * g),
+                crate::units::human_ns(ns)
+            ),
+            ns * g,
+            ValueUnit::Cycles,
+        ),
+        None => cpu_finding(
+            format!(
+                "int → float → int round trip = {} latency{thr}",
+                crate::units::human_ns(ns)
+            ),
+            ns,
+            ValueUnit::Ns,
+        ),
+    })
+}
+
+/// "a float compare-and-branch and an integer one are within noise of
+/// each other when predicted (0.31 vs 0.30 ns)", and the same on random
+/// data: the fast ends compared by their intervals ([`compare`]).
+fn compare_branches(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (random, when) in [(false, "when predicted"), (true, "on random data")] {
+        let (Some(f), Some(i)) = (
+            fast(ms, &cmp_branch_id(true, random)),
+            fast(ms, &cmp_branch_id(false, random)),
+        ) else {
+            continue;
+        };
+        let says = compare_text(
+            "a float compare-and-branch",
+            &f,
+            "an integer one",
+            &i,
+            "cheaper",
+        );
+        // The time of the float one over the integer one (> 1: slower).
+        let r = 1.0 / speedup(&f, &i).ratio;
+        out.push(ratio_finding(
+            "cpu",
+            format!(
+                "{says} {when} ({} vs {})",
+                crate::units::human_ns(f.value),
+                crate::units::human_ns(i.value)
+            ),
+            r,
+        ));
+    }
+    out
+}
+
+/// Whether the integer and the float units work in parallel: the 8 `i64`
+/// and 8 `f64` add chains in one loop against the slower of the two alone
+/// (fast ends, [`compare`]): within noise of it, "side by side"; clearly
+/// slower and within noise of the two added up, "one after the other";
+/// in between, "partly overlap". The value is the ratio to the slower.
+fn mixed_chains(ms: &[Measurement]) -> Option<Finding> {
+    let (i, f, both) = (
+        fast(ms, MIXED_INT)?,
+        fast(ms, MIXED_FLOAT)?,
+        fast(ms, MIXED_BOTH)?,
+    );
+    let slower = if i.value >= f.value { i } else { f };
+    let sum = Est::cost(i.value + f.value, i.low + f.low, i.high + f.high);
+    // Time of both together over the slower alone, with its interval.
+    let r = speedup(&slower, &both);
+    let s = speedup(&sum, &both);
+    let says = match (compare(&both, &slower), compare(&both, &sum)) {
+        (Verdict::Tie(_), _) | (Verdict::Better(_), _) => {
+            "the integer and the float units work in parallel"
+        }
+        (Verdict::Worse(_), Verdict::Tie(_) | Verdict::Worse(_)) => "they take turns: no overlap",
+        (Verdict::Worse(_), Verdict::Better(_)) => "they partly overlap",
+    };
+    Some(ratio_finding(
+        "cpu",
+        format!(
+            "8 integer and 8 float add chains run side by side at {r} the slower one alone and {s} both alone added up: {says}"
+        ),
+        r.ratio,
+    ))
+}
+
+/// "a panic caught 10 frames up costs as much as 152× (148–157) an error
+/// returned through the same frames": per depth, the fast ends compared
+/// by their intervals ([`compare`]); a tie says so.
+fn unwind_against_errors(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for frames in FRAMES {
+        let (Some(p), Some(e)) = (fast(ms, &panic_id(frames)), fast(ms, &error_id(frames))) else {
+            continue;
+        };
+        let up = if frames == 1 {
+            "1 frame".to_string()
+        } else {
+            format!("{frames} frames")
+        };
+        let figures = format!(
+            "{} vs {}",
+            crate::units::human_ns(p.value),
+            crate::units::human_ns(e.value)
+        );
+        // The time of the panic over the error return (> 1: panic dearer).
+        let r = speedup(&e, &p);
+        let text = compare(&p, &e).pick(
+            |r| format!("a panic caught {up} up is {r} cheaper than an error returned through them ({figures})"),
+            |r| {
+                format!(
+                    "a panic caught {up} up costs as much as {} ({}–{}) error returns through them ({figures})",
+                    fmt_ratio_number(r.ratio),
+                    fmt_ratio_number(r.low),
+                    fmt_ratio_number(r.high)
+                )
+            },
+            |_| format!("a panic caught {up} up costs what an error returned through them does, within noise ({figures})"),
+        );
+        out.push(ratio_finding("cpu", text, r.ratio));
+    }
+    out
+}
+
+/// "per frame, a caught panic grows by 411 ns; an error return by 3.0
+/// ns": from the fewest frames to the most, the difference per frame
+/// (fast ends; a figure), said to grow only when the deepest is clearly
+/// dearer than the shallowest ([`compare`]), else "within noise".
+fn unwind_growth(ms: &[Measurement]) -> Option<Finding> {
+    let (lo, hi) = (FRAMES[0], FRAMES[FRAMES.len() - 1]);
+    let per_frame = |id: fn(u32) -> String| -> Option<(f64, Verdict)> {
+        let (a, b) = (fast(ms, &id(lo))?, fast(ms, &id(hi))?);
+        Some(((b.value - a.value) / f64::from(hi - lo), compare(&b, &a)))
+    };
+    let part = |name: &str, (ns, v): (f64, Verdict)| match v {
+        Verdict::Worse(_) => format!("{name} grows by {} per frame", crate::units::human_ns(ns)),
+        Verdict::Tie(_) | Verdict::Better(_) => {
+            format!("{name} costs the same at {lo} and {hi} frames, within noise")
+        }
+    };
+    let p = per_frame(panic_id)?;
+    let mut text = format!("from {lo} to {hi} frames, {}", part("a caught panic", p));
+    if let Some(e) = per_frame(error_id) {
+        text.push_str(&format!("; {}", part("an error return", e)));
+    }
+    Some(cpu_finding(text, p.0, ValueUnit::Ns))
 }
 
 /// The rows of the lock, atomic and dispatch benchmarks with the words
@@ -465,6 +652,112 @@ mod tests {
         let br = find_saying(&f, "misprediction");
         assert_eq!((br.value, br.unit), (8.0, ValueUnit::Ns));
         assert!(findings(&[]).is_empty());
+    }
+
+    #[test]
+    fn conversions_are_figures_in_cycles_or_ns() {
+        let ms = vec![
+            m(CLOCK_ID, "ops/s", 2.0e9),
+            m(CONVERT_ROUNDTRIP, "ns/op", 4.0),
+            m(CONVERT_I2F, "ops/s", 2.0e9),
+            m(CONVERT_F2I, "ops/s", 1.0e9),
+        ];
+        let f = find_starting(&findings(&ms), "int → float → int").clone();
+        assert_eq!((f.value, f.unit), (8.0, ValueUnit::Cycles));
+        f.assert_says(
+            "= 8.0 cycles latency (4.00 ns); conversions per cycle: i64 → f64 1.00, f64 → i64 0.50",
+        );
+        let ns = conversions(&ms[1..2], None).unwrap();
+        assert_eq!((ns.value, ns.unit), (4.0, ValueUnit::Ns));
+        assert!(!ns.text.contains("per"));
+    }
+
+    #[test]
+    fn float_and_int_compare_and_branch_tie_either_way_and_differ_when_clear() {
+        for (fv, iv) in [(0.51, 0.50), (0.50, 0.51)] {
+            let f = compare_branches(&[
+                wide(&cmp_branch_id(true, false), "ns/op", fv, 0.04),
+                wide(&cmp_branch_id(false, false), "ns/op", iv, 0.04),
+            ]);
+            assert_eq!(f.len(), 1);
+            f[0].assert_starts_with(
+                "a float compare-and-branch and an integer one are within noise of each other when predicted",
+            );
+        }
+        let f = compare_branches(&[
+            wide(&cmp_branch_id(true, true), "ns/op", 6.0, 0.02),
+            wide(&cmp_branch_id(false, true), "ns/op", 4.0, 0.02),
+        ]);
+        f[0].assert_starts_with("an integer one is 1.50× (");
+        f[0].assert_says("cheaper than a float compare-and-branch on random data");
+        assert!((f[0].value - 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn mixed_chains_say_parallel_turns_or_partial_overlap() {
+        let run = |i: f64, f: f64, both: f64, rel: f64| {
+            mixed_chains(&[
+                wide(MIXED_INT, "ns/op", i, rel),
+                wide(MIXED_FLOAT, "ns/op", f, rel),
+                wide(MIXED_BOTH, "ns/op", both, rel),
+            ])
+            .unwrap()
+        };
+        // Both together within noise of the slower, above or below it.
+        for (f, both) in [(2.0, 2.04), (2.04, 2.0)] {
+            let x = run(1.0, f, both, 0.04);
+            x.assert_starts_with("8 integer and 8 float add chains run side by side at ");
+            x.assert_says("the slower one alone");
+            x.assert_says(": the integer and the float units work in parallel");
+        }
+        let turns = run(1.0, 2.0, 3.0, 0.02);
+        turns.assert_says("at 1.50× (");
+        turns.assert_says("they take turns: no overlap");
+        assert!((turns.value - 1.5).abs() < 1e-9);
+        run(1.0, 2.0, 2.5, 0.02).assert_says("they partly overlap");
+        assert!(mixed_chains(&[wide(MIXED_INT, "ns/op", 1.0, 0.02)]).is_none());
+    }
+
+    #[test]
+    fn a_deep_panic_costs_many_error_returns_and_a_tie_stays_a_tie() {
+        let ms = vec![
+            wide(&panic_id(10), "ns/op", 2000.0, 0.03),
+            wide(&error_id(10), "ns/op", 10.0, 0.03),
+        ];
+        let f = unwind_against_errors(&ms);
+        assert_eq!(f.len(), 1);
+        f[0].assert_starts_with("a panic caught 10 frames up costs as much as 200 (");
+        f[0].assert_says("error returns through them (1.95 µs vs 9.73 ns)");
+        assert!((f[0].value - 200.0).abs() < 1e-6);
+        for (p, e) in [(10.2, 10.0), (10.0, 10.2)] {
+            let t = unwind_against_errors(&[
+                wide(&panic_id(1), "ns/op", p, 0.05),
+                wide(&error_id(1), "ns/op", e, 0.05),
+            ]);
+            t[0].assert_starts_with(
+                "a panic caught 1 frame up costs what an error returned through them does, within noise",
+            );
+        }
+    }
+
+    #[test]
+    fn unwinding_grows_per_frame_and_a_flat_sweep_says_so() {
+        let mut ms = Vec::new();
+        for n in FRAMES {
+            ms.push(wide(
+                &panic_id(n),
+                "ns/op",
+                500.0 + 100.0 * f64::from(n),
+                0.02,
+            ));
+            ms.push(wide(&error_id(n), "ns/op", 5.0, 0.02));
+        }
+        let g = unwind_growth(&ms).unwrap();
+        // The fast ends (5th percentiles) of a ±2% spread: 98% of 100 ns.
+        g.assert_starts_with("from 1 to 100 frames, a caught panic grows by 98.2 ns per frame");
+        g.assert_says("; an error return costs the same at 1 and 100 frames, within noise");
+        assert!((g.value - 98.2).abs() < 0.1);
+        assert!(unwind_growth(&ms[..2]).is_none());
     }
 
     #[test]

@@ -9,12 +9,18 @@
 //! The rows programmers quote from tables: locks and atomics, alone and
 //! contended ([`sync`]), and direct and indirect calls, jump tables, hash
 //! lookups and a caught panic ([`dispatch`]), each in cycles at that clock.
+//! Beyond add and multiply ([`floats`]): int↔float conversions, a compare
+//! and branch on floats beside one on integers, integer and float chains
+//! side by side; and a panic caught 1, 10 and 100 frames up against an
+//! error returned through them ([`unwind`]).
 
 pub mod chains;
 pub mod counters;
 pub mod dispatch;
 mod findings;
+pub mod floats;
 pub mod sync;
+pub mod unwind;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -67,7 +73,7 @@ use super::bench::CLOCK_ID;
 pub fn suite() -> Suite {
     Suite {
         name: "cpu",
-        summary: "cycles per add/mul/div/fma on i32/i64/f32/f64, effective clock, branch misprediction, locks, atomics, calls, dispatch, hash lookups, panics",
+        summary: "cycles per add/mul/div/fma on i32/i64/f32/f64, int↔float conversions, mixed int+float chains, effective clock, branch misprediction, locks, atomics, calls, dispatch, hash lookups, panics against error returns",
         benches,
         findings: findings::findings,
     }
@@ -222,6 +228,8 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     }
     out.extend(sync::benches());
     out.extend(dispatch::benches(host));
+    out.extend(floats::benches());
+    out.extend(unwind::benches());
     out
 }
 

@@ -13,7 +13,9 @@
 //! Ids: `ipc.MECH.tput/SIZE/PLACE` (bytes/s), `ipc.MECH.rtt/SIZE/PLACE`
 //! (ns per round trip), `ipc.eventfd.rtt/PLACE` and `ipc.futex.rtt/PLACE`
 //! (wake-ups without payload) and `ipc.sigqueue.rtt/PLACE` (a queued
-//! signal with its value); PLACE is `same` or `cross`. A mechanism made for
+//! signal with its value), `ipc.inotify.rtt/PLACE` and
+//! `ipc.stat_poll.rtt/PLACE` (a file write and its notification each way,
+//! [`notify`]); PLACE is `same` or `cross`. A mechanism made for
 //! large messages (cross-memory attach, a handed-over memfd) is measured at
 //! the sizes it is made for ([`Mech::tput_sizes`], [`Mech::rtt_sizes`]).
 //!
@@ -27,6 +29,7 @@ pub mod findings;
 pub mod link;
 pub mod memfd;
 pub mod mqueue;
+pub mod notify;
 pub mod peer;
 pub mod pipe;
 pub mod shm;
@@ -51,7 +54,7 @@ use shm::Wake;
 pub fn suite() -> Suite {
     Suite {
         name: "ipc",
-        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, POSIX and System V queues and shared memory, process_vm_readv/writev, memfd hand-over, eventfd, futex, sigqueue: throughput and round trips, same vs cross CPU",
+        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, POSIX and System V queues and shared memory, process_vm_readv/writev, memfd hand-over, eventfd, futex, sigqueue, file-change notification (inotify, stat() polling): throughput and round trips, same vs cross CPU",
         benches,
         findings: findings::findings,
     }
@@ -245,14 +248,32 @@ pub fn rtt_id(m: Mech, size: usize, p: Placement) -> String {
 /// Mechanisms the whole-machine quick profile leaves out (they run at the
 /// quick profile when a pattern selects them, and at the others always):
 /// the ones beyond the everyday pipes, sockets, rings and queues.
-const ON_REQUEST: [&str; 6] = [
+const ON_REQUEST: [&str; 8] = [
     "vm_readv",
     "vm_writev",
     "sysv_msg",
     "sysv_shm",
     "memfd_pass",
     "sigqueue",
+    "inotify",
+    "stat_poll",
 ];
+
+/// Bytes of the message a file-change round trip writes each way.
+pub const NOTIFY_SIZE: usize = 8;
+
+/// The id of a file-change round trip: `ipc.inotify.rtt/same`...
+pub fn notify_id(watch: notify::Watch, p: Placement) -> String {
+    format!("ipc.{}.rtt/{}", notify_name(watch), p.label())
+}
+
+/// The mechanism name of a file-change watch.
+fn notify_name(watch: notify::Watch) -> &'static str {
+    match watch {
+        notify::Watch::Inotify => "inotify",
+        notify::Watch::StatPoll => "stat_poll",
+    }
+}
 
 /// An IPC benchmark of `mech` (with a message `size`, if it has one) whose
 /// ends sit at placement `p`, interleaved with the others of group `key`.
@@ -368,6 +389,36 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                 )
                 .boxed(),
             );
+        }
+        for (watch, what) in [
+            (
+                notify::Watch::Inotify,
+                "a write to a file and its inotify event read by the waiting process, each way (IN_MODIFY, blocking read, pread)",
+            ),
+            (
+                notify::Watch::StatPoll,
+                "a write appended to a file and seen by a fstat() polling loop (1 ms naps), each way",
+            ),
+        ] {
+            let name = notify_name(watch);
+            let b = ipc_bench(
+                notify_id(watch, p),
+                format!("{what}, ends on {}", place_text(p)),
+                Unit::Latency,
+                (name, Some(NOTIFY_SIZE), p),
+                format!("ipc.notify/{}", p.label()),
+                move |ctx| {
+                    let cpus = p.cpus(ctx)?;
+                    let ends = notify::pair(watch, private_dir(ctx)?)?;
+                    start(Shape::Rtt, ends, NOTIFY_SIZE, &cpus, None, None)
+                },
+            );
+            let b = if watch == notify::Watch::StatPoll {
+                b.param("poll_ms", notify::POLL.as_millis() as u64)
+            } else {
+                b
+            };
+            out.push(b.boxed());
         }
     }
     out
@@ -528,7 +579,8 @@ mod tests {
             .map(|m| m.tput_sizes().len())
             .sum::<usize>()
             + Mech::rtt().map(|m| m.rtt_sizes().len()).sum::<usize>()
-            + 3;
+            + 3
+            + 2;
         assert_eq!(bs.len(), 2 * per_place);
         // Every size a mechanism declares is one of the suite's sizes.
         for m in Mech::TPUT {
@@ -563,6 +615,7 @@ mod tests {
         assert!(seen.contains("ipc.pipe.tput/64KiB/cross"));
         assert!(seen.contains("ipc.pipe.rtt/8B/same"));
         assert!(seen.contains("ipc.eventfd.rtt/same"));
+        assert!(seen.contains("ipc.inotify.rtt/cross") && seen.contains("ipc.stat_poll.rtt/same"));
         for id in [
             "ipc.vm_readv.tput/1MiB/cross",
             "ipc.vm_writev.rtt/4KiB/same",
