@@ -497,17 +497,19 @@ fn a_member_of_a_group_that_is_skipped_is_skipped_once() {
 fn a_known_slowdown_is_real_warned_of_and_seen_by_ab() {
     // OPCOST_SLOWDOWN_PCT makes every timed batch that much slower: B is
     // called slower, and its run says its figures are not the machine's.
-    // A machine loaded by other tests can hide even 40% behind one wild
-    // pair of rounds (the row is then "same" with a wide interval): a few
-    // tries, each a fresh history.
+    // A machine loaded by other tests can hide even 2x behind wild pairs
+    // of rounds (the row is then "same" with a wide interval: 4 pairs of
+    // a function call at 9-11 ns, its quiet cost 1.5 ns, read 1.7-1.9x
+    // with intervals from 0.5-1.0 to 3.2-7.2 in three tries on CI's kind
+    // of load): 10 pairs, and a few tries, each a fresh history.
     let mut seen = Vec::new();
     let found = (0..3).find_map(|_| {
         let (dir, db) = common::scratch("h.db");
         let out = common::succeeded(
             opcost(&db)
                 .args(["ab", "syscall.function_call", "--profile", "quick"])
-                .args(["--rounds", "4", "--a-env", "OPCOST_AB=1"])
-                .args(["--b-env", "OPCOST_SLOWDOWN_PCT=40", "--format", "json"])
+                .args(["--rounds", "10", "--a-env", "OPCOST_AB=1"])
+                .args(["--b-env", "OPCOST_SLOWDOWN_PCT=100", "--format", "json"])
                 .output()
                 .unwrap(),
         );
@@ -516,11 +518,10 @@ fn a_known_slowdown_is_real_warned_of_and_seen_by_ab() {
         seen.push(row.to_string());
         (row["verdict"] == "slower").then_some((dir, db, c, row))
     });
-    let (_dir, db, c, row) = found.unwrap_or_else(|| {
-        panic!("B, 40% slower, was called slower in none of 3 tries: {seen:#?}")
-    });
+    let (_dir, db, c, row) = found
+        .unwrap_or_else(|| panic!("B, 2x slower, was called slower in none of 3 tries: {seen:#?}"));
     let ratio = row["ratio"].as_f64().unwrap();
-    assert!(ratio > 1.2, "{row}");
+    assert!(ratio > 1.4, "{row}");
     let b = c["b"]["id"].as_str().unwrap().to_string();
     common::prints(opcost(&db).args(["show", &b]), &["OPCOST_SLOWDOWN_PCT"]);
 }
