@@ -181,6 +181,11 @@ pub struct RunArgs {
     /// variation between executions, not only within one).
     #[arg(long)]
     pub one_process: bool,
+    /// Also measure the CPU x CPU matrix of the cache-line round trip:
+    /// one CPU per core (`cores`, the default) or every CPU (`all`), in a
+    /// time bounded by the profile (90 s at quick, whatever the CPU count).
+    #[arg(long, value_enum, value_name = "CPUS", num_args = 0..=1, default_missing_value = "cores")]
+    pub matrix: Option<crate::suites::topology::matrix::Sampling>,
 }
 
 impl RunArgs {
@@ -208,6 +213,7 @@ impl RunArgs {
             target: None,
             max_pps: None,
             one_process: false,
+            matrix: None,
         }
     }
 }

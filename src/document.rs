@@ -16,6 +16,32 @@ use crate::host::Host;
 /// The version of the document layout this binary writes and reads.
 pub const SCHEMA: u32 = 1;
 
+/// The CPU x CPU matrix of the cache-line round trip (`opcost run
+/// --matrix`): the CPUs in topology order and the median round trip of
+/// every pair, symmetric (each pair measured once, the lower CPU of the
+/// order as the measuring end, where the line lives).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CoreMatrix {
+    /// How the turn was taken: `cas`.
+    pub write: String,
+    /// The CPUs, in topology order (package, node, L3, L2, core).
+    pub cpus: Vec<usize>,
+    /// How the CPUs were chosen: "one CPU per core", "every CPU".
+    pub sampling: String,
+    /// `ns[i][j]`: the median round trip between `cpus[i]` and `cpus[j]`
+    /// in nanoseconds; None on the diagonal and for pairs not measured.
+    pub ns: Vec<Vec<Option<f64>>>,
+    /// The time each pair was given (ms).
+    pub per_pair_ms: f64,
+    /// Where the line lived, and whether that was checked.
+    pub line: String,
+    /// How long the matrix took (s).
+    pub seconds: f64,
+    /// True when Ctrl-C stopped it before every pair was measured.
+    pub interrupted: bool,
+}
+
 /// Facts about the run itself.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -54,6 +80,53 @@ pub struct RunInfo {
     pub wall_s: std::collections::BTreeMap<String, f64>,
 }
 
+/// One placement class's pairs in a [`CoreMatrix`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassSpread {
+    /// The class.
+    pub class: crate::host::PlaceClass,
+    /// How many pairs of the matrix have it.
+    pub pairs: usize,
+    /// The fastest pair's round trip (ns).
+    pub min: f64,
+    /// The median pair's (ns).
+    pub median: f64,
+    /// The slowest pair's (ns).
+    pub max: f64,
+}
+
+impl CoreMatrix {
+    /// The measured pairs grouped by their class in `topology`, closest
+    /// class first (pairs whose class is unknown are left out).
+    pub fn by_class(&self, topology: &crate::host::Topology) -> Vec<ClassSpread> {
+        let mut groups: std::collections::BTreeMap<crate::host::PlaceClass, Vec<f64>> =
+            std::collections::BTreeMap::new();
+        for (i, row) in self.ns.iter().enumerate() {
+            for (j, v) in row.iter().enumerate().skip(i + 1) {
+                let (Some(v), Some(&a), Some(&b)) = (v, self.cpus.get(i), self.cpus.get(j)) else {
+                    continue;
+                };
+                if let Some(class) = topology.class_of(a, b) {
+                    groups.entry(class).or_default().push(*v);
+                }
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(class, mut v)| {
+                v.sort_by(f64::total_cmp);
+                ClassSpread {
+                    class,
+                    pairs: v.len(),
+                    min: v[0],
+                    median: v[v.len() / 2],
+                    max: v[v.len() - 1],
+                }
+            })
+            .collect()
+    }
+}
+
 /// One run, as written to `--json`, exported and imported.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunDoc {
@@ -82,6 +155,9 @@ pub struct RunDoc {
     /// The far end of `--peer` runs: its address and its own description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerInfo>,
+    /// The core-to-core matrix, when the run was asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<CoreMatrix>,
 }
 
 /// The host at the other end of a `--peer` run.
@@ -135,6 +211,7 @@ impl RunDoc {
             findings: Vec::new(),
             stability: None,
             peer: None,
+            matrix: None,
         }
     }
 

@@ -5,12 +5,18 @@
 
 /// A pattern that selected nothing, with the closest ids.
 #[derive(Debug, thiserror::Error)]
-#[error("no benchmark matches '{pattern}'{}", nearest_text(.nearest))]
+#[error("no benchmark matches '{pattern}'{}{}", why_text(.why), nearest_text(.nearest))]
 pub struct NoMatch {
     /// The pattern as given.
     pub pattern: String,
+    /// Why, when it is known (a placement class this machine lacks).
+    pub why: Option<String>,
     /// The closest ids, best first.
     pub nearest: Vec<String>,
+}
+
+fn why_text(why: &Option<String>) -> String {
+    why.as_ref().map(|w| format!(": {w}")).unwrap_or_default()
 }
 
 fn nearest_text(nearest: &[String]) -> String {

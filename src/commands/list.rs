@@ -11,7 +11,7 @@ use crate::suites;
 pub fn execute(args: &ListArgs) -> anyhow::Result<i32> {
     let host = Host::detect();
     let patterns: Vec<String> = args.pattern.iter().cloned().collect();
-    let benches = suites::select(suites::all_benches(&host), &patterns)?;
+    let benches = suites::select(suites::all_benches(&host), &patterns, &host)?;
     let mut t = Table::new();
     t.load_style(NOTHING)
         .set_header(vec!["id", "unit", "summary"]);

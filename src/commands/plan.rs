@@ -133,7 +133,7 @@ impl RunPlan {
             affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
         }
         let host = Arc::new(Host::detect());
-        let mut benches = suites::select(suites::catalog(&host, &user), &args.patterns)?;
+        let mut benches = suites::select(suites::catalog(&host, &user), &args.patterns, &host)?;
         // The whole machine at the quick profile stays under a minute.
         if args.patterns.is_empty() && args.profile == Profile::Quick {
             benches.retain(|b| !b.on_request());

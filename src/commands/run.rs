@@ -64,6 +64,11 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let outcome = live.measure(plan.benches, &ctx, &opts, workers);
     let save_error = live.save_error;
     drop(tmp);
+    if let Some(sampling) = args.matrix
+        && !outcome.interrupted
+    {
+        doc.matrix = Some(core_matrix(args, &plan.host, sampling, &ctx.stop)?);
+    }
     let interrupted = outcome.interrupted;
     let settle = &earlier[..earlier.len().min(suites::settle::EARLIER_RUNS)];
     fill(&mut doc, outcome, settle);
@@ -87,6 +92,37 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// Measures the core-to-core matrix after the benchmarks, with a bar.
+fn core_matrix(
+    args: &RunArgs,
+    host: &Host,
+    sampling: suites::topology::matrix::Sampling,
+    stop: &AtomicBool,
+) -> anyhow::Result<crate::document::CoreMatrix> {
+    use suites::topology::matrix;
+    if let Some(cpu) = args.cpu {
+        anyhow::bail!(
+            "--matrix measures pairs of CPUs, and --cpu {cpu} pins the run to one: drop one of them"
+        );
+    }
+    let allowed = crate::harness::affinity::allowed_cpus();
+    let plan = matrix::Plan::new(&host.topology, &allowed, sampling, args.profile);
+    eprintln!(
+        "core-to-core matrix: {} CPUs ({}), {} pairs, about {:.0} s",
+        plan.cpus.len(),
+        sampling.text(),
+        plan.pairs(),
+        plan.estimate().as_secs_f64().ceil()
+    );
+    let bar = progress_bar(plan.estimate());
+    let per_pair = plan.per_pair;
+    let m = matrix::measure(&host.topology, &plan, stop, |done, _| {
+        bar.set_position((per_pair * done as u32).as_millis() as u64);
+    });
+    bar.finish_and_clear();
+    m
 }
 
 /// Earlier runs of the host read for the estimate (the newest that

@@ -110,39 +110,88 @@ impl Drop for Pinned {
 }
 
 /// Where the two ends run relative to each other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// `Same` and `Cross` are the two placements every host has (ids ending
+/// `/same`, `/cross`); `Class` is a further placement class of the host's
+/// topology model (ids ending in the class's name, `/cross-package`),
+/// measured where the machine has that level and the `cross` pair does not
+/// already stand for it (see [`Placement::of_host`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Placement {
     /// Both ends pinned to the same CPU: every hand-over is a context switch.
     Same,
-    /// The ends pinned to two different CPUs: hand-overs are cross-CPU wake-ups.
+    /// The ends pinned to two different CPUs, the peer on another physical
+    /// core when there is one: the nearest pair that is not SMT siblings.
     Cross,
+    /// The ends pinned to the representative pair of a placement class.
+    Class(PlaceClass),
 }
 
 impl Placement {
-    /// Both placements, in report order.
+    /// The placements every host has, in report order.
     pub const ALL: [Placement; 2] = [Placement::Same, Placement::Cross];
 
-    /// The short form used in ids: `same`, `cross`.
+    /// The placements measured on `host`: `Same`, `Cross`, then every
+    /// other class of its topology model, closest first, except `same-cpu`
+    /// and the class of the `cross` pair (which `Cross` measures under its
+    /// old name, so the ids of a host's earlier runs stay). A 2-vCPU guest
+    /// with one L3 has only `Same` and `Cross`.
+    pub fn of_host(host: &crate::host::Host) -> Vec<Placement> {
+        let t = &host.topology;
+        let allowed: Vec<usize> = t.cpus.iter().map(|p| p.cpu).collect();
+        let cross = cross_pair(&allowed, t).and_then(|(a, b)| t.class_of(a, b));
+        let mut out = Placement::ALL.to_vec();
+        out.extend(
+            t.class_names()
+                .into_iter()
+                .filter(|&c| c != PlaceClass::SameCpu && Some(c) != cross)
+                .map(Placement::Class),
+        );
+        out
+    }
+
+    /// The short form used in ids: `same`, `cross`, or the class's name.
     pub fn label(self) -> &'static str {
         match self {
             Placement::Same => "same",
             Placement::Cross => "cross",
+            Placement::Class(c) => c.name(),
         }
     }
 
-    /// The value of the `placement` parameter: `same-cpu`, `cross-cpu`.
+    /// The value of the `placement` parameter: `same-cpu`, `cross-cpu`, or
+    /// the class's name (`same-core`, `cross-package`...).
     pub fn param(self) -> &'static str {
         match self {
             Placement::Same => "same-cpu",
             Placement::Cross => "cross-cpu",
+            Placement::Class(c) => c.name(),
         }
+    }
+
+    /// Where the ends are, for a summary: "the same CPU", "SMT siblings of one core".
+    pub fn text(self) -> &'static str {
+        match self {
+            Placement::Same => "the same CPU",
+            Placement::Cross => "two different CPUs",
+            Placement::Class(c) => c.describe(),
+        }
+    }
+
+    /// True for a placement beyond `same` and `cross`: a class only some
+    /// machines have, which the quick profile measures for the few rows
+    /// that price the levels (the others run when a pattern asks).
+    pub fn is_class(self) -> bool {
+        matches!(self, Placement::Class(_))
     }
 
     /// Chooses the CPUs of the two ends among those this process may use.
     ///
     /// Cross placement prefers a CPU on another physical core (not an SMT
     /// sibling), as the host's topology model says; with one allowed CPU
-    /// it is skipped, saying why.
+    /// it is skipped, saying why. A class takes its representative pair
+    /// from the model; it is skipped when `--cpu` pins the run or one of
+    /// the pair's CPUs is not allowed here.
     pub fn cpus(self, ctx: &Ctx) -> Result<Cpus, PrepareError> {
         let allowed = allowed_cpus();
         let Some(&parent) = allowed.first() else {
@@ -152,6 +201,13 @@ impl Placement {
         };
         let topology = &ctx.host.topology;
         let core = |c: usize| topology.place(c).and_then(|p| p.core);
+        let pinned_note = || {
+            if ctx.cpu.is_some() {
+                " (--cpu pins the run to one CPU)"
+            } else {
+                ""
+            }
+        };
         match self {
             Placement::Same => Ok(Cpus {
                 placement: self,
@@ -161,23 +217,13 @@ impl Placement {
                 class: topology.class_of(parent, parent),
             }),
             Placement::Cross => {
-                let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != parent).collect();
-                let Some(&first) = others.first() else {
-                    let why = if ctx.cpu.is_some() {
-                        " (--cpu pins the run to one CPU)"
-                    } else {
-                        ""
-                    };
+                let Some((parent, peer)) = cross_pair(&allowed, topology) else {
                     return Err(PrepareError::Skip(format!(
-                        "cross-cpu needs two CPUs, but only CPU {parent} is allowed to this process{why}"
+                        "cross-cpu needs two CPUs, but only CPU {parent} is allowed to this process{}",
+                        pinned_note()
                     )));
                 };
                 let home = core(parent);
-                let peer = others
-                    .iter()
-                    .copied()
-                    .find(|&c| home.is_none() || core(c) != home)
-                    .unwrap_or(first);
                 Ok(Cpus {
                     placement: self,
                     parent,
@@ -186,8 +232,57 @@ impl Placement {
                     class: topology.class_of(parent, peer),
                 })
             }
+            Placement::Class(class) => {
+                let pair = topology
+                    .pair(class)
+                    .map_err(|e| PrepareError::Skip(e.to_string()))?;
+                if ctx.cpu.is_some() {
+                    return Err(PrepareError::Skip(format!(
+                        "{class} is measured on CPUs {} and {}{}",
+                        pair.a,
+                        pair.b,
+                        pinned_note()
+                    )));
+                }
+                // The model holds the CPUs this process may use; this
+                // thread may be pinned to one of them by another member
+                // of its group, so its own mask is not the test.
+                let usable: Vec<usize> = topology.cpus.iter().map(|p| p.cpu).collect();
+                if let Some(&c) = [pair.a, pair.b].iter().find(|c| !usable.contains(c)) {
+                    return Err(PrepareError::Skip(format!(
+                        "{class} is measured on CPUs {} and {}, but CPU {c} is not allowed to this process (allowed: {})",
+                        pair.a,
+                        pair.b,
+                        cpu_list(&usable)
+                    )));
+                }
+                Ok(Cpus {
+                    placement: self,
+                    parent: pair.a,
+                    peer: pair.b,
+                    same_core: matches!(class, PlaceClass::SameCpu | PlaceClass::SameCore),
+                    class: Some(class),
+                })
+            }
         }
     }
+}
+
+/// The CPUs of the `cross` placement among `allowed`: the first allowed
+/// CPU and the first other one on another physical core (or, when every
+/// other is an SMT sibling or the model knows no cores, the next one).
+/// None with fewer than two CPUs.
+fn cross_pair(allowed: &[usize], topology: &crate::host::Topology) -> Option<(usize, usize)> {
+    let core = |c: usize| topology.place(c).and_then(|p| p.core);
+    let (&parent, others) = allowed.split_first()?;
+    let &first = others.first()?;
+    let home = core(parent);
+    let peer = others
+        .iter()
+        .copied()
+        .find(|&c| home.is_none() || core(c) != home)
+        .unwrap_or(first);
+    Some((parent, peer))
 }
 
 /// The CPUs chosen for the two ends of a benchmark.

@@ -18,6 +18,7 @@ pub mod storage;
 pub mod syscall;
 pub mod text;
 pub mod timer;
+pub mod topology;
 pub mod undisturbed;
 pub mod user_file;
 
@@ -36,6 +37,7 @@ pub fn suites() -> Vec<Suite> {
     vec![
         syscall::suite(),
         ipc::suite(),
+        topology::suite(),
         memory::suite(),
         cpu::suite(),
         crypto::suite(),
@@ -135,10 +137,13 @@ pub struct ProfileTooShort {
 }
 
 /// Keeps the benchmarks any pattern selects, in registry order; every
-/// pattern must select something. No patterns selects everything.
+/// pattern must select something. No patterns selects everything. A
+/// pattern that names a placement class `host` lacks says so, with the
+/// classes it has.
 pub fn select(
     benches: Vec<Box<dyn Bench>>,
     patterns: &[String],
+    host: &Host,
 ) -> Result<Vec<Box<dyn Bench>>, NoMatch> {
     if patterns.is_empty() {
         return Ok(benches);
@@ -147,6 +152,7 @@ pub fn select(
         if !benches.iter().any(|b| matches(p, b.id())) {
             return Err(NoMatch {
                 pattern: p.clone(),
+                why: missing_class(p, host),
                 nearest: nearest(p, benches.iter().map(|b| b.id())),
             });
         }
@@ -157,11 +163,50 @@ pub fn select(
         .collect())
 }
 
+/// The error of a pattern whose last `/` part names a placement class
+/// `host` does not have (`ipc.pipe.rtt/8B/cross-package` on one socket).
+fn missing_class(pattern: &str, host: &Host) -> Option<String> {
+    let last = pattern.rsplit('/').next()?.trim_matches(['*', '?']);
+    let class = crate::host::PlaceClass::parse(last).ok()?;
+    match host.topology.pair(class) {
+        Err(e) => Some(e.to_string()),
+        // A class the `cross` placement stands for has no id of its own.
+        Ok(_)
+            if !crate::harness::affinity::Placement::of_host(host)
+                .contains(&crate::harness::affinity::Placement::Class(class)) =>
+        {
+            Some(format!(
+                "on this machine the `cross` rows are the {class} pair (ids ending `/cross`)"
+            ))
+        }
+        Ok(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::harness::{PrepareError, Unit};
     use crate::suites::bench::FnBench;
+
+    #[test]
+    fn a_pattern_naming_a_class_the_machine_lacks_says_which_it_has() {
+        let dir = crate::host::fixtures::two_vcpu_guest().write();
+        let host = Host::detect_at(dir.path());
+        let pick = |p: &str| {
+            select(all_benches(&host), &[p.to_string()], &host)
+                .err()
+                .map(|e| e.to_string())
+        };
+        let e = pick("ipc.pipe.rtt/8B/cross-package").unwrap();
+        assert!(e.contains("does not exist on this machine"), "{e}");
+        assert!(e.contains("it has same-cpu, same-l3"), "{e}");
+        let e = pick("ipc.pipe.rtt/8B/same-l3").unwrap();
+        assert!(e.contains("the `cross` rows are the same-l3 pair"), "{e}");
+        assert_eq!(pick("topology.c2c.cas/same-l3"), None);
+        let e = pick("ipc.pipe.rtt/8B/nowhere").unwrap();
+        assert!(!e.contains("class"), "{e}");
+    }
 
     #[test]
     fn registry_ids_are_unique_and_well_formed() {

@@ -77,6 +77,7 @@ pub fn doc(id: &str, hostname: &str, started: &str, results: Vec<Measurement>) -
         warnings: vec!["clocksource is not tsc".into()],
         stability: None,
         peer: None,
+        matrix: None,
     }
 }
 

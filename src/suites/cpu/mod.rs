@@ -226,7 +226,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
             .boxed(),
         );
     }
-    out.extend(sync::benches());
+    out.extend(sync::benches(host));
     out.extend(dispatch::benches(host));
     out.extend(floats::benches());
     out.extend(unwind::benches());

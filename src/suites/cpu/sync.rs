@@ -331,7 +331,8 @@ fn one_thread(f: impl FnMut() + 'static) -> Box<dyn Timed> {
 }
 
 /// The lock and atomic benchmarks.
-pub fn benches() -> Vec<Box<dyn Bench>> {
+pub fn benches(host: &crate::host::Host) -> Vec<Box<dyn Bench>> {
+    let placements = Placement::of_host(host);
     let mut out =
         vec![
         FnBench::new(
@@ -383,17 +384,18 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
         .param("threads", 1)
         .on_request().boxed(),
     ];
-    for p in Placement::ALL {
+    for &p in &placements {
         out.push(
             FnBench::new(
                 atomic_contended_id(p),
                 match p {
                     Placement::Same => {
-                        "atomic fetch_add on one counter by two threads sharing one CPU (time per increment of the pair)"
+                        "atomic fetch_add on one counter by two threads sharing one CPU (time per increment of the pair)".to_string()
                     }
-                    Placement::Cross => {
-                        "atomic fetch_add on one counter by two threads on two CPUs: the line moves on every add"
-                    }
+                    _ => format!(
+                        "atomic fetch_add on one counter by two threads on {}: the line moves on every add",
+                        p.text()
+                    ),
                 },
                 Unit::Latency,
                 move |ctx: &Ctx| Ok(Box::new(Pair::new(Work::AtomicAdd, p.cpus(ctx)?)?) as _),
@@ -403,25 +405,32 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             .on_request().boxed(),
         );
     }
-    for (id, work, what) in [
-        (HANDOFF_STD, Work::HandoffStd, "std::sync::Mutex"),
-        (HANDOFF_FUTEX, Work::HandoffFutex, "the futex mutex"),
-    ] {
-        out.push(
-            FnBench::new(
-                id,
-                format!(
-                    "{what} handed between two threads on two CPUs: each takes it in turn (time per hand-over)"
-                ),
-                Unit::Latency,
-                move |ctx: &Ctx| {
-                    Ok(Box::new(Pair::new(work, Placement::Cross.cpus(ctx)?)?) as _)
-                },
-            )
-            .param("threads", 2)
-            .param("placement", Placement::Cross.param())
-            .on_request().boxed(),
-        );
+    // A hand-over on one CPU waits for the scheduler's time slice: the
+    // hand-overs are placed on two CPUs, `cross` under the old ids.
+    for &p in placements.iter().filter(|&&p| p != Placement::Same) {
+        for (id, work, what) in [
+            (HANDOFF_STD, Work::HandoffStd, "std::sync::Mutex"),
+            (HANDOFF_FUTEX, Work::HandoffFutex, "the futex mutex"),
+        ] {
+            let id = match p {
+                Placement::Cross => id.to_string(),
+                _ => format!("{id}/{}", p.label()),
+            };
+            out.push(
+                FnBench::new(
+                    id,
+                    format!(
+                        "{what} handed between two threads on {}: each takes it in turn (time per hand-over)",
+                        p.text()
+                    ),
+                    Unit::Latency,
+                    move |ctx: &Ctx| Ok(Box::new(Pair::new(work, p.cpus(ctx)?)?) as _),
+                )
+                .param("threads", 2)
+                .param("placement", p.param())
+                .on_request().boxed(),
+            );
+        }
     }
     out
 }
@@ -460,7 +469,7 @@ mod tests {
         let parent = allowed[0];
         let peer = match p {
             Placement::Same => parent,
-            Placement::Cross => *allowed.get(1)?,
+            _ => *allowed.get(1)?,
         };
         Some(Cpus {
             placement: p,
@@ -499,11 +508,19 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_name_their_placement() {
-        let b = benches();
+        let b = benches(&crate::host::Host::detect());
         let ids: std::collections::HashSet<&str> = b.iter().map(|b| b.id()).collect();
         assert_eq!(ids.len(), b.len());
         assert!(ids.contains("cpu.atomic.add.contended/cross"));
         assert!(ids.contains("cpu.atomic.add.contended/same"));
         assert!(ids.contains(MUTEX_STD) && ids.contains(HANDOFF_FUTEX));
+        // A two-socket server adds its classes, the hand-overs under new ids.
+        let dir = crate::host::fixtures::epyc(1).write();
+        let b = benches(&crate::host::Host::detect_at(dir.path()));
+        let ids: std::collections::HashSet<&str> = b.iter().map(|b| b.id()).collect();
+        assert_eq!(ids.len(), b.len());
+        assert!(ids.contains("cpu.atomic.add.contended/cross-package"));
+        assert!(ids.contains("cpu.mutex.futex.handoff/same-core"));
+        assert!(ids.contains(HANDOFF_FUTEX));
     }
 }

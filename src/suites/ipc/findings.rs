@@ -68,6 +68,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
         }
     }
     out.extend(placement_cost(ms));
+    out.extend(class_ladders(ms));
     for p in Placement::ALL {
         out.extend(notifications(ms, p));
     }
@@ -95,7 +96,7 @@ fn file_change(ms: &[Measurement], p: Placement) -> Option<Finding> {
     if let Some(s) = usable(ms, &super::notify_id(Watch::StatPoll, p)) {
         let k = match p {
             Placement::Same => CLEAR,
-            Placement::Cross => CROSS_CLEAR,
+            _ => CROSS_CLEAR,
         };
         let (ei, es) = (Est::of(i), Est::of(s));
         let words = claims::compare_beyond(&ei, &es, k).pick(
@@ -174,7 +175,7 @@ fn vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) -> Option<Fin
     let (ex, ec) = (pooled_est(ms, x, size, p), pooled_est(ms, c, size, p));
     let k = match p {
         Placement::Same => CLEAR,
-        Placement::Cross => CROSS_CLEAR,
+        _ => CROSS_CLEAR,
     };
     let words = claims::compare_beyond(&ex, &ec, k).pick(
         |r| format!("{} is {r} faster", m.name()),
@@ -366,6 +367,36 @@ fn placement_cost(ms: &[Measurement]) -> Option<Finding> {
         ),
         mid,
     ))
+}
+
+/// The smallest round trip of the pipe and of the futex ping-pong class by
+/// class, closest first, where the machine has more than one class of
+/// two CPUs (`cross` stands for its own class): "across packages 2.4×
+/// (2.2–2.6) the same-l3 one".
+fn class_ladders(ms: &[Measurement]) -> Vec<Finding> {
+    use crate::host::PlaceClass;
+    use crate::suites::topology::ladder;
+    let placements = || {
+        std::iter::once(Placement::Cross).chain(PlaceClass::ALL.into_iter().map(Placement::Class))
+    };
+    let mut out = Vec::new();
+    for (what, id) in [
+        (
+            "an 8B pipe round trip",
+            &(|p| rtt_id(Mech::Pipe, 8, p)) as &dyn Fn(Placement) -> String,
+        ),
+        ("a futex ping-pong round trip", &|p: Placement| {
+            format!("ipc.futex.rtt/{}", p.label())
+        }),
+    ] {
+        let ids: Vec<String> = placements().map(id).collect();
+        let rungs = ladder::rungs(ms, &ids);
+        if rungs.len() < 2 {
+            continue;
+        }
+        out.extend(ladder::finding(AREA, what, &rungs));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -301,9 +301,9 @@ fn ipc_bench(
     }
 }
 
-fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
+fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     let mut out: Vec<Box<dyn Bench>> = Vec::new();
-    for p in Placement::ALL {
+    for p in Placement::of_host(host) {
         for (shape, sizes) in [(Shape::Tput, &TPUT_SIZES[..]), (Shape::Rtt, &RTT_SIZES[..])] {
             for &size in sizes {
                 // A mechanism without this shape or size has no sizes to match.
@@ -351,6 +351,13 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     // A sink that never holds the bytes says so in its row.
                     let b = if shape == Shape::Tput && m.sink_only() {
                         b.param("sink_only", true)
+                    } else {
+                        b
+                    };
+                    // A further placement class prices its level with the
+                    // smallest round trip; the rest of its rows run on request.
+                    let b = if p.is_class() && (shape == Shape::Tput || size != RTT_SIZES[0]) {
+                        b.on_request()
                     } else {
                         b
                     };
@@ -425,10 +432,7 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
 }
 
 fn place_text(p: Placement) -> &'static str {
-    match p {
-        Placement::Same => "the same CPU",
-        Placement::Cross => "two different CPUs",
-    }
+    p.text()
 }
 
 /// A private directory under the run's temp dir for named objects; the

@@ -1,0 +1,327 @@
+//! The cache-line round trip: two threads pinned to two CPUs hand one
+//! counter back and forth, so every hand-over moves the line from one
+//! core's cache to the other's.
+//!
+//! The measuring thread, when it sees the even value `x`, writes `x + 1`;
+//! the rival, when it sees an odd value, writes the next even one. One
+//! operation is one round trip: the line goes to the rival and back. Two
+//! ways to write: a compare-and-swap (a locked read-modify-write, which
+//! asks for the line in exclusive state at once) and a plain store after
+//! the load that saw the turn (the line is first shared, then upgraded),
+//! as core-to-core latency tools measure both.
+//!
+//! The line sits alone on a page of its own, first touched by the
+//! measuring CPU, so it lives on that CPU's NUMA node; the node is checked
+//! with `move_pages` and recorded (a line on an arbitrary node once made a
+//! published matrix blame a socket for the memory's place).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::harness::affinity::{self, Cpus, Pinned};
+use crate::harness::{PrepareError, Timed};
+
+/// How the turn is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// compare-and-swap of the value seen for the next one.
+    Cas,
+    /// A plain store of the next value after the load that saw the turn.
+    Store,
+}
+
+impl Write {
+    /// Both, in report order.
+    pub const ALL: [Write; 2] = [Write::Cas, Write::Store];
+
+    /// The name used in ids: `cas`, `store`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Write::Cas => "cas",
+            Write::Store => "store",
+        }
+    }
+
+    /// Takes the turn: the line holds `seen`, the turn's value.
+    #[inline(always)]
+    fn take(self, line: &AtomicU64, seen: u64) {
+        match self {
+            Write::Cas => {
+                // The line holds `seen` and only this thread may change it
+                // now, so the swap succeeds at once.
+                let _ = line.compare_exchange(seen, seen + 1, Ordering::AcqRel, Ordering::Acquire);
+            }
+            Write::Store => line.store(seen + 1, Ordering::Release),
+        }
+    }
+}
+
+/// How long the measuring thread waits for the rival's turn before the
+/// batch fails (a rival starved of its CPU this long is no result).
+const STALL: Duration = Duration::from_secs(5);
+
+/// One page of anonymous memory holding the line at its start.
+struct Page {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the page is only ever accessed through the AtomicU64 at its
+// start, which is Sync; the mapping lives until the Page is dropped,
+// after both threads are done with it.
+unsafe impl Send for Page {}
+unsafe impl Sync for Page {}
+
+impl Page {
+    fn new() -> anyhow::Result<Page> {
+        // The kernel rounds the length up to its page size (4 KiB to 64 KiB).
+        let len = 4096;
+        // SAFETY: a fresh private anonymous mapping; checked for failure.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).context("mapping the line's page");
+        }
+        Ok(Page { ptr, len })
+    }
+
+    fn line(&self) -> &AtomicU64 {
+        // SAFETY: the mapping is page-aligned, zeroed, at least 8 bytes,
+        // and lives as long as `self`.
+        unsafe { AtomicU64::from_ptr(self.ptr.cast()) }
+    }
+
+    /// The NUMA node the page is on, from `move_pages` in query mode;
+    /// None where the kernel does not say (no NUMA support).
+    fn node(&self) -> Option<i32> {
+        let mut pages = [self.ptr];
+        let mut status = [-1i32];
+        // SAFETY: one page address of this process, nodes NULL (query),
+        // status has room for one entry.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0,
+                1usize,
+                pages.as_mut_ptr(),
+                std::ptr::null::<i32>(),
+                status.as_mut_ptr(),
+                0,
+            )
+        };
+        (r == 0 && status[0] >= 0).then_some(status[0])
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe {
+            libc::munmap(self.ptr, self.len);
+        }
+    }
+}
+
+/// What the two threads share besides the line.
+struct Shared {
+    page: Page,
+    quit: AtomicBool,
+    unpinned: AtomicBool,
+}
+
+/// A cache-line ping-pong between two pinned CPUs, ready to time.
+pub struct PingPong {
+    write: Write,
+    shared: Arc<Shared>,
+    rival: Option<JoinHandle<()>>,
+    /// The even value the line holds when it is this thread's turn.
+    next: u64,
+    peer: usize,
+    details: serde_json::Value,
+    _pinned: Pinned,
+}
+
+impl PingPong {
+    /// Pins this thread to `cpus.parent`, touches the line there and
+    /// starts the rival on `cpus.peer`. The two CPUs must differ: on one
+    /// CPU the two spinning threads would take turns by time slices.
+    pub fn start(write: Write, cpus: Cpus) -> Result<PingPong, PrepareError> {
+        if cpus.parent == cpus.peer {
+            return Err(PrepareError::Skip(
+                "a cache-line round trip needs two CPUs".into(),
+            ));
+        }
+        let pinned = Pinned::to(cpus.parent).map_err(PrepareError::Fail)?;
+        let page = Page::new().map_err(PrepareError::Fail)?;
+        // First touch from the measuring CPU places the page on its node.
+        page.line().store(0, Ordering::SeqCst);
+        let node = page.node();
+        let shared = Arc::new(Shared {
+            page,
+            quit: AtomicBool::new(false),
+            unpinned: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let peer = cpus.peer;
+        let rival = std::thread::Builder::new()
+            .name("opcost-pingpong".into())
+            .spawn(move || {
+                // Not `pin_to`: this thread inherited the measuring
+                // thread's pinning, which does not allow the peer CPU.
+                if affinity::pin_to_set(&[peer]).is_err() {
+                    s.unpinned.store(true, Ordering::SeqCst);
+                    return;
+                }
+                let line = s.page.line();
+                let mut idle = 0u32;
+                loop {
+                    let v = line.load(Ordering::Acquire);
+                    if v & 1 == 1 {
+                        write.take(line, v);
+                        idle = 0;
+                        continue;
+                    }
+                    idle = idle.wrapping_add(1);
+                    if idle.is_multiple_of(256) && s.quit.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+            })
+            .map_err(|e| PrepareError::Fail(e.into()))?;
+        let mut details = cpus.details();
+        if let Some(d) = details.as_object_mut() {
+            d.insert("write".into(), json!(write.name()));
+            d.insert(
+                "line_node".into(),
+                node.map_or(serde_json::Value::Null, |n| json!(n)),
+            );
+            d.insert("line_first_touch_cpu".into(), json!(cpus.parent));
+        }
+        Ok(PingPong {
+            write,
+            shared,
+            rival: Some(rival),
+            next: 0,
+            peer,
+            details,
+            _pinned: pinned,
+        })
+    }
+
+    /// The NUMA node the line is on, when the kernel says.
+    pub fn line_node(&self) -> Option<i64> {
+        self.details.get("line_node").and_then(|v| v.as_i64())
+    }
+}
+
+impl Timed for PingPong {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let s = &*self.shared;
+        let line = s.page.line();
+        let start = Instant::now();
+        for _ in 0..ops {
+            let x = self.next;
+            self.write.take(line, x);
+            let mut spins = 0u32;
+            while line.load(Ordering::Acquire) != x + 2 {
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(1 << 16) {
+                    if s.unpinned.load(Ordering::SeqCst) {
+                        bail!("the rival thread could not be pinned to CPU {}", self.peer);
+                    }
+                    if start.elapsed() > STALL {
+                        bail!(
+                            "the rival thread on CPU {} made no progress for {} s",
+                            self.peer,
+                            STALL.as_secs()
+                        );
+                    }
+                }
+                std::hint::spin_loop();
+            }
+            self.next = x + 2;
+        }
+        Ok(start.elapsed())
+    }
+
+    fn details(&self) -> Option<serde_json::Value> {
+        Some(self.details.clone())
+    }
+}
+
+impl Drop for PingPong {
+    fn drop(&mut self) {
+        self.shared.quit.store(true, Ordering::Relaxed);
+        if let Some(h) = self.rival.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::affinity::Placement;
+
+    fn two_cpus() -> Option<Cpus> {
+        let all = affinity::allowed_cpus();
+        let (a, b) = (all[0], *all.get(1)?);
+        Some(Cpus {
+            placement: Placement::Cross,
+            parent: a,
+            peer: b,
+            same_core: false,
+            class: None,
+        })
+    }
+
+    #[test]
+    fn the_line_goes_back_and_forth_once_per_operation() {
+        let Some(cpus) = two_cpus() else { return };
+        for write in Write::ALL {
+            let mut p = PingPong::start(write, cpus).unwrap();
+            p.run(1000).unwrap();
+            p.run(10).unwrap();
+            // Each round trip adds two: this thread's turn and the rival's.
+            assert_eq!(
+                p.shared.page.line().load(Ordering::SeqCst),
+                2020,
+                "{write:?}"
+            );
+            let d = p.details().unwrap();
+            assert_eq!(d["write"], write.name());
+            assert_eq!(d["line_first_touch_cpu"], cpus.parent);
+            assert!(d.get("line_node").is_some(), "{d}");
+        }
+    }
+
+    #[test]
+    fn one_cpu_is_no_pair() {
+        let cpu = affinity::allowed_cpus()[0];
+        let cpus = Cpus {
+            placement: Placement::Same,
+            parent: cpu,
+            peer: cpu,
+            same_core: true,
+            class: None,
+        };
+        match PingPong::start(Write::Cas, cpus) {
+            Err(PrepareError::Skip(why)) => assert!(why.contains("two CPUs"), "{why}"),
+            _ => panic!("one CPU must be skipped"),
+        }
+    }
+}
