@@ -341,6 +341,38 @@ fn report_renders_its_charts_in_a_browser() {
 }
 
 #[test]
+fn a_core_to_core_matrix_is_a_heatmap_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc = common::run_a();
+    let cpus = vec![0usize, 1, 2, 3];
+    let ns = (0..4)
+        .map(|a: usize| {
+            (0..4)
+                .map(|b: usize| (a != b).then(|| if a / 2 == b / 2 { 40.0 } else { 160.0 }))
+                .collect()
+        })
+        .collect();
+    doc.matrix = Some(opcost::document::CoreMatrix {
+        write: "cas".into(),
+        cpus,
+        sampling: "one CPU per core".into(),
+        ns,
+        per_pair_ms: 8.0,
+        line: "the measuring CPU's node by first touch".into(),
+        seconds: 0.2,
+        interrupted: false,
+    });
+    let (out, stderr) = render(dir.path(), &[("m.json".to_string(), &doc)], "m.html");
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(html.matches("data-kind=\"heatmap\"").count(), 1, "{stderr}");
+    assert!(html.contains("<a href=\"#matrix\">matrix</a>"));
+    let findings = at(&html, "<section id=\"findings\">");
+    assert!(at(&html, "<section id=\"matrix\">") < findings);
+    let probe = probe_in_browser(&out, dir.path());
+    assert!(sections(&probe).contains(&"matrix"), "{probe}");
+}
+
+#[test]
 fn one_run_reads_top_down_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     let docs = common::real_runs(1);

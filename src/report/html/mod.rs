@@ -22,6 +22,7 @@ mod comparison;
 mod findings;
 mod glance;
 mod hosts;
+mod matrix;
 mod notes;
 mod runs;
 
@@ -147,6 +148,7 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     for area in &areas {
         charts += areas::section(&mut h, docs, &names, area)?;
     }
+    charts += matrix::section(&mut h, docs, &names);
     findings::section(&mut h, docs, &names, &areas);
     notes::section(&mut h, docs, &names);
     hosts::section(&mut h, docs);
@@ -192,6 +194,9 @@ fn nav(
     }
     for a in areas {
         let _ = write!(h, "<a href=\"#area-{0}\">{0}</a>", esc(a));
+    }
+    if docs.iter().any(|d| d.matrix.is_some()) {
+        h.push_str("<a href=\"#matrix\">matrix</a>");
     }
     h.push_str("<a href=\"#findings\">findings</a><a href=\"#hosts\">hosts</a></nav>\n");
 }
