@@ -348,7 +348,7 @@ fn a_core_to_core_matrix_is_a_heatmap_in_a_browser() {
     let ns = (0..4)
         .map(|a: usize| {
             (0..4)
-                .map(|b: usize| (a != b).then(|| if a / 2 == b / 2 { 40.0 } else { 160.0 }))
+                .map(|b: usize| (a != b).then_some(if a / 2 == b / 2 { 40.0 } else { 160.0 }))
                 .collect()
         })
         .collect();
