@@ -140,6 +140,13 @@ struct Shared {
     page: Page,
     quit: AtomicBool,
     unpinned: AtomicBool,
+    /// Set by the measuring thread for the length of a batch: the rival
+    /// spins only then. A rival that spun between batches would take the
+    /// peer CPU from the rival of another benchmark of its group (they are
+    /// prepared side by side), which then answers in time slices.
+    active: AtomicBool,
+    /// Set by the rival while it spins on the line.
+    spinning: AtomicBool,
 }
 
 /// A cache-line ping-pong between two pinned CPUs, ready to time.
@@ -173,6 +180,8 @@ impl PingPong {
             page,
             quit: AtomicBool::new(false),
             unpinned: AtomicBool::new(false),
+            active: AtomicBool::new(false),
+            spinning: AtomicBool::new(false),
         });
         let s = shared.clone();
         let peer = cpus.peer;
@@ -186,19 +195,27 @@ impl PingPong {
                     return;
                 }
                 let line = s.page.line();
-                let mut idle = 0u32;
-                loop {
-                    let v = line.load(Ordering::Acquire);
-                    if v & 1 == 1 {
-                        write.take(line, v);
-                        idle = 0;
+                while !s.quit.load(Ordering::Relaxed) {
+                    if !s.active.load(Ordering::Acquire) {
+                        s.spinning.store(false, Ordering::Release);
+                        std::thread::park_timeout(Duration::from_millis(50));
                         continue;
                     }
-                    idle = idle.wrapping_add(1);
-                    if idle.is_multiple_of(256) && s.quit.load(Ordering::Relaxed) {
-                        return;
+                    s.spinning.store(true, Ordering::Release);
+                    let mut idle = 0u32;
+                    loop {
+                        let v = line.load(Ordering::Acquire);
+                        if v & 1 == 1 {
+                            write.take(line, v);
+                            idle = 0;
+                            continue;
+                        }
+                        idle = idle.wrapping_add(1);
+                        if idle.is_multiple_of(256) && !s.active.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::hint::spin_loop();
                     }
-                    std::hint::spin_loop();
                 }
             })
             .map_err(|e| PrepareError::Fail(e.into()))?;
@@ -222,14 +239,8 @@ impl PingPong {
         })
     }
 
-    /// The NUMA node the line is on, when the kernel says.
-    pub fn line_node(&self) -> Option<i64> {
-        self.details.get("line_node").and_then(|v| v.as_i64())
-    }
-}
-
-impl Timed for PingPong {
-    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+    /// `ops` round trips, timed; the rival is spinning.
+    fn batch(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let s = &*self.shared;
         let line = s.page.line();
         let start = Instant::now();
@@ -239,17 +250,12 @@ impl Timed for PingPong {
             let mut spins = 0u32;
             while line.load(Ordering::Acquire) != x + 2 {
                 spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(1 << 16) {
-                    if s.unpinned.load(Ordering::SeqCst) {
-                        bail!("the rival thread could not be pinned to CPU {}", self.peer);
-                    }
-                    if start.elapsed() > STALL {
-                        bail!(
-                            "the rival thread on CPU {} made no progress for {} s",
-                            self.peer,
-                            STALL.as_secs()
-                        );
-                    }
+                if spins.is_multiple_of(1 << 16) && start.elapsed() > STALL {
+                    bail!(
+                        "the rival thread on CPU {} made no progress for {} s",
+                        self.peer,
+                        STALL.as_secs()
+                    );
                 }
                 std::hint::spin_loop();
             }
@@ -258,15 +264,62 @@ impl Timed for PingPong {
         Ok(start.elapsed())
     }
 
+    /// The NUMA node the line is on, when the kernel says.
+    pub fn line_node(&self) -> Option<i64> {
+        self.details.get("line_node").and_then(|v| v.as_i64())
+    }
+}
+
+impl Timed for PingPong {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let shared = self.shared.clone();
+        let s = &*shared;
+        // Wake the rival and wait until it spins: its wake-up is not timed.
+        s.active.store(true, Ordering::Release);
+        if let Some(h) = &self.rival {
+            h.thread().unpark();
+        }
+        let woken = Instant::now();
+        while !s.spinning.load(Ordering::Acquire) {
+            if s.unpinned.load(Ordering::SeqCst) {
+                bail!("the rival thread could not be pinned to CPU {}", self.peer);
+            }
+            if woken.elapsed() > STALL {
+                s.active.store(false, Ordering::Release);
+                bail!(
+                    "the rival thread on CPU {} did not wake for {} s",
+                    self.peer,
+                    STALL.as_secs()
+                );
+            }
+            std::hint::spin_loop();
+        }
+        let timed = self.batch(ops);
+        s.active.store(false, Ordering::Release);
+        timed
+    }
+
+    /// Short batches: a round trip stalls whenever either vCPU is
+    /// descheduled (milliseconds on a shared guest), so long batches would
+    /// all carry a stall; short ones leave most batches clean, and the
+    /// median is the line's round trip, not the hypervisor's time slice.
+    fn max_ops(&self) -> Option<u64> {
+        Some(MAX_BATCH)
+    }
+
     fn details(&self) -> Option<serde_json::Value> {
         Some(self.details.clone())
     }
 }
 
+/// The most round trips one batch holds: ~20–200 µs at 20–200 ns each.
+const MAX_BATCH: u64 = 1000;
+
 impl Drop for PingPong {
     fn drop(&mut self) {
         self.shared.quit.store(true, Ordering::Relaxed);
         if let Some(h) = self.rival.take() {
+            h.thread().unpark();
             let _ = h.join();
         }
     }
