@@ -79,7 +79,7 @@ install_tools() {
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   echo "guest: installing ${missing[*]}" >&2
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" >/dev/null
 }
 
 # kernel: the cached kernel image's path on stdout (fetched the first time).
