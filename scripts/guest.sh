@@ -128,6 +128,8 @@ install -m 755 "$(command -v busybox)" "$work/root/bin/busybox"
 add_binary "$work/root" "$opcost" opcost
 add_binary "$work/root" "$(command -v numactl)" numactl
 echo "root:x:0:0:root:/tmp/home:/bin/sh" >"$work/root/etc/passwd"
+# The guest's host name names its shape (runs brought back say where they ran).
+echo "opcost-guest-$shape" >"$work/root/etc/hostname"
 i=0
 for cmd in "$@"; do
   i=$((i + 1))
@@ -145,6 +147,7 @@ exec </dev/console >/dev/console 2>&1
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t tmpfs tmpfs /tmp
+hostname -F /etc/hostname
 mkdir -p /tmp/home /tmp/out
 export HOME=/tmp/home TMPDIR=/tmp OPCOST_DB=/tmp/home/opcost.db
 cd /tmp/out
