@@ -221,6 +221,7 @@ boot() {
   until grep -q '^guest: up' "$work/console.log"; do
     if ! kill -0 "$pid" 2>/dev/null; then break; fi
     if [ "$waited" -ge "$boot_limit" ]; then
+      echo "guest: qemu had used $(ps -o times= -p "$(pgrep -P "$pid" | head -n 1)" 2>/dev/null || echo '?') s of CPU" >&2
       kill "$pid"
       wait "$pid" || true
       if [ -n "$tail_pid" ]; then wait "$tail_pid" || true; fi
@@ -242,8 +243,9 @@ start=$(date +%s)
 status=0
 boot || status=$?
 if [ "$status" -eq 75 ]; then
-  echo "guest: $shape did not start within $boot_limit s; booting it again. Its console:" >&2
+  echo "guest: $shape did not start within $boot_limit s; booting it again. Its console and qemu's messages:" >&2
   tail -n 5 "$work/console.log" >&2
+  grep -v "TCG doesn't support requested feature" "$work/qemu.err" | tail -n 5 >&2 || true
   status=0
   boot || status=$?
   if [ "$status" -eq 75 ]; then fail "the guest did not start within $boot_limit s, twice"; fi
