@@ -234,8 +234,9 @@ boot() {
   if [ -n "$tail_pid" ]; then wait "$tail_pid" || true; fi
 }
 
-# A guest rarely hangs while it boots (seen once in some twenty boots of 16
-# vCPUs on 2 busy cores, nothing on the console after the firmware): one
+# A guest rarely hangs while it boots: seen twice in some forty boots, both
+# while 2 cores were busy with builds (once nothing on the console after the
+# firmware's banner, once not even that), never on a quiet machine. One
 # that has not started its init after $boot_limit seconds (normally 5-20)
 # is stopped and booted again, once.
 boot_limit=${GUEST_BOOT_SECONDS:-120}
