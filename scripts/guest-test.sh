@@ -21,9 +21,10 @@
 #              target/release/opcost under $CARGO_TARGET_DIR or the checkout)
 #   -k DIR     keep each guest's results in DIR/SHAPE
 #
-# The time of each step is printed. It takes about 1 minute on 2 cores with
-# the kernel cached (3 guests of 10-30 s), plus about 30 s the first time
-# (installing qemu and busybox, fetching the kernel: see scripts/guest.sh).
+# The time of each step is printed. It takes 40-50 s on 2 cores with the
+# kernel cached (3 guests of 10-20 s), about 70 s the first time (installing
+# qemu and busybox, fetching the kernel: see scripts/guest.sh), 2 minutes
+# more when a boot hangs and is retried.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
