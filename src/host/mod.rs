@@ -19,7 +19,7 @@ mod arm_tests;
 pub mod classes;
 pub mod device;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 pub mod location;
 mod parse;
 mod picture;
