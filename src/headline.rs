@@ -130,6 +130,11 @@ pub static ENTRIES: &[Entry] = &[
         gloss: "a cache miss all the way to DRAM (TLB misses included)",
     },
     Entry {
+        pick: Pick::Id("memory.numa.latency/cpu_node=0/mem_node=1"),
+        label: "remote-memory load",
+        gloss: "a cache miss to the other NUMA node's DRAM: a CPU of node 0, memory of node 1",
+    },
+    Entry {
         pick: Pick::Id("memory.bandwidth.copy/threads=1"),
         label: "memory copy",
         gloss: "memcpy of a buffer far larger than the caches, one thread",
@@ -380,6 +385,30 @@ mod tests {
                 "process.thread",
                 "net.loopback.tcp.crr"
             ]
+        );
+    }
+
+    #[test]
+    fn remote_memory_is_a_line_on_machines_with_a_second_node_only() {
+        let remote = "memory.numa.latency/cpu_node=0/mem_node=1";
+        let d = doc(vec![
+            Measurement::point("memory.numa.latency/cpu_node=0/mem_node=0", "ns/op", 90.0),
+            Measurement::point(remote, "ns/op", 140.0),
+        ]);
+        let l = lines(&d);
+        assert_eq!(l.len(), 1);
+        assert_eq!(
+            (l[0].m.id.as_str(), l[0].entry.label),
+            (remote, "remote-memory load")
+        );
+        assert!(
+            lines(&doc(vec![Measurement::point(
+                "syscall.function_call",
+                "ns/op",
+                1.5
+            )]))
+            .iter()
+            .all(|x| !x.m.id.starts_with("memory.numa."))
         );
     }
 

@@ -490,3 +490,24 @@ pub fn two_vcpu_guest() -> Tree {
     t.node(0, &[0, 1], 8, &[10]);
     t
 }
+
+/// The emulated server of `scripts/guest.sh` (qemu `-smp
+/// 8,sockets=2,cores=2,threads=2`, one `-numa node` per socket): CPUs
+/// 4s + 2c + t, SMT siblings adjacent, an L2 per core, an L3 per
+/// package, two nodes at the distances qemu declares (10, 20).
+pub fn two_socket_guest() -> Tree {
+    let mut t = Tree::default();
+    t.online("0-7");
+    for cpu in 0..8 {
+        let (package, core) = (cpu / 4, cpu / 2 % 2);
+        let siblings = [cpu / 2 * 2, cpu / 2 * 2 + 1];
+        let l3: Vec<usize> = (package * 4..package * 4 + 4).collect();
+        t.cpu(cpu, package as u32, core as u32, &siblings)
+            .cache(cpu, 1, "32K", &siblings)
+            .cache(cpu, 2, "1024K", &siblings)
+            .cache(cpu, 3, "16384K", &l3);
+    }
+    t.node(0, &[0, 1, 2, 3], 1, &[10, 20])
+        .node(1, &[4, 5, 6, 7], 1, &[20, 10]);
+    t
+}

@@ -622,6 +622,19 @@ mod tests {
     }
 
     #[test]
+    fn declared_distances_are_read_in_node_order_up_to_a_garbled_word() {
+        let t = host(&fixtures::two_socket_guest()).topology;
+        assert_eq!(t.nodes[0].distances, [10, 20]);
+        assert_eq!((t.distance(0, 1), t.distance(1, 1)), (Some(20), Some(10)));
+        let mut tree = fixtures::two_socket_guest();
+        tree.file("sys/devices/system/node/node1/distance", "21 1x 10\n");
+        let t = host(&tree).topology;
+        assert_eq!(t.nodes[1].distances, [21]);
+        assert_eq!((t.distance(1, 0), t.distance(1, 1)), (Some(21), None));
+        assert_eq!(t.distance(0, 7), None, "no such node");
+    }
+
+    #[test]
     fn this_machine_has_a_model_of_the_cpus_it_may_use() {
         let h = Host::detect();
         let t = &h.topology;

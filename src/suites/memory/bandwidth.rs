@@ -248,6 +248,12 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     /// Caveats to attach (a capped array size...).
     pub warnings: Vec<String>,
+    /// The NUMA node the arrays are bound to before first touch (placement
+    /// verified after it); `None` leaves placement to the kernel.
+    pub bind: Option<u32>,
+    /// Facts recorded with the result besides the arrays' (the CPUs'
+    /// nodes, a declared distance...).
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A prepared bandwidth benchmark; one operation is one pass.
@@ -278,6 +284,8 @@ impl Bandwidth {
             pass_bytes,
             cpus,
             warnings,
+            bind,
+            extra,
         } = plan;
         if pass_bytes == 0 || array_bytes % pass_bytes != 0 {
             return Err(PrepareError::Fail(anyhow!(
@@ -287,7 +295,11 @@ impl Bandwidth {
         crate::suites::bench::check_memory((array_bytes * kernel.arrays()) as u64)?;
         let mut arrays = Vec::with_capacity(kernel.arrays());
         for _ in 0..kernel.arrays() {
-            arrays.push(Region::untouched(array_bytes, Pages::Default)?);
+            let region = Region::untouched(array_bytes, Pages::Default)?;
+            if let Some(node) = bind {
+                super::numa::bind(&region, node)?;
+            }
+            arrays.push(region);
         }
         let mut b = Bandwidth {
             kernel,
@@ -300,6 +312,10 @@ impl Bandwidth {
             spreads: Vec::new(),
         };
         b.fill().map_err(PrepareError::Fail)?;
+        let placement = match bind {
+            Some(node) => Some(super::numa::verify(&b.arrays, node)?),
+            None => None,
+        };
         b.details = json!({
             "array_bytes": array_bytes,
             "arrays": kernel.arrays(),
@@ -308,6 +324,12 @@ impl Bandwidth {
             "cpus": b.cpus,
             "accounting": kernel.accounting(),
         });
+        if let Some(d) = b.details.as_object_mut() {
+            d.extend(extra);
+            if let Some(p) = placement {
+                d.insert("placement".into(), p.details());
+            }
+        }
         Ok(b)
     }
 
@@ -489,6 +511,8 @@ mod tests {
             pass_bytes,
             cpus,
             warnings: Vec::new(),
+            bind: None,
+            extra: Default::default(),
         }
     }
 

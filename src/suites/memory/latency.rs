@@ -170,6 +170,31 @@ pub fn prepare_spaced(
     })
 }
 
+/// A random chase through every line of `region`, which the caller has
+/// mapped and placed (a NUMA node's memory, bound before first touch);
+/// `details` are recorded with the result.
+pub fn chase_in(
+    mut region: Region,
+    ctx: &Ctx,
+    details: serde_json::Value,
+) -> Result<Chase, PrepareError> {
+    let lines = (region.len() / LINE).max(2);
+    if region.len() < lines * LINE {
+        return Err(PrepareError::Fail(anyhow::anyhow!(
+            "a region of {} bytes holds fewer than two lines",
+            region.len()
+        )));
+    }
+    link_random(&mut region, lines, ctx)?;
+    let cur = region.as_ptr().cast::<usize>().cast_const();
+    Ok(Chase {
+        region,
+        cur,
+        warnings: Vec::new(),
+        details,
+    })
+}
+
 /// Links line i to line i+1, the last back to the first.
 fn link_stride(region: &mut Region, lines: usize) {
     let base = region.as_ptr() as usize;

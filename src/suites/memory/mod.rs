@@ -21,7 +21,9 @@ pub mod dynamic;
 pub mod findings;
 pub mod latency;
 pub mod methods;
+pub mod numa;
 pub mod region;
+pub mod scaling;
 
 use serde_json::json;
 
@@ -259,6 +261,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     out.extend(methods::benches());
     out.extend(dynamic_benches());
     out.extend(aliasing::benches(host));
+    out.extend(numa::benches(host));
     out
 }
 
@@ -379,6 +382,11 @@ const QUICK_KERNELS: [Kernel; 5] = [
 
 fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
     let cpus = crate::harness::affinity::allowed_cpus();
+    // The read ladder's intermediate thread counts, interleaved with read's
+    // one and all ([`scaling`]).
+    let ladder = scaling::benches(&host.topology);
+    let extra_read = ladder.len();
+    let all_nodes = scaling::nodes_of(&host.topology, &cpus);
     let mut out: Vec<Box<dyn Bench>> = Vec::new();
     for kernel in Kernel::ALL {
         for all in [false, true] {
@@ -387,6 +395,7 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             let bytes_per_op = (pass * kernel.counted_arrays()) as f64;
             let tag = if all { "all" } else { "1" };
             let cpus = cpus.clone();
+            let all_nodes = all_nodes.clone();
             let b = FnBench::new(
                 bandwidth_id(kernel, all),
                 format!(
@@ -406,8 +415,14 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
                     } else {
                         Vec::new()
                     };
-                    // Both thread counts of a kernel are alive at once (interleaved).
-                    let alive = kernel.arrays() * 2;
+                    // Both thread counts of a kernel are alive at once
+                    // (interleaved), with read's ladder when it runs.
+                    let ladder = if kernel == Kernel::Read {
+                        extra_read
+                    } else {
+                        0
+                    };
+                    let alive = kernel.arrays() * (2 + ladder);
                     let (array, note) = array_bytes(
                         ctx.host.llc_bytes(),
                         ctx.profile,
@@ -422,6 +437,12 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
                         pass_bytes: pass,
                         cpus,
                         warnings: note.into_iter().collect(),
+                        bind: None,
+                        extra: if all {
+                            serde_json::Map::from_iter([("nodes".to_string(), json!(all_nodes))])
+                        } else {
+                            Default::default()
+                        },
                     })
                 },
             )
@@ -440,6 +461,7 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
             out.push(b.boxed());
         }
     }
+    out.extend(ladder);
     for size in CACHED_COPY_SIZES {
         let fits = fits_in(host, size * 2);
         out.push(
@@ -456,6 +478,8 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
                         pass_bytes: size as usize,
                         cpus: Vec::new(),
                         warnings: Vec::new(),
+                        bind: None,
+                        extra: Default::default(),
                     })
                 },
             )
@@ -615,6 +639,47 @@ mod tests {
         assert_eq!(tlb_reach(&small, &huge), Some(256 << 10));
         // Never apart: no step inside the curve, so no reach to state.
         assert_eq!(tlb_reach(&huge, &huge), None);
+    }
+
+    #[test]
+    fn a_two_socket_server_adds_the_numa_matrix_and_the_read_ladder_once() {
+        let tree = crate::host::fixtures::epyc(1);
+        let h = Host::detect_at(tree.write().path());
+        let b = benches(&h);
+        let ids: Vec<&str> = b.iter().map(|b| b.id()).collect();
+        let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
+        assert_eq!(unique.len(), ids.len());
+        let read: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|i| i.starts_with("memory.bandwidth.read/threads="))
+            .collect();
+        for n in ["1", "2", "4", "8", "16", "32", "64", "all", "all_dynamic"] {
+            assert!(read.contains(&format!("memory.bandwidth.read/threads={n}").as_str()));
+        }
+        assert_eq!(read.len(), 9, "{read:?}");
+        assert!(!ids.iter().any(|i| i.ends_with("threads=128")));
+        assert_eq!(
+            ids.iter().filter(|i| i.starts_with("memory.numa.")).count(),
+            8
+        );
+        // The whole-machine quick run gains the first row of the matrix only.
+        let quick_new: Vec<&str> = b
+            .iter()
+            .filter(|b| !b.on_request() && b.runs_at(Profile::Quick))
+            .map(|b| b.id())
+            .filter(|i| i.starts_with("memory.numa.") || read.contains(i))
+            .collect();
+        assert_eq!(quick_new.len(), 4 + 3, "{quick_new:?}");
+        // One node and two CPUs: nothing new at all.
+        let h = Host::detect_at(crate::host::fixtures::two_vcpu_guest().write().path());
+        let ids: Vec<String> = benches(&h).iter().map(|b| b.id().to_string()).collect();
+        assert!(!ids.iter().any(|i| i.starts_with("memory.numa.")));
+        let read = ids
+            .iter()
+            .filter(|i| i.starts_with("memory.bandwidth.read/threads="))
+            .count();
+        assert_eq!(read, 3, "1, all and all_dynamic");
     }
 
     #[test]

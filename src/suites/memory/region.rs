@@ -80,18 +80,24 @@ impl Region {
     /// Maps `len` bytes backed by `pages`, touching every page (not timed).
     /// A request larger than half the memory available now is a skip.
     pub fn new(len: usize, pages: Pages) -> Result<Region, PrepareError> {
-        let r = Region::untouched(len, pages)?;
-        // Fault every page in now so that no page fault is ever timed:
+        let mut r = Region::untouched(len, pages)?;
+        r.touch();
+        Ok(r)
+    }
+
+    /// Faults every page in from the calling thread (first touch places
+    /// them, under any memory policy bound to the range), so that no page
+    /// fault is ever timed.
+    pub fn touch(&mut self) {
         // MADV_POPULATE_WRITE (Linux 5.14) does it without a trap per page,
         // ~40% faster than touching them, which matters for the quick
         // profile's hundreds of MiB; older kernels get the touch.
         // SAFETY: ptr..ptr+len lies inside our own writable mapping.
-        let populated = unsafe { populate_range(r.ptr, len) };
+        let populated = unsafe { populate_range(self.ptr, self.len) };
         if !populated {
             // SAFETY: ptr..ptr+len is mapped writable.
-            unsafe { std::ptr::write_bytes(r.ptr, 0, len) };
+            unsafe { std::ptr::write_bytes(self.ptr, 0, self.len) };
         }
-        Ok(r)
     }
 
     /// Maps like [`Region::new`] but leaves the pages untouched, so that the
