@@ -6,11 +6,13 @@
 #      `opcost env --json` gives every CPU a core, an L3 group, a node and a
 #      package; 2 nodes with their CPUs and the declared distances; the
 #      classes same-cpu, same-core, same-l3 and cross-package, each with a
-#      pair of its class, and no other. Then ipc.pipe.rtt/8B and
-#      ipc.futex.rtt at the quick profile: the placement classes their rows
-#      carry (`details.class`) and the CPU pairs are printed; with
-#      GUEST_EXPECT_CLASSES=N, fewer than N distinct classes in
-#      ipc.pipe.rtt fail the test.
+#      pair of its class, and no other. Then, at the quick profile,
+#      ipc.pipe.rtt/8B and ipc.futex.rtt (the placement classes their rows
+#      carry, `details.class`, with their CPU pairs: ipc.pipe.rtt needs 4,
+#      or GUEST_EXPECT_CLASSES), the cache-line round trip per class, the
+#      8 x 8 core-to-core matrix (`--matrix all`), the NUMA latency and
+#      read matrices (2 x 2, every page where it was bound) and the read
+#      bandwidth at 3 thread counts or more.
 #   2. 2s2d2c2t (2 dies per socket, an L3 per die, a node per socket): two L3
 #      groups per package, and the class same-node (two L3s of one node).
 #   3. 2s2d2c2t-snc (the same with a node per die): 4 nodes, and the class
@@ -66,20 +68,22 @@ boot() {
   "$root/scripts/guest.sh" -s "$shape" -b "$opcost" -o "$out/$shape" "$@"
 }
 
-# pipe_classes: the placement classes of ipc.pipe.rtt's rows; fails only
-# when GUEST_EXPECT_CLASSES=N is set and fewer than N are seen.
+# pipe_classes: the placement classes of ipc.pipe.rtt's rows; fails when
+# fewer than GUEST_EXPECT_CLASSES (4) are seen.
 pipe_classes() {
-  python3 "$check" classes "$out/2s2c2t/run.json" ipc.pipe.rtt ${GUEST_EXPECT_CLASSES:+--expect "$GUEST_EXPECT_CLASSES"}
+  python3 "$check" classes "$out/2s2c2t/run.json" ipc.pipe.rtt --expect "${GUEST_EXPECT_CLASSES:-4}"
 }
 
-step "boot 2s2c2t, opcost env and two quick benchmarks" boot 2s2c2t \
+step "boot 2s2c2t, opcost env and the server rows at quick" boot 2s2c2t \
   'opcost env --json >env.json' \
-  "opcost run 'ipc.pipe.rtt/8B' 'ipc.futex.rtt' --profile quick --json run.json"
+  "opcost run 'ipc.pipe.rtt/8B' 'ipc.futex.rtt' topology.c2c memory.numa 'memory.bandwidth.read/threads=' --profile quick --matrix all --json run.json"
 step "2s2c2t: topology" python3 "$check" topology "$out/2s2c2t/env.json" \
   --cpus 8 --nodes 2 --l3-per-package 1 --distances '10,21;21,10' \
   --classes same-cpu,same-core,same-l3,cross-package
 step "2s2c2t: ipc.pipe.rtt's classes" pipe_classes
 step "2s2c2t: ipc.futex.rtt's classes" python3 "$check" classes "$out/2s2c2t/run.json" ipc.futex.rtt
+step "2s2c2t: matrix, cache-line classes, NUMA, bandwidth by threads" python3 "$check" server "$out/2s2c2t/run.json" \
+  --cpus 8 --nodes 2 --thread-counts 3
 
 step "boot 2s2d2c2t, opcost env" boot 2s2d2c2t 'opcost env --json >env.json'
 step "2s2d2c2t: topology" python3 "$check" topology "$out/2s2d2c2t/env.json" \

@@ -82,7 +82,16 @@ install_tools() {
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   echo "guest: installing ${missing[*]}" >&2
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" >/dev/null
+  # --no-remove: Debian's qemu-system-x86 (7.2) cannot sit beside a newer
+  # qemu-utils from backports, and apt would remove it; a machine's own
+  # packages are not ours to remove. GUEST_APT_ALLOW_REMOVE=1 lets apt do
+  # it where the machine is thrown away after the run (CI).
+  local keep=(--no-remove)
+  if [ "${GUEST_APT_ALLOW_REMOVE:-0}" = 1 ]; then keep=(); fi
+  if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${keep[@]}" "${missing[@]}" >/dev/null; then
+    echo "error: apt-get could not install ${missing[*]} without removing a package (qemu-system-x86 conflicts with a newer qemu-utils?); GUEST_APT_ALLOW_REMOVE=1 lets it remove what it must" >&2
+    exit 1
+  fi
 }
 
 # kernel: the cached kernel image's path on stdout (fetched the first time).

@@ -12,6 +12,12 @@
       The placement classes (`details.class`) of the results whose id starts
       with PREFIX, each with its CPU pair; fails when fewer than N distinct
       classes are seen (no minimum without --expect).
+  guest_check.py server RUN_JSON --cpus N --nodes N --thread-counts N
+      The server rows of a run: the core-to-core matrix (`run --matrix all`)
+      is N x N, symmetric, every pair measured, the line's place checked;
+      the topology.c2c rows name a class each; every NUMA latency and read
+      entry (cpu node x memory node) ran with all its checked pages on the
+      node asked for; memory.bandwidth.read ran at N thread counts or more.
 
 Exits 1 naming the first failed check.
 """
@@ -128,6 +134,46 @@ def classes(args):
         fail(f"{args.prefix} carries {len(found)} placement classes, {args.expect} wanted")
 
 
+def server(args):
+    with open(args.file) as f:
+        doc = json.load(f)
+    results = {r["id"]: r for r in doc.get("results", [])}
+    m = doc.get("matrix")
+    if not m:
+        fail("the run has no core-to-core matrix")
+    n = len(m["cpus"])
+    print(f"  matrix: {n} CPUs ({m['sampling']}), {m['seconds']:.1f} s, line on {m['line']}")
+    if n != args.cpus:
+        fail(f"the matrix has {n} CPUs, {args.cpus} wanted")
+    ns = m["ns"]
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            if ns[i][j] is None or ns[i][j] <= 0 or ns[i][j] != ns[j][i]:
+                fail(f"matrix cell ({m['cpus'][i]}, {m['cpus'][j]}) is {ns[i][j]} against {ns[j][i]}")
+    if "checked with move_pages" not in m["line"]:
+        fail(f"the line's place was not checked: {m['line']}")
+    c2c = sorted((d.get("details") or {}).get("class", "?") for k, d in results.items() if k.startswith("topology.c2c.cas/"))
+    print(f"  topology.c2c.cas classes: {', '.join(c2c)}")
+    if "?" in c2c or len(c2c) < 3:
+        fail(f"topology.c2c.cas rows: {c2c}")
+    numa = [k for k in results if k.startswith("memory.numa.")]
+    want = 2 * args.nodes * args.nodes
+    for k in sorted(numa):
+        d = results[k].get("details") or {}
+        pl = d.get("placement") or {}
+        print(f"  {k}: CPU {d.get('cpu')}, pages {pl.get('pages_on_node')}/{pl.get('pages_checked')}, declared distance {d.get('declared_distance')}")
+        if not pl.get("pages_checked") or pl.get("pages_on_node") != pl.get("pages_checked"):
+            fail(f"{k}: pages not all on the node asked for: {pl}")
+    if len(numa) != want:
+        fail(f"{len(numa)} NUMA entries, {want} wanted (latency and read, {args.nodes} x {args.nodes})")
+    counts = sorted(k.split("threads=")[1] for k in results if k.startswith("memory.bandwidth.read/threads=") and "dynamic" not in k)
+    print(f"  read bandwidth at threads = {', '.join(counts)}")
+    if len(counts) < args.thread_counts:
+        fail(f"read bandwidth at {len(counts)} thread counts, {args.thread_counts} wanted")
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="what", required=True)
@@ -138,12 +184,17 @@ def main():
     t.add_argument("--l3-per-package", type=int, required=True)
     t.add_argument("--distances", required=True)
     t.add_argument("--classes", required=True)
+    v = sub.add_parser("server")
+    v.add_argument("file")
+    v.add_argument("--cpus", type=int, required=True)
+    v.add_argument("--nodes", type=int, required=True)
+    v.add_argument("--thread-counts", type=int, required=True)
     c = sub.add_parser("classes")
     c.add_argument("file")
     c.add_argument("prefix")
     c.add_argument("--expect", type=int)
     args = parser.parse_args()
-    {"topology": topology, "classes": classes}[args.what](args)
+    {"topology": topology, "classes": classes, "server": server}[args.what](args)
 
 
 if __name__ == "__main__":

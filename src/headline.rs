@@ -355,13 +355,17 @@ mod tests {
 
     #[test]
     fn entries_are_about_fifteen_and_glossed() {
-        // The placement levels only servers have (other L3, other package)
-        // add five that a one-socket machine never shows.
+        // The placement levels only servers have (other L3, other package,
+        // remote memory) add six that a one-socket machine never shows.
         let levels = ENTRIES
             .iter()
-            .filter(|e| matches!(e.pick, Pick::Id(id) if id.ends_with("-package") || id.starts_with("topology.")))
+            .filter(|e| {
+                matches!(e.pick, Pick::Id(id) if id.ends_with("-package")
+                    || id.starts_with("topology.")
+                    || id.starts_with("memory.numa"))
+            })
             .count();
-        assert_eq!(levels, 5);
+        assert_eq!(levels, 6);
         assert!((15..=25).contains(&(ENTRIES.len() - levels + 1)));
         for e in ENTRIES {
             assert!(!e.label.is_empty() && e.gloss.len() > 10, "{e:?}");

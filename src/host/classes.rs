@@ -60,7 +60,9 @@ impl PlaceClass {
             PlaceClass::SameL2 => "two cores sharing an L2",
             PlaceClass::SameL3 => "two cores sharing an L3",
             PlaceClass::SameNode => "one NUMA node, no shared cache",
-            PlaceClass::SamePackage => "one package, another node or L3",
+            PlaceClass::SamePackage => {
+                "one package, two NUMA nodes (or two L3s where nodes are unknown)"
+            }
             PlaceClass::CrossPackage => "two packages",
         }
     }
