@@ -23,7 +23,23 @@ fn history(csv: &str) -> BTreeMap<String, Vec<Point>> {
         let f: Vec<&str> = line.split(',').collect();
         assert_eq!(f.len(), 6, "{line}");
         let num = |i: usize| f[i].parse::<f64>().expect(line);
-        out.entry(f[1].to_string()).or_default().push((
+        // A rate (B/s, ops/s) is kept as its inverse, a time, so that a
+        // factor above 1 is a slowdown in every series, as the shift test
+        // of scripts/trend-check.sh makes it (times multiplied, rates
+        // divided); the detector works on logs, where this is a sign.
+        let id = f[1].to_string();
+        if f[2].ends_with("/s") {
+            out.entry(id).or_default().push((
+                f[0].parse().expect(line),
+                Point {
+                    median: 1.0 / num(3),
+                    ci_low: 1.0 / num(5),
+                    ci_high: 1.0 / num(4),
+                },
+            ));
+            continue;
+        }
+        out.entry(id).or_default().push((
             f[0].parse().expect(line),
             Point {
                 median: num(3),
