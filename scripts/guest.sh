@@ -37,7 +37,9 @@
 # KVM needed. Boot takes 5-20 s with the cache warm (a guest whose init has
 # not started after $GUEST_BOOT_SECONDS, default 120, is booted again once).
 # GUEST_TCG_OPTS is added to `-accel tcg` (`,thread=single`: one host
-# thread for all the vCPUs, slower).
+# thread for all the vCPUs, slower). GUEST_APPEND is added to the guest
+# kernel's command line (`mitigations=off`: a kernel-setting change the
+# emulated CPU feels, see scripts/kernel-change-check.sh).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -218,7 +220,7 @@ boot() {
   timeout -k 10 "$limit" qemu-system-x86_64 \
     -machine q35 -accel "tcg${GUEST_TCG_OPTS:-}" -cpu Skylake-Server -smp "$smp" -m 2G "${numa[@]}" \
     -kernel "$vmlinuz" -initrd "$work/initrd.cpio" \
-    -append "console=ttyS0 panic=1 rdinit=/init" \
+    -append "console=ttyS0 panic=1 rdinit=/init${GUEST_APPEND:+ $GUEST_APPEND}" \
     -nographic -no-reboot -nic none -monitor none \
     -serial "file:$work/console.log" -serial "file:$work/serial1" \
     </dev/null 2>"$work/qemu.err" &
