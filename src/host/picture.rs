@@ -61,10 +61,24 @@ impl Host {
         let mut levels = vec![Level::Package];
         let dies: BTreeSet<_> = t.cpus.iter().map(|p| (p.package, p.die)).collect();
         let packages: BTreeSet<_> = t.cpus.iter().map(|p| p.package).collect();
+        let mut middle = Vec::new();
         if dies.len() > packages.len() {
-            levels.push(Level::Die);
+            middle.push(Level::Die);
         }
-        levels.extend([Level::Node, Level::L3]);
+        middle.extend([Level::Node, Level::L3]);
+        // The level with fewer groups holds the others: a node that spans
+        // two dies (one node per socket, two dies in it) is drawn above
+        // them, an L3 that spans two nodes (sub-NUMA clustering) above its
+        // nodes; alike counts keep the order die, node, L3.
+        let groups = |l: Level| {
+            t.cpus
+                .iter()
+                .map(|p| (p.package, l.key(p)))
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        middle.sort_by_key(|&l| groups(l));
+        levels.extend(middle);
         let mut cores_per_l2: BTreeMap<usize, BTreeSet<Option<usize>>> = BTreeMap::new();
         for p in &t.cpus {
             if let Some(l2) = p.l2 {
@@ -388,6 +402,23 @@ mod tests {
     }
 
     #[test]
+    fn an_l3_that_spans_two_nodes_is_drawn_above_them() {
+        // Sub-NUMA clustering: one L3 per socket, two nodes in it.
+        let p = picture(&fixtures::xeon_snc());
+        let l3 = p
+            .iter()
+            .position(|l| l.trim_start().starts_with("L3"))
+            .unwrap();
+        let node = p
+            .iter()
+            .position(|l| l.trim_start().starts_with("Node"))
+            .unwrap();
+        assert!(l3 < node, "{p:#?}");
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        assert!(indent(&p[node]) > indent(&p[l3]), "{p:#?}");
+    }
+
+    #[test]
     fn hybrid_shows_the_kinds_and_the_e_core_clusters() {
         assert_eq!(
             picture(&fixtures::hybrid()),
@@ -428,7 +459,12 @@ mod tests {
             p.contains(&"Node 4 (128 GiB): memory only, no CPUs".to_string()),
             "{p:#?}"
         );
-        assert!(p.contains(&"    L3 (60 MiB): 4 cores × 2 threads, CPUs 0-3,16-19".to_string()));
+        // One L3 per socket spans its two nodes: drawn above them.
+        assert!(p.contains(&"  L3 (60 MiB)".to_string()), "{p:#?}");
+        assert!(
+            p.contains(&"    Node 0 (64 GiB): 4 cores × 2 threads, CPUs 0-3,16-19".to_string()),
+            "{p:#?}"
+        );
         let mut tree = fixtures::epyc(1);
         tree.allowed("0-31,64-95");
         let p = picture(&tree);
