@@ -9,6 +9,7 @@
 
 pub mod child;
 pub mod fs;
+pub mod numa;
 pub mod signals;
 pub mod stdio;
 

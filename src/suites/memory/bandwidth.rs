@@ -297,7 +297,7 @@ impl Bandwidth {
         for _ in 0..kernel.arrays() {
             let region = Region::untouched(array_bytes, Pages::Default)?;
             if let Some(node) = bind {
-                super::numa::bind(&region, node)?;
+                super::region::bind(&region, node)?;
             }
             arrays.push(region);
         }
@@ -313,7 +313,7 @@ impl Bandwidth {
         };
         b.fill().map_err(PrepareError::Fail)?;
         let placement = match bind {
-            Some(node) => Some(super::numa::verify(&b.arrays, node)?),
+            Some(node) => Some(super::region::verify(&b.arrays, node)?),
             None => None,
         };
         b.details = json!({

@@ -89,8 +89,6 @@ pub(super) fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out.extend(bandwidth_findings(ms));
     out.extend(method_findings(ms));
     out.extend(super::aliasing::findings(ms));
-    out.extend(super::scaling::findings(ms));
-    out.extend(super::numa::findings(ms));
     out
 }
 

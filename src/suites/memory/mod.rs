@@ -90,7 +90,7 @@ pub fn suite() -> Suite {
         name: "memory",
         summary: "latency vs working set (cache cliffs), bandwidth: read, write, copy, STREAM",
         benches,
-        findings: findings::findings,
+        findings: all_findings,
     }
 }
 
@@ -253,6 +253,15 @@ pub fn array_bytes(
     }
     .map(|w| w.to_string());
     Ok((size as usize, note))
+}
+
+/// Every memory finding: the curve's and the methods' (findings.rs), the
+/// read ladder's (scaling.rs) and the NUMA matrices' (numa.rs).
+fn all_findings(ms: &[Measurement]) -> Vec<Finding> {
+    let mut out = findings::findings(ms);
+    out.extend(scaling::findings(ms));
+    out.extend(numa::findings(ms));
+    out
 }
 
 fn benches(host: &Host) -> Vec<Box<dyn Bench>> {

@@ -21,14 +21,12 @@
 //! with CPUs (local and every remote memory from it) runs in the whole
 //! machine run; the other rows only when a pattern selects them.
 
-use std::collections::BTreeMap;
-
 use serde_json::json;
 
 use super::bandwidth::{self, Kernel, Plan};
 use super::findings::finding;
 use super::latency::{self, Chase};
-use super::region::{Pages, Region};
+use super::region::{Pages, Region, bind, verify};
 use super::{BANDWIDTH_BUDGET, LATENCY_BUDGET, array_bytes};
 use crate::harness::affinity::Pinned;
 use crate::harness::claims::{Est, Verdict, compare, pooled};
@@ -36,12 +34,6 @@ use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit
 use crate::host::{Host, Topology};
 use crate::suites::bench::FnBench;
 use crate::units::{BaseUnit, ValueUnit, human, human_ns};
-
-/// `mbind`'s mode that allocates only on the given nodes (`<linux/mempolicy.h>`).
-const MPOL_BIND: libc::c_int = 2;
-
-/// Pages asked where they live, per region, spread evenly over it.
-pub const SAMPLE_PAGES: usize = 64;
 
 /// The distance sysfs declares between a node and itself.
 pub const LOCAL_DISTANCE: u32 = 10;
@@ -111,162 +103,6 @@ pub fn matrix(t: &Topology) -> Vec<Entry> {
         }
     }
     if out.len() < 2 { Vec::new() } else { out }
-}
-
-/// Where a sample of a region's pages lives.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Placement {
-    /// Pages asked.
-    pub checked: usize,
-    /// Pages found on the node asked for.
-    pub on_node: usize,
-    /// The others: node (or, negative, the errno `move_pages` gave for the
-    /// page, `-2` for a page not present) and how many.
-    pub elsewhere: BTreeMap<i32, usize>,
-}
-
-impl Placement {
-    /// Counts the `move_pages` statuses of pages meant for `node`.
-    pub fn of(statuses: &[i32], node: u32) -> Placement {
-        let mut p = Placement {
-            checked: statuses.len(),
-            ..Placement::default()
-        };
-        for &s in statuses {
-            if u32::try_from(s).is_ok_and(|s| s == node) {
-                p.on_node += 1;
-            } else {
-                *p.elsewhere.entry(s).or_default() += 1;
-            }
-        }
-        p
-    }
-
-    /// True when every page asked is on the node.
-    pub fn verified(&self) -> bool {
-        self.checked > 0 && self.on_node == self.checked
-    }
-
-    /// Why the placement does not hold, in words: "12 of 64 sampled pages
-    /// on node 1; 52 on node 0".
-    pub fn reason(&self, node: u32) -> String {
-        let others: Vec<String> = self
-            .elsewhere
-            .iter()
-            .map(|(&s, &n)| match s {
-                s if s >= 0 => format!("{n} on node {s}"),
-                -2 => format!("{n} not present"),
-                s => format!("{n} unreadable (errno {})", -s),
-            })
-            .collect();
-        format!(
-            "{} of {} sampled pages on node {node}; {}",
-            self.on_node,
-            self.checked,
-            if others.is_empty() {
-                "no page could be asked".to_string()
-            } else {
-                others.join(", ")
-            }
-        )
-    }
-
-    /// The placement as recorded with a result.
-    pub fn details(&self) -> serde_json::Value {
-        json!({"pages_checked": self.checked, "pages_on_node": self.on_node})
-    }
-}
-
-/// Binds the (untouched) pages of `region` to `node` (`mbind`,
-/// `MPOL_BIND`): pages touched later are allocated there or not at all.
-pub fn bind(region: &Region, node: u32) -> Result<(), PrepareError> {
-    let mask = node_mask(node);
-    let max_node = (mask.len() * 64) as libc::c_ulong;
-    // SAFETY: the range is our own mapping; the mask outlives the call and
-    // holds `max_node` bits.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_mbind,
-            region.as_ptr(),
-            region.len(),
-            MPOL_BIND,
-            mask.as_ptr(),
-            max_node,
-            0 as libc::c_uint,
-        )
-    };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(PrepareError::Skip(format!(
-            "cannot bind memory to node {node} (mbind: {e}); the kernel lacks NUMA support or the cpuset's mems exclude the node"
-        )));
-    }
-    Ok(())
-}
-
-/// A node mask with only `node` set, one spare word (the kernel reads one
-/// bit fewer than it is told).
-fn node_mask(node: u32) -> Vec<libc::c_ulong> {
-    let bits = libc::c_ulong::BITS as usize;
-    let n = node as usize;
-    let mut mask = vec![0 as libc::c_ulong; n / bits + 2];
-    mask[n / bits] |= 1 << (n % bits);
-    mask
-}
-
-/// The addresses of [`SAMPLE_PAGES`] pages spread over `len` bytes from `ptr`.
-pub fn sample_pages(ptr: usize, len: usize, page: usize) -> Vec<usize> {
-    let pages = len.div_ceil(page.max(1));
-    let n = pages.min(SAMPLE_PAGES);
-    (0..n).map(|i| ptr + i * pages / n * page).collect()
-}
-
-/// Where the pages of `regions` live, from a sample of each, checked
-/// against `node`: a skip naming where they went when any is elsewhere.
-pub fn verify(regions: &[Region], node: u32) -> Result<Placement, PrepareError> {
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    let mut statuses = Vec::new();
-    for r in regions {
-        let pages = sample_pages(r.as_ptr() as usize, r.len(), page);
-        statuses.extend(query_nodes(&pages).map_err(|e| {
-            PrepareError::Skip(format!(
-                "cannot check where memory bound to node {node} lives (move_pages: {e})"
-            ))
-        })?);
-    }
-    let p = Placement::of(&statuses, node);
-    if !p.verified() {
-        return Err(PrepareError::Skip(format!(
-            "memory bound to node {node} landed elsewhere: {}",
-            p.reason(node)
-        )));
-    }
-    Ok(p)
-}
-
-/// The node of each page (`move_pages` with no target nodes: a query), or
-/// a negative errno for a page it could not place.
-fn query_nodes(pages: &[usize]) -> std::io::Result<Vec<i32>> {
-    let ptrs: Vec<*mut libc::c_void> = pages.iter().map(|&p| p as *mut libc::c_void).collect();
-    let mut status = vec![i32::MIN; pages.len()];
-    // SAFETY: `ptrs` and `status` hold `pages.len()` entries each; a null
-    // node list asks without moving anything.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            0 as libc::c_int,
-            ptrs.len() as libc::c_ulong,
-            ptrs.as_ptr(),
-            std::ptr::null::<libc::c_int>(),
-            status.as_mut_ptr(),
-            0 as libc::c_int,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(status)
 }
 
 /// A random chase run from a CPU of one node through memory of another.
@@ -504,9 +340,11 @@ fn inverse(r: crate::harness::claims::Ratio) -> crate::harness::claims::Ratio {
 
 #[cfg(test)]
 mod tests {
+    use super::super::region::{Placement, SAMPLE_PAGES, sample_pages};
     use super::*;
     use crate::harness::find_starting;
     use crate::host::fixtures::{self, Tree};
+    use crate::os::numa::node_mask;
 
     fn topology(tree: &Tree) -> Topology {
         Host::detect_at(tree.write().path()).topology

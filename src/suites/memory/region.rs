@@ -7,11 +7,14 @@
 //! levels, which needs control over huge pages (`madvise`) and a check of
 //! what the kernel really did (`/proc/self/smaps`).
 
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::num::NonZeroUsize;
 use std::ptr::NonNull;
 
 use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous, munmap};
+
+use serde_json::json;
 
 use crate::harness::PrepareError;
 
@@ -254,6 +257,114 @@ fn anon_huge_kb(smaps: &str, addr: usize) -> Option<u64> {
         }
     }
     None
+}
+
+/// Pages asked where they live, per region, spread evenly over it.
+pub const SAMPLE_PAGES: usize = 64;
+
+/// Where a sample of a region's pages lives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Pages asked.
+    pub checked: usize,
+    /// Pages found on the node asked for.
+    pub on_node: usize,
+    /// The others: node (or, negative, the errno `move_pages` gave for the
+    /// page, `-2` for a page not present) and how many.
+    pub elsewhere: BTreeMap<i32, usize>,
+}
+
+impl Placement {
+    /// Counts the `move_pages` statuses of pages meant for `node`.
+    pub fn of(statuses: &[i32], node: u32) -> Placement {
+        let mut p = Placement {
+            checked: statuses.len(),
+            ..Placement::default()
+        };
+        for &s in statuses {
+            if u32::try_from(s).is_ok_and(|s| s == node) {
+                p.on_node += 1;
+            } else {
+                *p.elsewhere.entry(s).or_default() += 1;
+            }
+        }
+        p
+    }
+
+    /// True when every page asked is on the node.
+    pub fn verified(&self) -> bool {
+        self.checked > 0 && self.on_node == self.checked
+    }
+
+    /// Why the placement does not hold, in words: "12 of 64 sampled pages
+    /// on node 1; 52 on node 0".
+    pub fn reason(&self, node: u32) -> String {
+        let others: Vec<String> = self
+            .elsewhere
+            .iter()
+            .map(|(&s, &n)| match s {
+                s if s >= 0 => format!("{n} on node {s}"),
+                -2 => format!("{n} not present"),
+                s => format!("{n} unreadable (errno {})", -s),
+            })
+            .collect();
+        format!(
+            "{} of {} sampled pages on node {node}; {}",
+            self.on_node,
+            self.checked,
+            if others.is_empty() {
+                "no page could be asked".to_string()
+            } else {
+                others.join(", ")
+            }
+        )
+    }
+
+    /// The placement as recorded with a result.
+    pub fn details(&self) -> serde_json::Value {
+        json!({"pages_checked": self.checked, "pages_on_node": self.on_node})
+    }
+}
+
+/// Binds the (untouched) pages of `region` to `node` (`mbind`,
+/// `MPOL_BIND`): pages touched later are allocated there or not at all.
+pub fn bind(region: &Region, node: u32) -> Result<(), PrepareError> {
+    crate::os::numa::bind(region.as_ptr() as *mut libc::c_void, region.len(), node).map_err(|e| {
+        PrepareError::Skip(format!(
+            "cannot bind memory to node {node} (mbind: {e}); the kernel lacks NUMA support or the cpuset's mems exclude the node"
+        ))
+    })
+}
+
+/// The addresses of [`SAMPLE_PAGES`] pages spread over `len` bytes from `ptr`.
+pub fn sample_pages(ptr: usize, len: usize, page: usize) -> Vec<usize> {
+    let pages = len.div_ceil(page.max(1));
+    let n = pages.min(SAMPLE_PAGES);
+    (0..n).map(|i| ptr + i * pages / n * page).collect()
+}
+
+/// Where the pages of `regions` live, from a sample of each, checked
+/// against `node`: a skip naming where they went when any is elsewhere.
+pub fn verify(regions: &[Region], node: u32) -> Result<Placement, PrepareError> {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let mut statuses = Vec::new();
+    for r in regions {
+        let pages = sample_pages(r.as_ptr() as usize, r.len(), page);
+        statuses.extend(crate::os::numa::query_nodes(&pages).map_err(|e| {
+            PrepareError::Skip(format!(
+                "cannot check where memory bound to node {node} lives (move_pages: {e})"
+            ))
+        })?);
+    }
+    let p = Placement::of(&statuses, node);
+    if !p.verified() {
+        return Err(PrepareError::Skip(format!(
+            "memory bound to node {node} landed elsewhere: {}",
+            p.reason(node)
+        )));
+    }
+    Ok(p)
 }
 
 #[cfg(test)]

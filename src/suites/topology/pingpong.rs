@@ -107,22 +107,8 @@ impl Page {
     /// The NUMA node the page is on, from `move_pages` in query mode;
     /// None where the kernel does not say (no NUMA support).
     fn node(&self) -> Option<i32> {
-        let mut pages = [self.ptr];
-        let mut status = [-1i32];
-        // SAFETY: one page address of this process, nodes NULL (query),
-        // status has room for one entry.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_move_pages,
-                0,
-                1usize,
-                pages.as_mut_ptr(),
-                std::ptr::null::<i32>(),
-                status.as_mut_ptr(),
-                0,
-            )
-        };
-        (r == 0 && status[0] >= 0).then_some(status[0])
+        let status = crate::os::numa::query_nodes(&[self.ptr as usize]).ok()?;
+        status.first().copied().filter(|&n| n >= 0)
     }
 }
 
