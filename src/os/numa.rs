@@ -16,10 +16,10 @@ pub fn node_mask(node: u32) -> Vec<libc::c_ulong> {
     mask
 }
 
-/// Binds the pages of `len` bytes at `ptr` (a mapping of this process, not
-/// yet touched) to `node` with `MPOL_BIND`: pages touched later are
-/// allocated there or not at all.
-pub fn bind(ptr: *mut libc::c_void, len: usize, node: u32) -> std::io::Result<()> {
+/// Binds the pages of `len` bytes at address `addr` (a mapping of this
+/// process, not yet touched) to `node` with `MPOL_BIND`: pages touched
+/// later are allocated there or not at all. The kernel checks the range.
+pub fn bind(addr: usize, len: usize, node: u32) -> std::io::Result<()> {
     let mask = node_mask(node);
     let max_node = (mask.len() * 64) as libc::c_ulong;
     // SAFETY: the caller's range is its own mapping; the mask outlives the
@@ -27,7 +27,7 @@ pub fn bind(ptr: *mut libc::c_void, len: usize, node: u32) -> std::io::Result<()
     let r = unsafe {
         libc::syscall(
             libc::SYS_mbind,
-            ptr,
+            addr,
             len,
             MPOL_BIND,
             mask.as_ptr(),

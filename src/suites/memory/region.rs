@@ -329,7 +329,7 @@ impl Placement {
 /// Binds the (untouched) pages of `region` to `node` (`mbind`,
 /// `MPOL_BIND`): pages touched later are allocated there or not at all.
 pub fn bind(region: &Region, node: u32) -> Result<(), PrepareError> {
-    crate::os::numa::bind(region.as_ptr() as *mut libc::c_void, region.len(), node).map_err(|e| {
+    crate::os::numa::bind(region.as_ptr() as usize, region.len(), node).map_err(|e| {
         PrepareError::Skip(format!(
             "cannot bind memory to node {node} (mbind: {e}); the kernel lacks NUMA support or the cpuset's mems exclude the node"
         ))
