@@ -52,6 +52,24 @@ struct Painter<'h> {
 }
 
 impl Host {
+    /// The placement classes with their pairs, then the topology picture:
+    /// what `opcost env` shows of the machine's shape, for other outputs
+    /// (the HTML report); empty when the model is unknown.
+    pub fn topology_lines(&self) -> Vec<String> {
+        let t = &self.topology;
+        if !t.is_known() {
+            return Vec::new();
+        }
+        let classes: Vec<String> = t
+            .classes
+            .iter()
+            .map(|c| format!("{} ({}, {})", c.class.name(), c.a, c.b))
+            .collect();
+        let mut out = vec![format!("placement classes: {}", classes.join(", "))];
+        out.extend(self.topology_picture());
+        out
+    }
+
     /// The topology picture, one line per group, indented by nesting.
     pub(super) fn topology_picture(&self) -> Vec<String> {
         let t = &self.topology;
@@ -416,6 +434,15 @@ mod tests {
         assert!(l3 < node, "{p:#?}");
         let indent = |l: &str| l.len() - l.trim_start().len();
         assert!(indent(&p[node]) > indent(&p[l3]), "{p:#?}");
+    }
+
+    #[test]
+    fn the_lines_for_other_outputs_name_the_classes_first() {
+        let dir = fixtures::two_vcpu_guest().write();
+        let l = Host::detect_at(dir.path()).topology_lines();
+        assert_eq!(l[0], "placement classes: same-cpu (0, 0), same-l3 (0, 1)");
+        assert_eq!(l[1], "Package 0");
+        assert!(Host::default().topology_lines().is_empty());
     }
 
     #[test]

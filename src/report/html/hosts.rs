@@ -104,6 +104,7 @@ pub(super) fn section(h: &mut String, docs: &[RunDoc]) {
     for group in HOST_GROUPS {
         if group == "caches" {
             caches_table(h, docs);
+            topology_pictures(h, docs);
         } else {
             group_table(h, docs, &described, group);
         }
@@ -143,6 +144,27 @@ fn group_table(h: &mut String, docs: &[RunDoc], described: &Described, group: &s
         h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
+}
+
+/// Each run's machine shape as `opcost env` draws it (packages, dies,
+/// nodes, L3 groups, L2 clusters, and the placement classes with their
+/// pairs), side by side; nothing when no run recorded one.
+fn topology_pictures(h: &mut String, docs: &[RunDoc]) {
+    let pictures: Vec<Vec<String>> = docs.iter().map(|d| d.host.topology_lines()).collect();
+    if pictures.iter().all(Vec::is_empty) {
+        return;
+    }
+    h.push_str("<h3>topology</h3>\n");
+    open_runs_table(h, "hosts topology", "", docs);
+    h.push_str("</tr>\n<tr><th>shape</th>");
+    for p in &pictures {
+        if p.is_empty() {
+            h.push_str("<td>not recorded</td>");
+        } else {
+            let _ = write!(h, "<td><pre>{}</pre></td>", esc(&p.join("\n")));
+        }
+    }
+    h.push_str("</tr>\n</table>\n");
 }
 
 /// The caches of each run: one row per level and kind, size, line, ways
@@ -265,6 +287,25 @@ fn scalar(key: &str, v: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_machine_shape_is_drawn_per_run_where_recorded() {
+        let dir = crate::host::fixtures::epyc(1).write();
+        let epyc = RunDoc::started_now(
+            crate::host::Host::detect_at(dir.path()),
+            crate::harness::Profile::Quick,
+        );
+        let bare =
+            RunDoc::started_now(crate::host::Host::default(), crate::harness::Profile::Quick);
+        let mut h = String::new();
+        topology_pictures(&mut h, &[epyc.clone(), bare.clone()]);
+        assert!(h.contains("<table class=\"hosts topology\">"), "{h}");
+        assert!(h.contains("cross-package (0, 32)"), "{h}");
+        assert!(h.contains("<td>not recorded</td>"), "{h}");
+        let mut none = String::new();
+        topology_pictures(&mut none, &[bare]);
+        assert!(none.is_empty());
+    }
 
     #[test]
     fn flatten_nests_and_formats_bytes() {
