@@ -24,7 +24,8 @@
 # root): the arm64 architecture in dpkg, Debian's rustc-web and cargo-web
 # (rustc 1.96; the lock file needs 1.89 or newer) with the arm64 standard
 # library libstd-rust-web-dev:arm64 (in /usr/lib/rustlib), the cross
-# compiler gcc-aarch64-linux-gnu and libc6-dev-arm64-cross, and qemu-user.
+# compiler gcc-aarch64-linux-gnu and libc6-dev-arm64-cross, qemu-user, and
+# jq (the checks read opcost's JSON with it).
 # About 1.2 GiB. apt-get runs with --no-remove: a machine's own packages are
 # not ours to remove. ARM_APT_ALLOW_REMOVE=1 lets apt remove what it must
 # where the machine is thrown away after the run (CI).
@@ -85,6 +86,8 @@ missing_packages() {
   command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc-aarch64-linux-gnu)
   [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || missing+=(libc6-dev-arm64-cross)
   command -v qemu-aarch64 >/dev/null 2>&1 || missing+=(qemu-user)
+  # The checks read opcost's JSON with jq.
+  command -v jq >/dev/null 2>&1 || missing+=(jq)
   echo "${missing[*]}"
 }
 
