@@ -15,7 +15,8 @@
 //! Yama `ptrace_scope` 1 a child may not access its parent, so while such a
 //! benchmark lives the parent names its peers as allowed tracers
 //! (`PR_SET_PTRACER_ANY`, as MPI libraries do); a kernel that still refuses
-//! (scope 2 or 3, no `CONFIG_CROSS_MEMORY_ATTACH`) is a skip that says so.
+//! (scope 2 or 3, no `CONFIG_CROSS_MEMORY_ATTACH`, or an emulator without the
+//! calls) is a skip that says so.
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -347,7 +348,7 @@ fn probe(cpus: &Cpus, peer_copies: bool) -> Result<(), PrepareError> {
             Ok(()) => {}
             Err(Errno::ENOSYS) => {
                 return Err(PrepareError::Skip(
-                    "this kernel has no process_vm_readv/writev (CONFIG_CROSS_MEMORY_ATTACH)"
+                    "process_vm_readv/writev are not implemented here (ENOSYS): a kernel without CONFIG_CROSS_MEMORY_ATTACH, or a user-mode emulator (qemu-user) that lacks them"
                         .into(),
                 ));
             }

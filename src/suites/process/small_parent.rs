@@ -325,7 +325,31 @@ impl SmallParent {
         }
         match line.strip_prefix("err ") {
             Some(e) => bail!("fork helper: {e}"),
-            None => bail!("the fork helper ended or answered {line:?}"),
+            None if line.is_empty() => {
+                // It ended: say how, so a helper that could not start (an
+                // emulator without binfmt_misc: 127) is told from a crash.
+                // Its output closes as it exits: give it a moment to be reaped.
+                let mut status = self.child.try_wait();
+                for _ in 0..100 {
+                    if !matches!(status, Ok(None)) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                    status = self.child.try_wait();
+                }
+                let how = match status {
+                    Ok(Some(status)) => format!("it exited with {status}"),
+                    Ok(None) => "it closed its output and is still running".to_string(),
+                    Err(e) => format!("its status is unknown ({e})"),
+                };
+                let hint = if how.contains("127") {
+                    " (127: the opcost binary could not be started again, e.g. under an emulator without binfmt_misc)"
+                } else {
+                    ""
+                };
+                bail!("the fork helper ended before answering: {how}{hint}")
+            }
+            None => bail!("the fork helper answered {line:?}"),
         }
     }
 }
@@ -392,6 +416,31 @@ mod tests {
         assert_eq!(weight(&m, "helper_rss_bytes"), "?");
         m.details = Some(json!({"helper_rss_bytes": 2u64 << 20}));
         assert!(weight(&m, "helper_rss_bytes").contains("MiB"));
+    }
+
+    #[test]
+    fn a_helper_that_ends_says_how() {
+        let _g = crate::os::child::test_lock();
+        // A helper that cannot start answers nothing and exits 127.
+        let mut child = Command::new("sh")
+            .args(["-c", "read x; exit 127"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut sp = SmallParent {
+            stdin: child.stdin.take(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            child,
+            request: "fork_exit".into(),
+            details: json!({}),
+        };
+        let e = sp.run(1).unwrap_err().to_string();
+        assert!(e.contains("ended before answering: it exited with"), "{e}");
+        assert!(
+            e.contains("127") && e.contains("could not be started again"),
+            "{e}"
+        );
     }
 
     #[test]
