@@ -5,10 +5,11 @@
 //! The measuring thread, when it sees the even value `x`, writes `x + 1`;
 //! the rival, when it sees an odd value, writes the next even one. One
 //! operation is one round trip: the line goes to the rival and back. Two
-//! ways to write: a compare-and-swap (a locked read-modify-write, which
-//! asks for the line in exclusive state at once) and a plain store after
-//! the load that saw the turn (the line is first shared, then upgraded),
-//! as core-to-core latency tools measure both.
+//! ways to take a turn: with a compare-and-swap of the value expected,
+//! spun on until it succeeds (each attempt asks for the line in exclusive
+//! state at once, as core-to-core-latency's CAS benchmark does), or with a
+//! plain store after the loads that spin until the turn is seen (the line
+//! is first shared, then upgraded).
 //!
 //! The line sits alone on a page of its own, first touched by the
 //! measuring CPU, so it lives on that CPU's NUMA node; the node is checked
@@ -181,6 +182,9 @@ impl PingPong {
                     return;
                 }
                 let line = s.page.line();
+                // The odd value the rival answers next: the measuring
+                // thread writes 1, 3, 5... in turn, the rival 2, 4, 6...
+                let mut expect = 1u64;
                 while !s.quit.load(Ordering::Relaxed) {
                     if !s.active.load(Ordering::Acquire) {
                         s.spinning.store(false, Ordering::Release);
@@ -190,9 +194,29 @@ impl PingPong {
                     s.spinning.store(true, Ordering::Release);
                     let mut idle = 0u32;
                     loop {
-                        let v = line.load(Ordering::Acquire);
-                        if v & 1 == 1 {
-                            write.take(line, v);
+                        let answered = match write {
+                            // Spin with the swap itself on the value
+                            // expected: the line is asked for exclusive at
+                            // once, as core-to-core-latency does.
+                            Write::Cas => line
+                                .compare_exchange(
+                                    expect,
+                                    expect + 1,
+                                    Ordering::AcqRel,
+                                    Ordering::Relaxed,
+                                )
+                                .is_ok(),
+                            Write::Store => {
+                                let v = line.load(Ordering::Acquire);
+                                let mine = v == expect;
+                                if mine {
+                                    write.take(line, v);
+                                }
+                                mine
+                            }
+                        };
+                        if answered {
+                            expect += 2;
                             idle = 0;
                             continue;
                         }
@@ -230,22 +254,58 @@ impl PingPong {
         let s = &*self.shared;
         let line = s.page.line();
         let start = Instant::now();
+        let stalled = |spins: u32| spins.is_multiple_of(1 << 16) && start.elapsed() > STALL;
         for _ in 0..ops {
             let x = self.next;
-            self.write.take(line, x);
             let mut spins = 0u32;
-            while line.load(Ordering::Acquire) != x + 2 {
-                spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(1 << 16) && start.elapsed() > STALL {
-                    bail!(
-                        "the rival thread on CPU {} made no progress for {} s",
-                        self.peer,
-                        STALL.as_secs()
-                    );
+            match self.write {
+                // Take the turn with the swap itself, spinning on it until
+                // the rival's answer to the last turn is there.
+                Write::Cas => {
+                    while line
+                        .compare_exchange(x, x + 1, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_err()
+                    {
+                        spins = spins.wrapping_add(1);
+                        if stalled(spins) {
+                            bail!(
+                                "the rival thread on CPU {} made no progress for {} s",
+                                self.peer,
+                                STALL.as_secs()
+                            );
+                        }
+                        std::hint::spin_loop();
+                    }
                 }
-                std::hint::spin_loop();
+                Write::Store => {
+                    while line.load(Ordering::Acquire) != x {
+                        spins = spins.wrapping_add(1);
+                        if stalled(spins) {
+                            bail!(
+                                "the rival thread on CPU {} made no progress for {} s",
+                                self.peer,
+                                STALL.as_secs()
+                            );
+                        }
+                        std::hint::spin_loop();
+                    }
+                    self.write.take(line, x);
+                }
             }
             self.next = x + 2;
+        }
+        // The rival's answer to the last turn ends the last round trip.
+        let mut spins = 0u32;
+        while line.load(Ordering::Acquire) != self.next {
+            spins = spins.wrapping_add(1);
+            if stalled(spins) {
+                bail!(
+                    "the rival thread on CPU {} made no progress for {} s",
+                    self.peer,
+                    STALL.as_secs()
+                );
+            }
+            std::hint::spin_loop();
         }
         Ok(start.elapsed())
     }
