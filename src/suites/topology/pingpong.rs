@@ -47,19 +47,6 @@ impl Write {
             Write::Store => "store",
         }
     }
-
-    /// Takes the turn: the line holds `seen`, the turn's value.
-    #[inline(always)]
-    fn take(self, line: &AtomicU64, seen: u64) {
-        match self {
-            Write::Cas => {
-                // The line holds `seen` and only this thread may change it
-                // now, so the swap succeeds at once.
-                let _ = line.compare_exchange(seen, seen + 1, Ordering::AcqRel, Ordering::Acquire);
-            }
-            Write::Store => line.store(seen + 1, Ordering::Release),
-        }
-    }
 }
 
 /// How long the measuring thread waits for the rival's turn before the
@@ -210,7 +197,7 @@ impl PingPong {
                                 let v = line.load(Ordering::Acquire);
                                 let mine = v == expect;
                                 if mine {
-                                    write.take(line, v);
+                                    line.store(v + 1, Ordering::Release);
                                 }
                                 mine
                             }
@@ -289,7 +276,7 @@ impl PingPong {
                         }
                         std::hint::spin_loop();
                     }
-                    self.write.take(line, x);
+                    line.store(x + 1, Ordering::Release);
                 }
             }
             self.next = x + 2;
