@@ -60,8 +60,9 @@ pub fn rungs<'a>(ms: &'a [Measurement], ids: &[String]) -> Vec<Rung<'a>> {
     out
 }
 
-/// "a cache-line round trip (cas): same-core (CPUs 0 and 1) 21 ns;
-/// same-l3 (CPUs 0 and 2) 58 ns, 2.8× (2.5–3.1) the same-core one; ..."
+/// "a cache-line round trip (cas) by placement class, closest first:
+/// same-core (CPUs 0 and 1) T1; same-l3 (CPUs 0 and 2) T2, R (lo–hi) the
+/// same-core one; ..." (or "not told apart from" it).
 /// The value is the farthest class's cost over the closest's (1 with one
 /// class). None without a rung.
 pub fn finding(area: &str, what: &str, rungs: &[Rung]) -> Option<Finding> {
