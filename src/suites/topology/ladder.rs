@@ -1,7 +1,7 @@
 //! Findings that walk the placement classes closest first: each class's
 //! figure and, against the class before it, how many times it costs, in
-//! words decided by the two intervals ("2.8× (2.5–3.1) the same-core
-//! one", or "not told apart from" it).
+//! words decided by the two intervals ("R (lo–hi) the same-core one", or
+//! "not told apart from" it).
 //!
 //! A rung is a result whose details name its class (two-ended results
 //! record it, see [`crate::harness::affinity::Cpus::details`]), so the
