@@ -51,11 +51,18 @@ pub fn env_text(c: &ChangePoint) -> String {
     }
 }
 
-/// What a series can see, in words: `can see a step of 6% or more`.
+/// What a series can see, in words: `can see a step of 6% or more`, or,
+/// for a series so noisy that only a change of 2x or more shows,
+/// `can see only a change of 344x or more` (a percentage of thousands
+/// reads as a typo).
 pub fn sees_text(s: &Series) -> String {
     match (s.analysed, s.min_step) {
         (false, _) => "too few runs to see a step".into(),
         (true, None) => "too noisy to see a step of any size".into(),
+        (true, Some(m)) if m >= 1.0 => format!(
+            "can see only a change of {} or more",
+            crate::units::fmt_ratio(1.0 + m)
+        ),
         (true, Some(m)) => format!("can see a step of {:.0}% or more", (m * 100.0).ceil()),
     }
 }
@@ -462,5 +469,31 @@ fn draw_changes(g: &mut String, s: &Series, f: &Frame) {
             esc(&change_text(c)),
             esc(&env_text(c))
         );
+    }
+}
+
+#[cfg(test)]
+mod sees_tests {
+    use super::*;
+
+    #[test]
+    fn what_a_series_can_see_reads_as_a_step_or_a_ratio() {
+        let mut s = Series {
+            id: "a.b".into(),
+            host: "h".into(),
+            profile: "quick".into(),
+            unit: crate::units::BaseUnit::NsPerOp,
+            runs: 12,
+            analysed: true,
+            noise: Some(0.02),
+            min_step: Some(0.058),
+            change_points: Vec::new(),
+            points: Vec::new(),
+        };
+        assert_eq!(sees_text(&s), "can see a step of 6% or more");
+        s.min_step = Some(343.17);
+        assert_eq!(sees_text(&s), "can see only a change of 344× or more");
+        s.min_step = None;
+        assert_eq!(sees_text(&s), "too noisy to see a step of any size");
     }
 }
