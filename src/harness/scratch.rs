@@ -160,21 +160,26 @@ pub fn queue_removed(id: i32) {
 }
 
 /// Removes every live scratch directory and System V message queue: for an
-/// exit that skips destructors. Retries a few times, as a benchmark may
-/// still be creating files in a directory.
+/// exit that skips destructors. A benchmark's threads may still be creating
+/// files in a directory while it goes (the write-back flood's writers are),
+/// so each removal is retried for up to [`REMOVE_FOR`], briefly pausing
+/// between tries; three immediate tries once lost that race.
 pub fn remove_all() {
     for id in queues().drain(..) {
         // SAFETY: IPC_RMID takes no buffer; an id already gone fails harmlessly.
         unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
     }
-    for p in live().drain(..) {
-        for _ in 0..3 {
-            if std::fs::remove_dir_all(&p).is_ok() || !p.exists() {
-                break;
-            }
+    let paths: Vec<PathBuf> = live().drain(..).collect();
+    for p in paths {
+        let start = std::time::Instant::now();
+        while std::fs::remove_dir_all(&p).is_err() && p.exists() && start.elapsed() < REMOVE_FOR {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }
+
+/// How long [`remove_all`] keeps trying to remove one directory.
+const REMOVE_FOR: Duration = Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {
