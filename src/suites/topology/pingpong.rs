@@ -238,54 +238,38 @@ impl PingPong {
 
     /// `ops` round trips, timed; the rival is spinning.
     fn batch(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        let s = &*self.shared;
-        let line = s.page.line();
+        let shared = self.shared.clone();
+        let line = shared.page.line();
         let start = Instant::now();
-        let stalled = |spins: u32| spins.is_multiple_of(1 << 16) && start.elapsed() > STALL;
         for _ in 0..ops {
             let x = self.next;
-            let mut spins = 0u32;
             match self.write {
                 // Take the turn with the swap itself, spinning on it until
                 // the rival's answer to the last turn is there.
-                Write::Cas => {
-                    while line
-                        .compare_exchange(x, x + 1, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_err()
-                    {
-                        spins = spins.wrapping_add(1);
-                        if stalled(spins) {
-                            bail!(
-                                "the rival thread on CPU {} made no progress for {} s",
-                                self.peer,
-                                STALL.as_secs()
-                            );
-                        }
-                        std::hint::spin_loop();
-                    }
-                }
+                Write::Cas => self.spin_until(start, || {
+                    line.compare_exchange(x, x + 1, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                })?,
                 Write::Store => {
-                    while line.load(Ordering::Acquire) != x {
-                        spins = spins.wrapping_add(1);
-                        if stalled(spins) {
-                            bail!(
-                                "the rival thread on CPU {} made no progress for {} s",
-                                self.peer,
-                                STALL.as_secs()
-                            );
-                        }
-                        std::hint::spin_loop();
-                    }
+                    self.spin_until(start, || line.load(Ordering::Acquire) == x)?;
                     line.store(x + 1, Ordering::Release);
                 }
             }
             self.next = x + 2;
         }
         // The rival's answer to the last turn ends the last round trip.
+        let last = self.next;
+        self.spin_until(start, || line.load(Ordering::Acquire) == last)?;
+        Ok(start.elapsed())
+    }
+
+    /// Spins until `done` holds; an error once the batch begun at `start`
+    /// has waited [`STALL`] (the rival is starved of its CPU).
+    fn spin_until(&self, start: Instant, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
         let mut spins = 0u32;
-        while line.load(Ordering::Acquire) != self.next {
+        while !done() {
             spins = spins.wrapping_add(1);
-            if stalled(spins) {
+            if spins.is_multiple_of(1 << 16) && start.elapsed() > STALL {
                 bail!(
                     "the rival thread on CPU {} made no progress for {} s",
                     self.peer,
@@ -294,7 +278,7 @@ impl PingPong {
             }
             std::hint::spin_loop();
         }
-        Ok(start.elapsed())
+        Ok(())
     }
 
     /// The NUMA node the line is on, when the kernel says.
