@@ -246,10 +246,13 @@ pub struct Software {
     pub build_profile: String,
 }
 
-/// Memory available right now (MemAvailable of /proc/meminfo), in bytes.
+/// Memory available right now to this process, in bytes: MemAvailable of
+/// /proc/meminfo plus what its own pool of mappings holds
+/// ([`crate::os::mempool`]), which it gives up before mapping more.
 pub fn mem_available_now() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    parse::meminfo(&text).get("MemAvailable").copied()
+    let avail = parse::meminfo(&text).get("MemAvailable").copied()?;
+    Some(avail + crate::os::mempool::held_bytes())
 }
 
 impl Host {

@@ -9,6 +9,7 @@
 
 pub mod child;
 pub mod fs;
+pub mod mempool;
 pub mod numa;
 pub mod signals;
 pub mod stdio;

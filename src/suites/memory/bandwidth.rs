@@ -295,10 +295,15 @@ impl Bandwidth {
         crate::suites::bench::check_memory((array_bytes * kernel.arrays()) as u64)?;
         let mut arrays = Vec::with_capacity(kernel.arrays());
         for _ in 0..kernel.arrays() {
-            let region = Region::untouched(array_bytes, Pages::Default)?;
-            if let Some(node) = bind {
-                super::region::bind(&region, node)?;
-            }
+            let region = match bind {
+                Some(node) => {
+                    let region = Region::untouched(array_bytes, Pages::Default)?;
+                    super::region::bind(&region, node)?;
+                    region
+                }
+                // Every slice is populated and written by its thread in `fill`.
+                None => Region::pooled_untouched(array_bytes, Pages::Default)?,
+            };
             arrays.push(region);
         }
         let mut b = Bandwidth {

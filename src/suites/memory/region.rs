@@ -17,6 +17,7 @@ use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous, m
 use serde_json::json;
 
 use crate::harness::PrepareError;
+use crate::os::mempool;
 
 /// Huge page size when the kernel does not say (x86_64 and most aarch64 kernels).
 const DEFAULT_HUGE_PAGE: usize = 2 << 20;
@@ -49,6 +50,12 @@ pub struct Region {
     map_len: usize,
     ptr: *mut u8,
     len: usize,
+    /// Bytes from `ptr` faulted in when it goes back to the process's pool
+    /// ([`crate::os::mempool`]); `None`: unmapped on drop.
+    pooled: Option<usize>,
+    pages: Pages,
+    /// The share backed by huge pages, once measured.
+    huge_share: std::cell::Cell<Option<f64>>,
 }
 
 /// Faults in the pages of `ptr..ptr+len` for writing in one call
@@ -86,6 +93,60 @@ impl Region {
         let mut r = Region::untouched(len, pages)?;
         r.touch();
         Ok(r)
+    }
+
+    /// Like [`Region::new`] (touched, zeroed), but taken from this process's
+    /// pool of populated mappings when one fits, and given back to it on
+    /// drop (see [`crate::os::mempool`]: only round workers on one-node
+    /// machines keep one). For regions no NUMA policy is bound to.
+    pub fn pooled(len: usize, pages: Pages) -> Result<Region, PrepareError> {
+        match Region::from_pool(len, pages) {
+            Some(r) => {
+                // SAFETY: ptr..ptr+len is mapped writable (populated by its first user).
+                unsafe { std::ptr::write_bytes(r.ptr, 0, r.len) };
+                Ok(r)
+            }
+            None => {
+                mempool::make_room(len);
+                Region::new(len, pages).map(Region::for_pool)
+            }
+        }
+    }
+
+    /// Like [`Region::untouched`], but taken from (and given back to) the
+    /// pool as [`Region::pooled`]: its pages may then be faulted in already
+    /// and hold what an earlier user wrote, so it is for callers that
+    /// populate and write every byte themselves before reading any.
+    pub fn pooled_untouched(len: usize, pages: Pages) -> Result<Region, PrepareError> {
+        match Region::from_pool(len, pages) {
+            Some(r) => Ok(r),
+            None => {
+                mempool::make_room(len);
+                Region::untouched(len, pages).map(Region::for_pool)
+            }
+        }
+    }
+
+    fn from_pool(len: usize, pages: Pages) -> Option<Region> {
+        let m = mempool::take(pages as u8, len)?;
+        let base = NonNull::new(m.base as *mut c_void)?;
+        Some(Region {
+            base,
+            map_len: m.map_len,
+            // SAFETY: offset + populated <= map_len: the pool hands back what was given.
+            ptr: unsafe { base.as_ptr().cast::<u8>().add(m.offset) },
+            len,
+            pooled: Some(m.populated),
+            pages,
+            huge_share: std::cell::Cell::new(m.huge_share),
+        })
+    }
+
+    fn for_pool(mut self) -> Region {
+        if mempool::enabled() {
+            self.pooled = Some(self.len);
+        }
+        self
     }
 
     /// Faults every page in from the calling thread (first touch places
@@ -140,6 +201,9 @@ impl Region {
             map_len,
             ptr,
             len,
+            pooled: None,
+            pages,
+            huge_share: std::cell::Cell::new(None),
         };
         let advice = match pages {
             Pages::Default => None,
@@ -189,16 +253,53 @@ impl Region {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<T>(), n) }
     }
 
-    /// The share of the region backed by huge pages, from `/proc/self/smaps`.
+    /// The share of the region backed by huge pages: none by construction
+    /// (nothing read) for 4 KiB pages asked for, or for no advice where the
+    /// THP mode gives huge pages only to those who ask; else read once from
+    /// `/proc/self/smaps` and kept with the region, also through the pool
+    /// (reading smaps walks the page tables of the mappings listed before
+    /// the region's, a pool's included: ~20 ms each at a few hundred MiB).
     pub fn huge_fraction(&self) -> Option<f64> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let kb = anon_huge_kb(&smaps, self.ptr as usize)?;
-        Some(((kb * 1024) as f64 / self.len.max(1) as f64).min(1.0))
+        let mode = thp_mode();
+        let none_by_construction = match self.pages {
+            Pages::Small => true,
+            Pages::Default => mode.as_deref().is_none_or(|m| m != "always"),
+            Pages::Huge => mode.as_deref().is_none_or(|m| m == "never"),
+        };
+        if none_by_construction {
+            return Some(0.0);
+        }
+        // A region from the pool keeps the share measured when its pages
+        // were faulted in: the walk would cross every pooled mapping.
+        if let Some(share) = self.huge_share.get() {
+            return Some(share);
+        }
+        // Read line by line and stop at the region's entry: the kernel walks
+        // only the mappings listed before it.
+        let smaps = std::io::BufReader::new(std::fs::File::open("/proc/self/smaps").ok()?);
+        let lines = std::io::BufRead::lines(smaps).map_while(Result::ok);
+        let kb = anon_huge_kb(lines, self.ptr as usize)?;
+        let share = ((kb * 1024) as f64 / self.len.max(1) as f64).min(1.0);
+        self.huge_share.set(Some(share));
+        Some(share)
     }
 }
 
 impl Drop for Region {
     fn drop(&mut self) {
+        if let Some(populated) = self.pooled {
+            let m = mempool::Mapping {
+                base: self.base.as_ptr() as usize,
+                map_len: self.map_len,
+                offset: self.ptr as usize - self.base.as_ptr() as usize,
+                populated,
+                kind: self.pages as u8,
+                huge_share: self.huge_share.get(),
+            };
+            if mempool::give(m).is_none() {
+                return;
+            }
+        }
         // SAFETY: base/map_len are exactly what mmap returned; nothing borrows it now.
         let _ = unsafe { munmap(self.base, self.map_len) };
     }
@@ -238,9 +339,10 @@ pub fn thp_mode() -> Option<String> {
 
 /// `AnonHugePages` (kB) of the smaps entry (mapping) that contains `addr`.
 /// (madvise splits a mapping, so the advised part is an entry of its own.)
-fn anon_huge_kb(smaps: &str, addr: usize) -> Option<u64> {
+fn anon_huge_kb<S: AsRef<str>>(smaps: impl Iterator<Item = S>, addr: usize) -> Option<u64> {
     let mut inside = false;
-    for line in smaps.lines() {
+    for line in smaps {
+        let line = line.as_ref();
         let first = line.split_whitespace().next().unwrap_or("");
         if let Some((lo, hi)) = first.split_once('-')
             && !first.contains(':')
@@ -381,11 +483,11 @@ AnonHugePages:         0 kB
 Size:               8192 kB
 AnonHugePages:      6144 kB
 ";
-        assert_eq!(anon_huge_kb(smaps, 0x7f0000400000), Some(6144));
-        assert_eq!(anon_huge_kb(smaps, 0x7f0000500000), Some(6144));
-        assert_eq!(anon_huge_kb(smaps, 0x7f0000000000), Some(0));
-        assert_eq!(anon_huge_kb(smaps, 0x7f0000c00000), None);
-        assert_eq!(anon_huge_kb(smaps, 0x1234), None);
+        assert_eq!(anon_huge_kb(smaps.lines(), 0x7f0000400000), Some(6144));
+        assert_eq!(anon_huge_kb(smaps.lines(), 0x7f0000500000), Some(6144));
+        assert_eq!(anon_huge_kb(smaps.lines(), 0x7f0000000000), Some(0));
+        assert_eq!(anon_huge_kb(smaps.lines(), 0x7f0000c00000), None);
+        assert_eq!(anon_huge_kb(smaps.lines(), 0x1234), None);
     }
 
     #[test]
@@ -420,6 +522,24 @@ AnonHugePages:      6144 kB
             Err(e) => panic!("expected a skip, got {e}"),
             Ok(_) => panic!("expected a skip"),
         }
+    }
+
+    #[test]
+    fn a_pooled_region_comes_back_zeroed_and_keeps_its_huge_share() {
+        mempool::enable(None);
+        let len = (4 << 20) + 4096 * 3;
+        let mut a = Region::pooled(len, Pages::Small).unwrap();
+        a.as_mut_slice::<u8>().fill(7);
+        assert_eq!(a.huge_fraction(), Some(0.0));
+        drop(a);
+        // Whichever mapping comes back (another test may use the pool
+        // too), it holds zeros only.
+        let mut b = Region::pooled(len, Pages::Small).unwrap();
+        assert_eq!(b.len(), len);
+        assert!(b.as_mut_slice::<u64>().iter().all(|&w| w == 0));
+        let mut c = Region::pooled_untouched(len / 2 + 4096, Pages::Small).unwrap();
+        c.touch();
+        c.as_mut_slice::<u8>().fill(1);
     }
 
     #[test]
