@@ -2,8 +2,10 @@
 //! `cargo run --release --example budgets -- DOC.json...` reads each run
 //! document's `run.wall_s` (each benchmark's time with its preparation and
 //! calibration) and prints, per area, the budgets of those benchmarks at
-//! the run's profile, the time they took and the ratio, worst first: where
-//! a first run's estimate goes wrong.
+//! the run's profile, what a first run expects of them (their budget, or
+//! what their operations need when they outlast it), the time they took
+//! and the ratio to what was expected, worst first: where a first run's
+//! estimate goes wrong.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +21,7 @@ fn main() -> anyhow::Result<()> {
             continue;
         }
         let profile = d.run.profile;
-        let mut areas: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
+        let mut areas: BTreeMap<String, (f64, f64, f64, usize)> = BTreeMap::new();
         for b in opcost::suites::all_benches(&d.host) {
             let Some(&took) = d.run.wall_s.get(b.id()) else {
                 continue;
@@ -27,27 +29,32 @@ fn main() -> anyhow::Result<()> {
             let area = b.id().split('.').next().unwrap_or("").to_string();
             let e = areas.entry(area).or_default();
             e.0 += b.budget(profile).as_secs_f64();
-            e.1 += took;
-            e.2 += 1;
+            e.1 += b.expected(profile).as_secs_f64();
+            e.2 += took;
+            e.3 += 1;
         }
         let mut rows: Vec<_> = areas.into_iter().collect();
-        rows.sort_by(|a, b| (b.1.1 / b.1.0).total_cmp(&(a.1.1 / a.1.0)));
-        let (mut budget, mut took) = (0.0, 0.0);
+        rows.sort_by(|a, b| (b.1.2 / b.1.1).total_cmp(&(a.1.2 / a.1.1)));
+        let (mut budget, mut expected, mut took) = (0.0, 0.0, 0.0);
         println!(
             "{p}: {} profile, announced {:.0} s, took {:.0} s",
             profile.name(),
             d.run.estimate_s.unwrap_or(f64::NAN),
             d.run.duration_s
         );
-        println!("  area        benches   budget s   took s   took/budget");
-        for (area, (b, t, n)) in rows {
-            println!("  {area:<10} {n:>8} {b:>10.1} {t:>8.1} {:>13.2}", t / b);
+        println!("  area        benches   budget s   expected s   took s   took/expected");
+        for (area, (b, x, t, n)) in rows {
+            println!(
+                "  {area:<10} {n:>8} {b:>10.1} {x:>12.1} {t:>8.1} {:>15.2}",
+                t / x
+            );
             budget += b;
+            expected += x;
             took += t;
         }
         println!(
-            "  all                 {budget:>10.1} {took:>8.1} {:>13.2}",
-            took / budget
+            "  all                 {budget:>10.1} {expected:>12.1} {took:>8.1} {:>15.2}",
+            took / expected
         );
     }
     Ok(())

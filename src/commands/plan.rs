@@ -187,11 +187,12 @@ impl RunPlan {
         }))
     }
 
-    /// The time the run is planned to take.
+    /// The time the run is planned to take: what each benchmark expects
+    /// ([`crate::harness::Bench::expected`]).
     pub fn budget(&self, opts: &RunOptions) -> Duration {
         self.benches
             .iter()
-            .map(|b| opts.budget_of(b.as_ref()))
+            .map(|b| opts.expected_of(b.as_ref()))
             .sum()
     }
 
@@ -202,7 +203,7 @@ impl RunPlan {
         let planned: Vec<(&str, Duration)> = self
             .benches
             .iter()
-            .map(|b| (b.id(), opts.budget_of(b.as_ref())))
+            .map(|b| (b.id(), opts.expected_of(b.as_ref())))
             .collect();
         estimate(&planned, earlier)
     }
@@ -224,7 +225,8 @@ pub struct Estimate {
 /// absurd.
 const LEARNED_FACTOR: (f64, f64) = (0.5, 4.0);
 
-/// The run's time from each `planned` benchmark's budget, where `earlier`
+/// The run's time from each `planned` benchmark's expected time (its
+/// budget, or what its operations need when they outlast it), where `earlier`
 /// runs of the host (newest first) recorded what it took there
 /// (`wall_s`) that time instead, and the budgets of the rest scaled by how
 /// the learned times compared with their own budgets: a round's

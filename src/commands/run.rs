@@ -141,15 +141,29 @@ fn announce(args: &RunArgs, benches: usize, estimate: &plan::Estimate, host: &Ho
         ),
     };
     eprintln!(
-        "opcost: {benches} benchmarks, {} profile, about {:.0} s{whence}{}",
+        "opcost: {benches} benchmarks, {} profile, about {}{whence}{}",
         args.profile.name(),
-        estimate.total.as_secs_f64().ceil(),
+        about(estimate.total),
         args.cpu
             .map(|c| format!(", pinned to CPU {c}"))
             .unwrap_or_default()
     );
     if let Some(note) = busy_note(host, others_share_now()) {
         eprintln!("opcost: {note}");
+    }
+}
+
+/// A run's expected length as people say it: "58 s" under two minutes,
+/// then "34 min", then "2 h 10 min".
+fn about(d: Duration) -> String {
+    let s = d.as_secs_f64().ceil() as u64;
+    match s {
+        0..120 => format!("{s} s"),
+        120..7200 => format!("{} min", (s + 30) / 60),
+        _ => {
+            let m = (s + 30) / 60;
+            format!("{} h {} min", m / 60, m % 60)
+        }
     }
 }
 
@@ -347,6 +361,15 @@ pub(super) fn progress_bar(total: Duration) -> ProgressBar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_length_is_said_in_the_unit_people_use() {
+        let s = Duration::from_secs_f64;
+        assert_eq!(about(s(58.2)), "59 s");
+        assert_eq!(about(s(119.0)), "119 s");
+        assert_eq!(about(s(2029.0)), "34 min");
+        assert_eq!(about(s(7800.0)), "2 h 10 min");
+    }
 
     #[test]
     fn a_busy_machine_is_named_and_a_quiet_one_is_not() {

@@ -247,6 +247,13 @@ pub trait Bench: Send {
     fn budget(&self, profile: Profile) -> Duration {
         profile.default_budget()
     }
+    /// The time a run should expect it to take at `profile`, all rounds
+    /// with their preparation: its budget, unless it knows that its
+    /// operations outlast it (one operation of seconds still runs its
+    /// preparation, calibration and a sample in every round).
+    fn expected(&self, profile: Profile) -> Duration {
+        self.budget(profile)
+    }
     /// Benchmarks with the same key, selected together, have their samples
     /// interleaved (A B A B) so that drift cannot fake a difference.
     fn interleave(&self) -> Option<&str> {

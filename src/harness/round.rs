@@ -125,7 +125,17 @@ impl RunOptions {
     /// The time a benchmark may take over all its rounds: its budget,
     /// stretched when `--samples` asks for more samples than the profile.
     pub fn budget_of(&self, b: &dyn Bench) -> Duration {
-        let base = b.budget(self.profile);
+        self.stretched(b.budget(self.profile))
+    }
+
+    /// The time a run should expect a benchmark to take
+    /// ([`Bench::expected`]), stretched as [`RunOptions::budget_of`].
+    pub fn expected_of(&self, b: &dyn Bench) -> Duration {
+        self.stretched(b.expected(self.profile))
+    }
+
+    /// `base` stretched when `--samples` asks for more samples than the profile.
+    fn stretched(&self, base: Duration) -> Duration {
         let scale = self.samples_wanted() as f64 / self.profile.samples() as f64;
         if scale > 1.0 {
             base.mul_f64(scale)

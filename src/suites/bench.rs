@@ -16,6 +16,9 @@ use crate::units::ValueUnit;
 
 /// The prepare step of a [`FnBench`].
 pub type PrepareFn = Box<dyn Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync>;
+/// How long a run should expect a benchmark to take, from the profile and
+/// its budget there.
+type ExpectedFn = Box<dyn Fn(Profile, Duration) -> Duration + Send + Sync>;
 
 /// How long a benchmark may run at each profile, calibration and warm-up
 /// included: the one budget mechanism of every benchmark.
@@ -65,6 +68,7 @@ pub struct FnBench {
     cpu_cost: bool,
     paced: bool,
     on_request: bool,
+    expected: Option<ExpectedFn>,
     prepare: PrepareFn,
 }
 
@@ -88,6 +92,7 @@ impl FnBench {
             cpu_cost: false,
             paced: false,
             on_request: false,
+            expected: None,
             prepare: Box::new(prepare),
         }
     }
@@ -120,6 +125,16 @@ impl FnBench {
     /// shorthand for `with_budget(Budget::scaled(f))`.
     pub fn budget_scale(self, f: f64) -> Self {
         self.with_budget(Budget::scaled(f))
+    }
+
+    /// Says how long a run should expect it to take ([`Bench::expected`]):
+    /// `f(profile, budget)`.
+    pub fn expected_by(
+        mut self,
+        f: impl Fn(Profile, Duration) -> Duration + Send + Sync + 'static,
+    ) -> Self {
+        self.expected = Some(Box::new(f));
+        self
     }
 
     /// Leaves the benchmark out of runs at profiles below `p`.
@@ -171,6 +186,12 @@ impl Bench for FnBench {
     }
     fn budget(&self, profile: Profile) -> Duration {
         self.budget.at(profile)
+    }
+    fn expected(&self, profile: Profile) -> Duration {
+        let budget = self.budget.at(profile);
+        self.expected
+            .as_ref()
+            .map_or(budget, |f| f(profile, budget))
     }
     fn interleave(&self) -> Option<&str> {
         self.interleave.as_deref()

@@ -402,6 +402,7 @@ fn source_benches(source: &Arc<Source>, tier: Tier, quick: Quick) -> Vec<Box<dyn
                     source.label
                 );
                 let p = packed.clone();
+                let bytes = source.len;
                 v.push(
                     FnBench::new(
                         id,
@@ -417,6 +418,9 @@ fn source_benches(source: &Arc<Source>, tier: Tier, quick: Quick) -> Vec<Box<dyn
                     .param("level", level)
                     .param("op", op.name())
                     .budget_scale(BUDGET_SCALE)
+                    .expected_by(move |profile, budget| {
+                        expected(codec, level, op, bytes, profile, budget)
+                    })
                     .min_profile(min_profile(tier, quick, codec, level))
                     .boxed(),
                 );
@@ -424,6 +428,60 @@ fn source_benches(source: &Arc<Source>, tier: Tier, quick: Quick) -> Vec<Box<dyn
         }
     }
     v
+}
+
+/// Typical speeds of each coder, uncompressed MB/s (compress, decompress):
+/// the medians over the six inputs of a default run on a 2-vCPU AMD EPYC
+/// (Zen 4) KVM guest. Only the run-time estimate uses them (a first run
+/// has no history of the host); a host's own runs replace them.
+fn nominal_mbps(codec: Codec, level: u32) -> (f64, f64) {
+    match (codec, level) {
+        (Codec::Lz4, _) => (730.0, 2900.0),
+        (Codec::Snappy, _) => (710.0, 1650.0),
+        (Codec::Zstd, 1) => (400.0, 910.0),
+        (Codec::Zstd, 3) => (280.0, 1060.0),
+        (Codec::Zstd, 9) => (49.0, 1140.0),
+        (Codec::Zstd, _) => (2.3, 1660.0),
+        (Codec::Gzip, 1) => (128.0, 284.0),
+        (Codec::Gzip, 6) => (35.0, 646.0),
+        (Codec::Gzip, _) => (31.0, 672.0),
+        (Codec::Brotli, 1) => (144.0, 423.0),
+        (Codec::Brotli, 5) => (26.0, 660.0),
+        (Codec::Brotli, _) => (0.5, 695.0),
+        (Codec::Xz, 0) => (10.4, 127.0),
+        (Codec::Xz, 6) => (2.5, 123.0),
+        (Codec::Xz, _) => (1.5, 106.0),
+        (Codec::Bzip2, _) => (7.3, 14.8),
+    }
+}
+
+/// How long a run should expect one codec benchmark to take at `profile`,
+/// over all rounds, given its `budget`. A round prepares (the compress
+/// benchmark compresses the input once to match the shared compressed form;
+/// the decompress one checks a decompression, and whichever comes first
+/// in a worker compresses and checks once for both, counted half to each),
+/// calibrates (one operation when it outlasts the sample target) and takes
+/// samples until its share of the budget is spent (at least one): with
+/// operations of seconds (bzip2-9 or xz-0 on 16 MiB, brotli-11 on 1 MiB)
+/// that is several times the budget, which a first run's estimate must know.
+fn expected(
+    codec: Codec,
+    level: u32,
+    op: Op,
+    bytes: usize,
+    profile: Profile,
+    budget: Duration,
+) -> Duration {
+    let (c, d) = nominal_mbps(codec, level);
+    let (t_c, t_d) = (bytes as f64 / (c * 1e6), bytes as f64 / (d * 1e6));
+    let (prep, t_op) = match op {
+        Op::Compress => (t_c + 0.5 * t_d, t_c),
+        Op::Decompress => (0.5 * (t_c + t_d) + t_d, t_d),
+    };
+    let rounds = profile.rounds() as f64;
+    let share = budget.as_secs_f64() / rounds;
+    let round = prep + share.max(2.0 * t_op);
+    Duration::from_secs_f64(rounds * round).max(budget)
 }
 
 /// Loads the input, round-trips it through the coder that will be timed
@@ -517,6 +575,37 @@ impl Timed for CodecRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_run_expects_slow_coders_to_outlast_their_budget() {
+        let host = Host::detect();
+        let all = (suite().benches)(&host);
+        let of = |id: &str| {
+            let b = all.iter().find(|b| b.id() == id).expect(id);
+            (b.budget(Profile::Default), b.expected(Profile::Default))
+        };
+        // brotli-11 compresses ~0.5 MB/s: 1 MiB is seconds per operation,
+        // three of them a round (matching the shared form, calibrating, a
+        // sample), five rounds.
+        let (budget, expected) = of("codec.json.brotli-11.compress/1MiB");
+        assert!(expected > budget * 10, "{expected:?} against {budget:?}");
+        assert!(expected > Duration::from_secs(15) && expected < Duration::from_secs(60));
+        // Decompressing the same is quick: the round is its budget's share
+        // plus the preparation, which here is mostly the compression.
+        let (budget, expected) = of("codec.json.brotli-11.decompress/1MiB");
+        assert!(expected > budget, "{expected:?} against {budget:?}");
+        // lz4 on 40 KiB: well inside the budget.
+        let (budget, expected) = of("codec.json.lz4-1.compress/40KiB");
+        assert!(expected < budget * 2, "{expected:?} against {budget:?}");
+        // Quick's estimate stays its budgets: only fast coders run there.
+        for b in all
+            .iter()
+            .filter(|b| b.runs_at(Profile::Quick) && !b.on_request())
+        {
+            let (q, x) = (b.budget(Profile::Quick), b.expected(Profile::Quick));
+            assert!(x < q * 2, "{}: {x:?} against {q:?}", b.id());
+        }
+    }
 
     #[test]
     fn ids_name_input_codec_level_op_and_size() {
