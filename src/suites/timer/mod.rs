@@ -176,8 +176,9 @@ fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
                     .with_budget(budget)
                     .expected_by(move |profile, budget| {
                         // A sleep of a second or more outlasts any budget:
-                        // every round calibrates on one and samples one.
-                        let sleeps = 2.0 * profile.rounds() as f64;
+                        // a round takes three (measured: 15 s for the five
+                        // rounds of a default run).
+                        let sleeps = 3.0 * profile.rounds() as f64;
                         budget.max(Duration::from_nanos(p.ns).mul_f64(sleeps))
                     })
                     .min_profile(min_profile(m, p))
