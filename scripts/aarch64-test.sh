@@ -14,7 +14,8 @@
 #     row gives a result with a unit, or is skipped with a reason; none fails;
 #   - ARM's own rows (syscall.cntvct and the neon, neon_nt, sve, sve_nt,
 #     dc_zva and mops bandwidth methods) under `qemu-aarch64 -cpu max`:
-#     each gives a result where the emulated CPU has its feature (read from
+#     each gives a result (its kernel's bytes checked at set-up) where the
+#     emulated CPU has its feature (read from
 #     the guest's AT_HWCAP/AT_HWCAP2, LD_SHOW_AUXV) and is skipped naming
 #     the feature where it has not (qemu before 8.2 has no FEAT_MOPS); and
 #     under `-cpu cortex-a57` (no SVE) the SVE rows are skipped naming SVE;
