@@ -12,12 +12,22 @@
 #   - a short quick run of rows that work under emulation, and of those
 #     x86-only rows, in one process (--one-process --no-save --json): every
 #     row gives a result with a unit, or is skipped with a reason; none fails;
-#   - with -t, the library's unit tests of the host description (`cargo
-#     test --lib host::`), cross-built and run through qemu-aarch64.
+#   - ARM's own rows (syscall.cntvct and the neon, neon_nt, sve, sve_nt,
+#     dc_zva and mops bandwidth methods) under `qemu-aarch64 -cpu max`:
+#     each gives a result (its kernel's bytes checked at set-up) where the
+#     emulated CPU has its feature (read from
+#     the guest's AT_HWCAP/AT_HWCAP2, LD_SHOW_AUXV) and is skipped naming
+#     the feature where it has not (qemu before 8.2 has no FEAT_MOPS); and
+#     under `-cpu cortex-a57` (no SVE) the SVE rows are skipped naming SVE;
+#   - with -t, the library's unit tests of the host description, of the
+#     memory methods (every kernel's bytes checked against its source or
+#     value) and of the syscall calls (`cargo test --lib host::
+#     suites::memory::methods:: suites::syscall::calls::`), cross-built and
+#     run through qemu-aarch64 (whose default CPU, max, has SVE).
 #
 # Usage: scripts/aarch64-test.sh [-r] [-t] [-k]
 #   -r  build the release profile (default: debug, quicker to build)
-#   -t  also run the `host::` unit tests under emulation
+#   -t  also run the `host::`, memory methods and syscall calls unit tests under emulation
 #   -k  keep the run's JSON document and outputs (their directory is printed)
 #
 # It needs, and installs with apt-get when missing (through sudo when not
@@ -200,9 +210,66 @@ for r in "${rows[@]}"; do
   [ "$n" -ge 1 ] || fail "the run has no row for $r"
 done
 
+step "ARM methods (-cpu max, cortex-a57)"
+# The guest's hardware capabilities as its loader sees them (-E: only the
+# guest's loader shows them, not the host's running qemu).
+auxv() { qemu-aarch64 -cpu "$1" -E LD_SHOW_AUXV=1 "$bin" --version | awk -v k="$2:" '$1 == k {v = $2} END {print v}'; }
+hwcap=$(auxv max AT_HWCAP)
+hwcap2=$(auxv max AT_HWCAP2)
+if [ -z "$hwcap" ] || [ -z "$hwcap2" ]; then fail "no AT_HWCAP/AT_HWCAP2 from the emulated CPU's loader"; fi
+has_bit() { (( (16#${1#0x} >> $2) & 1 )); }
+sve=no; mops=no
+if has_bit "$hwcap" 22; then sve=yes; fi   # HWCAP_SVE
+if has_bit "$hwcap2" 43; then mops=yes; fi # HWCAP2_MOPS
+echo "aarch64: -cpu max reports SVE: $sve, FEAT_MOPS: $mops (AT_HWCAP $hwcap, AT_HWCAP2 $hwcap2)"
+arm_rows=(syscall.cntvct)
+for m in read.neon read.sve write.neon write.neon_nt write.sve write.sve_nt write.dc_zva write.mops \
+  copy.neon copy.neon_nt copy.sve copy.sve_nt copy.mops; do
+  arm_rows+=("memory.bandwidth.$m/threads=1")
+done
+rc=0
+qemu-aarch64 -cpu max "$bin" run --profile quick --one-process --no-save --json "$work/arm.json" "${arm_rows[@]}" \
+  >"$work/arm.txt" 2>"$work/arm.err" || rc=$?
+if [ "$rc" -ne 0 ]; then cat "$work/arm.err" >&2; fail "opcost run of the ARM rows exited $rc"; fi
+jq -r '.results[] | "  \(.id)  \(.median) \(.unit)"' "$work/arm.json"
+jq -r '.skipped[] | "  \(if .failed then "FAILED" else "skipped" end) \(.id): \(.reason)"' "$work/arm.json"
+# expect ID FEATURE-PRESENT WORD: a result with a unit if the feature is
+# there, else a skip (not a failure) whose reason names WORD.
+expect() {
+  local id=$1 have=$2 word=$3 doc=${4:-$work/arm.json}
+  if [ "$have" = yes ]; then
+    jq -e --arg r "$id" 'any(.results[]; .id == $r and (.unit // "") != "" and (.median | type) == "number")' "$doc" >/dev/null ||
+      fail "$id gave no result under emulation, though the emulated CPU has its feature"
+  else
+    jq -e --arg r "$id" --arg w "$word" 'any(.skipped[]; .id == $r and (.failed | not) and (.reason | contains($w)))' "$doc" >/dev/null ||
+      fail "$id was not skipped with a reason naming $word"
+  fi
+}
+expect syscall.cntvct yes ""
+jq -e '.results[] | select(.id == "syscall.cntvct") | .details.frequency_hz > 0' "$work/arm.json" >/dev/null ||
+  fail "syscall.cntvct does not record the counter's frequency"
+for r in "${arm_rows[@]:1}"; do
+  case $r in
+    *.sve/* | *.sve_nt/*) expect "$r" "$sve" SVE ;;
+    *.mops/*) expect "$r" "$mops" FEAT_MOPS ;;
+    *) expect "$r" yes "" ;;
+  esac
+done
+# A CPU without SVE (nor FEAT_MOPS): those rows are skips naming it.
+no_sve_rows=(memory.bandwidth.read.sve/threads=1 memory.bandwidth.copy.sve_nt/threads=1 memory.bandwidth.write.mops/threads=1)
+rc=0
+qemu-aarch64 -cpu cortex-a57 "$bin" run --profile quick --one-process --no-save --json "$work/a57.json" "${no_sve_rows[@]}" \
+  >"$work/a57.txt" 2>"$work/a57.err" || rc=$?
+if [ "$rc" -ne 0 ]; then cat "$work/a57.err" >&2; fail "opcost run under -cpu cortex-a57 exited $rc"; fi
+jq -r '.skipped[] | "  cortex-a57: skipped \(.id): \(.reason)"' "$work/a57.json"
+expect memory.bandwidth.read.sve/threads=1 no SVE "$work/a57.json"
+expect memory.bandwidth.copy.sve_nt/threads=1 no SVE "$work/a57.json"
+expect memory.bandwidth.write.mops/threads=1 no FEAT_MOPS "$work/a57.json"
+
 if [ -n "$unit_tests" ]; then
-  step "unit tests host:: (cross)"
-  /usr/bin/cargo test "${build_flags[@]}" --lib -- host:: || fail "the host:: unit tests failed under qemu-aarch64"
+  step "unit tests (cross)"
+  /usr/bin/cargo test "${build_flags[@]}" --lib -- host:: suites::memory::methods:: suites::syscall::calls:: ||
+    fail "the host::, memory methods or syscall calls unit tests failed under qemu-aarch64"
 fi
 
 step_end

@@ -216,7 +216,7 @@ fn every_bandwidth_method_is_measured_or_skipped_with_its_reason() {
     let mut measured = 0;
     for op in ["read", "write", "copy"] {
         let methods: &[&str] = match op {
-            "read" => &["sse2", "avx2", "avx512"],
+            "read" => &["sse2", "avx2", "avx512", "neon", "sve"],
             "copy" => &[
                 "glibc_above_threshold",
                 "glibc_below_threshold",
@@ -226,6 +226,11 @@ fn every_bandwidth_method_is_measured_or_skipped_with_its_reason() {
                 "avx2_nt",
                 "avx512",
                 "avx512_nt",
+                "neon",
+                "neon_nt",
+                "sve",
+                "sve_nt",
+                "mops",
             ],
             _ => &[
                 "glibc_above_threshold",
@@ -236,6 +241,12 @@ fn every_bandwidth_method_is_measured_or_skipped_with_its_reason() {
                 "avx2_nt",
                 "avx512",
                 "avx512_nt",
+                "neon",
+                "neon_nt",
+                "sve",
+                "sve_nt",
+                "dc_zva",
+                "mops",
             ],
         };
         for m in methods {
@@ -264,6 +275,17 @@ fn every_bandwidth_method_is_measured_or_skipped_with_its_reason() {
                         .unwrap_or_else(|| panic!("{id} neither measured nor skipped"));
                     assert_eq!(s["failed"], false, "{s}");
                     assert!(!s["reason"].as_str().unwrap_or("").is_empty(), "{s}");
+                    // The other architecture's methods name this one.
+                    let arm = ["neon", "neon_nt", "sve", "sve_nt", "dc_zva", "mops"].contains(m);
+                    if arm != cfg!(target_arch = "aarch64") {
+                        assert!(
+                            s["reason"]
+                                .as_str()
+                                .unwrap()
+                                .ends_with(&format!("this is {}", std::env::consts::ARCH)),
+                            "{s}"
+                        );
+                    }
                 }
             }
         }

@@ -748,6 +748,38 @@ mod tests {
     }
 
     #[test]
+    fn an_arm_machines_methods_are_ranked_by_their_names() {
+        // aarch64: NEON and SVE copies, dc zva writes, glibc on either side.
+        let ms = vec![
+            bw(&methods::method_id(Op::Copy, Method::Neon), 20e9, 0.03),
+            bw(&methods::method_id(Op::Copy, Method::NeonNt), 10e9, 0.03),
+            bw(&methods::method_id(Op::Copy, Method::Sve), 20.2e9, 0.03),
+            bw(&methods::method_id(Op::Copy, Method::SveNt), 10.1e9, 0.03),
+            bw(
+                &methods::method_id(Op::Copy, Method::GlibcBelow),
+                19.9e9,
+                0.03,
+            ),
+            bw(&methods::method_id(Op::Write, Method::DcZva), 30e9, 0.03),
+            bw(&methods::method_id(Op::Write, Method::Neon), 15e9, 0.03),
+            bw(&methods::method_id(Op::Read, Method::Neon), 25e9, 0.03),
+            bw(&methods::method_id(Op::Read, Method::Sve), 25.5e9, 0.03),
+        ];
+        let f = method_findings(&ms);
+        let copy = find_starting(&f, "the machine's copy bandwidth (one thread): ");
+        copy.assert_says("fastest: glibc_below_threshold, neon and sve; then neon_nt and sve_nt (");
+        let write = find_starting(&f, "the machine's write bandwidth (one thread): ");
+        write.assert_says("fastest: dc_zva; then neon (");
+        let read = find_starting(&f, "the machine's read bandwidth (one thread): ");
+        read.assert_says("(no clear 1.25× gap between neon and sve)");
+        find_starting(
+            &f,
+            "copy bandwidth: glibc memcpy below its non-temporal threshold: ",
+        )
+        .assert_says("(within 1.25× of the top tier)");
+    }
+
+    #[test]
     fn methods_a_few_per_cent_apart_share_a_tier_and_a_wide_tie_is_not_within() {
         // 6% apart with ±2%: `rank` would split them; the clear gap does not.
         let ms = vec![

@@ -13,10 +13,19 @@
 //!   64 bytes at a time, four independent streams per loop iteration.
 //! - `sse2_nt`, `avx2_nt`, `avx512_nt`: the same with non-temporal stores
 //!   (`movntdq`, `vmovntdq`), an `sfence` at the end of every block.
+//! - aarch64's own: `neon` (`ldp`/`stp` of 16-byte q registers, 128 bytes
+//!   per loop iteration, four accumulators when reading), `neon_nt` (the
+//!   stores as `stnp`, non-temporal pairs), `sve` and `sve_nt` (`ld1d` /
+//!   `st1d` / `stnt1d` at the CPU's vector length, four vectors per
+//!   iteration under `whilelo` predicates), `dc_zva` (write only: `dc zva`
+//!   zeroes one block of DCZID_EL0's size per instruction; the bytes
+//!   written are zeros) and `mops` (FEAT_MOPS: `setp/setm/sete` and
+//!   `cpyp/cpym/cpye`, the ISA's memset and memmove).
 //!
-//! Features are detected at run time: a method the CPU lacks is a skip with
-//! the reason, never an illegal instruction; on other architectures only
-//! the libc methods run. One operation is one block; the arrays are many
+//! Features are detected at run time (SVE from HWCAP, FEAT_MOPS from
+//! HWCAP2, `dc zva` from DCZID_EL0): a method the CPU lacks is a skip with
+//! the reason, never an illegal instruction; each architecture's methods
+//! skip on the other, naming it, and the libc methods run everywhere. One operation is one block; the arrays are many
 //! blocks long and at least 256 MiB (4x the last-level cache if larger, up
 //! to the profile's cap; 128 MiB at quick), or one block larger than that, so
 //! every block comes from memory.
@@ -92,8 +101,14 @@ impl Op {
     /// The methods measured for this operation.
     pub fn methods(self) -> &'static [Method] {
         match self {
-            Op::Read => &[Method::Sse2, Method::Avx2, Method::Avx512],
-            Op::Write | Op::Copy => &[
+            Op::Read => &[
+                Method::Sse2,
+                Method::Avx2,
+                Method::Avx512,
+                Method::Neon,
+                Method::Sve,
+            ],
+            Op::Write => &[
                 Method::GlibcAbove,
                 Method::GlibcBelow,
                 Method::RepString,
@@ -102,6 +117,27 @@ impl Op {
                 Method::Avx2Nt,
                 Method::Avx512,
                 Method::Avx512Nt,
+                Method::Neon,
+                Method::NeonNt,
+                Method::Sve,
+                Method::SveNt,
+                Method::DcZva,
+                Method::Mops,
+            ],
+            Op::Copy => &[
+                Method::GlibcAbove,
+                Method::GlibcBelow,
+                Method::RepString,
+                Method::Sse2Nt,
+                Method::Avx2,
+                Method::Avx2Nt,
+                Method::Avx512,
+                Method::Avx512Nt,
+                Method::Neon,
+                Method::NeonNt,
+                Method::Sve,
+                Method::SveNt,
+                Method::Mops,
             ],
         }
     }
@@ -128,6 +164,18 @@ pub enum Method {
     Avx512,
     /// 64-byte loads, non-temporal 64-byte stores.
     Avx512Nt,
+    /// aarch64 NEON: `ldp`/`stp` of 16-byte q registers.
+    Neon,
+    /// aarch64 NEON loads, non-temporal `stnp` stores.
+    NeonNt,
+    /// aarch64 SVE: `ld1d`/`st1d` at the CPU's vector length.
+    Sve,
+    /// aarch64 SVE loads, non-temporal `stnt1d` stores.
+    SveNt,
+    /// aarch64 `dc zva`: zeroes one DCZID_EL0 block per instruction (write only).
+    DcZva,
+    /// aarch64 FEAT_MOPS: `setp/setm/sete`, `cpyp/cpym/cpye`.
+    Mops,
 }
 
 impl Method {
@@ -144,6 +192,12 @@ impl Method {
             (Method::Avx2Nt, _) => "avx2_nt",
             (Method::Avx512, _) => "avx512",
             (Method::Avx512Nt, _) => "avx512_nt",
+            (Method::Neon, _) => "neon",
+            (Method::NeonNt, _) => "neon_nt",
+            (Method::Sve, _) => "sve",
+            (Method::SveNt, _) => "sve_nt",
+            (Method::DcZva, _) => "dc_zva",
+            (Method::Mops, _) => "mops",
         }
     }
 
@@ -165,6 +219,15 @@ impl Method {
             Method::Avx2Nt => "32-byte non-temporal stores (vmovntdq) + sfence".to_string(),
             Method::Avx512 => "64-byte AVX-512 aligned loads/stores".to_string(),
             Method::Avx512Nt => "64-byte non-temporal stores (vmovntdq zmm) + sfence".to_string(),
+            Method::Neon => "aarch64 NEON ldp/stp of 16-byte q registers".to_string(),
+            Method::NeonNt => "aarch64 NEON ldp loads, non-temporal stnp stores".to_string(),
+            Method::Sve => "aarch64 SVE ld1d/st1d at the CPU's vector length".to_string(),
+            Method::SveNt => "aarch64 SVE ld1d loads, non-temporal stnt1d stores".to_string(),
+            Method::DcZva => {
+                "aarch64 dc zva (zeroing a cache-line block per instruction)".to_string()
+            }
+            Method::Mops if op == Op::Copy => "aarch64 FEAT_MOPS cpyp/cpym/cpye".to_string(),
+            Method::Mops => "aarch64 FEAT_MOPS setp/setm/sete".to_string(),
         };
         format!(
             "{} bandwidth from memory by {what}, one thread (bytes {})",
@@ -180,8 +243,25 @@ impl Method {
             Method::RepString | Method::Sse2 | Method::Sse2Nt => None,
             Method::Avx2 | Method::Avx2Nt => Some("avx2"),
             Method::Avx512 | Method::Avx512Nt => Some("avx512f"),
+            Method::Neon | Method::NeonNt => return arm_missing(ArmFeature::Neon),
+            Method::Sve | Method::SveNt => return arm_missing(ArmFeature::Sve),
+            Method::DcZva => return arm_missing(ArmFeature::DcZva),
+            Method::Mops => return arm_missing(ArmFeature::Mops),
         };
         x86_missing(feature)
+    }
+
+    /// Whether this is one of aarch64's methods.
+    pub fn is_arm(self) -> bool {
+        matches!(
+            self,
+            Method::Neon
+                | Method::NeonNt
+                | Method::Sve
+                | Method::SveNt
+                | Method::DcZva
+                | Method::Mops
+        )
     }
 
     /// Bytes per operation (one block), given glibc's threshold.
@@ -215,6 +295,44 @@ fn x86_missing(feature: Option<&str>) -> Option<String> {
 fn x86_missing(_feature: Option<&str>) -> Option<String> {
     Some(format!(
         "x86_64 instructions; this is {}",
+        std::env::consts::ARCH
+    ))
+}
+
+/// What an aarch64 method needs of the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArmFeature {
+    /// Advanced SIMD, part of every aarch64 CPU Linux runs on.
+    Neon,
+    /// The Scalable Vector Extension (HWCAP_SVE).
+    Sve,
+    /// `dc zva` allowed at EL0 (DCZID_EL0.DZP clear).
+    DcZva,
+    /// FEAT_MOPS, the memory copy and set instructions (HWCAP2_MOPS).
+    Mops,
+}
+
+#[cfg(target_arch = "aarch64")]
+fn arm_missing(feature: ArmFeature) -> Option<String> {
+    match feature {
+        ArmFeature::Neon => None,
+        ArmFeature::Sve => (!std::arch::is_aarch64_feature_detected!("sve"))
+            .then(|| "this CPU lacks SVE (not in its HWCAP)".to_string()),
+        ArmFeature::DcZva => match arm::dc_zva_block() {
+            Some(_) => None,
+            None => Some("dc zva is prohibited at EL0 here (DCZID_EL0.DZP is set)".to_string()),
+        },
+        ArmFeature::Mops => (!arm::has_mops()).then(|| {
+            "this CPU lacks FEAT_MOPS, the memory copy and set instructions (not in its HWCAP2)"
+                .to_string()
+        }),
+    }
+}
+
+#[cfg(not(target_arch = "aarch64"))]
+fn arm_missing(_feature: ArmFeature) -> Option<String> {
+    Some(format!(
+        "aarch64 instructions; this is {}",
         std::env::consts::ARCH
     ))
 }
@@ -354,6 +472,11 @@ impl MethodBw {
                 "array of {array} bytes is not a whole number of page-aligned {block}-byte blocks"
             )));
         }
+        if method.is_arm() {
+            // New kernels prove themselves on a small buffer first (untimed).
+            check_kernel(op, method, CHECK_BYTES)
+                .map_err(|e| PrepareError::Fail(anyhow::anyhow!(e)))?;
+        }
         crate::suites::bench::check_memory((array * op.arrays()) as u64)?;
         let mut arrays = Vec::new();
         for i in 0..op.arrays() {
@@ -375,7 +498,7 @@ impl MethodBw {
                 .to_string(),
             );
         }
-        let details = json!({
+        let mut details = json!({
             "method": method.name(op),
             "array_bytes": array,
             "arrays": op.arrays(),
@@ -386,6 +509,10 @@ impl MethodBw {
             "glibc_rep_stosb_threshold": t.rep_stosb,
             "erms": erms(),
         });
+        if method.is_arm() {
+            details["sve_vector_bytes"] = json!(sve_vector_bytes());
+            details["dc_zva_block_bytes"] = json!(dc_zva_block_bytes());
+        }
         Ok(MethodBw {
             op,
             method,
@@ -448,6 +575,98 @@ fn erms() -> Option<bool> {
     }
 }
 
+/// Bytes of the set-up check of an aarch64 kernel: whole 256-byte units,
+/// not a power of two.
+const CHECK_BYTES: usize = 4096 + 3 * 256;
+
+/// Runs `method` once over `n` patterned bytes (a multiple of 256) and
+/// checks them: a copy equals its source, a write holds the value (zeros
+/// for `dc_zva`), a read returns the sum of the 64-bit words, and the 256
+/// bytes after the range are untouched. The error says what differed.
+fn check_kernel(op: Op, method: Method, n: usize) -> Result<(), String> {
+    const GUARD: usize = 256;
+    let what = format!("{}.{} on {n} bytes", op.name(), method.name(op));
+    // 64-byte aligned storage (the x86 kernels' aligned loads need it).
+    let mut src_lines = vec![Line([0; 64]); (n + GUARD).div_ceil(64)];
+    let mut dst_lines = src_lines.clone();
+    let src: &mut [u8] = bytes_of(&mut src_lines);
+    for (i, x) in src.iter_mut().enumerate() {
+        *x = (i * 7 + i / 251) as u8 | 1;
+    }
+    let src: &[u8] = src;
+    let dst: &mut [u8] = bytes_of(&mut dst_lines);
+    dst.fill(0xee);
+    match op {
+        Op::Read => {
+            let (got, want) = (read(method, &src[..n]), sum_words(&src[..n]));
+            if got != want {
+                return Err(format!("{what}: the sum is {got:#x}, not {want:#x}"));
+            }
+        }
+        Op::Write => {
+            write(method, &mut dst[..n], 0x5a);
+            let want = if method == Method::DcZva { 0 } else { 0x5a };
+            if let Some(i) = dst[..n].iter().position(|&x| x != want) {
+                return Err(format!("{what}: byte {i} is {:#x}, not {want:#x}", dst[i]));
+            }
+        }
+        Op::Copy => {
+            copy(method, &src[..n], &mut dst[..n]);
+            if let Some(i) = (0..n).find(|&i| dst[i] != src[i]) {
+                return Err(format!(
+                    "{what}: byte {i} is {:#x}, not the source's {:#x}",
+                    dst[i], src[i]
+                ));
+            }
+        }
+    }
+    if dst[n..].iter().any(|&x| x != 0xee) {
+        return Err(format!("{what}: bytes past the end were written"));
+    }
+    Ok(())
+}
+
+/// 64 bytes, 64-byte aligned: a cache line of the set-up check's storage.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// The bytes of 64-byte aligned storage.
+fn bytes_of(lines: &mut [Line]) -> &mut [u8] {
+    // SAFETY: a Line is 64 plain bytes with no padding; the length is the
+    // storage's.
+    unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<u8>(), lines.len() * 64) }
+}
+
+/// The sum of 64-bit words (what the vector reads compute).
+fn sum_words(a: &[u8]) -> u64 {
+    a.chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+        .fold(0u64, |x, y| x.wrapping_add(y))
+}
+
+/// SVE's vector length in bytes (None without SVE or off aarch64).
+fn sve_vector_bytes() -> Option<usize> {
+    #[cfg(target_arch = "aarch64")]
+    if std::arch::is_aarch64_feature_detected!("sve") {
+        // SAFETY: SVE was detected.
+        return Some(unsafe { arm::sve_vector_bytes() });
+    }
+    None
+}
+
+/// The block `dc zva` zeroes, bytes (None where it is prohibited or off aarch64).
+fn dc_zva_block_bytes() -> Option<usize> {
+    #[cfg(target_arch = "aarch64")]
+    {
+        arm::dc_zva_block()
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        None
+    }
+}
+
 /// Sums `a` with `method`'s loads (libc methods do not read; callers never ask).
 fn read(method: Method, a: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
@@ -458,6 +677,16 @@ fn read(method: Method, a: &[u8]) -> u64 {
             Method::Avx512 => return x86::read_avx512(a),
             Method::Avx2 => return x86::read_avx2(a),
             Method::Sse2 => return x86::read_sse2(a),
+            _ => {}
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: `a` is page-aligned and a whole number of 256-byte units;
+    // SVE was detected before the benchmark was prepared.
+    unsafe {
+        match method {
+            Method::Neon => return arm::read_neon(a),
+            Method::Sve => return arm::read_sve(a),
             _ => {}
         }
     }
@@ -484,6 +713,21 @@ fn write(method: Method, a: &mut [u8], v: u8) {
             _ => {}
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as in `read`; each feature was detected before.
+    unsafe {
+        match method {
+            Method::Neon | Method::NeonNt => {
+                return arm::write_neon(a, v, method == Method::NeonNt);
+            }
+            Method::Sve | Method::SveNt => {
+                return arm::write_sve(a, v, method == Method::SveNt);
+            }
+            Method::DcZva => return arm::dc_zva(a),
+            Method::Mops => return arm::set_mops(a, v),
+            _ => {}
+        }
+    }
     let _ = method;
     a.fill(v);
 }
@@ -504,6 +748,20 @@ fn copy(method: Method, src: &[u8], dst: &mut [u8]) {
             Method::Avx512 | Method::Avx512Nt => {
                 return x86::copy_avx512(src, dst, method == Method::Avx512Nt);
             }
+            _ => {}
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as in `read`; the two arrays are distinct mappings of equal length.
+    unsafe {
+        match method {
+            Method::Neon | Method::NeonNt => {
+                return arm::copy_neon(src, dst, method == Method::NeonNt);
+            }
+            Method::Sve | Method::SveNt => {
+                return arm::copy_sve(src, dst, method == Method::SveNt);
+            }
+            Method::Mops => return arm::copy_mops(src, dst),
             _ => {}
         }
     }
@@ -716,6 +974,381 @@ mod x86 {
     }
 }
 
+/// The aarch64 kernels. Every function needs a 16-byte aligned slice whose
+/// length is a multiple of 256 bytes (all but the `mops` ones, which take
+/// any length), and the features it is compiled for or that were detected.
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use core::arch::asm;
+
+    /// HWCAP2_MOPS of the Linux arm64 ABI (asm/hwcap.h), which libc lacks.
+    const HWCAP2_MOPS: u64 = 1 << 43;
+
+    /// Whether the kernel reports FEAT_MOPS (HWCAP2_MOPS).
+    pub fn has_mops() -> bool {
+        // SAFETY: getauxval has no preconditions.
+        let hwcap2 = unsafe { libc::getauxval(libc::AT_HWCAP2) };
+        hwcap2 & HWCAP2_MOPS != 0
+    }
+
+    /// The block `dc zva` zeroes in bytes, or None where DCZID_EL0.DZP
+    /// prohibits it.
+    pub fn dc_zva_block() -> Option<usize> {
+        let id: u64;
+        // SAFETY: DCZID_EL0 is readable at EL0 on every aarch64 CPU.
+        unsafe {
+            asm!("mrs {id}, dczid_el0", id = out(reg) id, options(nomem, nostack, preserves_flags))
+        };
+        if id & 0x10 != 0 {
+            return None;
+        }
+        // BS: log2 of the block size in 4-byte words.
+        Some(4 << (id & 0xf))
+    }
+
+    /// SVE's vector length in bytes.
+    #[target_feature(enable = "sve")]
+    pub unsafe fn sve_vector_bytes() -> usize {
+        let n: usize;
+        unsafe { asm!("cntb {n}", n = out(reg) n, options(nomem, nostack, preserves_flags)) };
+        n
+    }
+
+    /// Sums 64-bit lanes with `ldp` of q registers, 128 bytes per
+    /// iteration into four accumulators.
+    pub unsafe fn read_neon(a: &[u8]) -> u64 {
+        if a.len() < 128 {
+            return 0;
+        }
+        let sum: u64;
+        unsafe {
+            asm!(
+                "movi v16.2d, #0",
+                "movi v17.2d, #0",
+                "movi v18.2d, #0",
+                "movi v19.2d, #0",
+                "2:",
+                "ldp q0, q1, [{p}]",
+                "ldp q2, q3, [{p}, #32]",
+                "ldp q4, q5, [{p}, #64]",
+                "ldp q6, q7, [{p}, #96]",
+                "add {p}, {p}, #128",
+                "add v16.2d, v16.2d, v0.2d",
+                "add v17.2d, v17.2d, v1.2d",
+                "add v18.2d, v18.2d, v2.2d",
+                "add v19.2d, v19.2d, v3.2d",
+                "add v16.2d, v16.2d, v4.2d",
+                "add v17.2d, v17.2d, v5.2d",
+                "add v18.2d, v18.2d, v6.2d",
+                "add v19.2d, v19.2d, v7.2d",
+                "cmp {p}, {end}",
+                "b.lo 2b",
+                "add v16.2d, v16.2d, v17.2d",
+                "add v18.2d, v18.2d, v19.2d",
+                "add v16.2d, v16.2d, v18.2d",
+                "addp d16, v16.2d",
+                "fmov {sum}, d16",
+                p = inout(reg) a.as_ptr() => _,
+                end = in(reg) a.as_ptr().add(a.len() / 128 * 128),
+                sum = out(reg) sum,
+                out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+                out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+                out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+                options(readonly, nostack),
+            );
+        }
+        sum
+    }
+
+    /// Stores `v` with `stp` (or non-temporal `stnp`) of q registers, 128
+    /// bytes per iteration.
+    pub unsafe fn write_neon(a: &mut [u8], v: u8, nt: bool) {
+        if a.len() < 128 {
+            return;
+        }
+        let p = a.as_mut_ptr();
+        let end = unsafe { p.add(a.len() / 128 * 128) };
+        macro_rules! stores {
+            ($st:literal) => {
+                unsafe {
+                    asm!(
+                        "dup v0.16b, {v:w}",
+                        "mov v1.16b, v0.16b",
+                        "2:",
+                        concat!($st, " q0, q1, [{p}]"),
+                        concat!($st, " q0, q1, [{p}, #32]"),
+                        concat!($st, " q0, q1, [{p}, #64]"),
+                        concat!($st, " q0, q1, [{p}, #96]"),
+                        "add {p}, {p}, #128",
+                        "cmp {p}, {end}",
+                        "b.lo 2b",
+                        v = in(reg) u32::from(v),
+                        p = inout(reg) p => _,
+                        end = in(reg) end,
+                        out("v0") _, out("v1") _,
+                        options(nostack),
+                    )
+                }
+            };
+        }
+        if nt {
+            stores!("stnp");
+        } else {
+            stores!("stp");
+        }
+    }
+
+    /// Copies with `ldp` loads and `stp` (or non-temporal `stnp`) stores
+    /// of q registers, 128 bytes per iteration.
+    pub unsafe fn copy_neon(src: &[u8], dst: &mut [u8], nt: bool) {
+        let n = src.len().min(dst.len()) / 128 * 128;
+        if n == 0 {
+            return;
+        }
+        let s = src.as_ptr();
+        let d = dst.as_mut_ptr();
+        let end = unsafe { s.add(n) };
+        macro_rules! copies {
+            ($st:literal) => {
+                unsafe {
+                    asm!(
+                        "2:",
+                        "ldp q0, q1, [{s}]",
+                        "ldp q2, q3, [{s}, #32]",
+                        "ldp q4, q5, [{s}, #64]",
+                        "ldp q6, q7, [{s}, #96]",
+                        "add {s}, {s}, #128",
+                        concat!($st, " q0, q1, [{d}]"),
+                        concat!($st, " q2, q3, [{d}, #32]"),
+                        concat!($st, " q4, q5, [{d}, #64]"),
+                        concat!($st, " q6, q7, [{d}, #96]"),
+                        "add {d}, {d}, #128",
+                        "cmp {s}, {end}",
+                        "b.lo 2b",
+                        s = inout(reg) s => _,
+                        d = inout(reg) d => _,
+                        end = in(reg) end,
+                        out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+                        out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+                        options(nostack),
+                    )
+                }
+            };
+        }
+        if nt {
+            copies!("stnp");
+        } else {
+            copies!("stp");
+        }
+    }
+
+    /// Sums 64-bit lanes with `ld1d`, four vectors per iteration, each
+    /// under a `whilelo` predicate (any vector length).
+    #[target_feature(enable = "sve")]
+    pub unsafe fn read_sve(a: &[u8]) -> u64 {
+        let sum: u64;
+        unsafe {
+            asm!(
+                "mov {i}, #0",
+                "mov z4.d, #0",
+                "mov z5.d, #0",
+                "mov z6.d, #0",
+                "mov z7.d, #0",
+                "2:",
+                "whilelo p1.d, {i}, {n}",
+                "b.none 3f",
+                "ld1d {{z0.d}}, p1/z, [{p}, {i}, lsl #3]",
+                "incd {i}",
+                "whilelo p1.d, {i}, {n}",
+                "ld1d {{z1.d}}, p1/z, [{p}, {i}, lsl #3]",
+                "incd {i}",
+                "whilelo p1.d, {i}, {n}",
+                "ld1d {{z2.d}}, p1/z, [{p}, {i}, lsl #3]",
+                "incd {i}",
+                "whilelo p1.d, {i}, {n}",
+                "ld1d {{z3.d}}, p1/z, [{p}, {i}, lsl #3]",
+                "incd {i}",
+                "add z4.d, z4.d, z0.d",
+                "add z5.d, z5.d, z1.d",
+                "add z6.d, z6.d, z2.d",
+                "add z7.d, z7.d, z3.d",
+                "b 2b",
+                "3:",
+                "add z4.d, z4.d, z5.d",
+                "add z6.d, z6.d, z7.d",
+                "add z4.d, z4.d, z6.d",
+                "ptrue p0.d",
+                "uaddv d0, p0, z4.d",
+                "fmov {sum}, d0",
+                p = in(reg) a.as_ptr(),
+                n = in(reg) a.len() / 8,
+                i = out(reg) _,
+                sum = out(reg) sum,
+                out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+                out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+                out("p0") _, out("p1") _,
+                options(readonly, nostack),
+            );
+        }
+        sum
+    }
+
+    /// Stores `v` with `st1d` (or non-temporal `stnt1d`), four vectors
+    /// per iteration under `whilelo` predicates.
+    #[target_feature(enable = "sve")]
+    pub unsafe fn write_sve(a: &mut [u8], v: u8, nt: bool) {
+        macro_rules! stores {
+            ($st:literal) => {
+                unsafe {
+                    asm!(
+                        "mov z0.b, {v:w}",
+                        "mov {i}, #0",
+                        "2:",
+                        "whilelo p1.d, {i}, {n}",
+                        "b.none 3f",
+                        concat!($st, " {{z0.d}}, p1, [{p}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "whilelo p1.d, {i}, {n}",
+                        concat!($st, " {{z0.d}}, p1, [{p}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "whilelo p1.d, {i}, {n}",
+                        concat!($st, " {{z0.d}}, p1, [{p}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "whilelo p1.d, {i}, {n}",
+                        concat!($st, " {{z0.d}}, p1, [{p}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "b 2b",
+                        "3:",
+                        v = in(reg) u32::from(v),
+                        p = in(reg) a.as_mut_ptr(),
+                        n = in(reg) a.len() / 8,
+                        i = out(reg) _,
+                        out("v0") _, out("p1") _,
+                        options(nostack),
+                    )
+                }
+            };
+        }
+        if nt {
+            stores!("stnt1d");
+        } else {
+            stores!("st1d");
+        }
+    }
+
+    /// Copies with `ld1d` loads and `st1d` (or non-temporal `stnt1d`)
+    /// stores, four vectors per iteration under `whilelo` predicates.
+    #[target_feature(enable = "sve")]
+    pub unsafe fn copy_sve(src: &[u8], dst: &mut [u8], nt: bool) {
+        let n = src.len().min(dst.len()) / 8;
+        macro_rules! copies {
+            ($st:literal) => {
+                unsafe {
+                    asm!(
+                        "mov {i}, #0",
+                        "2:",
+                        "whilelo p0.d, {i}, {n}",
+                        "b.none 3f",
+                        "ld1d {{z0.d}}, p0/z, [{s}, {i}, lsl #3]",
+                        concat!($st, " {{z0.d}}, p0, [{d}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "whilelo p1.d, {i}, {n}",
+                        "ld1d {{z1.d}}, p1/z, [{s}, {i}, lsl #3]",
+                        concat!($st, " {{z1.d}}, p1, [{d}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "whilelo p2.d, {i}, {n}",
+                        "ld1d {{z2.d}}, p2/z, [{s}, {i}, lsl #3]",
+                        concat!($st, " {{z2.d}}, p2, [{d}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "whilelo p3.d, {i}, {n}",
+                        "ld1d {{z3.d}}, p3/z, [{s}, {i}, lsl #3]",
+                        concat!($st, " {{z3.d}}, p3, [{d}, {i}, lsl #3]"),
+                        "incd {i}",
+                        "b 2b",
+                        "3:",
+                        s = in(reg) src.as_ptr(),
+                        d = in(reg) dst.as_mut_ptr(),
+                        n = in(reg) n,
+                        i = out(reg) _,
+                        out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+                        out("p0") _, out("p1") _, out("p2") _, out("p3") _,
+                        options(nostack),
+                    )
+                }
+            };
+        }
+        if nt {
+            copies!("stnt1d");
+        } else {
+            copies!("st1d");
+        }
+    }
+
+    /// Zeroes `a` with `dc zva`, one DCZID_EL0 block per instruction (the
+    /// unaligned head and tail, if any, with ordinary stores).
+    pub unsafe fn dc_zva(a: &mut [u8]) {
+        let Some(bs) = dc_zva_block() else {
+            a.fill(0);
+            return;
+        };
+        let head = a.as_ptr().align_offset(bs).min(a.len());
+        let body = (a.len() - head) / bs * bs;
+        let (h, rest) = a.split_at_mut(head);
+        let (b, t) = rest.split_at_mut(body);
+        h.fill(0);
+        t.fill(0);
+        if body == 0 {
+            return;
+        }
+        let p = b.as_mut_ptr();
+        unsafe {
+            asm!(
+                "2:",
+                "dc zva, {p}",
+                "add {p}, {p}, {bs}",
+                "cmp {p}, {end}",
+                "b.lo 2b",
+                p = inout(reg) p => _,
+                end = in(reg) p.add(body),
+                bs = in(reg) bs,
+                options(nostack),
+            );
+        }
+    }
+
+    /// Fills `a` with `v` by FEAT_MOPS `setp`/`setm`/`sete`.
+    pub unsafe fn set_mops(a: &mut [u8], v: u8) {
+        unsafe {
+            asm!(
+                ".arch_extension mops",
+                "setp [{d}]!, {n}!, {v}",
+                "setm [{d}]!, {n}!, {v}",
+                "sete [{d}]!, {n}!, {v}",
+                d = inout(reg) a.as_mut_ptr() => _,
+                n = inout(reg) a.len() => _,
+                v = in(reg) u64::from(v),
+                options(nostack),
+            );
+        }
+    }
+
+    /// Copies `src` into `dst` by FEAT_MOPS `cpyp`/`cpym`/`cpye`.
+    pub unsafe fn copy_mops(src: &[u8], dst: &mut [u8]) {
+        unsafe {
+            asm!(
+                ".arch_extension mops",
+                "cpyp [{d}]!, [{s}]!, {n}!",
+                "cpym [{d}]!, [{s}]!, {n}!",
+                "cpye [{d}]!, [{s}]!, {n}!",
+                d = inout(reg) dst.as_mut_ptr() => _,
+                s = inout(reg) src.as_ptr() => _,
+                n = inout(reg) src.len().min(dst.len()) => _,
+                options(nostack),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -775,7 +1408,8 @@ mod tests {
                 assert!(b.run(2).unwrap() > Duration::ZERO);
                 match op {
                     Op::Write => {
-                        assert!(b.arrays[0].as_mut_slice::<u8>().iter().all(|&x| x == 0x5a))
+                        let want = if m == Method::DcZva { 0 } else { 0x5a };
+                        assert!(b.arrays[0].as_mut_slice::<u8>().iter().all(|&x| x == want))
                     }
                     Op::Copy => assert!(b.arrays[1].as_mut_slice::<u8>().iter().all(|&x| x == 1)),
                     Op::Read => {
@@ -789,11 +1423,46 @@ mod tests {
         }
     }
 
-    /// The sum of 64-bit words (what the vector reads compute).
-    fn sum_words(a: &[u8]) -> u64 {
-        a.chunks_exact(8)
-            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
-            .fold(0u64, |x, y| x.wrapping_add(y))
+    #[test]
+    fn every_kernel_moves_exactly_the_bytes_it_is_given() {
+        // A patterned source, several lengths (whole 256-byte units, as the
+        // kernels require), a guard after the range that must not move.
+        for n in [256, CHECK_BYTES, 64 << 10] {
+            for op in [Op::Read, Op::Write, Op::Copy] {
+                for &m in op.methods() {
+                    if m.unavailable().is_none() {
+                        check_kernel(op, m, n).unwrap();
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_architecture_skips_the_others_methods_naming_it() {
+        for m in [Method::Neon, Method::Sve, Method::DcZva, Method::Mops] {
+            assert!(m.is_arm());
+            #[cfg(not(target_arch = "aarch64"))]
+            assert!(m.unavailable().unwrap().starts_with("aarch64 instructions"));
+        }
+        assert!(!Method::Avx2.is_arm() && !Method::GlibcAbove.is_arm());
+        #[cfg(target_arch = "aarch64")]
+        {
+            assert_eq!(Method::Neon.unavailable(), None);
+            assert!(
+                Method::Avx2
+                    .unavailable()
+                    .unwrap()
+                    .starts_with("x86_64 instructions")
+            );
+            assert!(Method::RepString.unavailable().is_some());
+            if let Some(why) = Method::Mops.unavailable() {
+                assert!(why.contains("FEAT_MOPS"), "{why}");
+            }
+            if let Some(why) = Method::Sve.unavailable() {
+                assert!(why.contains("SVE"), "{why}");
+            }
+        }
     }
 
     #[test]

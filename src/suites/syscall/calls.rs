@@ -326,7 +326,84 @@ fn prepare_pid_libc(c: PidCall) -> Box<dyn Timed> {
     }
 }
 
-/// The E1 benchmarks: function call, rdtsc, getpid/getppid, and each vDSO pair.
+/// The id of the time-stamp counter read (x86_64 only).
+pub const RDTSC: &str = "syscall.rdtsc";
+/// The id of the generic timer's counter read (aarch64 only).
+pub const CNTVCT: &str = "syscall.cntvct";
+
+/// One `rdtsc`, looped; a skip naming the architecture elsewhere.
+fn prepare_rdtsc() -> Result<Box<dyn Timed>, PrepareError> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        Ok(looped(
+            || {
+                // SAFETY: rdtsc exists on every x86_64 CPU.
+                black_box(unsafe { core::arch::x86_64::_rdtsc() });
+            },
+            Vec::new(),
+        ))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Err(PrepareError::Skip(format!(
+            "x86_64 instructions (the time-stamp counter); this is {} (syscall.cntvct is its counterpart on aarch64)",
+            std::env::consts::ARCH
+        )))
+    }
+}
+
+/// One `mrs cntvct_el0` (no `isb` before it, as `rdtsc` has no fence),
+/// looped, with the counter's frequency from `cntfrq_el0` in the details;
+/// a skip naming the architecture elsewhere.
+fn prepare_cntvct() -> Result<Box<dyn Timed>, PrepareError> {
+    #[cfg(target_arch = "aarch64")]
+    {
+        let hz = cntfrq();
+        let details = serde_json::json!({
+            "counter": "cntvct_el0",
+            "frequency_hz": hz,
+            "tick_ns": (hz > 0).then(|| 1e9 / hz as f64),
+        });
+        Ok(Box::new(Undisturbed::new(
+            Looped::new(|| {
+                black_box(cntvct());
+            })
+            .with_details(details),
+        )))
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        Err(PrepareError::Skip(format!(
+            "aarch64 instructions (the generic timer's cntvct_el0); this is {} (syscall.rdtsc is its counterpart on x86_64)",
+            std::env::consts::ARCH
+        )))
+    }
+}
+
+/// The generic timer's virtual count (`mrs cntvct_el0`).
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn cntvct() -> u64 {
+    let t: u64;
+    // SAFETY: CNTVCT_EL0 is readable at EL0 under Linux (CNTKCTL_EL1.EL0VCTEN).
+    unsafe {
+        core::arch::asm!("mrs {t}, cntvct_el0", t = out(reg) t, options(nomem, nostack, preserves_flags))
+    };
+    t
+}
+
+/// The generic timer's frequency in Hz (`mrs cntfrq_el0`).
+#[cfg(target_arch = "aarch64")]
+fn cntfrq() -> u64 {
+    let f: u64;
+    // SAFETY: CNTFRQ_EL0 is readable at EL0.
+    unsafe {
+        core::arch::asm!("mrs {f}, cntfrq_el0", f = out(reg) f, options(nomem, nostack, preserves_flags))
+    };
+    f
+}
+
+/// The E1 benchmarks: function call, rdtsc, cntvct, getpid/getppid, and each vDSO pair.
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let mut v: Vec<Box<dyn Bench>> = vec![
         FnBench::new(
@@ -361,22 +438,24 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             .boxed(),
         );
     }
-    #[cfg(target_arch = "x86_64")]
     v.insert(
         1,
         FnBench::new(
-            "syscall.rdtsc",
+            RDTSC,
             "reading the CPU's time-stamp counter (rdtsc), for scale",
             Unit::Latency,
-            |_| {
-                Ok(looped(
-                    || {
-                        // SAFETY: rdtsc exists on every x86_64 CPU.
-                        black_box(unsafe { core::arch::x86_64::_rdtsc() });
-                    },
-                    Vec::new(),
-                ))
-            },
+            |_| prepare_rdtsc(),
+        )
+        .subtract_loop()
+        .boxed(),
+    );
+    v.insert(
+        2,
+        FnBench::new(
+            CNTVCT,
+            "reading the generic timer's virtual counter (mrs cntvct_el0), aarch64's rdtsc, for scale",
+            Unit::Latency,
+            |_| prepare_cntvct(),
         )
         .subtract_loop()
         .boxed(),
@@ -650,6 +729,35 @@ mod tests {
                 Ok(mut t) => assert!(t.run(100).is_ok(), "{}", b.id()),
                 Err(PrepareError::Skip(reason)) => assert!(!reason.is_empty(), "{}", b.id()),
                 Err(e) => panic!("{}: {e}", b.id()),
+            }
+        }
+    }
+
+    #[test]
+    fn each_counter_row_runs_on_its_architecture_and_skips_naming_it_elsewhere() {
+        let rows = benches();
+        let ids: Vec<&str> = rows.iter().map(|b| b.id()).collect();
+        assert!(ids.contains(&RDTSC) && ids.contains(&CNTVCT));
+        let (mine, other) = match std::env::consts::ARCH {
+            "aarch64" => (prepare_cntvct(), prepare_rdtsc()),
+            _ => (prepare_rdtsc(), prepare_cntvct()),
+        };
+        match other {
+            Err(PrepareError::Skip(why)) => {
+                assert!(why.contains(std::env::consts::ARCH), "{why}")
+            }
+            _ => panic!("the other architecture's counter did not skip"),
+        }
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            let mut t = mine.unwrap_or_else(|_| panic!("this architecture's counter skipped"));
+            assert!(t.run(100).is_ok());
+            #[cfg(target_arch = "aarch64")]
+            {
+                let d = t.details().unwrap();
+                assert_eq!(d["counter"], "cntvct_el0");
+                assert!(d["frequency_hz"].as_u64().unwrap() > 0, "{d}");
+                let (a, b) = (cntvct(), cntvct());
+                assert!(b >= a, "the counter went back: {a} then {b}");
             }
         }
     }
