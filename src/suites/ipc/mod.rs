@@ -56,7 +56,7 @@ use shm::Wake;
 pub fn suite() -> Suite {
     Suite {
         name: "ipc",
-        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, POSIX and System V queues and shared memory, process_vm_readv/writev, memfd hand-over, eventfd, futex, sigqueue, file-change notification (inotify, stat() polling): throughput and round trips, same vs cross CPU",
+        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, POSIX and System V queues and shared memory, process_vm_readv/writev, memfd hand-over, eventfd, futex, sigqueue, file-change notification (inotify, fanotify, stat() polling): throughput and round trips, same vs cross CPU",
         benches,
         findings: findings::findings,
     }
