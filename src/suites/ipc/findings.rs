@@ -74,8 +74,182 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     }
     for p in Placement::ALL {
         out.extend(file_change(ms, p));
+        out.extend(file_events(ms, p));
+        out.extend(fanotify_vs_inotify(ms, p));
+        out.extend(slow_poll(ms, p));
     }
+    out.extend(poll_burn(ms));
     out
+}
+
+/// The file-change event round trips, with what each names in a finding.
+const FILE_EVENTS: [(super::notify::Watch, &str); 5] = {
+    use super::notify::Watch;
+    [
+        (Watch::Inotify, "inotify IN_MODIFY"),
+        (Watch::InotifyRename, "inotify IN_MOVED_TO (rename)"),
+        (Watch::InotifyCloseWrite, "inotify IN_CLOSE_WRITE"),
+        (Watch::Fanotify, "fanotify FAN_MODIFY"),
+        (Watch::FanotifyCloseWrite, "fanotify FAN_CLOSE_WRITE"),
+    ]
+};
+
+/// "file-change event round trip (same-cpu), in tiers apart by a clear 2×
+/// or more: fastest: inotify IN_MODIFY, …": the events ranked.
+fn file_events(ms: &[Measurement], p: Placement) -> Option<Finding> {
+    let set: Vec<(&str, &Measurement)> = FILE_EVENTS
+        .iter()
+        .filter_map(|&(w, n)| usable(ms, &super::notify_id(w, p)).map(|x| (n, x)))
+        .collect();
+    rtt_tiers(
+        &set,
+        &format!("file-change event round trip ({})", p.param()),
+    )
+}
+
+/// "fanotify's FAN_MODIFY reaches the waiting process in 12 µs (same-cpu,
+/// half a round trip), inotify's IN_MODIFY in 10 µs: fanotify is 1.2×
+/// (…) slower": the same event by the two interfaces, decided with the
+/// two-way comparisons' dead zone.
+fn fanotify_vs_inotify(ms: &[Measurement], p: Placement) -> Option<Finding> {
+    use super::notify::Watch;
+    let f = usable(ms, &super::notify_id(Watch::Fanotify, p))?;
+    let i = usable(ms, &super::notify_id(Watch::Inotify, p))?;
+    let k = match p {
+        Placement::Same => CLEAR,
+        _ => CROSS_CLEAR,
+    };
+    let words = claims::compare_beyond(&Est::of(f), &Est::of(i), k).pick(
+        |r| format!("fanotify is {r} quicker"),
+        |r| format!("inotify is {r} quicker"),
+        |_| format!("no clear difference of {k}× or more"),
+    );
+    let half = |m: &Measurement| human(m.median / 2.0, BaseUnit::NsPerOp);
+    Some(ratio_finding(
+        AREA,
+        format!(
+            "fanotify's FAN_MODIFY reaches the waiting process in {} ({}, half a round trip), inotify's IN_MODIFY in {}: {words}",
+            half(f),
+            p.param(),
+            half(i)
+        ),
+        f.median / i.median,
+    ))
+}
+
+/// "a 10 ms fstat() poll sees a write in 10.1 ms (same-cpu, half a round
+/// trip): 9.2× (…) the 1 ms poll's wait".
+fn slow_poll(ms: &[Measurement], p: Placement) -> Option<Finding> {
+    use super::notify::{POLL, POLL_SLOW, Watch};
+    let slow = usable(ms, &super::notify_id(Watch::StatPollSlow, p))?;
+    let half = |m: &Measurement| human(m.median / 2.0, BaseUnit::NsPerOp);
+    let mut text = format!(
+        "a {} ms fstat() poll sees a write in {} ({}, half a round trip)",
+        POLL_SLOW.as_millis(),
+        half(slow),
+        p.param()
+    );
+    let Some(fast) = usable(ms, &super::notify_id(Watch::StatPoll, p)) else {
+        return Some(Finding {
+            area: AREA.into(),
+            text,
+            value: slow.median / 2.0,
+            unit: BaseUnit::NsPerOp.into(),
+        });
+    };
+    let words = claims::compare_beyond(&Est::of(slow), &Est::of(fast), CLEAR).pick(
+        |r| format!("{r} quicker than"),
+        |r| format!("{r} the wait of"),
+        |_| format!("no clear difference of {CLEAR}× or more from"),
+    );
+    text.push_str(&format!(
+        ": {words} the {} ms poll ({})",
+        POLL.as_millis(),
+        half(fast)
+    ));
+    Some(ratio_finding(AREA, text, slow.median / fast.median))
+}
+
+/// A polling row's idle burn from its details: the share of a CPU as an
+/// estimate, and the CPU time per look (ns).
+fn idle_burn_of(m: &Measurement) -> Option<(Est, f64)> {
+    let d = m.details.as_ref()?.get("idle_cpu")?;
+    let f = |k: &str| d.get(k).and_then(serde_json::Value::as_f64);
+    let share = f("share").filter(|v| v.is_finite() && *v > 0.0)?;
+    let e = Est::cost(
+        share,
+        f("share_low").unwrap_or(share),
+        f("share_high").unwrap_or(share),
+    );
+    Some((e, f("cpu_per_look_ns").unwrap_or(f64::NAN)))
+}
+
+/// A share of a CPU as a percentage with three significant digits: "0.421%".
+fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    let digits = if p >= 10.0 {
+        1
+    } else if p >= 1.0 {
+        2
+    } else {
+        (2.0 - p.log10().floor()).clamp(2.0, 6.0) as usize
+    };
+    format!("{p:.digits$}%")
+}
+
+/// "a 1 ms stat() poll burns 0.42% (0.40–0.45%) of a CPU while idle (4.2
+/// µs of CPU per look), a 10 ms one 0.05% (…): the 10 ms loop burns 8.4×
+/// (…) less; inotify burns none (its reader sleeps in read() until the
+/// event)": from the polling rows' details (the same-cpu row's, else the
+/// cross-cpu row's); the comparison decided with [`CLEAR`].
+fn poll_burn(ms: &[Measurement]) -> Option<Finding> {
+    use super::notify::{POLL, POLL_SLOW, Watch};
+    let burn = |w: Watch| {
+        [Placement::Same, Placement::Cross]
+            .into_iter()
+            .find_map(|p| usable(ms, &super::notify_id(w, p)).and_then(idle_burn_of))
+    };
+    let range = |e: &Est| {
+        let bare = |v: f64| percent(v).trim_end_matches('%').to_string();
+        format!("{} ({}–{}%)", percent(e.value), bare(e.low), bare(e.high))
+    };
+    let fast = burn(Watch::StatPoll);
+    let slow = burn(Watch::StatPollSlow);
+    let ((first, look), ms_first) = match (fast, slow) {
+        (Some(f), _) => (f, POLL),
+        (None, Some(s)) => (s, POLL_SLOW),
+        (None, None) => return None,
+    };
+    let mut text = format!(
+        "a {} ms stat() poll burns {} of a CPU while idle",
+        ms_first.as_millis(),
+        range(&first)
+    );
+    if look.is_finite() {
+        text.push_str(&format!(
+            " ({} of CPU per look)",
+            human(look, BaseUnit::NsPerOp)
+        ));
+    }
+    if let (Some((f, _)), Some((s, _))) = (fast, slow) {
+        let words = claims::compare_beyond(&s, &f, CLEAR).pick(
+            |r| format!("the {} ms loop burns {r} less", POLL_SLOW.as_millis()),
+            |r| format!("the {} ms loop burns {r} more", POLL_SLOW.as_millis()),
+            |_| format!("no clear difference of {CLEAR}× or more"),
+        );
+        text.push_str(&format!(
+            ", a {} ms one {}: {words}",
+            POLL_SLOW.as_millis(),
+            range(&s)
+        ));
+    }
+    text.push_str("; inotify burns none (its reader sleeps in read() until the event)");
+    Some(Finding {
+        area: AREA.into(),
+        text,
+        value: first.value * 100.0,
+        unit: ValueUnit::Percent,
+    })
 }
 
 /// "a file write reaches a process waiting on inotify in 9.8 µs (same-cpu,
@@ -451,6 +625,124 @@ mod tests {
 
     use super::*;
     use crate::harness::{find_saying, find_starting};
+
+    /// A polling row with an idle burn of `share` (±10%) in its details.
+    fn polled(id: &str, median: f64, share: f64) -> Measurement {
+        let mut x = m(id, "ns/op", median, 0.05);
+        x.details = Some(serde_json::json!({
+            "placement": "same-cpu",
+            "idle_cpu": {
+                "share": share,
+                "share_low": share * 0.9,
+                "share_high": share * 1.1,
+                "cpu_per_look_ns": share * 1e6,
+            }
+        }));
+        x
+    }
+
+    #[test]
+    fn a_polling_loop_s_idle_burn_is_told_with_its_interval() {
+        use super::super::notify::Watch;
+        use super::super::notify_id;
+        let s = Placement::Same;
+        let both = [
+            polled(&notify_id(Watch::StatPoll, s), 2.2e6, 0.0042),
+            polled(&notify_id(Watch::StatPollSlow, s), 20.4e6, 0.0005),
+        ];
+        let f = poll_burn(&both).unwrap();
+        f.assert_starts_with(
+            "a 1 ms stat() poll burns 0.420% (0.378–0.462%) of a CPU while idle (4.20 µs of CPU per look), a 10 ms one 0.0500% (0.0450–0.0550%): the 10 ms loop burns 8.40× (",
+        );
+        f.assert_says("less; inotify burns none (its reader sleeps in read() until the event)");
+        assert_eq!(f.unit, ValueUnit::Percent);
+        assert!((f.value - 0.42).abs() < 1e-9);
+        // Burns that overlap beyond the dead zone are not ordered.
+        let close = [
+            polled(&notify_id(Watch::StatPoll, s), 2.2e6, 0.0042),
+            polled(&notify_id(Watch::StatPollSlow, s), 20.4e6, 0.0040),
+        ];
+        poll_burn(&close)
+            .unwrap()
+            .assert_says(": no clear difference of 1.25× or more;");
+        // Only the 10 ms loop, from the cross-cpu row.
+        let alone = [polled(
+            &notify_id(Watch::StatPollSlow, Placement::Cross),
+            20.4e6,
+            0.0005,
+        )];
+        poll_burn(&alone)
+            .unwrap()
+            .assert_starts_with("a 10 ms stat() poll burns 0.0500% (");
+        // No details, no finding.
+        let bare = [m(&notify_id(Watch::StatPoll, s), "ns/op", 2.2e6, 0.05)];
+        assert!(poll_burn(&bare).is_none());
+        assert_eq!(percent(0.123), "12.3%");
+        assert_eq!(percent(0.0123), "1.23%");
+    }
+
+    #[test]
+    fn the_10ms_poll_is_compared_with_the_1ms_one_by_intervals() {
+        use super::super::notify::Watch;
+        use super::super::notify_id;
+        let s = Placement::Same;
+        let run = |slow: f64, fast: f64| {
+            slow_poll(
+                &[
+                    m(&notify_id(Watch::StatPollSlow, s), "ns/op", slow, 0.05),
+                    m(&notify_id(Watch::StatPoll, s), "ns/op", fast, 0.05),
+                ],
+                s,
+            )
+            .unwrap()
+        };
+        let f = run(20.2e6, 2.2e6);
+        f.assert_starts_with(
+            "a 10 ms fstat() poll sees a write in 10.1 ms (same-cpu, half a round trip): 9.18× (",
+        );
+        f.assert_says(") the wait of the 1 ms poll (1.10 ms)");
+        run(2.3e6, 2.2e6).assert_says(": no clear difference of 1.25× or more from the 1 ms poll");
+        let alone = slow_poll(
+            &[m(&notify_id(Watch::StatPollSlow, s), "ns/op", 20.2e6, 0.05)],
+            s,
+        )
+        .unwrap();
+        assert_eq!(
+            alone.text,
+            "a 10 ms fstat() poll sees a write in 10.1 ms (same-cpu, half a round trip)"
+        );
+    }
+
+    #[test]
+    fn file_events_are_ranked_and_fanotify_is_set_against_inotify() {
+        use super::super::notify::Watch;
+        use super::super::notify_id;
+        let s = Placement::Same;
+        let ms: Vec<Measurement> = [
+            (Watch::Inotify, 20_000.0),
+            (Watch::InotifyRename, 24_000.0),
+            (Watch::InotifyCloseWrite, 26_000.0),
+            (Watch::Fanotify, 30_000.0),
+            (Watch::FanotifyCloseWrite, 90_000.0),
+        ]
+        .into_iter()
+        .map(|(w, v)| m(&notify_id(w, s), "ns/op", v, 0.03))
+        .collect();
+        let f = file_events(&ms, s).unwrap();
+        f.assert_starts_with("file-change event round trip (same-cpu), in tiers apart by a clear 2× or more: fastest: inotify IN_MODIFY, inotify IN_MOVED_TO (rename), inotify IN_CLOSE_WRITE and fanotify FAN_MODIFY; then fanotify FAN_CLOSE_WRITE");
+        let v = fanotify_vs_inotify(&ms, s).unwrap();
+        v.assert_starts_with("fanotify's FAN_MODIFY reaches the waiting process in 15.0 µs (same-cpu, half a round trip), inotify's IN_MODIFY in 10.0 µs: inotify is 1.50× (");
+        let tie = [
+            m(&notify_id(Watch::Fanotify, s), "ns/op", 21_000.0, 0.05),
+            m(&notify_id(Watch::Inotify, s), "ns/op", 20_000.0, 0.05),
+        ];
+        fanotify_vs_inotify(&tie, s)
+            .unwrap()
+            .assert_says(": no clear difference of 1.25× or more");
+        // One event alone is no ranking; a skipped fanotify, no comparison.
+        assert!(file_events(&ms[..1], s).is_none());
+        assert!(fanotify_vs_inotify(&ms[..3], s).is_none());
+    }
 
     /// A measurement with `median` and a ±`rel` interval.
     fn m(id: &str, unit: &str, median: f64, rel: f64) -> Measurement {

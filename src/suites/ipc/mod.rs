@@ -13,9 +13,11 @@
 //! Ids: `ipc.MECH.tput/SIZE/PLACE` (bytes/s), `ipc.MECH.rtt/SIZE/PLACE`
 //! (ns per round trip), `ipc.eventfd.rtt/PLACE` and `ipc.futex.rtt/PLACE`
 //! (wake-ups without payload) and `ipc.sigqueue.rtt/PLACE` (a queued
-//! signal with its value), `ipc.inotify.rtt/PLACE` and
-//! `ipc.stat_poll.rtt/PLACE` (a file write and its notification each way,
-//! [`notify`]); PLACE is `same` or `cross`. A mechanism made for
+//! signal with its value), `ipc.inotify.rtt/PLACE`,
+//! `ipc.inotify.{rename,close_write}.rtt/PLACE`,
+//! `ipc.fanotify[.close_write].rtt/PLACE` and
+//! `ipc.stat_poll[.10ms].rtt/PLACE` (a change to a file and its
+//! notification each way, [`notify`]); PLACE is `same` or `cross`. A mechanism made for
 //! large messages (cross-memory attach, a handed-over memfd) is measured at
 //! the sizes it is made for ([`Mech::tput_sizes`], [`Mech::rtt_sizes`]).
 //!
@@ -54,7 +56,7 @@ use shm::Wake;
 pub fn suite() -> Suite {
     Suite {
         name: "ipc",
-        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, POSIX and System V queues and shared memory, process_vm_readv/writev, memfd hand-over, eventfd, futex, sigqueue, file-change notification (inotify, stat() polling): throughput and round trips, same vs cross CPU",
+        summary: "pipe, FIFO, splice, Unix/TCP/UDP sockets, shm ring and file, POSIX and System V queues and shared memory, process_vm_readv/writev, memfd hand-over, eventfd, futex, sigqueue, file-change notification (inotify, fanotify, stat() polling): throughput and round trips, same vs cross CPU",
         benches,
         findings: findings::findings,
     }
@@ -248,7 +250,7 @@ pub fn rtt_id(m: Mech, size: usize, p: Placement) -> String {
 /// Mechanisms the whole-machine quick profile leaves out (they run at the
 /// quick profile when a pattern selects them, and at the others always):
 /// the ones beyond the everyday pipes, sockets, rings and queues.
-const ON_REQUEST: [&str; 8] = [
+const ON_REQUEST: [&str; 9] = [
     "vm_readv",
     "vm_writev",
     "sysv_msg",
@@ -256,23 +258,23 @@ const ON_REQUEST: [&str; 8] = [
     "memfd_pass",
     "sigqueue",
     "inotify",
+    "fanotify",
     "stat_poll",
 ];
 
 /// Bytes of the message a file-change round trip writes each way.
 pub const NOTIFY_SIZE: usize = 8;
 
-/// The id of a file-change round trip: `ipc.inotify.rtt/same`...
+/// The id of a file-change round trip: `ipc.inotify.rtt/same`,
+/// `ipc.inotify.rename.rtt/cross`, `ipc.stat_poll.10ms.rtt/same`...
 pub fn notify_id(watch: notify::Watch, p: Placement) -> String {
-    format!("ipc.{}.rtt/{}", notify_name(watch), p.label())
+    format!("ipc.{}.rtt/{}", watch.name(), p.label())
 }
 
-/// The mechanism name of a file-change watch.
-fn notify_name(watch: notify::Watch) -> &'static str {
-    match watch {
-        notify::Watch::Inotify => "inotify",
-        notify::Watch::StatPoll => "stat_poll",
-    }
+/// Looks of each slice of a polling loop's idle-burn measurement: about
+/// 8 ms of a 1 ms loop, one look of a 10 ms one.
+fn idle_looks(poll: Duration) -> u64 {
+    (8 / poll.as_millis().max(1) as u64).max(1)
 }
 
 /// An IPC benchmark of `mech` (with a message `size`, if it has one) whose
@@ -397,33 +399,35 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 .boxed(),
             );
         }
-        for (watch, what) in [
-            (
-                notify::Watch::Inotify,
-                "a write to a file and its inotify event read by the waiting process, each way (IN_MODIFY, blocking read, pread)",
-            ),
-            (
-                notify::Watch::StatPoll,
-                "a write appended to a file and seen by a fstat() polling loop (1 ms naps), each way",
-            ),
-        ] {
-            let name = notify_name(watch);
+        for watch in notify::Watch::ALL {
             let b = ipc_bench(
                 notify_id(watch, p),
-                format!("{what}, ends on {}", place_text(p)),
+                format!("{}, ends on {}", watch.what(), place_text(p)),
                 Unit::Latency,
-                (name, Some(NOTIFY_SIZE), p),
+                (watch.mechanism(), Some(NOTIFY_SIZE), p),
                 format!("ipc.notify/{}", p.label()),
                 move |ctx| {
                     let cpus = p.cpus(ctx)?;
+                    // What the loop burns while idle, measured before the
+                    // peer runs, on the parent's CPU.
+                    let idle = match watch.poll() {
+                        Some(poll) => Some(idle_burn(ctx, &cpus, poll)?),
+                        None => None,
+                    };
                     let ends = notify::pair(watch, private_dir(ctx)?)?;
-                    start(Shape::Rtt, ends, NOTIFY_SIZE, &cpus, None, None)
+                    let rt = start(Shape::Rtt, ends, NOTIFY_SIZE, &cpus, None, None)?;
+                    Ok(match idle {
+                        Some(idle) => {
+                            Box::new(notify::Polled { inner: rt, idle }) as Box<dyn Timed>
+                        }
+                        None => rt,
+                    })
                 },
-            );
-            let b = if watch == notify::Watch::StatPoll {
-                b.param("poll_ms", notify::POLL.as_millis() as u64)
-            } else {
-                b
+            )
+            .param("event", watch.event());
+            let b = match watch.poll() {
+                Some(poll) => b.param("poll_ms", poll.as_millis() as u64),
+                None => b,
             };
             out.push(b.boxed());
         }
@@ -433,6 +437,17 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
 
 fn place_text(p: Placement) -> &'static str {
     p.text()
+}
+
+/// What a polling loop of interval `poll` burns while nothing changes,
+/// pinned to the parent's CPU.
+fn idle_burn(ctx: &Ctx, cpus: &Cpus, poll: Duration) -> Result<notify::IdleBurn, PrepareError> {
+    let _pin = crate::harness::affinity::Pinned::to(cpus.parent)?;
+    let file = tempfile::tempfile_in(&ctx.tmp)
+        .map_err(|e| PrepareError::Fail(anyhow::anyhow!("a file in {}: {e}", ctx.tmp.display())))?;
+    use std::os::fd::AsRawFd;
+    notify::idle_burn(file.as_raw_fd(), poll, idle_looks(poll))
+        .map_err(|e| PrepareError::Fail(anyhow::anyhow!("an idle polling loop: {e}")))
 }
 
 /// A private directory under the run's temp dir for named objects; the
@@ -584,7 +599,7 @@ mod tests {
             .sum::<usize>()
             + Mech::rtt().map(|m| m.rtt_sizes().len()).sum::<usize>()
             + 3
-            + 2;
+            + notify::Watch::ALL.len();
         assert_eq!(bs.len(), 2 * per_place);
         // Every size a mechanism declares is one of the suite's sizes.
         for m in Mech::TPUT {
@@ -621,6 +636,20 @@ mod tests {
         assert!(seen.contains("ipc.eventfd.rtt/same"));
         assert!(seen.contains("ipc.inotify.rtt/cross") && seen.contains("ipc.stat_poll.rtt/same"));
         for id in [
+            "ipc.inotify.rename.rtt/same",
+            "ipc.inotify.close_write.rtt/cross",
+            "ipc.fanotify.rtt/same",
+            "ipc.fanotify.close_write.rtt/cross",
+            "ipc.stat_poll.10ms.rtt/same",
+        ] {
+            assert!(seen.contains(id), "{id}");
+            let b = bs.iter().find(|b| b.id() == id).unwrap();
+            assert!(
+                b.on_request(),
+                "{id}: the whole-machine quick profile leaves it out"
+            );
+        }
+        for id in [
             "ipc.vm_readv.tput/1MiB/cross",
             "ipc.vm_writev.rtt/4KiB/same",
             "ipc.sysv_msg.tput/4KiB/same",
@@ -644,6 +673,14 @@ mod tests {
     fn budgets_fit_the_quick_profile() {
         let bs = benches(&Host::default());
         let total: Duration = bs.iter().map(|b| b.budget(Profile::Quick)).sum();
-        assert!(total <= Duration::from_secs(15), "{total:?}");
+        // `opcost run ipc --profile quick`: every row, those on request too.
+        assert!(total <= Duration::from_secs(16), "{total:?}");
+        // The whole-machine quick run leaves the rows on request out.
+        let whole: Duration = bs
+            .iter()
+            .filter(|b| !b.on_request())
+            .map(|b| b.budget(Profile::Quick))
+            .sum();
+        assert!(whole <= Duration::from_secs(15), "{whole:?}");
     }
 }
