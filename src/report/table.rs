@@ -52,9 +52,7 @@ pub fn render(doc: &RunDoc) -> String {
     let failed: Vec<_> = doc.skipped.iter().filter(|s| s.failed).collect();
     if !skipped.is_empty() {
         let _ = writeln!(out, "\nskipped:");
-        for s in skipped {
-            let _ = writeln!(out, "  {}: {}", s.id, s.reason);
-        }
+        out.push_str(&skip_lines(&skipped));
     }
     if !failed.is_empty() {
         let _ = writeln!(out, "\nfailed:");
@@ -71,6 +69,34 @@ pub fn render(doc: &RunDoc) -> String {
         rounds_note(doc),
         NOISE_THRESHOLD * 100.0
     );
+    out
+}
+
+/// Rows skipped at least this many times for the same reason share a line.
+const SKIPS_SHARING_A_LINE: usize = 3;
+
+/// One line per skipped row ("id: reason"), except that rows skipped for
+/// one reason ([`SKIPS_SHARING_A_LINE`] or more: another architecture's
+/// instructions, a missing CPU feature) share one, in the order the
+/// reasons first appear: "8 rows: reason: id, id, ...".
+fn skip_lines(skipped: &[&crate::harness::Skipped]) -> String {
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for s in skipped {
+        match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
+            Some((_, ids)) => ids.push(&s.id),
+            None => reasons.push((&s.reason, vec![&s.id])),
+        }
+    }
+    let mut out = String::new();
+    for (reason, ids) in reasons {
+        if ids.len() >= SKIPS_SHARING_A_LINE {
+            let _ = writeln!(out, "  {} rows: {reason}: {}", ids.len(), ids.join(", "));
+        } else {
+            for id in ids {
+                let _ = writeln!(out, "  {id}: {reason}");
+            }
+        }
+    }
     out
 }
 
@@ -310,6 +336,30 @@ pub fn render_matrix(m: &crate::document::CoreMatrix, topology: &crate::host::To
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_skipped_for_one_reason_share_a_line() {
+        let sk = |id: &str, reason: &str| crate::harness::Skipped {
+            id: id.into(),
+            reason: reason.into(),
+            failed: false,
+        };
+        let arm = "aarch64 instructions; this is x86_64";
+        let rows = [
+            sk("m.neon", arm),
+            sk("a.one", "needs root"),
+            sk("m.sve", arm),
+            sk("m.dc_zva", arm),
+            sk("b.two", "needs root"),
+        ];
+        let refs: Vec<_> = rows.iter().collect();
+        assert_eq!(
+            skip_lines(&refs),
+            format!(
+                "  3 rows: {arm}: m.neon, m.sve, m.dc_zva\n  a.one: needs root\n  b.two: needs root\n"
+            )
+        );
+    }
     use crate::harness::Measurement;
 
     #[test]
