@@ -5,14 +5,25 @@
 //! the run's profile, what a first run expects of them (their budget, or
 //! what their operations need when they outlast it), the time they took
 //! and the ratio to what was expected, worst first: where a first run's
-//! estimate goes wrong.
+//! estimate goes wrong. `--groups N` lists, below each document, the N
+//! interleaved groups (or lone benchmarks) whose time exceeded what was
+//! expected of them by most: where to look first.
 
 use std::collections::BTreeMap;
 
 fn main() -> anyhow::Result<()> {
-    let paths: Vec<String> = std::env::args().skip(1).collect();
+    let mut paths: Vec<String> = std::env::args().skip(1).collect();
+    let mut groups = 0;
+    if let Some(i) = paths.iter().position(|a| a == "--groups") {
+        let n = paths.get(i + 1).and_then(|n| n.parse().ok());
+        let Some(n) = n else {
+            anyhow::bail!("--groups needs a count");
+        };
+        groups = n;
+        paths.drain(i..i + 2);
+    }
     if paths.is_empty() {
-        anyhow::bail!("usage: budgets DOC.json...");
+        anyhow::bail!("usage: budgets [--groups N] DOC.json...");
     }
     for p in paths {
         let d = opcost::document::RunDoc::read_json(std::path::Path::new(&p))?;
@@ -22,10 +33,17 @@ fn main() -> anyhow::Result<()> {
         }
         let profile = d.run.profile;
         let mut areas: BTreeMap<String, (f64, f64, f64, usize)> = BTreeMap::new();
+        let mut by_group: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
         for b in opcost::suites::all_benches(&d.host) {
             let Some(&took) = d.run.wall_s.get(b.id()) else {
                 continue;
             };
+            let g = by_group
+                .entry(b.interleave().unwrap_or(b.id()).to_string())
+                .or_default();
+            g.0 += b.expected(profile).as_secs_f64();
+            g.1 += took;
+            g.2 += 1;
             let area = b.id().split('.').next().unwrap_or("").to_string();
             let e = areas.entry(area).or_default();
             e.0 += b.budget(profile).as_secs_f64();
@@ -56,6 +74,16 @@ fn main() -> anyhow::Result<()> {
             "  all                 {budget:>10.1} {expected:>12.1} {took:>8.1} {:>15.2}",
             took / expected
         );
+        if groups > 0 {
+            let mut g: Vec<_> = by_group.into_iter().collect();
+            g.sort_by(|a, b| (b.1.1 - b.1.0).total_cmp(&(a.1.1 - a.1.0)));
+            println!(
+                "  group (or benchmark)                              members   expected s   took s"
+            );
+            for (key, (x, t, n)) in g.into_iter().take(groups) {
+                println!("  {key:<50} {n:>5} {x:>12.1} {t:>8.1}");
+            }
+        }
     }
     Ok(())
 }

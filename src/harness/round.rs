@@ -145,6 +145,50 @@ impl RunOptions {
     }
 }
 
+/// What a benchmark whose operations are slow takes over all rounds at
+/// `profile` with `budget`, as a round spends it: its preparation (`prep`),
+/// calibration (the first batch, and a second to confirm it when the first
+/// ended within a third of the round's share), a warm-up while a batch is
+/// shorter than the warm-up, then samples until the round's share of the
+/// budget is spent (at least one, at most the round's samples); `batch` is
+/// the time of the smallest batch, one operation when that outlasts the
+/// sample target. Fast operations fill their budget, unless their
+/// preparation alone outlasts its share; the answer is never less than the
+/// budget. The run-time estimate uses it ([`Bench::expected`]) with a
+/// benchmark's nominal times.
+pub fn expected_slow(
+    profile: Profile,
+    budget: Duration,
+    prep: Duration,
+    batch: Duration,
+) -> Duration {
+    let rounds = profile.rounds();
+    let share = budget / rounds as u32;
+    let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
+    let target = profile.sample_target();
+    if batch < target {
+        // Calibration grows the batch to the target and confirms it; then a
+        // warm-up and at least one sample.
+        let round = share.max(prep + 3 * target + warmup);
+        return (round * rounds as u32).max(budget);
+    }
+    let calibrate = if batch < share / 3 { 2 * batch } else { batch };
+    let warm = if batch < warmup {
+        warmup
+    } else {
+        Duration::ZERO
+    };
+    let spent = prep + calibrate + warm;
+    let wanted = (profile.samples() / rounds).max(1) as u32;
+    let samples = if spent >= share {
+        1
+    } else {
+        ((share - spent).as_secs_f64() / batch.as_secs_f64()).ceil() as u32
+    };
+    let round = spent + batch * samples.clamp(1, wanted);
+    (round * rounds as u32).max(budget)
+}
+
 /// A benchmark that produced no measurement, and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
@@ -236,6 +280,21 @@ struct Live {
     /// CPU time of the samples, when the benchmark accounts it.
     cpu: Option<CpuUse>,
     done: bool,
+    /// Time its preparation took, and its calibration and warm-up (for
+    /// [`TRACE_ENV`]).
+    setup: (Duration, Duration),
+}
+
+/// Set (to anything) in the environment, every round of every benchmark
+/// is written to standard error as it ends: where its time went
+/// (preparation, calibration and warm-up, samples, tear-down). A
+/// developer's aid for the run-time estimate ([`Bench::expected`]).
+pub const TRACE_ENV: &str = "OPCOST_TRACE_ROUNDS";
+
+/// Whether [`TRACE_ENV`] is set (read once).
+fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os(TRACE_ENV).is_some())
 }
 
 /// What a round needs besides the tracks.
@@ -327,7 +386,7 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
             process: None,
             cpu: l.cpu,
         });
-        file_round(t, l);
+        file_round(t, l, pass);
     }
 }
 
@@ -353,6 +412,7 @@ fn prepare_members(
         let budget = t.budget / rounds as u32;
         let started = Instant::now();
         let prepared = catch_unwind(AssertUnwindSafe(|| t.bench.prepare(ctx)));
+        let prep = started.elapsed();
         let failure = match prepared {
             Ok(Ok(mut timed)) => {
                 let cal = catch_unwind(AssertUnwindSafe(|| {
@@ -378,6 +438,7 @@ fn prepare_members(
                             budget,
                             wanted,
                             spent: started.elapsed(),
+                            setup: (prep, started.elapsed() - prep),
                             samples_ns: Vec::with_capacity(wanted),
                             op_times: Vec::new(),
                             cpu: t.bench.cpu_cost().then(CpuUse::default),
@@ -471,7 +532,9 @@ fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut
 
 /// Files a member's round in its track: its samples, timings, warnings
 /// and details (the round itself is already pushed).
-fn file_round(t: &mut Track, l: Live) {
+fn file_round(t: &mut Track, l: Live, pass: usize) {
+    let (trace, teardown) = (tracing(), Instant::now());
+    let (setup, spent, n, ops) = (l.setup, l.spent, l.samples_ns.len(), l.ops);
     t.cut = !l.done;
     t.samples_ns.push(l.samples_ns);
     t.op_times.extend(l.op_times);
@@ -485,6 +548,17 @@ fn file_round(t: &mut Track, l: Live) {
             }
         }
         t.details = d.or(t.details.take());
+    }
+    if trace {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        eprintln!(
+            "round {pass} {}: prepare {:.1} ms, calibrate and warm up {:.1} ms, {n} samples of {ops} ops {:.1} ms, tear down {:.1} ms",
+            t.id,
+            ms(setup.0),
+            ms(setup.1),
+            ms(spent.saturating_sub(setup.0 + setup.1)),
+            ms(teardown.elapsed())
+        );
     }
 }
 
@@ -515,4 +589,60 @@ pub fn measure_loop_overhead(profile: Profile) -> f64 {
         .map(|d| d.as_nanos() as f64 / ops as f64)
         .collect();
     quantile(&samples, 0.5).unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn fast_operations_with_a_quick_preparation_expect_their_budget() {
+        for p in [Profile::Quick, Profile::Default, Profile::Thorough] {
+            let budget = p.default_budget();
+            assert_eq!(
+                expected_slow(p, budget, Duration::ZERO, Duration::ZERO),
+                budget
+            );
+            assert_eq!(
+                expected_slow(p, budget, MS, Duration::from_micros(10)),
+                budget
+            );
+        }
+    }
+
+    #[test]
+    fn a_slow_preparation_outlasts_the_budget_even_with_fast_operations() {
+        let p = Profile::Default;
+        let budget = p.default_budget();
+        let e = expected_slow(p, budget, 500 * MS, Duration::ZERO);
+        // Five rounds of at least the preparation each.
+        assert!(e >= 5 * 500 * MS, "{e:?}");
+        assert!(e < 5 * 700 * MS, "{e:?}");
+    }
+
+    #[test]
+    fn an_operation_longer_than_the_share_is_run_twice_a_round() {
+        // Default: 800 ms over 5 rounds is 160 ms a round; a 1 s operation
+        // is calibrated once (no confirming batch past a third of the share)
+        // and sampled once.
+        let p = Profile::Default;
+        let e = expected_slow(p, p.default_budget(), 200 * MS, 1000 * MS);
+        assert_eq!(e, 5 * (200 * MS + 2 * 1000 * MS));
+    }
+
+    #[test]
+    fn samples_fill_the_share_but_no_more_than_the_round_wants() {
+        let p = Profile::Default;
+        // 20 ms batches in a 10 s budget (2 s a round): 8 samples a round,
+        // not the 100 the share would hold.
+        let e = expected_slow(p, Duration::from_secs(10), Duration::ZERO, 20 * MS);
+        assert_eq!(e, Duration::from_secs(10));
+        // 60 ms batches in a 1 s budget (200 ms a round): calibrated twice
+        // (60 < 200/3 ms), then samples until the share is spent: two
+        // (120 + 60 ms is not yet 200).
+        let e = expected_slow(p, Duration::from_secs(1), Duration::ZERO, 60 * MS);
+        assert_eq!(e, 5 * 4 * 60 * MS);
+    }
 }

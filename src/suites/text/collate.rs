@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use super::methods::{Compare, Keyed, Loc, Method, Strength, Visit, build, check_order, comparer};
 use super::words::{Corpus, Lang, Word};
+use crate::harness::round::expected_slow;
 use crate::harness::{Bench, PrepareError, Profile, Timed, Unit};
 use crate::suites::bench::FnBench;
 
@@ -145,7 +146,8 @@ fn sort_bench(m: Method, lang: Lang, n: usize, from: Profile) -> Box<dyn Bench> 
         },
     )
     .param("n", n)
-    .min_profile(from);
+    .min_profile(from)
+    .expected_by(move |profile, budget| sort_expected(m, lang, n, profile, budget));
     if n <= 1_000 {
         b = b.budget_scale(CHEAP_BUDGET);
     }
@@ -155,6 +157,42 @@ fn sort_bench(m: Method, lang: Lang, n: usize, from: Profile) -> Box<dyn Bench> 
         b = b.interleave(format!("text.sort/{}/{n}", lang.tag()));
     }
     with_params(b, m, lang.tag(), &lang.into()).boxed()
+}
+
+/// Typical time of one sort of 100 000 words, ms: (ASCII words under the
+/// C locale, the other languages), the medians of a default run on a
+/// 2-vCPU AMD EPYC (Zen 4) KVM guest (the per-call methods from their
+/// 1 000-word sorts). Only the run-time estimate uses them.
+fn nominal_sort_ms(m: Method) -> (f64, f64) {
+    match m {
+        Method::Bytes => (12.0, 13.0),
+        Method::AsciiCi => (21.0, 24.0),
+        Method::AsciiFast => (22.0, 194.0),
+        Method::LowerAlloc => (120.0, 284.0),
+        Method::LowerBuf => (84.0, 172.0),
+        Method::SimpleFold => (150.0, 171.0),
+        Method::StrCaseCmp => (15.0, 16.0),
+        Method::StrColl => (15.0, 195.0),
+        Method::StrXfrm => (20.0, 69.0),
+        Method::AsciiStrColl => (22.0, 111.0),
+        Method::StrCollPerCall => (100.0, 2600.0),
+        Method::IcuPerCall => (920.0, 1700.0),
+        Method::Icu(_) => (350.0, 430.0),
+        Method::IcuKeys(_) => (49.0, 61.0),
+    }
+}
+
+/// How long a run should expect a sort benchmark to take
+/// ([`expected_slow`]): an operation is one sort of `n` words (the nominal
+/// time scaled by n log n); a round's preparation makes the words (and
+/// keys) and sorts them once to check the order.
+fn sort_expected(m: Method, lang: Lang, n: usize, profile: Profile, budget: Duration) -> Duration {
+    let (c, other) = nominal_sort_ms(m);
+    let at_100k = if lang == Lang::C { c } else { other };
+    let scale = |k: f64| k * k.ln() / (1e5 * 1e5f64.ln());
+    let sort = Duration::from_secs_f64(at_100k * 1e-3 * scale(n as f64));
+    let make = Duration::from_secs_f64(0.05 * n as f64 / 1e5);
+    expected_slow(profile, budget, make + sort, sort)
 }
 
 /// A benchmark's facts, worked out in its first round and kept for the others.
@@ -520,6 +558,34 @@ impl<K: Keyed> Timed for SortKeyed<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_run_expects_the_slow_large_sorts_to_outlast_their_budget() {
+        let b = benches();
+        let of = |id: &str| {
+            let b = b.iter().find(|b| b.id() == id).expect(id);
+            (b.budget(Profile::Default), b.expected(Profile::Default))
+        };
+        // ICU collation of 100 000 German words: ~0.4 s a sort, sorted to
+        // check the order, calibrated and sampled in each of five rounds.
+        let (budget, expected) = of("text.sort.icu.tertiary/de/n=100000");
+        assert!(expected > budget * 5, "{expected:?} against {budget:?}");
+        assert!(expected < budget * 20, "{expected:?} against {budget:?}");
+        // A byte compare of the same: about its budget.
+        let (budget, expected) = of("text.sort.bytes/de/n=100000");
+        assert!(
+            expected < budget.mul_f64(1.2),
+            "{expected:?} against {budget:?}"
+        );
+        // Quick's sorts of 1 000 words: a second or two in all (the
+        // per-call methods, ~15 ms a sort, outlast their 8 ms share).
+        let quick: Duration = b
+            .iter()
+            .filter(|b| b.runs_at(Profile::Quick))
+            .map(|b| b.expected(Profile::Quick))
+            .sum();
+        assert!(quick < Duration::from_secs(2), "{quick:?}");
+    }
 
     #[test]
     fn ids_cover_every_method_language_and_size() {

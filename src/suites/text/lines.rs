@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+use crate::harness::round::expected_slow;
 use crate::harness::scratch::ScratchDir;
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
@@ -253,7 +254,37 @@ fn bench(
     .param("cache", if cold { "cold" } else { "warm" })
     .budget_scale(BUDGET)
     .min_profile(from)
+    .expected_by(move |profile, budget| lines_expected(m, profile, budget))
     .boxed()
+}
+
+/// Typical speed of each way over the files of a default run, GB/s (the
+/// harmonic mean over shapes, warm and cold, on a 2-vCPU AMD EPYC (Zen 4)
+/// KVM guest). Only the run-time estimate uses them.
+fn nominal_gbps(m: Method) -> f64 {
+    match m {
+        Method::Lines => 0.67,
+        Method::ReadLine => 0.78,
+        Method::ReadUntil => 1.16,
+        Method::Getline => 1.31,
+        Method::Fgets => 0.76,
+        Method::MemchrBlock => 2.27,
+        Method::MemchrMmap => 2.51,
+        Method::WholeSplit => 0.45,
+        Method::WcL => 3.62,
+    }
+}
+
+/// How long a run should expect a lines benchmark to take
+/// ([`expected_slow`]): a batch is at least one whole pass over the file,
+/// so calibration, which grows a batch one MiB at a time, reads it about
+/// three times before the first sample; the round's preparation opens it
+/// (and, cold, drops it from the page cache): about 1 GB/s.
+fn lines_expected(m: Method, profile: Profile, budget: Duration) -> Duration {
+    let bytes = file_size(profile) as f64;
+    let pass = Duration::from_secs_f64(bytes / (nominal_gbps(m) * 1e9));
+    let prep = Duration::from_secs_f64(bytes / 1e9) + pass * 5 / 2;
+    expected_slow(profile, budget, prep, pass)
 }
 
 /// The file of one shape, laid out by the first of its benchmarks to run
