@@ -21,3 +21,17 @@ pub mod store;
 pub mod suites;
 pub mod trend;
 pub mod units;
+
+/// In a unit test: true, after saying why on standard error, when the test
+/// runs under user-mode emulation (`OPCOST_EMULATED=1`, set by
+/// scripts/aarch64-test.sh) and checks something emulation cannot give
+/// (`reason`); the test then returns early. Each call is one entry of the
+/// emulation-only exceptions listed in that script.
+#[cfg(test)]
+pub(crate) fn emulation_exception(reason: &str) -> bool {
+    let emulated = std::env::var_os("OPCOST_EMULATED").is_some_and(|v| v == "1");
+    if emulated {
+        eprintln!("emulation-only exception: {reason}");
+    }
+    emulated
+}

@@ -183,7 +183,9 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Under emulation the first sample takes longer to come.
+    let emulated = std::env::var_os("OPCOST_EMULATED").is_some_and(|v| v == "1");
+    std::thread::sleep(Duration::from_millis(if emulated { 8000 } else { 1500 }));
     let out = common::interrupt(child, "");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");

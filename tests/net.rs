@@ -504,6 +504,11 @@ fn slow_crowd(
 
 #[test]
 fn a_crowd_of_slow_connections_reopened_at_once_cannot_shut_the_responder() {
+    if common::emulation_exception(
+        "qemu-user keeps memory for every guest thread started (the responder's handshake threads, reopened by the crowd): the RSS bound measures the emulator",
+    ) {
+        return;
+    }
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let serve = Serve::start(&["--max-clients", "8"]);

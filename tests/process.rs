@@ -41,7 +41,18 @@ fn serial() -> MutexGuard<'static, ()> {
     let g = LOCK.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: prctl with integer arguments.
     let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    assert_eq!(r, 0, "cannot become a child subreaper");
+    // qemu-user 7.2 refuses the option (EINVAL): the checks then see
+    // the processes still in this process's tree, not the orphans re-parented
+    // to init; the rest of each test holds.
+    let emulated = std::env::var_os("OPCOST_EMULATED").is_some_and(|v| v == "1");
+    if r != 0 && emulated {
+        eprintln!(
+            "not a child subreaper under emulation ({}): orphans are not checked",
+            std::io::Error::last_os_error()
+        );
+    } else {
+        assert_eq!(r, 0, "cannot become a child subreaper");
+    }
     g
 }
 
@@ -454,6 +465,11 @@ fn the_descriptor_limit_sweep_measures_or_names_the_limit_and_leaves_no_child() 
 
 #[test]
 fn the_scan_finds_an_orphaned_grandchild() {
+    if common::emulation_exception(
+        "qemu-user 7.2 refuses PR_SET_CHILD_SUBREAPER (EINVAL): the orphan goes to init, out of this process's tree",
+    ) {
+        return;
+    }
     let _g = serial();
     // sh starts sleep in the background and exits: sleep is re-parented to us.
     let status = StdCommand::new("sh")

@@ -65,8 +65,13 @@ mod tests {
         let path = self_exe_for_others().unwrap();
         // Another process resolves it to this executable, not to itself.
         assert!(!path.starts_with("/proc/self"), "{}", path.display());
+        // Opened, not stat'ed: qemu-user opens the emulated program for
+        // /proc/self/exe but lets stat follow the link to qemu itself.
         let (mine, theirs) = (
-            std::fs::metadata("/proc/self/exe").unwrap(),
+            std::fs::File::open("/proc/self/exe")
+                .unwrap()
+                .metadata()
+                .unwrap(),
             std::fs::metadata(&path).unwrap(),
         );
         assert_eq!((mine.dev(), mine.ino()), (theirs.dev(), theirs.ino()));

@@ -78,6 +78,9 @@ mod tests {
 
     #[test]
     fn a_touched_page_is_on_a_node_and_an_untouched_one_is_not_present() {
+        if crate::emulation_exception("qemu-user 7.2 has no move_pages (ENOSYS)") {
+            return;
+        }
         let mut v = vec![0u8; 1 << 16];
         v[0] = 1;
         let s = query_nodes(&[v.as_ptr() as usize]).unwrap();

@@ -373,3 +373,16 @@ pub fn strings_of<'a>(doc: &'a serde_json::Value, list: &str, field: &str) -> Ve
 pub fn find_result<'a>(doc: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Value> {
     doc["results"].as_array()?.iter().find(|r| r["id"] == id)
 }
+
+/// True, after saying why on standard error, when the test runs under
+/// user-mode emulation (`OPCOST_EMULATED=1`, set by scripts/aarch64-test.sh)
+/// and checks something emulation cannot give (`reason`); the test then
+/// returns early. Each call is one entry of the emulation-only exceptions
+/// listed in that script.
+pub fn emulation_exception(reason: &str) -> bool {
+    let emulated = std::env::var_os("OPCOST_EMULATED").is_some_and(|v| v == "1");
+    if emulated {
+        eprintln!("emulation-only exception: {reason}");
+    }
+    emulated
+}
