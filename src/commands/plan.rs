@@ -294,7 +294,9 @@ pub fn scratch_dir(dir: Option<&Path>) -> anyhow::Result<ScratchDir> {
 /// directory that may hold a swap file is removed.
 pub fn sweep_swap() {
     for path in crate::os::swap::sweep_stale() {
-        eprintln!("opcost: disabled and removed the temporary swap {path}, left by a process that was killed");
+        eprintln!(
+            "opcost: disabled and removed the temporary swap {path}, left by a process that was killed"
+        );
     }
 }
 

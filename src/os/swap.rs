@@ -210,7 +210,8 @@ pub fn why_swapon_failed(e: &std::io::Error, what: &str) -> String {
             "the kernel refused the temporary {what} (swapon: {e}); its file system may not support swap files (tmpfs, btrfs without nocow): choose another --dir"
         ),
         Some(libc::ENOSYS) => {
-            "the kernel was built without swap (CONFIG_SWAP); a kernel with it would run these rows".into()
+            "the kernel was built without swap (CONFIG_SWAP); a kernel with it would run these rows"
+                .into()
         }
         _ => format!("swapon of the temporary {what} failed: {e}"),
     }

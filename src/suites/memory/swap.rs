@@ -198,7 +198,8 @@ impl Mapping {
         let mut x = seed | 1;
         for i in 0..n {
             // SAFETY: page i of our mapping, exclusively ours.
-            let p = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.page), self.page) };
+            let p =
+                unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.page), self.page) };
             for chunk in p[..RANDOM_BYTES].chunks_exact_mut(8) {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -274,7 +275,8 @@ impl Timed for Swapper {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let n = (ops as usize).clamp(1, self.map.pages);
         self.batch += 1;
-        self.map.fill(n, self.batch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        self.map
+            .fill(n, self.batch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let took = match self.side {
             Side::Out => {
                 let before = vmstat("pswpout");
