@@ -129,6 +129,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         Event::Result(..) => {}
     });
     bar.finish_and_clear();
+    plan::sweep_swap();
     drop(tmp);
     let duration = clock.elapsed().as_secs_f64();
     let mut docs =

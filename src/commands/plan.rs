@@ -134,6 +134,8 @@ impl RunPlan {
         }
         let host = Arc::new(Host::detect());
         let mut benches = suites::select(suites::catalog(&host, &user), &args.patterns, &host)?;
+        // Swap is enabled only when a pattern names the swap rows.
+        benches = suites::memory::swap::for_patterns(benches, &args.patterns);
         // The whole machine at the quick profile stays under a minute.
         if args.patterns.is_empty() && args.profile == Profile::Quick {
             benches.retain(|b| !b.on_request());
@@ -265,6 +267,7 @@ pub fn estimate(planned: &[(&str, Duration)], earlier: &[RunDoc]) -> Estimate {
 /// The run's temp dir, after removing what runs killed outright left in
 /// the temp dir and in `--dir`.
 pub fn scratch_dir(dir: Option<&Path>) -> anyhow::Result<ScratchDir> {
+    sweep_swap();
     let temp = std::env::temp_dir();
     let dirs = std::iter::once((temp.as_path(), true)).chain(dir.map(|d| (d, false)));
     for (parent, is_temp) in dirs {
@@ -284,6 +287,17 @@ pub fn scratch_dir(dir: Option<&Path>) -> anyhow::Result<ScratchDir> {
     }
     ScratchDir::new_in(&temp, "opcost-")
         .with_context(|| format!("creating a temp dir in {}", temp.display()))
+}
+
+/// Disables and removes the temporary swap areas of opcost processes that
+/// were killed (a round worker killed outright), saying so: before any
+/// directory that may hold a swap file is removed.
+pub fn sweep_swap() {
+    for path in crate::os::swap::sweep_stale() {
+        eprintln!(
+            "opcost: disabled and removed the temporary swap {path}, left by a process that was killed"
+        );
+    }
 }
 
 /// Connects to `--peer` (which needs `--token`) and says how fast it answered.

@@ -63,6 +63,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let mut live = Live::new(store.as_mut(), &mut doc, estimate.total);
     let outcome = live.measure(plan.benches, &ctx, &opts, workers);
     let save_error = live.save_error;
+    plan::sweep_swap();
     drop(tmp);
     if let Some(sampling) = args.matrix
         && !outcome.interrupted

@@ -165,6 +165,9 @@ pub fn queue_removed(id: i32) {
 /// so each removal is retried for up to [`REMOVE_FOR`], briefly pausing
 /// between tries; three immediate tries once lost that race.
 pub fn remove_all() {
+    // Swap areas first: a swap file removed while enabled cannot be
+    // disabled by name any more.
+    crate::os::swap::remove_all();
     for id in queues().drain(..) {
         // SAFETY: IPC_RMID takes no buffer; an id already gone fails harmlessly.
         unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };

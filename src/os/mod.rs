@@ -13,6 +13,7 @@ pub mod mempool;
 pub mod numa;
 pub mod signals;
 pub mod stdio;
+pub mod swap;
 
 use std::path::PathBuf;
 

@@ -24,6 +24,7 @@ pub mod methods;
 pub mod numa;
 pub mod region;
 pub mod scaling;
+pub mod swap;
 
 use serde_json::json;
 
@@ -264,6 +265,7 @@ fn all_findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = findings::findings(ms);
     out.extend(scaling::findings(ms));
     out.extend(numa::findings(ms));
+    out.extend(swap::findings(ms));
     out
 }
 
@@ -274,6 +276,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     out.extend(dynamic_benches());
     out.extend(aliasing::benches(host));
     out.extend(numa::benches(host));
+    out.extend(swap::benches());
     out
 }
 
