@@ -7,9 +7,10 @@
 #      package; 2 nodes with their CPUs and the declared distances; the
 #      classes same-cpu, same-core, same-l3 and cross-package, each with a
 #      pair of its class, and no other. Then, at the quick profile,
-#      ipc.pipe.rtt/8B and ipc.futex.rtt (the placement classes their rows
-#      carry, `details.class`, with their CPU pairs: ipc.pipe.rtt needs 4,
-#      or GUEST_EXPECT_CLASSES), the cache-line round trip per class, the
+#      ipc.pipe.rtt/8B, ipc.futex.rtt and the inotify round trip (the
+#      placement classes their rows carry, `details.class`, with their CPU
+#      pairs: ipc.pipe.rtt and ipc.inotify.rtt need 4, or
+#      GUEST_EXPECT_CLASSES), the cache-line round trip per class, the
 #      8 x 8 core-to-core matrix (`--matrix all`), the NUMA latency and
 #      read matrices (2 x 2, every page where it was bound) and the read
 #      bandwidth at 3 thread counts or more.
@@ -76,12 +77,14 @@ pipe_classes() {
 
 step "boot 2s2c2t, opcost env and the server rows at quick" boot 2s2c2t \
   'opcost env --json >env.json' \
-  "opcost run 'ipc.pipe.rtt/8B' 'ipc.futex.rtt' topology.c2c memory.numa 'memory.bandwidth.read/threads=' --profile quick --matrix all --json run.json"
+  "opcost run 'ipc.pipe.rtt/8B' 'ipc.futex.rtt' 'ipc.inotify.rtt/' topology.c2c memory.numa 'memory.bandwidth.read/threads=' --profile quick --matrix all --json run.json"
 step "2s2c2t: topology" python3 "$check" topology "$out/2s2c2t/env.json" \
   --cpus 8 --nodes 2 --l3-per-package 1 --distances '10,21;21,10' \
   --classes same-cpu,same-core,same-l3,cross-package
 step "2s2c2t: ipc.pipe.rtt's classes" pipe_classes
 step "2s2c2t: ipc.futex.rtt's classes" python3 "$check" classes "$out/2s2c2t/run.json" ipc.futex.rtt
+step "2s2c2t: ipc.inotify.rtt's classes" python3 "$check" classes "$out/2s2c2t/run.json" ipc.inotify.rtt/ \
+  --expect "${GUEST_EXPECT_CLASSES:-4}"
 step "2s2c2t: matrix, cache-line classes, NUMA, bandwidth by threads" python3 "$check" server "$out/2s2c2t/run.json" \
   --cpus 8 --nodes 2 --thread-counts 3
 
