@@ -442,7 +442,7 @@ pub fn size_verdict(l: &detect::Level, s: u64, last: bool) -> String {
         format!("sysfs: {}", crate::units::approx_size(s))
     } else if last && hi < sf {
         format!(
-            "sysfs: {}, of which about {} is usable here (the step to memory is at {}-{}: shared with other tenants or partitioned)",
+            "sysfs: {}, of which about {} is usable here (the step to memory is at {}–{}: shared with other tenants or partitioned)",
             crate::units::approx_size(s),
             crate::units::approx_size(l.size),
             crate::units::approx_size(l.size_lo),
