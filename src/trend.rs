@@ -31,6 +31,11 @@
 //!   before the split against those just after it must go the same way and
 //!   be at least 70% of the shift of the segment's two sides. A slow drift
 //!   makes the halves differ but not neighbouring runs.
+//! - Two modes and a step: a series whose runs alternate between two
+//!   levels far apart (`two_modes`: `syscall.function_call` at 0.87 or
+//!   1.08 ns) is analysed as each run's distance from its own level, so a
+//!   step that moves both is seen at the noise within the levels; a split
+//!   of it stands only with both levels on both sides.
 //! - Each change point's ratio (after / before, in the values' own unit) is
 //!   the Hodges–Lehmann shift between the segments on either side, with
 //!   its 95% interval.
@@ -450,7 +455,7 @@ fn permutation_p(
 /// spread of successive differences, `1.4826 · MAD / √2`. A step moves one
 /// difference and an outlier run two, not the MAD; a bimodal series'
 /// differences are taken of each run's distance from its own level
-/// ([`two_modes`]). `None` below 3 runs.
+/// (`two_modes`). `None` below 3 runs.
 pub fn noise(points: &[Point]) -> Option<f64> {
     let raw = logs(points);
     let x = match two_modes(&raw) {
