@@ -31,6 +31,11 @@
 //!   before the split against those just after it must go the same way and
 //!   be at least 70% of the shift of the segment's two sides. A slow drift
 //!   makes the halves differ but not neighbouring runs.
+//! - Two modes and a step: a series whose runs alternate between two
+//!   levels far apart (`two_modes`: `syscall.function_call` at 0.87 or
+//!   1.08 ns) is analysed as each run's distance from its own level, so a
+//!   step that moves both is seen at the noise within the levels; a split
+//!   of it stands only with both levels on both sides.
 //! - Each change point's ratio (after / before, in the values' own unit) is
 //!   the Hodges–Lehmann shift between the segments on either side, with
 //!   its 95% interval.
@@ -149,7 +154,14 @@ pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec
     if points.len() < method.min_runs() {
         return None;
     }
-    let x = logs(points);
+    let raw = logs(points);
+    // A series that sits at one of two levels from run to run is analysed
+    // as its distance from each run's own level: a step then moves both.
+    let modes = two_modes(&raw);
+    let x = match &modes {
+        Some(m) => m.residuals(&raw),
+        None => raw,
+    };
     let mut rng = fastrand::Rng::with_seed(method.seed ^ seed);
     let mut cuts: Vec<(usize, f64)> = Vec::new();
     let mut todo = vec![(0, x.len())];
@@ -161,6 +173,12 @@ pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec
         };
         let k = locate(seg, k, method.min_segment, method.window);
         if !is_step(seg, k, method.window) {
+            continue;
+        }
+        if modes
+            .as_ref()
+            .is_some_and(|m| !m.on_both_sides(a, a + k, b))
+        {
             continue;
         }
         let (_, lo, hi) = hodges_lehmann(&seg[..k], &seg[k..]);
@@ -196,6 +214,95 @@ pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec
             })
             .collect(),
     )
+}
+
+/// The least share of a series' runs each of its two modes must hold
+/// ([`two_modes`]).
+const MODE_SHARE: f64 = 0.2;
+/// How many times the robust spread within the modes the gap between
+/// them must be ([`two_modes`]).
+const MODE_GAP: f64 = 6.0;
+
+/// A series that sits at one of two levels from run to run
+/// (`syscall.function_call` at 0.87 or 1.08 ns): which runs are at the
+/// upper level, and the two levels (logs).
+#[derive(Clone, Debug, PartialEq)]
+struct Modes {
+    /// True for a run at the upper level.
+    upper: Vec<bool>,
+    /// The lower and the upper level (logs).
+    levels: (f64, f64),
+}
+
+impl Modes {
+    /// Each run's distance from its own level.
+    fn residuals(&self, x: &[f64]) -> Vec<f64> {
+        x.iter()
+            .zip(&self.upper)
+            .map(|(v, &u)| v - if u { self.levels.1 } else { self.levels.0 })
+            .collect()
+    }
+
+    /// True when both levels occur among the runs `a..k` and among `k..b`:
+    /// a step between runs of one level only could be a switch of level.
+    fn on_both_sides(&self, a: usize, k: usize, b: usize) -> bool {
+        let both = |s: &[bool]| s.iter().any(|&u| u) && s.iter().any(|&u| !u);
+        both(&self.upper[a..k]) && both(&self.upper[k..b])
+    }
+}
+
+/// The two levels of a bimodal series (logs), or `None`: the widest gap
+/// between its sorted values splits them into two groups, each holding at
+/// least [`MODE_SHARE`] of the runs; the distance between the levels is
+/// the median difference of neighbouring runs at different levels (a step
+/// moves only the pairs it falls between); the gap must be at least
+/// [`MODE_GAP`] times the run-to-run spread of each run's distance from
+/// its own level (as [`noise`]), and both groups present in the first and
+/// in the last third of the series: the levels alternate. A step alone
+/// also makes two groups, but one before and one after it, so it is not
+/// taken for two modes, nor are a few stray runs.
+fn two_modes(x: &[f64]) -> Option<Modes> {
+    let n = x.len();
+    let least = ((MODE_SHARE * n as f64).ceil() as usize).max(3);
+    if n < 2 * least {
+        return None;
+    }
+    let mut sorted = x.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let (cut, gap) = (least..=n - least)
+        .map(|i| (i, sorted[i] - sorted[i - 1]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let threshold = (sorted[cut - 1] + sorted[cut]) / 2.0;
+    let upper: Vec<bool> = x.iter().map(|&v| v > threshold).collect();
+    // The distance between the levels from neighbouring runs at different
+    // levels, which a step between them moves only where it falls (levels
+    // taken over the whole series would each carry a share of it).
+    let gaps: Vec<f64> = (1..n)
+        .filter(|&i| upper[i] != upper[i - 1])
+        .map(|i| {
+            if upper[i] {
+                x[i] - x[i - 1]
+            } else {
+                x[i - 1] - x[i]
+            }
+        })
+        .collect();
+    let width = median(&gaps)?;
+    let lower: Vec<f64> = x
+        .iter()
+        .zip(&upper)
+        .map(|(v, &u)| if u { v - width } else { *v })
+        .collect();
+    let lo = median(&lower)?;
+    let modes = Modes {
+        upper,
+        levels: (lo, lo + width),
+    };
+    let spread = diff_spread(&modes.residuals(x))?;
+    let third = n / 3;
+    let both = |s: &[bool]| s.iter().any(|&u| u) && s.iter().any(|&u| !u);
+    (gap >= MODE_GAP * spread && both(&modes.upper[..third]) && both(&modes.upper[n - third..]))
+        .then_some(modes)
 }
 
 /// The ranks of `x` (1 for the smallest; ties share their mean rank).
@@ -346,12 +453,24 @@ fn permutation_p(
 
 /// The robust run-to-run noise of a series, in logs (≈ relative): the
 /// spread of successive differences, `1.4826 · MAD / √2`. A step moves one
-/// difference and an outlier run two, not the MAD. `None` below 3 runs.
+/// difference and an outlier run two, not the MAD; a bimodal series'
+/// differences are taken of each run's distance from its own level
+/// (`two_modes`). `None` below 3 runs.
 pub fn noise(points: &[Point]) -> Option<f64> {
-    let x = logs(points);
+    let raw = logs(points);
+    let x = match two_modes(&raw) {
+        Some(m) => m.residuals(&raw),
+        None => raw,
+    };
     if x.len() < 3 {
         return None;
     }
+    diff_spread(&x)
+}
+
+/// `1.4826 · MAD / √2` of the successive differences of `x`: its spread
+/// from run to run, which a step or an outlier run barely moves.
+fn diff_spread(x: &[f64]) -> Option<f64> {
     let diffs: Vec<f64> = x.windows(2).map(|d| d[1] - d[0]).collect();
     let m = median(&diffs)?;
     let dev: Vec<f64> = diffs.iter().map(|d| (d - m).abs()).collect();
@@ -836,6 +955,85 @@ mod tests {
             with_points += usize::from(!found(&pts, seed).is_empty());
         }
         assert!(with_points <= 2, "{with_points} of 40 bimodal series");
+    }
+
+    /// A series at 0.87 or 1.08 (each run drawn at random, seeded), with
+    /// relative noise 1% around its level and the levels times `step`
+    /// from run `at` on.
+    fn bimodal(n: usize, seed: u64, at: usize, step: f64) -> Vec<Point> {
+        let mut rng = fastrand::Rng::with_seed(600 + seed);
+        let modes: Vec<f64> = (0..n)
+            .map(|_| if rng.bool() { 0.87 } else { 1.08 })
+            .collect();
+        series(n, 0.01, 700 + seed, |i| {
+            modes[i] * if i >= at { step } else { 1.0 }
+        })
+    }
+
+    #[test]
+    fn a_step_in_a_bimodal_series_is_found_in_both_modes() {
+        let mut hits = 0;
+        for seed in 0..20 {
+            let pts = bimodal(24, seed, 16, 1.08);
+            let cps = change_points(&pts, &Method::default(), seed).unwrap();
+            if cps.len() == 1 && cps[0].index.abs_diff(16) <= 1 {
+                hits += 1;
+                assert!((1.06..1.10).contains(&cps[0].ratio), "{:?}", cps[0]);
+            }
+        }
+        assert!(hits >= 18, "{hits} of 20");
+        // Its noise is the spread around each run's level, not the gap.
+        let sd = noise(&bimodal(24, 1, 24, 1.0)).unwrap();
+        assert!(sd < 0.02, "{sd}");
+    }
+
+    #[test]
+    fn two_modes_need_alternating_levels() {
+        // Alternating levels: two modes.
+        let x: Vec<f64> = (0..24)
+            .map(|i| if i % 3 == 0 { 1.08f64 } else { 0.87 }.ln() + 0.001 * (i % 5) as f64)
+            .collect();
+        let m = two_modes(&x).expect("two modes");
+        assert_eq!(m.upper.iter().filter(|&&u| u).count(), 8);
+        assert!((m.levels.1 - m.levels.0 - (1.08f64 / 0.87).ln()).abs() < 0.01);
+        // A split of a bimodal series needs both levels on both sides.
+        assert!(m.on_both_sides(0, 12, 24));
+        assert!(!m.on_both_sides(1, 3, 24) && !m.on_both_sides(0, 4, 6));
+        // A step alone makes two groups, one before and one after it: no
+        // modes, and the step is found as a step.
+        let step: Vec<f64> = (0..24)
+            .map(|i| if i < 16 { 1.0f64 } else { 1.3 }.ln() + 0.001 * (i % 5) as f64)
+            .collect();
+        assert!(two_modes(&step).is_none());
+        let pts: Vec<Point> = step
+            .iter()
+            .map(|v| Point {
+                median: v.exp(),
+                ci_low: v.exp(),
+                ci_high: v.exp(),
+            })
+            .collect();
+        assert_eq!(found(&pts, 1), vec![16]);
+        // Unimodal noise with a few stray runs: no modes.
+        let pts = stray(series(24, 0.02, 5, |_| 100.0), &[1, 2, 20], 0.82);
+        assert!(two_modes(&logs(&pts)).is_none());
+    }
+
+    #[test]
+    fn a_switch_from_two_levels_to_one_makes_no_step() {
+        // The upper level in the first two thirds of the runs and never
+        // after: not two alternating modes, and no step of the level
+        // either (the runs' ranks mix).
+        let mut with_points = 0;
+        for seed in 0..20 {
+            let mut rng = fastrand::Rng::with_seed(900 + seed);
+            let modes: Vec<f64> = (0..24)
+                .map(|i| if i < 16 && rng.bool() { 1.08 } else { 0.87 })
+                .collect();
+            let pts = series(24, 0.01, 950 + seed, |i| modes[i]);
+            with_points += usize::from(!found(&pts, seed).is_empty());
+        }
+        assert!(with_points <= 2, "{with_points} of 20");
     }
 
     #[test]
