@@ -56,6 +56,11 @@ fn live() -> std::sync::MutexGuard<'static, Vec<(Kind, PathBuf)>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Held while an area is disabled and removed: a second Ctrl-C's
+/// [`remove_all`] (another thread) and the owner's drop never work on one
+/// area at once, and the process exits only once a removal begun is done.
+static REMOVING: Mutex<()> = Mutex::new(());
+
 /// The system page size.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -322,14 +327,35 @@ pub fn zram_algorithm(index: u32) -> Option<String> {
         .map(|w| w.trim_matches(['[', ']']).to_string())
 }
 
+/// How long a removal keeps trying a step the device refuses as busy.
+const BUSY_FOR: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `step` until it does not fail with EBUSY (a zram device still open,
+/// e.g. probed after its reset), for at most [`BUSY_FOR`].
+fn unless_busy(step: impl Fn() -> std::io::Result<()>) -> std::io::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match step() {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && start.elapsed() < BUSY_FOR => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Disables and removes one area: swapoff, then the file unlinked or the
-/// zram device reset and (unless it is zram0) removed.
+/// zram device reset and (unless it is zram0) removed. An area no longer
+/// enabled (swapoff's EINVAL) is still removed.
 fn remove(kind: &Kind, path: &Path) -> std::io::Result<()> {
     let on = enabled()
         .iter()
         .any(|e| Path::new(&e.path) == path || e.path.starts_with(&*path.to_string_lossy()));
     if on {
-        swapoff(path)?;
+        match swapoff(path) {
+            Err(e) if e.raw_os_error() != Some(libc::EINVAL) => return Err(e),
+            _ => {}
+        }
     }
     match kind {
         Kind::File => match std::fs::remove_file(path) {
@@ -337,9 +363,14 @@ fn remove(kind: &Kind, path: &Path) -> std::io::Result<()> {
             _ => {}
         },
         Kind::Zram(i) => {
-            let _ = std::fs::write(zram_sys(*i).join("reset"), "1");
-            if *i != 0 {
-                let _ = std::fs::write("/sys/class/zram-control/hot_remove", i.to_string());
+            let sys = zram_sys(*i);
+            if sys.exists() {
+                unless_busy(|| std::fs::write(sys.join("reset"), "1"))?;
+            }
+            if *i != 0 && sys.exists() {
+                unless_busy(|| {
+                    std::fs::write("/sys/class/zram-control/hot_remove", i.to_string())
+                })?;
             }
         }
     }
@@ -348,22 +379,39 @@ fn remove(kind: &Kind, path: &Path) -> std::io::Result<()> {
 
 impl Drop for SwapArea {
     fn drop(&mut self) {
+        let _one = REMOVING.lock().unwrap_or_else(|e| e.into_inner());
+        // Gone from the list: a second Ctrl-C's remove_all took it already.
+        let listed = {
+            let mut l = live();
+            let before = l.len();
+            l.retain(|(_, p)| p != &self.path);
+            l.len() != before
+        };
+        if !listed {
+            return;
+        }
         if let Err(e) = remove(&self.kind, &self.path) {
             eprintln!(
-                "opcost: could not disable the temporary swap {}: {e}",
+                "opcost: could not remove the temporary swap {}: {e}",
                 self.path.display()
             );
         }
-        live().retain(|(_, p)| p != &self.path);
     }
 }
 
 /// Disables and removes every area of this process: for an exit that skips
-/// destructors; then sweeps the areas of dead owners.
+/// destructors (after a removal another thread has begun); then sweeps the
+/// areas of dead owners.
 pub fn remove_all() {
+    let _one = REMOVING.lock().unwrap_or_else(|e| e.into_inner());
     let areas: Vec<(Kind, PathBuf)> = live().drain(..).collect();
     for (kind, path) in areas {
-        let _ = remove(&kind, &path);
+        if let Err(e) = remove(&kind, &path) {
+            eprintln!(
+                "opcost: could not remove the temporary swap {}: {e}",
+                path.display()
+            );
+        }
     }
     sweep_stale();
 }
