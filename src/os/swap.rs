@@ -377,6 +377,19 @@ fn remove(kind: &Kind, path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a failed removal says: the error, and how to finish it by hand.
+fn not_removed(kind: &Kind, path: &Path, e: &std::io::Error) -> String {
+    let p = path.display();
+    let by_hand = match kind {
+        Kind::File => format!("swapoff {p}; rm {p}"),
+        Kind::Zram(0) => format!("swapoff {p}; echo 1 > /sys/block/zram0/reset"),
+        Kind::Zram(i) => {
+            format!("swapoff {p}; echo {i} > /sys/class/zram-control/hot_remove")
+        }
+    };
+    format!("opcost: could not remove the temporary swap {p}: {e}; as root: {by_hand}")
+}
+
 impl Drop for SwapArea {
     fn drop(&mut self) {
         let _one = REMOVING.lock().unwrap_or_else(|e| e.into_inner());
@@ -391,10 +404,7 @@ impl Drop for SwapArea {
             return;
         }
         if let Err(e) = remove(&self.kind, &self.path) {
-            eprintln!(
-                "opcost: could not remove the temporary swap {}: {e}",
-                self.path.display()
-            );
+            eprintln!("{}", not_removed(&self.kind, &self.path, &e));
         }
     }
 }
@@ -407,10 +417,7 @@ pub fn remove_all() {
     let areas: Vec<(Kind, PathBuf)> = live().drain(..).collect();
     for (kind, path) in areas {
         if let Err(e) = remove(&kind, &path) {
-            eprintln!(
-                "opcost: could not remove the temporary swap {}: {e}",
-                path.display()
-            );
+            eprintln!("{}", not_removed(&kind, &path, &e));
         }
     }
     sweep_stale();
@@ -471,6 +478,21 @@ mod tests {
         assert_eq!(e[1].path, "/dev/zram1");
         assert_eq!(e[1].used_kib, 0);
         assert!(parse_swaps("Filename Type Size Used Priority\n").is_empty());
+    }
+
+    #[test]
+    fn a_failed_removal_says_how_to_finish_it() {
+        let e = std::io::Error::from_raw_os_error(libc::EBUSY);
+        let z = not_removed(&Kind::Zram(3), Path::new("/dev/zram3"), &e);
+        assert!(
+            z.contains("echo 3 > /sys/class/zram-control/hot_remove"),
+            "{z}"
+        );
+        let f = not_removed(&Kind::File, Path::new("/tmp/x/swapfile"), &e);
+        assert!(
+            f.ends_with("as root: swapoff /tmp/x/swapfile; rm /tmp/x/swapfile"),
+            "{f}"
+        );
     }
 
     #[test]
