@@ -368,27 +368,39 @@ pub fn parse_tunables(text: &str) -> Tunables {
 /// loader does not list them: another libc, an old glibc, not x86).
 pub fn tunables() -> &'static Tunables {
     static T: OnceLock<Tunables> = OnceLock::new();
-    T.get_or_init(|| {
-        let loaders = [
-            "/lib64/ld-linux-x86-64.so.2",
-            "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
-            "/lib/ld-linux-x86-64.so.2",
-        ];
-        loaders
-            .iter()
-            .filter(|p| std::path::Path::new(p).exists())
-            .find_map(|p| {
-                let out = std::process::Command::new(p)
-                    .arg("--list-tunables")
-                    .stdin(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .output()
-                    .ok()?;
-                let t = parse_tunables(&String::from_utf8_lossy(&out.stdout));
-                t.non_temporal.is_some().then_some(t)
-            })
-            .unwrap_or_default()
-    })
+    T.get_or_init(read_tunables)
+}
+
+/// Not x86: glibc has no x86 thresholds to list, and the x86 loader (which
+/// an x86 host under qemu-user emulation has) is not asked: a spawn from a
+/// many-threaded process under qemu-user can hang in the emulator's fork.
+#[cfg(not(target_arch = "x86_64"))]
+fn read_tunables() -> Tunables {
+    Tunables::default()
+}
+
+/// Asks the x86-64 dynamic loader to list its tunables.
+#[cfg(target_arch = "x86_64")]
+fn read_tunables() -> Tunables {
+    let loaders = [
+        "/lib64/ld-linux-x86-64.so.2",
+        "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+        "/lib/ld-linux-x86-64.so.2",
+    ];
+    loaders
+        .iter()
+        .filter(|p| std::path::Path::new(p).exists())
+        .find_map(|p| {
+            let out = std::process::Command::new(p)
+                .arg("--list-tunables")
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            let t = parse_tunables(&String::from_utf8_lossy(&out.stdout));
+            t.non_temporal.is_some().then_some(t)
+        })
+        .unwrap_or_default()
 }
 
 /// Bytes per array: at least [`MIN_ARRAY`] ([`QUICK_ARRAY`] at quick) and
