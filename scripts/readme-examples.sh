@@ -90,6 +90,11 @@ opcost() { "$bin" "$@"; }
 stand_in() {
     local name="$1" i=0
     [[ -e "$name" ]] && return 0
+    # Only a name inside the temporary directory: never write elsewhere.
+    if [[ "$name" == /* || "$name" == *..* ]]; then
+        echo "   (no stand-in for $name: it is not a name inside the example's directory)"
+        return 0
+    fi
     mkdir -p "$(dirname "$name")"
     {
         while (( i < 1000 )); do
