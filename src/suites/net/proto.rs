@@ -139,9 +139,9 @@ pub enum LineError {
     /// The connection closed before a newline.
     #[error("connection closed")]
     Closed,
-    /// More than [`MAX_LINE`] bytes without a newline.
-    #[error("request longer than {MAX_LINE} bytes")]
-    TooLong,
+    /// More bytes than the line may hold (its limit) without a newline.
+    #[error("line longer than {0} bytes")]
+    TooLong(usize),
     /// Not UTF-8.
     #[error("request is not UTF-8 text")]
     NotText,
@@ -153,16 +153,33 @@ pub enum LineError {
     Io(#[from] std::io::Error),
 }
 
-/// Reads one line of at most [`MAX_LINE`] bytes (the newline excluded).
+/// Reads one line of at most [`MAX_LINE`] bytes (the newline excluded):
+/// a request, or a control line, from a client the server does not trust.
 pub fn read_line(r: &mut impl BufRead) -> Result<String, LineError> {
+    read_line_max(r, MAX_LINE)
+}
+
+/// Longest reply line a client reads from its server: a `hello` reply
+/// carries the server's machine description, and the CPU flags of a
+/// recent Xeon alone took it past [`MAX_LINE`].
+pub const MAX_REPLY: usize = 1 << 20;
+
+/// Reads one reply line of at most [`MAX_REPLY`] bytes (the newline
+/// excluded), as a client reads its server's answers.
+pub fn read_reply(r: &mut impl BufRead) -> Result<String, LineError> {
+    read_line_max(r, MAX_REPLY)
+}
+
+/// Reads one line of at most `max` bytes (the newline excluded).
+fn read_line_max(r: &mut impl BufRead, max: usize) -> Result<String, LineError> {
     let mut buf = Vec::new();
-    let n = r.take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf)?;
+    let n = r.take(max as u64 + 1).read_until(b'\n', &mut buf)?;
     if n == 0 {
         return Err(LineError::Closed);
     }
     if buf.last() != Some(&b'\n') {
-        return Err(if buf.len() > MAX_LINE {
-            LineError::TooLong
+        return Err(if buf.len() > max {
+            LineError::TooLong(max)
         } else {
             LineError::Closed
         });
@@ -227,8 +244,21 @@ mod tests {
         let mut ok = std::io::Cursor::new(b"abc\nrest".to_vec());
         assert_eq!(read_line(&mut ok).unwrap(), "abc");
         let long = vec![b'x'; MAX_LINE + 10];
-        let mut r = std::io::Cursor::new(long);
-        assert!(matches!(read_line(&mut r), Err(LineError::TooLong)));
+        let mut r = std::io::Cursor::new(long.clone());
+        assert!(matches!(
+            read_line(&mut r),
+            Err(LineError::TooLong(MAX_LINE))
+        ));
+        // A reply may be longer: a server's machine description.
+        let mut reply = long;
+        reply.push(b'\n');
+        let text = read_reply(&mut std::io::Cursor::new(reply)).unwrap();
+        assert_eq!(text.len(), MAX_LINE + 10);
+        let mut huge = std::io::Cursor::new(vec![b'x'; MAX_REPLY + 1]);
+        assert!(matches!(
+            read_reply(&mut huge),
+            Err(LineError::TooLong(MAX_REPLY))
+        ));
         let mut eof = std::io::Cursor::new(b"no newline".to_vec());
         assert!(matches!(read_line(&mut eof), Err(LineError::Closed)));
         assert_eq!(random_key().len(), KEY_LEN);

@@ -421,7 +421,7 @@ fn read_request(
         reader.consume(take);
         // The line without its newline may not exceed MAX_LINE.
         if buf.len() - usize::from(done) > super::proto::MAX_LINE {
-            return Err(LineError::TooLong);
+            return Err(LineError::TooLong(super::proto::MAX_LINE));
         }
         if done {
             buf.pop();

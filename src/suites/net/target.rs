@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 
 use super::netns::{self, Enter, Veth};
-use super::proto::{LineError, Reply, Request, Tally, Test, random_key, read_line};
+use super::proto::{LineError, Reply, Request, Tally, Test, random_key, read_reply};
 use super::server::{self, Config, Limits, Server};
 use crate::harness::PrepareError;
 
@@ -283,7 +283,7 @@ impl Session {
         // A server that shed the connection may have closed it already.
         let sent = (&conn).write_all(&line);
         let mut reader = BufReader::new(conn.try_clone().map_err(io)?);
-        let text = match read_line(&mut reader) {
+        let text = match read_reply(&mut reader) {
             Ok(t) => t,
             // Shed while busy: closed, or reset (the request unread).
             Err(LineError::Closed) => {
@@ -347,7 +347,7 @@ impl Session {
     /// Sends a control line and reads the server's tally.
     pub fn tally(&mut self, line: &str) -> anyhow::Result<Tally> {
         (&self.conn).write_all(format!("{line}\n").as_bytes())?;
-        let text = read_line(&mut self.reader).map_err(|e| anyhow!("the responder: {e}"))?;
+        let text = read_reply(&mut self.reader).map_err(|e| anyhow!("the responder: {e}"))?;
         serde_json::from_str(&text).map_err(|_| {
             let why = serde_json::from_str::<Reply>(&text)
                 .ok()
