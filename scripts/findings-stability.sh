@@ -19,11 +19,13 @@
 # words. With -w WARM they are: WARM runs first fill a history of the
 # script's own, and each judged run is saved to it too, so its words settle
 # with the runs before it (src/suites/settle.rs);
-# with -k DIR each run's JSON document is kept there as N.json, and -r DIR
-# judges such documents again without running anything; -f first gives
-# copies of them the findings this source tree's rules make of their
-# results (examples/refind.rs), to judge a change to the words on runs
-# already made.
+# with -k DIR each run's JSON document is kept there as N.json (and each
+# of the WARM runs as hN.json), and -r DIR judges such documents again
+# without running anything; -f first gives copies of them the findings
+# this source tree's rules make of their results (examples/refind.rs), to
+# judge a change to the words on runs already made: where DIR holds the
+# history runs hN.json too, every judged run is settled again with the
+# runs before it, history first (refind --settle).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 profile=quick
@@ -48,18 +50,32 @@ if [ -n "$reread" ]; then
     cargo build --release -q --example refind
     temp_dir work
     for i in $(seq 1 "$n"); do cp "$kept/$i.json" "$work/$i.json"; done
-    target/release/examples/refind "$work"/*.json
+    hist=()
+    for i in $(seq 1 "$(find "$kept" -maxdepth 1 -name 'h[0-9]*.json' | wc -l)"); do
+      cp "$kept/h$i.json" "$work/h$i.json"
+      hist+=("$work/h$i.json")
+    done
+    judged=()
+    for i in $(seq 1 "$n"); do judged+=("$work/$i.json"); done
+    if [ ${#hist[@]} -gt 0 ]; then
+      echo "settling each run again with the ${#hist[@]} history runs and the runs before it" >&2
+      target/release/examples/refind --settle "${hist[@]}" "${judged[@]}"
+    else
+      target/release/examples/refind "${judged[@]}"
+    fi
   fi
 else
   build_release
   temp_dir work
-  if [ -n "$keep" ]; then mkdir -p "$keep"; fi
+  # A kept set's history runs are this invocation's or none.
+  if [ -n "$keep" ]; then mkdir -p "$keep" && rm -f "$keep"/h[0-9]*.json; fi
   if [ "$warm" -gt 0 ]; then
     # A history of its own: WARM runs first, then every judged run is
     # saved too, so each one's words settle with the runs before it.
     save=(--db "$work/history.db")
     for i in $(seq 1 "$warm"); do
-      "$bin" run "$@" --profile "$profile" "${save[@]}" >/dev/null 2>&1
+      "$bin" run "$@" --profile "$profile" "${save[@]}" --json "$work/h$i.json" >/dev/null 2>&1
+      if [ -n "$keep" ]; then cp "$work/h$i.json" "$keep/h$i.json"; fi
       echo "history run $i of $warm done" >&2
     done
   else

@@ -95,6 +95,11 @@ fn common_start(a: &(String, String), b: &(String, String)) -> usize {
         .count()
 }
 
+/// How many characters two texts share from their start.
+fn same_start(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
 /// Two claims shorter in common than this are about different things.
 const SAME_SUBJECT: usize = 12;
 
@@ -120,22 +125,38 @@ pub fn settled(
     if n < 2 {
         return own;
     }
-    let last: Vec<(String, String)> = earlier
+    // The claims the newest earlier run printed, each as many times as
+    // it printed it: two findings of one run can share their words (the
+    // same sentence at two sizes, the sizes blanked), and each of this
+    // run's findings kept as the last run's words uses one of them up.
+    let mut last: Vec<(String, String)> = earlier
         .first()
         .map(|e| e.findings.iter().map(claim).collect())
         .unwrap_or_default();
+    let mut use_last = |c: &(String, String)| match last.iter().position(|l| l == c) {
+        Some(k) => {
+            last.swap_remove(k);
+            true
+        }
+        None => false,
+    };
     let mut own: Vec<Option<Finding>> = own.into_iter().map(Some).collect();
     let pooled = findings(&pooled_ms);
-    // This run's findings with the pooled words first, then, for each
-    // pooled finding left, the one of this run's left about the same
-    // thing (the longest common start of their words).
+    // This run's findings with the pooled words first (of several with
+    // the same words, the one whose text, numbers and all, starts most
+    // like the pooled one's: the same sentence at the same size), then,
+    // for each pooled finding left, the one of this run's left about the
+    // same thing (the longest common start of their words).
     let mut chosen: Vec<Option<Finding>> = vec![None; pooled.len()];
     for (i, p) in pooled.iter().enumerate() {
+        let cp = claim(p);
         if let Some(o) = own
             .iter_mut()
-            .find(|o| o.as_ref().is_some_and(|o| claim(o) == claim(p)))
+            .filter(|o| o.as_ref().is_some_and(|o| claim(o) == cp))
+            .max_by_key(|o| o.as_ref().map_or(0, |o| same_start(&o.text, &p.text)))
         {
             chosen[i] = o.take();
+            use_last(&cp);
         }
     }
     for (i, p) in pooled.into_iter().enumerate() {
@@ -152,7 +173,7 @@ pub fn settled(
                     .is_some_and(|o| common_start(&claim(o), &cp) >= SAME_SUBJECT)
             });
         chosen[i] = Some(match mine {
-            Some(o) if o.as_ref().is_some_and(|o| last.contains(&claim(o))) => {
+            Some(o) if o.as_ref().is_some_and(|o| use_last(&claim(o))) => {
                 o.take().expect("a finding left")
             }
             _ => Finding {
@@ -303,6 +324,75 @@ mod tests {
             f[0].text.starts_with("a against b: no clear difference"),
             "{f:?}"
         );
+    }
+
+    /// `words_of` at two sizes, 64 KiB and 1 MiB: two sentences whose
+    /// words are the same once the sizes are blanked.
+    fn two_sizes(ms: &[Measurement]) -> Vec<Finding> {
+        ["64KiB", "1MiB"]
+            .iter()
+            .map(|size| {
+                let get = |x: &str| {
+                    let mut m = ms
+                        .iter()
+                        .find(|m| m.id == format!("syscall.{x}/{size}"))
+                        .unwrap()
+                        .clone();
+                    m.id = format!("syscall.{x}");
+                    m
+                };
+                let f = words_of(&[get("a"), get("b")]).remove(0);
+                let label = if *size == "64KiB" { "64 KiB" } else { "1 MiB" };
+                Finding {
+                    text: format!("throughput at {label}, in tiers: {}", f.text),
+                    ..f
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_sentence_the_last_run_printed_once_keeps_only_one_finding_of_this_run() {
+        // At 64 KiB a is clearly faster in every earlier run, at 1 MiB the
+        // two are the same. The last run printed "faster" at 64 KiB and
+        // "no clear difference" at 1 MiB; this run sees no difference at
+        // either. Its 1 MiB sentence uses up the last run's "no clear
+        // difference": the 64 KiB one is at its edge and the pooled runs
+        // decide it, not the words the last run printed at the other size.
+        let run = |gap: f64| {
+            vec![
+                lat("syscall.a/64KiB", 100.0, 0.02),
+                lat("syscall.b/64KiB", 100.0 * gap, 0.02),
+                lat("syscall.a/1MiB", 100.0, 0.02),
+                lat("syscall.b/1MiB", 100.0, 0.02),
+            ]
+        };
+        let same: Vec<Vec<Measurement>> = (0..4).map(|_| run(1.3)).collect();
+        let printed = two_sizes(&same[0]);
+        assert!(printed[0].text.contains(": a is "), "{printed:?}");
+        assert!(
+            printed[1].text.contains("no clear difference"),
+            "{printed:?}"
+        );
+        let earlier: Vec<Earlier> = same
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Earlier {
+                results: r,
+                findings: if i == 0 { &printed } else { &[] },
+            })
+            .collect();
+        let now = run(1.01);
+        assert!(two_sizes(&now)[0].text.contains("no clear difference"));
+        let f = settled(&now, &earlier, two_sizes);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(
+            f[0].text
+                .starts_with("throughput at 64 KiB, in tiers: a against b: a is ")
+                && f[0].text.ends_with("(words over the last 5 runs)"),
+            "{f:?}"
+        );
+        assert_eq!(f[1], two_sizes(&now)[1], "{f:?}");
     }
 
     #[test]
