@@ -655,23 +655,42 @@ mod tests {
     }
 
     #[test]
-    fn tlb_reach_is_the_last_size_where_small_pages_keep_up() {
-        let p = |size: u64, ns: f64| detect::Point { size, ns };
-        let small = [
-            p(128 << 10, 3.8),
-            p(256 << 10, 3.9),
-            p(384 << 10, 9.4),
-            p(512 << 10, 10.0),
+    fn tlb_reach_is_the_last_size_before_small_pages_are_clearly_slower() {
+        use crate::harness::claims::{Est, speedup};
+        // Each point's interval ±`w` around its fast end.
+        let gap = |size: u64, small: f64, huge: f64, w: f64| {
+            let small = Est::cost(small, small * (1.0 - w), small * (1.0 + w));
+            let huge = Est::cost(huge, huge * (1.0 - w), huge * (1.0 + w));
+            PageGap {
+                size,
+                small,
+                huge,
+                ratio: speedup(&huge, &small),
+            }
+        };
+        let clear = [
+            gap(128 << 10, 3.8, 3.8, 0.05),
+            gap(256 << 10, 3.9, 4.5, 0.05),
+            gap(384 << 10, 9.4, 5.9, 0.05),
+            gap(512 << 10, 10.0, 8.6 / 1.3, 0.05),
         ];
-        let huge = [
-            p(128 << 10, 3.8),
-            p(256 << 10, 4.5),
-            p(384 << 10, 5.9),
-            p(512 << 10, 8.6),
-        ];
-        assert_eq!(tlb_reach(&small, &huge), Some(256 << 10));
-        // Never apart: no step inside the curve, so no reach to state.
-        assert_eq!(tlb_reach(&huge, &huge), None);
+        assert!(clear[2].apart() && clear[3].apart() && !clear[1].apart());
+        assert_eq!(tlb_reach(&clear), Some(256 << 10));
+        // The same point estimates with intervals that cannot tell the
+        // pages apart: no reach is claimed.
+        let wide: Vec<PageGap> = clear
+            .iter()
+            .map(|g| gap(g.size, g.small.value, g.huge.value, 0.6))
+            .collect();
+        assert_eq!(tlb_reach(&wide), None);
+        // One slow point that does not last is noise.
+        let once = [clear[0], clear[1], clear[2], gap(512 << 10, 8.7, 8.6, 0.05)];
+        assert_eq!(tlb_reach(&once), None);
+        // Clearly apart from the start: nothing below to call the reach,
+        // but not "never apart" either.
+        assert_eq!(tlb_reach(&clear[2..]), None);
+        assert_eq!(first_apart(&clear[2..]), Some(0));
+        assert_eq!(first_apart(&wide), None);
     }
 
     #[test]
