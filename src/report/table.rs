@@ -338,6 +338,64 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_glance_value_is_its_rows_and_a_finding_at_the_same_size_says_the_same() {
+        // A kept whole-machine document (the shipped reference run, quick),
+        // its findings made by this tree's rules: one figure per thing.
+        let mut doc: RunDoc =
+            serde_json::from_str(crate::score::reference_json()).expect("the reference parses");
+        doc.findings = crate::suites::findings(&doc.results);
+        let lines = headline::lines(&doc);
+        assert!(lines.len() >= 10, "{} glance lines", lines.len());
+        let mut same_size = 0;
+        let glance = render_glance(&doc);
+        for l in &lines {
+            let value = human(l.m.median, l.m.unit);
+            assert!(
+                glance.contains(&value),
+                "{}: {value} not in\n{glance}",
+                l.m.id
+            );
+            let table = render_area(&doc, &l.m.area);
+            let row = table
+                .lines()
+                .find(|r| r.split_whitespace().nth(1) == Some(l.m.id.as_str()))
+                .unwrap_or_else(|| panic!("no row for {}", l.m.id));
+            assert!(
+                row.contains(&value),
+                "{}: {value} against its row {row}",
+                l.m.id
+            );
+            // A finding that gives a per-load time at the working set a
+            // memory line of the glance names gives the same figure.
+            if let Some(size) = l.m.id.strip_prefix("memory.latency.random/") {
+                let at = format!(
+                    "at {} 4 KiB pages take ",
+                    crate::units::approx_size(
+                        l.m.params.get("size").and_then(|s| s.as_u64()).unwrap_or(0),
+                    )
+                );
+                for f in doc.findings.iter().filter(|f| f.text.starts_with(&at)) {
+                    same_size += 1;
+                    assert!(
+                        f.text[at.len()..].starts_with(&format!("{value} per load")),
+                        "{size}: the glance's {value} against the finding {}",
+                        f.text
+                    );
+                }
+            }
+        }
+        assert!(same_size > 0, "no finding at a glance line's working set");
+        // The cache levels' latencies are another quantity, and say so.
+        for f in doc
+            .findings
+            .iter()
+            .filter(|f| f.text.starts_with('L') && f.text.contains(" @ "))
+        {
+            assert!(f.text.contains("(the plateau's fast end)"), "{}", f.text);
+        }
+    }
+
+    #[test]
     fn rows_skipped_for_one_reason_share_a_line() {
         let sk = |id: &str, reason: &str| crate::harness::Skipped {
             id: id.into(),

@@ -311,7 +311,7 @@ impl Latency {
             )),
             None => out.push(finding(
                 format!(
-                    "TLB reach with 4 KiB pages: not seen up to {} (no size where 4 KiB pages are clearly {}× slower than huge pages: page walks cost little against these loads)",
+                    "TLB reach with 4 KiB pages: not seen up to {} (no size where 4 KiB pages are clearly {}× slower than huge pages)",
                     crate::units::approx_size(last.size),
                     detect::MIN_TLB_STEP
                 ),
@@ -324,10 +324,7 @@ impl Latency {
         let walk = if last.apart() {
             format!("page walks add {} per load", human_ns(s - h))
         } else {
-            format!(
-                "no clear {}× gap, so page walks add little here",
-                detect::MIN_TLB_STEP
-            )
+            format!("4 KiB pages not clearly {}× slower", detect::MIN_TLB_STEP)
         };
         out.push(finding(
             format!(
