@@ -195,6 +195,19 @@ mod tests {
         Measurement::within(id, "ns/op", ns, rel)
     }
 
+    /// Earlier runs of `results`, newest first, the newest having printed
+    /// `printed` (the others' findings unknown).
+    fn history<'a>(results: &'a [Vec<Measurement>], printed: &'a [Finding]) -> Vec<Earlier<'a>> {
+        results
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Earlier {
+                results: r,
+                findings: if i == 0 { printed } else { &[] },
+            })
+            .collect()
+    }
+
     /// "a against b: a is faster" or "... no clear difference", decided
     /// by intervals.
     fn words_of(ms: &[Measurement]) -> Vec<Finding> {
@@ -293,14 +306,7 @@ mod tests {
             "{}",
             printed[0].text
         );
-        let earlier: Vec<Earlier> = same
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Earlier {
-                results: r,
-                findings: if i == 0 { &printed } else { &[] },
-            })
-            .collect();
+        let earlier = history(&same, &printed);
         let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
         assert_eq!(settled(&now, &earlier, words_of), words_of(&now));
         // The last run's word was the pooled one (with its note): the
@@ -311,14 +317,7 @@ mod tests {
             "{noted:?}"
         );
         let last = std::mem::take(&mut noted);
-        let earlier: Vec<Earlier> = same
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Earlier {
-                results: r,
-                findings: if i == 0 { &last } else { &[] },
-            })
-            .collect();
+        let earlier = history(&same, &last);
         let f = settled(&now, &earlier, words_of);
         assert!(
             f[0].text.starts_with("a against b: no clear difference"),
@@ -374,14 +373,7 @@ mod tests {
             printed[1].text.contains("no clear difference"),
             "{printed:?}"
         );
-        let earlier: Vec<Earlier> = same
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Earlier {
-                results: r,
-                findings: if i == 0 { &printed } else { &[] },
-            })
-            .collect();
+        let earlier = history(&same, &printed);
         let now = run(1.01);
         assert!(two_sizes(&now)[0].text.contains("no clear difference"));
         let f = settled(&now, &earlier, two_sizes);
