@@ -61,10 +61,15 @@ if [ ! -f "$readme" ]; then
     echo "|---|---|"
   } >"$readme"
 fi
+# A set already made is kept (a stopped script goes on where it was). Each
+# run is wrapped in $CORPUS_WRAP when set (a command that makes the machine
+# quiet around it), else in the exclusive lock.
+wrap=${CORPUS_WRAP:-flock -x /tmp/opcost-quiet.lock}
 one() { # FILE ARGS...: one run, kept gzipped, its command in the README
   local file=$1; shift
+  if [ -f "$out/$file.json.gz" ]; then return; fi
   local tmp; tmp=$(mktemp --suffix .json)
-  flock -x /tmp/opcost-quiet.lock "$bin" run "$@" --no-save --json "$tmp" >/dev/null
+  $wrap "$bin" run "$@" --no-save --json "$tmp" >/dev/null
   gzip -9 -c "$tmp" >"$out/$file.json.gz"
   rm -f "$tmp"
   echo "| $file | \`opcost run $* --no-save\` |" >>"$readme"
