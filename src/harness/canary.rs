@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::response::{self, PlacementEffect, Response};
 use super::stats::quantile;
 
 /// A canary slower than the run's fast phase by more than this factor marks
@@ -172,6 +173,17 @@ pub struct Stability {
     /// Slow rounds kept in the estimate and corrected for the phase.
     #[serde(default)]
     pub corrected: usize,
+    /// Rounds the canary called slow in areas where the run's own rounds
+    /// did not measure slower with it (see [`response`]): kept as measured,
+    /// neither measured again, set aside nor corrected.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpredicted: usize,
+    /// How each area's rounds responded to the canary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub responses: Vec<Response>,
+    /// The clearest state tied to where rounds ran, when one showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementEffect>,
     /// Time stolen by the hypervisor during the run, as a share of the CPUs' time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_share: Option<f64>,
@@ -229,8 +241,12 @@ fn grade_of(s: &Stability) -> Verdict {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// What became of a run's rounds in slow phases.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PhaseCounts {
     /// Benchmark rounds measured.
     pub rounds: usize,
@@ -242,6 +258,13 @@ pub struct PhaseCounts {
     pub set_aside: usize,
     /// Slow rounds kept in the estimate and corrected for the phase.
     pub corrected: usize,
+    /// Slow rounds of areas the canary was not shown to predict, kept as
+    /// measured.
+    pub unpredicted: usize,
+    /// Each area's response to the canary.
+    pub responses: Vec<Response>,
+    /// The clearest state tied to placement (see [`response::placement_effect`]).
+    pub placement: Option<PlacementEffect>,
 }
 
 impl Stability {
@@ -260,6 +283,9 @@ impl Stability {
             remeasured,
             set_aside,
             corrected,
+            unpredicted,
+            responses,
+            placement,
         } = counts;
         let base = baseline(checks)?;
         let p10 = quantile(checks, 0.10)?;
@@ -278,6 +304,9 @@ impl Stability {
             remeasured,
             set_aside,
             corrected,
+            unpredicted,
+            responses,
+            placement,
             steal_share: interference.steal_share,
             nivcsw: interference.nivcsw,
             others_share: interference.others_share,
@@ -288,6 +317,14 @@ impl Stability {
         Some(s)
     }
 
+    /// Grades the run again from its figures (after a replay of its rounds
+    /// changed its counts).
+    pub fn regrade(&mut self) {
+        let v = grade_of(self);
+        self.verdict = Some(v);
+        self.stable = v != Verdict::Unstable;
+    }
+
     /// The graded verdict: the recorded one, or for a document written
     /// before verdicts existed, the one its recorded figures give.
     pub fn grade(&self) -> Verdict {
@@ -295,10 +332,11 @@ impl Stability {
     }
 
     /// Slow rounds that stayed in the estimate: neither measured again nor
-    /// set aside (the corrected ones among them).
+    /// set aside (the corrected ones among them), in areas the canary
+    /// predicts (the others' rounds are no slow phase of theirs).
     pub fn slow_left(&self) -> usize {
         self.slow_rounds
-            .saturating_sub(self.remeasured + self.set_aside)
+            .saturating_sub(self.remeasured + self.set_aside + self.unpredicted)
     }
 
     /// [`Stability::slow_left`] as a share of the rounds.
@@ -366,6 +404,17 @@ impl Stability {
             self.slow_left(),
             self.corrected,
         ));
+        if self.unpredicted > 0 {
+            let areas = response::unpredicted_words(&self.responses)
+                .unwrap_or_else(|| "some areas".to_string());
+            s.push_str(&format!(
+                ", {} kept as measured: the canary's slow rounds did not measure slower in {areas}",
+                self.unpredicted
+            ));
+        }
+        if let Some(p) = &self.placement {
+            s.push_str(&format!("; {}", p.words()));
+        }
         if let Some(st) = self.steal_share {
             s.push_str(&format!("; steal {:.1}%", st * 100.0));
         }
@@ -554,6 +603,7 @@ mod tests {
             remeasured: re,
             set_aside: aside,
             corrected: corr,
+            ..PhaseCounts::default()
         }
     }
 

@@ -13,6 +13,8 @@ pub mod claims;
 pub mod clock;
 pub mod cpu;
 mod phase;
+pub mod replay;
+pub mod response;
 pub mod round;
 pub mod runner;
 pub mod scratch;
@@ -408,6 +410,33 @@ pub struct Round {
     /// account it ([`Bench::cpu_cost`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<cpu::CpuUse>,
+    /// Where the round ran: the CPU of its measuring thread at the start
+    /// and the end of its samples, and that of the canary check taken with
+    /// it (absent in documents made before it was recorded, and where the
+    /// kernel does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// The CPUs a round ran on (see [`Round::placement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The measuring thread's CPU when its samples began.
+    pub start: u32,
+    /// Its CPU when they ended (another than `start`: it migrated).
+    pub end: u32,
+    /// The CPU the canary check taken with the round ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<u32>,
+}
+
+impl Placement {
+    /// The calling thread's CPU now, when the kernel says.
+    pub fn current_cpu() -> Option<u32> {
+        // SAFETY: sched_getcpu has no preconditions.
+        let c = unsafe { libc::sched_getcpu() };
+        u32::try_from(c).ok()
+    }
 }
 
 fn yes() -> bool {

@@ -7,14 +7,15 @@
 //! for a few seconds; a result must not move by which of its rounds such a
 //! phase happened to hit (see docs/DESIGN.md, "Slow phases").
 
-use super::Round;
+use super::response::{self, Response};
 use super::round::Track;
+use super::{Round, area_of};
 
 /// How a benchmark's time per operation responds to the machine's phase:
 /// the least-squares slope of its rounds' log time on their log canary,
 /// when at least two fast and two slow rounds are in its estimate (1.0 =
 /// it slows down exactly as much as the canary).
-fn phase_slope(rounds: &[Round], higher_is_better: bool) -> Option<f64> {
+pub(super) fn phase_slope(rounds: &[Round], higher_is_better: bool) -> Option<f64> {
     let pts: Vec<(f64, f64)> = rounds
         .iter()
         .filter(|r| r.used && r.median > 0.0 && r.median.is_finite())
@@ -44,24 +45,22 @@ fn phase_slope(rounds: &[Round], higher_is_better: bool) -> Option<f64> {
 /// (0) or feel it as much as the canary, never the opposite way; a slope
 /// from a handful of rounds is noisy, so it never corrects a round by more
 /// than the canary's own slowdown (rather too little than too much).
-const PHASE_SLOPE_RANGE: (f64, f64) = (0.0, 1.0);
+pub(super) const PHASE_SLOPE_RANGE: (f64, f64) = (0.0, 1.0);
 
 /// Each benchmark's phase slope: its own where its rounds show it (see
-/// [`phase_slope`]), else the median of the run's benchmarks that show
-/// one (at least five), else 1.
-pub(super) fn phase_slopes(tracks: &[Track]) -> Vec<f64> {
+/// [`phase_slope`]), else its area's pooled response to the canary (see
+/// [`super::response`]), else 1; held to [`PHASE_SLOPE_RANGE`].
+pub(super) fn phase_slopes(tracks: &[Track], responses: &[Response]) -> Vec<f64> {
     let (lo, hi) = PHASE_SLOPE_RANGE;
-    let own: Vec<Option<f64>> = tracks
+    tracks
         .iter()
-        .map(|t| phase_slope(&t.rounds, t.bench.unit().higher_is_better()).map(|b| b.clamp(lo, hi)))
-        .collect();
-    let known: Vec<f64> = own.iter().flatten().copied().collect();
-    let run_slope = if known.len() >= 5 {
-        super::stats::median(&known).unwrap_or(1.0)
-    } else {
-        1.0
-    };
-    own.into_iter().map(|b| b.unwrap_or(run_slope)).collect()
+        .map(|t| {
+            phase_slope(&t.rounds, t.bench.unit().higher_is_better())
+                .or_else(|| response::of_area(responses, area_of(&t.id)).map(|r| r.slope))
+                .unwrap_or(1.0)
+                .clamp(lo, hi)
+        })
+        .collect()
 }
 
 /// Brings the slow rounds still in the estimate (those of benchmarks with
@@ -69,14 +68,15 @@ pub(super) fn phase_slopes(tracks: &[Track]) -> Vec<f64> {
 /// each such round's times are divided by `canary ^ slope` (see
 /// [`phase_slopes`]). A slow phase then no longer moves a result by which
 /// of its rounds it happened to hit, and two runs that fell in different
-/// phases agree (see docs/DESIGN.md). Returns how many rounds were
-/// corrected.
-pub(super) fn correct_slow_rounds(tracks: &mut [Track], slopes: &[f64]) -> usize {
+/// phases agree (see docs/DESIGN.md). Only benchmarks whose area follows
+/// the canary (`follows`) are corrected. Returns how many rounds were.
+pub(super) fn correct_slow_rounds(tracks: &mut [Track], slopes: &[f64], follows: &[bool]) -> usize {
     tracks
         .iter_mut()
         .zip(slopes)
-        .filter(|(t, _)| !t.bench.paced())
-        .map(|(t, &b)| {
+        .zip(follows)
+        .filter(|((t, _), f)| **f && !t.bench.paced())
+        .map(|((t, &b), _)| {
             let up = t.bench.unit().higher_is_better();
             correct_rounds(&mut t.rounds, &mut t.samples_ns, b, up)
         })
@@ -86,7 +86,7 @@ pub(super) fn correct_slow_rounds(tracks: &mut [Track], slopes: &[f64]) -> usize
 /// Divides the times of the used slow rounds by `canary ^ slope` (a
 /// round's samples are ns per operation; its median is in the unit's base,
 /// a rate when `higher_is_better`). Returns how many rounds it corrected.
-fn correct_rounds(
+pub(super) fn correct_rounds(
     rounds: &mut [Round],
     samples_ns: &mut [Vec<f64>],
     slope: f64,
@@ -155,6 +155,7 @@ mod tests {
             phase_factor: None,
             process: None,
             cpu: None,
+            placement: None,
         }
     }
 

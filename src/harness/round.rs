@@ -16,7 +16,7 @@ use super::canary::{self, Snapshot, Stability};
 use super::cpu::{CpuUse, Probe};
 use super::stats::quantile;
 use super::timer::{EmptyLoop, calibrate, slow_down};
-use super::{Bench, Ctx, Measurement, Overhead, PrepareError, Profile, Round, Timed};
+use super::{Bench, Ctx, Measurement, Overhead, Placement, PrepareError, Profile, Round, Timed};
 
 /// Fewest samples a measurement is made of, even when the budget runs out,
 /// shared out over its rounds; with [`MIN_ROUNDS_ONE_SAMPLE`] rounds or
@@ -357,8 +357,15 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
     {
         *rc.overhead = Some(measure_loop_overhead(rc.opts.profile));
     }
+    let cpu_start = Placement::current_cpu();
     sample_members(tracks, &mut live, pass, rc);
+    let cpu_end = Placement::current_cpu();
     let interference = before.until(&Snapshot::now());
+    let placement = cpu_start.zip(cpu_end).map(|(start, end)| Placement {
+        start,
+        end,
+        canary: None,
+    });
     for l in live {
         let t = &mut tracks[l.track];
         (rc.progress)(Event::Finished(&t.id, l.budget));
@@ -385,8 +392,23 @@ pub(super) fn run_round(tracks: &mut [Track], group: &[usize], pass: usize, rc: 
             phase_factor: None,
             process: None,
             cpu: l.cpu,
+            placement,
         });
         file_round(t, l, pass);
+    }
+}
+
+/// Records on the round each member of `group` just measured the CPU its
+/// canary check ran on.
+pub(super) fn note_canary_cpu(tracks: &mut [Track], group: &[usize], cpu: Option<u32>) {
+    for &i in group {
+        if let Some(p) = tracks[i]
+            .rounds
+            .last_mut()
+            .and_then(|r| r.placement.as_mut())
+        {
+            p.canary = cpu;
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::canary::{self, PhaseCounts, Snapshot, Stability};
 use super::phase::{correct_slow_rounds, phase_slopes, set_aside_slow_rounds};
+use super::response;
 use super::round::{
     Canaries, EXTRA_ROUNDS_SHARE, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track,
     budget_left, new_tracks, run_round,
@@ -232,6 +233,7 @@ fn measure_unit(
     // it in the worker (the run's own process, just woken from waiting,
     // reads slow after a worker's round).
     let here = side.pool.is_none().then(opts.canary);
+    let here_cpu = here.and(super::Placement::current_cpu());
     let mut rctx = RoundCtx {
         ctx,
         opts,
@@ -240,7 +242,18 @@ fn measure_unit(
         progress,
         at: started.elapsed().as_secs_f64(),
     };
+    let before: Vec<usize> = group.iter().map(|&i| side.tracks[i].rounds.len()).collect();
     let measured = round(&mut side.tracks, group, pass, &mut rctx, side.pool.as_mut());
+    if here.is_some() {
+        // Only the members that measured a round in this one.
+        let grew: Vec<usize> = group
+            .iter()
+            .zip(&before)
+            .filter(|&(&i, &n)| side.tracks[i].rounds.len() > n)
+            .map(|(&i, _)| i)
+            .collect();
+        super::round::note_canary_cpu(&mut side.tracks, &grew, here_cpu);
+    }
     let c = here
         .or(measured.map(|m| m.before))
         .unwrap_or_else(opts.canary);
@@ -262,10 +275,19 @@ fn stability(
     tracks: &[Track],
     rounds: usize,
     record: &CanaryRecord,
-    counts: PhaseCounts,
+    mut counts: PhaseCounts,
     run_start: &Snapshot,
 ) -> Option<Stability> {
     let interference = run_start.until(&Snapshot::now());
+    let views: Vec<response::RoundsOf<'_>> = tracks
+        .iter()
+        .map(|t| response::RoundsOf {
+            area: area_of(&t.id),
+            rounds: &t.rounds,
+            higher_is_better: t.bench.unit().higher_is_better(),
+        })
+        .collect();
+    counts.placement = response::placement_effect(&views);
     let timeline: Vec<(f64, f64)> = tracks
         .iter()
         .flat_map(|t| t.rounds.iter().take(rounds))
@@ -348,6 +370,7 @@ fn finish(
     let position = |id: &str| tracks.iter().position(|t| t.id == id);
     out.skipped.sort_by_key(|s| position(&s.id));
     let stopped = out.interrupted;
+    let mut done: Vec<(usize, Measurement)> = Vec::new();
     for (i, t) in tracks.iter().enumerate() {
         if t.out {
             continue;
@@ -376,9 +399,12 @@ fn finish(
             });
         }
         if let Some(m) = summarise(t, ctx, overhead, extra) {
-            progress(Event::Result(i, &m));
-            out.measurements.push(m);
+            done.push((i, m));
         }
+    }
+    for (i, m) in done {
+        progress(Event::Result(i, &m));
+        out.measurements.push(m);
     }
 }
 
@@ -448,11 +474,30 @@ fn judge_and_remeasure(
                 .count()
         })
         .sum();
+    // Where the run's own rounds do not measure slower when the canary
+    // reads slow, its slow rounds are the machine's states: kept as measured.
+    let responses = canary_responses(tracks);
+    let follows: Vec<bool> = tracks
+        .iter()
+        .map(|t| response::predicts(&responses, area_of(&t.id)))
+        .collect();
+    let unpredicted: usize = tracks
+        .iter()
+        .zip(&follows)
+        .filter(|(_, f)| !**f)
+        .map(|(t, _)| t.rounds.iter().filter(|r| r.slow).count())
+        .sum();
+    let slow_units: Vec<(usize, usize)> = slow_units
+        .into_iter()
+        .filter(|(g, _)| groups[*g].iter().any(|&i| follows[i]))
+        .collect();
     if !remeasure {
         // Paired: each slow round is marked, and stays in, as its pair's does.
         return PhaseCounts {
             rounds: tracks.iter().map(|t| t.rounds.len()).sum(),
             slow: slow_rounds,
+            unpredicted,
+            responses,
             ..PhaseCounts::default()
         };
     }
@@ -493,19 +538,39 @@ fn judge_and_remeasure(
         }
     }
     // Slopes first, while every benchmark's slow rounds are still in.
-    let slopes = phase_slopes(tracks);
+    let slopes = phase_slopes(tracks, &responses);
     let set_aside = tracks
         .iter_mut()
-        .map(|t| set_aside_slow_rounds(&mut t.rounds))
+        .zip(&follows)
+        .filter(|(_, f)| **f)
+        .map(|(t, _)| set_aside_slow_rounds(&mut t.rounds))
         .sum();
-    let corrected = correct_slow_rounds(tracks, &slopes);
+    let corrected = correct_slow_rounds(tracks, &slopes, &follows);
     PhaseCounts {
         rounds: tracks.iter().map(|t| t.rounds.len()).sum(),
         slow: slow_rounds,
         remeasured: replaced,
         set_aside,
         corrected,
+        unpredicted,
+        responses,
+        placement: None,
     }
+}
+
+/// Each area's response to the canary, from the rounds of its benchmarks
+/// that are not paced (a paced benchmark waits on a clock, not the CPU).
+fn canary_responses(tracks: &[Track]) -> Vec<response::Response> {
+    let views: Vec<response::RoundsOf<'_>> = tracks
+        .iter()
+        .filter(|t| !t.bench.paced())
+        .map(|t| response::RoundsOf {
+            area: area_of(&t.id),
+            rounds: &t.rounds,
+            higher_is_better: t.bench.unit().higher_is_better(),
+        })
+        .collect();
+    response::responses(&views)
 }
 
 /// Splits benches into groups of indices: those sharing an interleave key
@@ -740,6 +805,65 @@ mod tests {
         assert_eq!(a.per_op.as_ref().unwrap().p50, 1000.0);
         assert_eq!(a.param("size").as_deref(), Some("100"));
         assert!((out.measurements[1].median - 5e7).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_round_records_the_cpus_it_ran_on_pinned_and_unpinned() {
+        let opts = RunOptions::fixed(Profile::Quick, Some(4), None);
+        let cpus = |out: &RunOutcome| -> Vec<super::super::Placement> {
+            out.measurements
+                .iter()
+                .flat_map(|m| m.rounds.iter())
+                .filter_map(|r| r.placement)
+                .collect()
+        };
+        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let free = run(
+            vec![fake("t.a", 1000, None)],
+            &test_ctx(),
+            &opts,
+            None,
+            &mut |_| {},
+        );
+        let seen = cpus(&free);
+        assert_eq!(seen.len(), free.measurements[0].rounds.len(), "{seen:?}");
+        // on a CPU of this machine (ids may exceed the count where CPUs are
+        // offline, never by much); the canary's CPU recorded beside
+        assert!(
+            seen.iter().all(|p| p.start < 4 * ncpu.max(1) + 64),
+            "{seen:?}"
+        );
+        assert!(seen.iter().all(|p| p.canary.is_some()), "{seen:?}");
+        // pinned to the CPU this thread is on: every round starts and ends there
+        let Some(here) = super::super::Placement::current_cpu() else {
+            return; // the kernel does not say
+        };
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
+        // inside it; sched_{get,set}affinity act on this thread only.
+        let old = unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old);
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(here as usize, &mut one);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+            old
+        };
+        let pinned = run(
+            vec![fake("t.a", 1000, None)],
+            &test_ctx(),
+            &opts,
+            None,
+            &mut |_| {},
+        );
+        // SAFETY: restores the set read above, on this thread.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old);
+        }
+        let seen = cpus(&pinned);
+        assert!(!seen.is_empty());
+        for p in seen {
+            assert_eq!((p.start, p.end, p.canary), (here, here, Some(here)));
+        }
     }
 
     #[test]

@@ -457,6 +457,7 @@ pub fn serve(
             bail!("asked for benchmark {bad} of {}", tracks.len());
         }
         let canary_before = Some((opts.canary)());
+        let canary_cpu = super::Placement::current_cpu();
         if req.group.is_empty() {
             let reply = Reply {
                 canary_before,
@@ -483,6 +484,7 @@ pub fn serve(
             };
             run_round(&mut tracks, &req.group, req.pass, &mut rc);
         }
+        super::round::note_canary_cpu(&mut tracks, &req.group, canary_cpu);
         let deltas = req
             .group
             .iter()
