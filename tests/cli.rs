@@ -92,6 +92,31 @@ fn pinning_to_a_cpu_that_does_not_exist_exits_2() {
 }
 
 #[test]
+fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
+    // A history of its own: the refusal must leave it empty.
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("opcost")
+        .unwrap()
+        .env("XDG_DATA_HOME", home.path())
+        .args(common::QUICK_RUN)
+        .args(["--matrix", "--cpu", "0"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--matrix measures pairs of CPUs, and --cpu 0 pins the run to one"),
+        "{err}"
+    );
+    // Refused before the plan: no benchmark announced, no row printed,
+    // nothing saved.
+    assert!(!err.contains("benchmarks, quick profile"), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     let (dir, missing) = common::scratch("no/such/dir/out.json");
     common::fails_saying(
