@@ -117,6 +117,18 @@ fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
 }
 
 #[test]
+fn topology_on_one_cpu_says_it_needs_two_and_names_the_cpu() {
+    let cpu = opcost::harness::affinity::allowed_cpus()[0].to_string();
+    common::fails_saying(
+        opcost().args(["run", "topology", "--profile", "quick", "--cpu", &cpu]),
+        2,
+        &[&format!(
+            "topology needs two usable CPUs, and this run may use one (CPU {cpu})"
+        )],
+    );
+}
+
+#[test]
 fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     let (dir, missing) = common::scratch("no/such/dir/out.json");
     common::fails_saying(
