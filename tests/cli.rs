@@ -117,6 +117,30 @@ fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
 }
 
 #[test]
+fn a_matrix_on_a_cpuset_of_one_is_refused_before_any_benchmark_runs() {
+    let cpu = opcost::harness::affinity::allowed_cpus()[0].to_string();
+    let home = tempfile::tempdir().unwrap();
+    let out = StdCommand::new("taskset")
+        .args(["-c", &cpu])
+        .arg(env!("CARGO_BIN_EXE_opcost"))
+        .args(common::QUICK_RUN)
+        .arg("--matrix")
+        .env("XDG_DATA_HOME", home.path())
+        .output()
+        .expect("taskset runs opcost");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--matrix measures pairs of CPUs, and this run may use one (CPU {cpu})"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("benchmarks, quick profile"), "{err}");
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn topology_on_one_cpu_says_it_needs_two_and_names_the_cpu() {
     let cpu = opcost::harness::affinity::allowed_cpus()[0].to_string();
     common::fails_saying(

@@ -144,6 +144,9 @@ impl RunPlan {
             affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
         }
         let host = Arc::new(Host::detect());
+        if req.matrix.is_some() {
+            matrix_needs_two(&host).map_err(usage)?;
+        }
         let mut benches = suites::select(suites::catalog(&host, &user), &req.patterns, &host)?;
         // Swap is enabled only when a pattern names the swap rows.
         benches = suites::memory::swap::for_patterns(benches, &req.patterns);
@@ -377,6 +380,22 @@ pub fn findings(ms: &[Measurement], earlier: &[RunDoc]) -> Vec<Finding> {
     suites::findings_settled(ms, &earlier)
 }
 
+/// Refuses a matrix on a run that may use fewer than two CPUs (a cpuset
+/// of one), saying which, before any benchmark runs.
+fn matrix_needs_two(host: &Host) -> Result<(), String> {
+    match host.topology.cpus.as_slice() {
+        [_, _, ..] => Ok(()),
+        [one] => Err(format!(
+            "--matrix measures pairs of CPUs, and this run may use one (CPU {})",
+            one.cpu
+        )),
+        [] => Err(
+            "--matrix measures pairs of CPUs, and this machine's CPUs are unknown to the run"
+                .into(),
+        ),
+    }
+}
+
 /// Refuses a `--dir` that is missing, not a directory or not writable.
 fn check_dir(dir: &Path) -> anyhow::Result<()> {
     if !dir.exists() {
@@ -411,6 +430,17 @@ mod tests {
         );
         d.run.wall_s = wall.iter().map(|(id, s)| (id.to_string(), *s)).collect();
         d
+    }
+
+    #[test]
+    fn a_matrix_on_one_usable_cpu_is_refused_naming_it() {
+        let mut tree = crate::host::fixtures::two_vcpu_guest();
+        tree.allowed("1");
+        let dir = tree.write();
+        let e = matrix_needs_two(&Host::detect_at(dir.path())).unwrap_err();
+        assert!(e.contains("this run may use one (CPU 1)"), "{e}");
+        let dir = crate::host::fixtures::two_vcpu_guest().write();
+        assert!(matrix_needs_two(&Host::detect_at(dir.path())).is_ok());
     }
 
     #[test]
