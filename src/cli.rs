@@ -443,7 +443,7 @@ pub struct FleetArgs {
     pub label: Option<String>,
     /// Flag a host whose figure is further than K scaled MADs from its
     /// group's median (and at least --margin from it).
-    #[arg(long, value_name = "K", default_value_t = 4.0)]
+    #[arg(long, value_name = "K", default_value_t = 4.0, value_parser = parse_positive)]
     pub k: f64,
     /// The smallest relative difference from the group's median flagged, in percent.
     #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = parse_percent)]
@@ -462,14 +462,15 @@ pub struct TrendArgs {
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
     /// Only runs started on or after this date (YYYY-MM-DD, or an RFC 3339 time).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = parse_since)]
     pub since: Option<String>,
     /// Only runs with this label.
     #[arg(long)]
     pub label: Option<String>,
     /// The level of each change point's permutation test (false change
     /// points per series tested, at most).
-    #[arg(long, value_name = "P", default_value_t = crate::trend::Method::default().alpha)]
+    #[arg(long, value_name = "P", default_value_t = crate::trend::Method::default().alpha,
+          value_parser = parse_level)]
     pub alpha: f64,
     /// The smallest change reported, in percent: a change point's 95%
     /// interval must lie wholly beyond it.
@@ -478,6 +479,31 @@ pub struct TrendArgs {
     /// How the change points are printed.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+}
+
+/// A `--since` date: YYYY-MM-DD, or an RFC 3339 time (its date is read).
+fn parse_since(s: &str) -> Result<String, String> {
+    let date = s.get(..10).unwrap_or(s);
+    match chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d") {
+        Ok(_) => Ok(s.to_string()),
+        Err(_) => Err("give a date (2026-03-01) or an RFC 3339 time".to_string()),
+    }
+}
+
+/// A test's level: a number strictly between 0 and 1.
+fn parse_level(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err("give a level between 0 and 1".to_string()),
+    }
+}
+
+/// A positive, finite number.
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err("give a positive number".to_string()),
+    }
 }
 
 /// Options of `opcost serve`.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Finding, Measurement, Profile, Skipped};
+use crate::harness::{Finding, Measurement, Profile, RunOutcome, Skipped};
 use crate::host::Host;
 
 /// The version of the document layout this binary writes and reads.
@@ -213,6 +213,22 @@ impl RunDoc {
             peer: None,
             matrix: None,
         }
+    }
+
+    /// Files what the run produced: its measurements, what it skipped, the
+    /// machine's stability, whether it was stopped, and the `findings`
+    /// drawn from the measurements (those without a finite value left out).
+    pub fn fill(
+        &mut self,
+        outcome: RunOutcome,
+        findings: impl FnOnce(&[Measurement]) -> Vec<Finding>,
+    ) {
+        self.run.interrupted = outcome.interrupted;
+        self.findings = findings(&outcome.measurements);
+        self.findings.retain(|f| f.value.is_finite());
+        self.results = outcome.measurements;
+        self.skipped = outcome.skipped;
+        self.stability = outcome.stability;
     }
 
     /// Writes the document as pretty JSON to `path` (see [`write_atomic`]:

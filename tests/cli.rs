@@ -92,6 +92,67 @@ fn pinning_to_a_cpu_that_does_not_exist_exits_2() {
 }
 
 #[test]
+fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
+    // A history of its own: the refusal must leave it empty.
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("opcost")
+        .unwrap()
+        .env("XDG_DATA_HOME", home.path())
+        .args(common::QUICK_RUN)
+        .args(["--matrix", "--cpu", "0"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--matrix measures pairs of CPUs, and --cpu 0 pins the run to one"),
+        "{err}"
+    );
+    // Refused before the plan: no benchmark announced, no row printed,
+    // nothing saved.
+    assert!(!err.contains("benchmarks, quick profile"), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_matrix_on_a_cpuset_of_one_is_refused_before_any_benchmark_runs() {
+    let cpu = opcost::harness::affinity::allowed_cpus()[0].to_string();
+    let home = tempfile::tempdir().unwrap();
+    let out = StdCommand::new("taskset")
+        .args(["-c", &cpu])
+        .arg(env!("CARGO_BIN_EXE_opcost"))
+        .args(common::QUICK_RUN)
+        .arg("--matrix")
+        .env("XDG_DATA_HOME", home.path())
+        .output()
+        .expect("taskset runs opcost");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--matrix measures pairs of CPUs, and this run may use one (CPU {cpu})"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("benchmarks, quick profile"), "{err}");
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn topology_on_one_cpu_says_it_needs_two_and_names_the_cpu() {
+    let cpu = opcost::harness::affinity::allowed_cpus()[0].to_string();
+    common::fails_saying(
+        opcost().args(["run", "topology", "--profile", "quick", "--cpu", &cpu]),
+        2,
+        &[&format!(
+            "topology needs two usable CPUs, and this run may use one (CPU {cpu})"
+        )],
+    );
+}
+
+#[test]
 fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     let (dir, missing) = common::scratch("no/such/dir/out.json");
     common::fails_saying(

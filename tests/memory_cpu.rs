@@ -372,7 +372,9 @@ fn lock_atomic_and_dispatch_rows_are_measured_with_their_placement_and_cycles() 
         "cpu.mutex.futex.handoff",
     ] {
         if let Some(r) = measured_or_skipped(id) {
-            assert_eq!(r["details"]["placement"], "cross-cpu", "{r}");
+            // Named as the topology model names the pair.
+            assert_eq!(r["details"]["placement"], r["details"]["class"], "{r}");
+            assert_ne!(r["details"]["placement"], "same-cpu", "{r}");
             assert_ne!(r["details"]["parent_cpu"], r["details"]["peer_cpu"]);
         }
     }

@@ -115,7 +115,7 @@ fn an_unknown_host_is_refused_naming_the_hosts() {
     common::fails_saying(
         opcost(&db).args(["trend", "--since", "March"]),
         2,
-        &["--since March: give a date"],
+        &["'--since <DATE>'", "give a date"],
     );
     common::fails_saying(
         opcost(&db).args(["trend", "nosuch.bench"]),

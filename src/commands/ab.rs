@@ -23,79 +23,31 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
-use super::plan::{self, RunPlan};
 use super::usage;
-use crate::cli::{AbArgs, RunArgs};
+use crate::cli::AbArgs;
 use crate::compare::compare_paired;
 use crate::document::RunDoc;
 use crate::harness::round::Event;
 use crate::harness::runner::{self, Side};
-use crate::harness::worker::{Launch, WorkerCmd};
+use crate::harness::worker::WorkerCmd;
+use crate::plan::{self, RunPlan, Setting};
 use crate::store::{Location, Store};
-
-/// One side's setting.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Setting {
-    /// `--cpu N` for the side's round workers.
-    pub cpu: Option<usize>,
-    /// The environment and wrapper its round workers start under.
-    pub launch: Launch,
-}
-
-impl Setting {
-    /// The setting in words, for labels: `cpu=1 FOO=bar wrap='nice -n 5'`.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(c) = self.cpu {
-            parts.push(format!("cpu={c}"));
-        }
-        parts.extend(self.launch.env.iter().map(|(k, v)| format!("{k}={v}")));
-        if let Some(w) = &self.launch.wrap {
-            parts.push(format!("wrap='{w}'"));
-        }
-        if parts.is_empty() {
-            "as is".to_string()
-        } else {
-            parts.join(" ")
-        }
-    }
-}
 
 /// Measures both settings side by side, benchmark by benchmark, saves the
 /// two runs (unless `--no-save`) and prints their comparison (gated by
 /// `--fail-on`).
 pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
-    if args.format.is_dashboard() {
-        return Err(super::usage(
-            "--format bmf and github-benchmark describe one run, and ab prints a comparison: use --format json, or `opcost show RUN --format bmf` for either side",
-        ));
-    }
-    let (a, b) = settings(args)?;
+    let req = super::request::ab(args)?;
     let stop = Arc::new(AtomicBool::new(false));
     crate::os::signals::on_ctrl_c(stop.clone(), Default::default());
-    let run_args = RunArgs {
-        patterns: args.patterns.clone(),
-        profile: args.profile,
-        rounds: Some(
-            args.rounds
-                .map_or(args.profile.rounds() as u32, |r| r)
-                .max(2),
-        ),
-        // A fixed number of rounds a side: extra rounds for one side only
-        // would have no pair.
-        target_precision: Some(0.0),
-        dir: args.dir.clone(),
-        no_save: true,
-        ..RunArgs::whole_machine()
-    };
-    let plan = RunPlan::from_args(&run_args)?;
-    let tmp = plan::scratch_dir(args.dir.as_deref())?;
+    let plan = RunPlan::new(req.run.clone())?;
+    let tmp = plan::scratch_dir(req.run.dir.as_deref())?;
     let exe = crate::os::self_exe_for_others().context("finding the opcost executable")?;
     let mut sides = Vec::new();
     let mut hellos = Vec::new();
-    for (setting, side) in [(&a, "A"), (&b, "B")] {
+    for (setting, side) in [(&req.a, "A"), (&req.b, "B")] {
         check_setting(setting, &exe, side)?;
-        let mut hello = plan.hello(&run_args, tmp.path());
+        let mut hello = plan.hello(tmp.path());
         hello.cpu = setting.cpu;
         let workers = WorkerCmd {
             exe: exe.clone(),
@@ -109,20 +61,20 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         });
         hellos.push(hello);
     }
-    let ctx = hellos[0].ctx(plan.host.clone(), tmp.path(), stop.clone());
+    let ctx = plan.ctx(&hellos[0], tmp.path(), stop.clone());
     let opts = hellos[0].opts(plan.seed);
     let total = plan.budget(&opts) * 2;
     eprintln!(
         "opcost ab: {} benchmarks, {} rounds each of A ({}) and B ({}), each round of A next to its round of B, about {:.0} s",
         plan.benches.len(),
         opts.rounds(),
-        a.describe(),
-        b.describe(),
+        req.a.describe(),
+        req.b.describe(),
         total.as_secs_f64().ceil()
     );
     let started = chrono::Utc::now();
     let clock = Instant::now();
-    let bar = super::run::progress_bar(total);
+    let bar = super::progress_bar(total);
     let outcomes = runner::run_paired(sides, &ctx, &opts, &mut |_, ev| match ev {
         Event::Started(ids) => bar.set_message(ids.join(" ")),
         Event::Finished(_, budget) => bar.inc(budget.as_millis() as u64),
@@ -132,24 +84,17 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     plan::sweep_swap();
     drop(tmp);
     let duration = clock.elapsed().as_secs_f64();
-    let mut docs =
-        outcomes
-            .into_iter()
-            .zip([(&a, "A"), (&b, "B")])
-            .map(|(outcome, (setting, side))| {
-                let label = Some(format!("ab {side}: {}", setting.describe()));
-                let mut doc = RunDoc::start(
-                    (*plan.host).clone(),
-                    args.profile,
-                    label,
-                    setting.cpu,
-                    started,
-                );
-                doc.run.order_seed = Some(opts.seed);
-                doc.run.duration_s = duration;
-                super::run::fill(&mut doc, outcome, &[]);
-                doc
-            });
+    let mut docs = outcomes
+        .into_iter()
+        .zip([(&req.a, "A"), (&req.b, "B")])
+        .map(|(outcome, (setting, side))| {
+            let mut doc = plan.document(started);
+            doc.run.label = Some(format!("ab {side}: {}", setting.describe()));
+            doc.run.cpu = setting.cpu;
+            doc.run.duration_s = duration;
+            doc.fill(outcome, crate::suites::findings);
+            doc
+        });
     let (Some(mut run_a), Some(mut run_b)) = (docs.next(), docs.next()) else {
         unreachable!("two sides, two outcomes")
     };
@@ -157,22 +102,7 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     if run_a.results.is_empty() || run_b.results.is_empty() {
         bail!("{}", nothing_measured(&run_a, &run_b, interrupted));
     }
-    let mut copied = true;
-    if !args.no_save {
-        let targets = super::shared::targets(db)?;
-        let mut store = Store::open(&targets.local)?;
-        store.save_new(&mut run_a)?;
-        store.save_new(&mut run_b)?;
-        eprintln!(
-            "saved A as run {} and B as run {} in {}",
-            run_a.run.id,
-            run_b.run.id,
-            store.path().display()
-        );
-        if let Some(url) = &targets.shared {
-            copied = super::shared::copy_to_shared(url, None, &[&run_a, &run_b], &targets.local);
-        }
-    }
+    let copied = !req.save || save(db, &mut run_a, &mut run_b)?;
     let c = compare_paired(&run_a, &run_b, args.threshold);
     super::quiet_broken_pipe();
     let passed = super::compare::print_gated(&c, &args.fail_on, args.format)?;
@@ -182,6 +112,25 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         130
     } else {
         0
+    })
+}
+
+/// Saves the two runs in the history, and in the shared one when there is
+/// one; false when the copy to the shared history failed.
+fn save(db: Option<&Location>, run_a: &mut RunDoc, run_b: &mut RunDoc) -> anyhow::Result<bool> {
+    let targets = super::shared::targets(db)?;
+    let mut store = Store::open(&targets.local)?;
+    store.save_new(run_a)?;
+    store.save_new(run_b)?;
+    eprintln!(
+        "saved A as run {} and B as run {} in {}",
+        run_a.run.id,
+        run_b.run.id,
+        store.path().display()
+    );
+    Ok(match &targets.shared {
+        Some(url) => super::shared::copy_to_shared(url, None, &[run_a, run_b], &targets.local),
+        None => true,
     })
 }
 
@@ -248,46 +197,4 @@ fn check_setting(setting: &Setting, exe: &Path, side: &str) -> anyhow::Result<()
             last.trim()
         }
     )))
-}
-
-/// The two settings from the flags; refused when they are the same.
-fn settings(args: &AbArgs) -> anyhow::Result<(Setting, Setting)> {
-    let a = Setting {
-        cpu: args.a_cpu,
-        launch: Launch {
-            env: args.a_env.clone(),
-            wrap: args.a_wrap.clone(),
-        },
-    };
-    let b = Setting {
-        cpu: args.b_cpu,
-        launch: Launch {
-            env: args.b_env.clone(),
-            wrap: args.b_wrap.clone(),
-        },
-    };
-    if a == b {
-        return Err(usage(
-            "settings A and B are the same; give at least one of --a-cpu/--b-cpu, --a-env/--b-env, --a-wrap/--b-wrap",
-        ));
-    }
-    Ok((a, b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings_describe_themselves() {
-        let s = Setting {
-            cpu: Some(1),
-            launch: Launch {
-                env: vec![("FOO".into(), "bar".into())],
-                wrap: Some("nice -n 5".into()),
-            },
-        };
-        assert_eq!(s.describe(), "cpu=1 FOO=bar wrap='nice -n 5'");
-        assert_eq!(Setting::default().describe(), "as is");
-    }
 }

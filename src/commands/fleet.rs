@@ -14,9 +14,6 @@ use super::usage;
 
 /// Prints the fleet view.
 pub fn execute(args: &FleetArgs, db: Option<&Location>) -> anyhow::Result<i32> {
-    if !(args.k.is_finite() && args.k > 0.0) {
-        return Err(usage(format!("--k {}: give a positive number", args.k)));
-    }
     let mut loader = Loader::new(db);
     let store = loader.store()?;
     let ids = store.latest_per_host(args.label.as_deref())?;

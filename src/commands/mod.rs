@@ -1,5 +1,7 @@
 //! One module per subcommand. Each takes its parsed arguments and returns
-//! an exit code or an error; `main` maps errors to exit codes.
+//! an exit code or an error; `main` maps errors to exit codes. `request`
+//! turns the flags of `run` and `ab` into the requests the plan is made
+//! from, refusing flags that cannot go together before anything runs.
 
 pub mod ab;
 pub mod cmd;
@@ -9,9 +11,9 @@ pub mod export;
 pub mod fleet;
 pub mod import;
 pub mod list;
-pub mod plan;
 pub mod push;
 pub mod report;
+pub mod request;
 pub mod run;
 pub mod runs;
 pub mod serve;
@@ -32,4 +34,17 @@ pub fn quiet_broken_pipe() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+/// The progress bar of a run that should take `total`, drawn on standard
+/// error: position in milliseconds of that time, the ETA, a message.
+pub fn progress_bar(total: std::time::Duration) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let bar =
+        ProgressBar::with_draw_target(Some(total.as_millis() as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {percent:>3}% ETA {eta} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
 }

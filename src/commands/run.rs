@@ -4,9 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 
-use super::plan::{self, RunPlan};
 use crate::cli::{Format, RunArgs};
 use crate::document::{RunDoc, Sink, sink_of};
 use crate::harness::round::Event;
@@ -14,6 +13,7 @@ use crate::harness::worker::WorkerCmd;
 use crate::harness::{Bench, Ctx, RunOptions, RunOutcome, runner, scratch};
 use crate::host::Host;
 use crate::os::signals::{OnCtrlC, on_ctrl_c};
+use crate::plan::{self, RunPlan, RunRequest};
 use crate::store::{Location, Store};
 use crate::suites;
 
@@ -24,55 +24,43 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     // detection takes a few ms) stops it cleanly instead of killing it.
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
-    let plan = RunPlan::from_args(args)?;
+    let plan = RunPlan::new(super::request::run(args)?)?;
+    let req = &plan.request;
     let targets = super::shared::targets(db)?;
-    let mut store = (!args.no_save)
-        .then(|| Store::open(&targets.local))
-        .transpose()?;
-    let tmp = plan::scratch_dir(args.dir.as_deref())?;
-    let hello = plan.hello(args, tmp.path());
-    let ctx = hello.ctx(plan.host.clone(), tmp.path(), stop);
+    let mut store = req.save.then(|| Store::open(&targets.local)).transpose()?;
+    let tmp = plan::scratch_dir(req.dir.as_deref())?;
+    let hello = plan.hello(tmp.path());
+    let ctx = plan.ctx(&hello, tmp.path(), stop);
     let opts = hello.opts(plan.seed);
     let workers = plan.worker_cmd(&hello)?;
-    let mut doc = RunDoc::start(
-        (*plan.host).clone(),
-        args.profile,
-        args.label.clone(),
-        args.cpu,
-        chrono::Utc::now(),
-    );
+    let mut doc = plan.document(chrono::Utc::now());
     // Earlier runs of this host at this profile: what their benchmarks
     // took tells this run's time, and they settle the findings' words
     // (suites::settle); a history that cannot be read only means none.
-    let earlier = if args.no_history {
-        Vec::new()
-    } else {
-        super::source::Loader::new(db)
+    let earlier = match req.history {
+        true => super::source::Loader::new(db)
             .history(&doc, &[], EARLIER_RUNS)
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        false => Vec::new(),
     };
     let estimate = plan.estimate(&opts, &earlier);
-    announce(args, plan.benches.len(), &estimate, &plan.host);
-    let shared = match (&targets.shared, args.no_save) {
-        (Some(url), false) => Some((url, super::shared::connect_early(url))),
+    announce(req, plan.benches.len(), &estimate, &plan.host);
+    let shared = match (&targets.shared, req.save) {
+        (Some(url), true) => Some((url, super::shared::connect_early(url))),
         _ => None,
     };
-    doc.peer = plan.peer;
-    doc.run.order_seed = Some(opts.seed);
     doc.run.estimate_s = Some(estimate.total.as_secs_f64());
     let mut live = Live::new(store.as_mut(), &mut doc, estimate.total);
     let outcome = live.measure(plan.benches, &ctx, &opts, workers);
     let save_error = live.save_error;
     plan::sweep_swap();
     drop(tmp);
-    if let Some(sampling) = args.matrix
-        && !outcome.interrupted
-    {
-        doc.matrix = Some(core_matrix(args, &plan.host, sampling, &ctx.stop)?);
+    if let Some(sampling) = req.matrix.filter(|_| !outcome.interrupted) {
+        doc.matrix = Some(core_matrix(req, &plan.host, sampling, &ctx.stop)?);
     }
     let interrupted = outcome.interrupted;
     let settle = &earlier[..earlier.len().min(suites::settle::EARLIER_RUNS)];
-    fill(&mut doc, outcome, settle);
+    doc.fill(outcome, |ms| plan::findings(ms, settle));
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {
         (None, _) => None,
@@ -86,30 +74,19 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     {
         code = 1;
     }
-    Ok(if code != 0 {
-        code
-    } else if interrupted {
-        130
-    } else {
-        0
-    })
+    Ok(if code == 0 && interrupted { 130 } else { code })
 }
 
 /// Measures the core-to-core matrix after the benchmarks, with a bar.
 fn core_matrix(
-    args: &RunArgs,
+    req: &RunRequest,
     host: &Host,
     sampling: suites::topology::matrix::Sampling,
     stop: &AtomicBool,
 ) -> anyhow::Result<crate::document::CoreMatrix> {
     use suites::topology::matrix;
-    if let Some(cpu) = args.cpu {
-        anyhow::bail!(
-            "--matrix measures pairs of CPUs, and --cpu {cpu} pins the run to one: drop one of them"
-        );
-    }
     let allowed = crate::harness::affinity::allowed_cpus();
-    let plan = matrix::Plan::new(&host.topology, &allowed, sampling, args.profile);
+    let plan = matrix::Plan::new(&host.topology, &allowed, sampling, req.profile);
     eprintln!(
         "core-to-core matrix: {} CPUs ({}), {} pairs, about {:.0} s",
         plan.cpus.len(),
@@ -117,7 +94,7 @@ fn core_matrix(
         plan.pairs(),
         plan.estimate().as_secs_f64().ceil()
     );
-    let bar = progress_bar(plan.estimate());
+    let bar = super::progress_bar(plan.estimate());
     let per_pair = plan.per_pair;
     let m = matrix::measure(&host.topology, &plan, stop, |done, _| {
         bar.set_position((per_pair * done as u32).as_millis() as u64);
@@ -132,7 +109,7 @@ const EARLIER_RUNS: usize = 8;
 
 /// Says what is about to run and for how long (and whence the figure),
 /// and that it will take longer when the machine is busy.
-fn announce(args: &RunArgs, benches: usize, estimate: &plan::Estimate, host: &Host) {
+fn announce(req: &RunRequest, benches: usize, estimate: &plan::Estimate, host: &Host) {
     let whence = match estimate.learned {
         0 => String::new(),
         n if n == estimate.of => " (as long as on this host's last runs)".to_string(),
@@ -143,9 +120,9 @@ fn announce(args: &RunArgs, benches: usize, estimate: &plan::Estimate, host: &Ho
     };
     eprintln!(
         "opcost: {benches} benchmarks, {} profile, about {}{whence}{}",
-        args.profile.name(),
+        req.profile.name(),
         about(estimate.total),
-        args.cpu
+        req.cpu
             .map(|c| format!(", pinned to CPU {c}"))
             .unwrap_or_default()
     );
@@ -231,7 +208,7 @@ impl<'a> Live<'a> {
         Live {
             store,
             doc,
-            bar: progress_bar(total),
+            bar: super::progress_bar(total),
             save_error,
             started: Instant::now(),
         }
@@ -273,24 +250,6 @@ impl<'a> Live<'a> {
         self.doc.run.duration_s = self.started.elapsed().as_secs_f64();
         outcome
     }
-}
-
-/// Files what the run produced in its document, with the findings
-/// (settled with `earlier` runs of the host, newest first).
-pub(super) fn fill(doc: &mut RunDoc, outcome: RunOutcome, earlier: &[RunDoc]) {
-    doc.run.interrupted = outcome.interrupted;
-    let earlier: Vec<suites::settle::Earlier> = earlier
-        .iter()
-        .map(|d| suites::settle::Earlier {
-            results: &d.results,
-            findings: &d.findings,
-        })
-        .collect();
-    doc.findings = suites::findings_settled(&outcome.measurements, &earlier);
-    doc.findings.retain(|f| f.value.is_finite());
-    doc.results = outcome.measurements;
-    doc.skipped = outcome.skipped;
-    doc.stability = outcome.stability;
 }
 
 /// Prints the run, writes `--json` and says where it was saved; returns 1
@@ -347,16 +306,6 @@ fn install_ctrlc(stop: Arc<AtomicBool>) {
             })),
         },
     );
-}
-
-pub(super) fn progress_bar(total: Duration) -> ProgressBar {
-    let bar =
-        ProgressBar::with_draw_target(Some(total.as_millis() as u64), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {percent:>3}% ETA {eta} {wide_msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
 }
 
 #[cfg(test)]

@@ -18,20 +18,6 @@ pub fn execute(args: &TrendArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             "--format bmf and github-benchmark describe one run; a trend prints as text, md, csv or json",
         ));
     }
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        return Err(usage(format!(
-            "--alpha {}: give a level between 0 and 1",
-            args.alpha
-        )));
-    }
-    if let Some(since) = &args.since {
-        let date = since.get(..10).unwrap_or(since);
-        if chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_err() {
-            return Err(usage(format!(
-                "--since {since}: give a date (2026-03-01) or an RFC 3339 time"
-            )));
-        }
-    }
     let method = Method {
         alpha: args.alpha,
         min_change: args.min_change,

@@ -10,11 +10,11 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 
-use super::plan::Hello;
 use crate::harness::scratch;
 use crate::harness::worker::{WORKER_ARG, serve};
 use crate::os::mempool;
 use crate::os::signals::{OnCtrlC, on_ctrl_c};
+use crate::plan::Hello;
 
 /// Serves rounds when this process is a worker (its first argument is
 /// [`WORKER_ARG`]); returns otherwise.

@@ -138,8 +138,7 @@ impl Placement {
     /// with one L3 has only `Same` and `Cross`.
     pub fn of_host(host: &crate::host::Host) -> Vec<Placement> {
         let t = &host.topology;
-        let allowed: Vec<usize> = t.cpus.iter().map(|p| p.cpu).collect();
-        let cross = cross_pair(&allowed, t).and_then(|(a, b)| t.class_of(a, b));
+        let cross = cross_class(t);
         let mut out = Placement::ALL.to_vec();
         out.extend(
             t.class_names()
@@ -166,6 +165,17 @@ impl Placement {
             Placement::Same => "same-cpu",
             Placement::Cross => "cross-cpu",
             Placement::Class(c) => c.name(),
+        }
+    }
+
+    /// The name of the two ends' relation on `host`, in the one vocabulary
+    /// of its topology model: the class of the `cross` pair where the model
+    /// knows it (`cross-package` for CPUs of two packages, as the topology
+    /// suite names the same pair), else [`Placement::param`].
+    pub fn class_name(self, host: &crate::host::Host) -> &'static str {
+        match self {
+            Placement::Cross => cross_class(&host.topology).map_or(self.param(), PlaceClass::name),
+            _ => self.param(),
         }
     }
 
@@ -285,6 +295,13 @@ fn cross_pair(allowed: &[usize], topology: &crate::host::Topology) -> Option<(us
     Some((parent, peer))
 }
 
+/// The class of the `cross` pair among the CPUs the model holds (those
+/// this process may use); None with one CPU or an unknown model.
+fn cross_class(t: &crate::host::Topology) -> Option<PlaceClass> {
+    let allowed: Vec<usize> = t.cpus.iter().map(|p| p.cpu).collect();
+    cross_pair(&allowed, t).and_then(|(a, b)| t.class_of(a, b))
+}
+
 /// The CPUs chosen for the two ends of a benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cpus {
@@ -304,8 +321,14 @@ pub struct Cpus {
 impl Cpus {
     /// The facts recorded with the result (`class` only when known).
     pub fn details(&self) -> serde_json::Value {
+        // The relation by the model's name where it knows the pair, as
+        // the benchmark's `placement` parameter has it.
+        let placement = match (self.placement, self.class) {
+            (Placement::Cross, Some(class)) => class.name(),
+            _ => self.placement.param(),
+        };
         let mut d = serde_json::json!({
-            "placement": self.placement.param(),
+            "placement": placement,
             "parent_cpu": self.parent,
             "peer_cpu": self.peer,
             "same_core": self.same_core,

@@ -197,6 +197,28 @@ pub struct Ctx {
     pub cpu: Option<usize>,
     /// Set when the user asked to stop (Ctrl-C); long set-ups should check it.
     pub stop: Arc<AtomicBool>,
+    /// What the run was given for one suite's use (the net suite's peer
+    /// and target device), carried here unread.
+    pub given: Given,
+}
+
+/// Values a run carries for the suites, at most one of each type: the
+/// harness passes them to every benchmark without knowing what they are.
+#[derive(Clone, Default)]
+pub struct Given(Vec<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl Given {
+    /// These values and `value` (replacing one of its type).
+    pub fn with<T: std::any::Any + Send + Sync>(mut self, value: T) -> Given {
+        self.0.retain(|v| !v.is::<T>());
+        self.0.push(Arc::new(value));
+        self
+    }
+
+    /// The value of type `T`, if the run was given one.
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.iter().find_map(|v| v.downcast_ref::<T>())
+    }
 }
 
 impl Ctx {
@@ -743,6 +765,7 @@ pub(crate) fn test_ctx_with(host: Host, dir: &std::path::Path) -> Ctx {
         dir: dir.to_path_buf(),
         cpu: None,
         stop: Arc::new(AtomicBool::new(false)),
+        given: Given::default(),
     }
 }
 

@@ -511,3 +511,24 @@ pub fn two_socket_guest() -> Tree {
         .node(1, &[4, 5, 6, 7], 1, &[20, 10]);
     t
 }
+
+/// A 4-socket shape (qemu `-smp 8,sockets=4,cores=2,threads=1`, one `-numa
+/// node` per socket): CPUs 2s + c, an L2 per core, an L3 per package, a
+/// node per package at the distances qemu declares (10, 20).
+pub fn four_socket_guest() -> Tree {
+    let mut t = Tree::default();
+    t.online("0-7");
+    for cpu in 0..8 {
+        let package = cpu / 2;
+        let l3 = [package * 2, package * 2 + 1];
+        t.cpu(cpu, package as u32, (cpu % 2) as u32, &[cpu])
+            .cache(cpu, 1, "32K", &[cpu])
+            .cache(cpu, 2, "1024K", &[cpu])
+            .cache(cpu, 3, "16384K", &l3);
+    }
+    for node in 0..4 {
+        let distances: Vec<u32> = (0..4).map(|n| if n == node { 10 } else { 20 }).collect();
+        t.node(node, &[node * 2, node * 2 + 1], 1, &distances);
+    }
+    t
+}

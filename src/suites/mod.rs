@@ -152,7 +152,7 @@ pub fn select(
         if !benches.iter().any(|b| matches(p, b.id())) {
             return Err(NoMatch {
                 pattern: p.clone(),
-                why: missing_class(p, host),
+                why: missing_class(p, host).or_else(|| unavailable(p, host)),
                 nearest: nearest(p, benches.iter().map(|b| b.id())),
             });
         }
@@ -161,6 +161,17 @@ pub fn select(
         .into_iter()
         .filter(|b| patterns.iter().any(|p| matches(p, b.id())))
         .collect())
+}
+
+/// Why a suite that `pattern` names has no benchmark on `host`, when the
+/// suite says (topology on a run that may use one CPU).
+fn unavailable(pattern: &str, host: &Host) -> Option<String> {
+    let names = |area: &str| matches(pattern, area) || crate::harness::area_of(pattern) == area;
+    if names(topology::AREA) {
+        topology::unavailable(host)
+    } else {
+        None
+    }
 }
 
 /// The error of a pattern whose last `/` part names a placement class
@@ -225,6 +236,32 @@ mod tests {
             );
             assert!(!b.summary().is_empty(), "{} has no summary", b.id());
         }
+    }
+
+    #[test]
+    fn topology_on_one_usable_cpu_says_it_needs_two_and_names_the_cpu() {
+        let mut tree = crate::host::fixtures::two_vcpu_guest();
+        tree.allowed("1");
+        let dir = tree.write();
+        let host = Host::detect_at(dir.path());
+        for pattern in ["topology", "topology.c2c"] {
+            let e = select(all_benches(&host), &[pattern.to_string()], &host)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.contains("topology needs two usable CPUs, and this run may use one (CPU 1)"),
+                "{e}"
+            );
+        }
+        // With both CPUs the suite is there, and a typo is only a typo.
+        let dir = crate::host::fixtures::two_vcpu_guest().write();
+        let host = Host::detect_at(dir.path());
+        assert!(select(all_benches(&host), &["topology".to_string()], &host).is_ok());
+        let e = select(all_benches(&host), &["topolgy".to_string()], &host)
+            .err()
+            .unwrap();
+        assert_eq!(e.why, None);
     }
 
     #[test]

@@ -401,7 +401,7 @@ pub fn benches(host: &crate::host::Host) -> Vec<Box<dyn Bench>> {
                 move |ctx: &Ctx| Ok(Box::new(Pair::new(Work::AtomicAdd, p.cpus(ctx)?)?) as _),
             )
             .param("threads", 2)
-            .param("placement", p.param())
+            .param("placement", p.class_name(host))
             .on_request().boxed(),
         );
     }
@@ -427,7 +427,7 @@ pub fn benches(host: &crate::host::Host) -> Vec<Box<dyn Bench>> {
                     move |ctx: &Ctx| Ok(Box::new(Pair::new(work, p.cpus(ctx)?)?) as _),
                 )
                 .param("threads", 2)
-                .param("placement", p.param())
+                .param("placement", p.class_name(host))
                 .on_request().boxed(),
             );
         }

@@ -278,12 +278,14 @@ fn idle_looks(poll: Duration) -> u64 {
 }
 
 /// An IPC benchmark of `mech` (with a message `size`, if it has one) whose
-/// ends sit at placement `p`, interleaved with the others of group `key`.
+/// ends sit at the placement named `place` (the model's name of their
+/// relation, [`Placement::class_name`]), interleaved with the others of
+/// group `key`.
 fn ipc_bench(
     id: String,
     summary: String,
     unit: Unit,
-    (mech, size, p): (&str, Option<usize>, Placement),
+    (mech, size, place): (&str, Option<usize>, &'static str),
     key: String,
     prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
 ) -> FnBench {
@@ -294,7 +296,7 @@ fn ipc_bench(
         b
     };
     let b = b
-        .param("placement", p.param())
+        .param("placement", place)
         .interleave(key)
         .with_budget(BUDGET);
     match size {
@@ -346,7 +348,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                         id,
                         summary,
                         unit,
-                        (m.name(), Some(size), p),
+                        (m.name(), Some(size), p.class_name(host)),
                         key,
                         move |ctx| open(m, shape, size, &p.cpus(ctx)?, ctx),
                     );
@@ -389,7 +391,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                     format!("ipc.{name}.rtt/{}", p.label()),
                     format!("{what}, ends on {}", place_text(p)),
                     Unit::Latency,
-                    (name, None, p),
+                    (name, None, p.class_name(host)),
                     format!("ipc.signal/{}", p.label()),
                     move |ctx| {
                         let cpus = p.cpus(ctx)?;
@@ -404,7 +406,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                 notify_id(watch, p),
                 format!("{}, ends on {}", watch.what(), place_text(p)),
                 Unit::Latency,
-                (watch.mechanism(), Some(NOTIFY_SIZE), p),
+                (watch.mechanism(), Some(NOTIFY_SIZE), p.class_name(host)),
                 format!("ipc.notify/{}", p.label()),
                 move |ctx| {
                     let cpus = p.cpus(ctx)?;
@@ -589,6 +591,38 @@ fn shares_cpu(c: &Cpus) -> bool {
 mod tests {
     use super::*;
     use crate::harness::Profile;
+
+    #[test]
+    fn the_cross_pair_takes_its_name_from_the_topology_model() {
+        // Four packages of two CPUs; the run may use CPUs 1, 2 and 6: the
+        // cross pair is CPUs 1 and 2, in two packages, the pair the model
+        // (and so the topology suite) calls cross-package.
+        let mut tree = crate::host::fixtures::four_socket_guest();
+        tree.allowed("1-2,6");
+        let dir = tree.write();
+        let host = Host::detect_at(dir.path());
+        let pair = host
+            .topology
+            .pair(crate::host::PlaceClass::CrossPackage)
+            .unwrap();
+        assert_eq!((pair.a, pair.b), (1, 2));
+        let bs = benches(&host);
+        let place = |id: &str| {
+            let b = bs.iter().find(|b| b.id() == id).unwrap();
+            b.params()["placement"].as_str().unwrap().to_string()
+        };
+        assert_eq!(place("ipc.pipe.rtt/8B/cross"), "cross-package");
+        assert_eq!(place("ipc.pipe.rtt/8B/same"), "same-cpu");
+        // The model's class is not measured twice under two names.
+        assert!(!bs.iter().any(|b| b.id().ends_with("/cross-package")));
+        // Where the model knows no pair, the relation keeps its plain name.
+        let plain = benches(&Host::default());
+        let b = plain
+            .iter()
+            .find(|b| b.id() == "ipc.pipe.rtt/8B/cross")
+            .unwrap();
+        assert_eq!(b.params()["placement"], "cross-cpu");
+    }
 
     #[test]
     fn ids_follow_the_scheme_and_are_unique() {

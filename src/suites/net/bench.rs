@@ -10,7 +10,7 @@ use nix::sys::socket::{setsockopt, sockopt};
 
 use super::dgram::Sender;
 use super::proto::{KEY_LEN, Test};
-use super::target::{Path, Session, Target};
+use super::target::{Path, Peer, Session, Target};
 use crate::harness::warnings::Warning;
 use crate::harness::{PrepareError, Timed};
 
@@ -38,12 +38,14 @@ impl UdpRate {
     /// Sets up the responder's sockets and the client's senders.
     pub fn prepare(
         path: Path,
+        peer: Option<&Peer>,
         size: usize,
         batch: usize,
         sockets: usize,
     ) -> Result<UdpRate, PrepareError> {
         let (target, session) = Target::with_session(
             path,
+            peer,
             Test::UdpSink {
                 size: size as u32,
                 sockets: sockets as u32,
@@ -202,9 +204,14 @@ pub struct TcpStreamBench {
 
 impl TcpStreamBench {
     /// Opens `streams` connections to a sink.
-    pub fn prepare(path: Path, streams: usize) -> Result<TcpStreamBench, PrepareError> {
+    pub fn prepare(
+        path: Path,
+        peer: Option<&Peer>,
+        streams: usize,
+    ) -> Result<TcpStreamBench, PrepareError> {
         let (target, session) = Target::with_session(
             path,
+            peer,
             Test::TcpSink {
                 streams: streams as u32,
             },
@@ -289,8 +296,9 @@ pub struct TcpRr {
 
 impl TcpRr {
     /// Connects to an echo responder.
-    pub fn prepare(path: Path, size: usize) -> Result<TcpRr, PrepareError> {
-        let (target, session) = Target::with_session(path, Test::TcpEcho { size: size as u32 })?;
+    pub fn prepare(path: Path, peer: Option<&Peer>, size: usize) -> Result<TcpRr, PrepareError> {
+        let (target, session) =
+            Target::with_session(path, peer, Test::TcpEcho { size: size as u32 })?;
         let conn = target.connect(&session)?;
         conn.set_nodelay(true)?;
         conn.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -346,8 +354,9 @@ pub struct TcpCrr {
 
 impl TcpCrr {
     /// Starts a connection-per-request responder.
-    pub fn prepare(path: Path, size: usize) -> Result<TcpCrr, PrepareError> {
-        let (target, session) = Target::with_session(path, Test::TcpCrr { size: size as u32 })?;
+    pub fn prepare(path: Path, peer: Option<&Peer>, size: usize) -> Result<TcpCrr, PrepareError> {
+        let (target, session) =
+            Target::with_session(path, peer, Test::TcpCrr { size: size as u32 })?;
         let port = session.port()?;
         let key = session
             .reply

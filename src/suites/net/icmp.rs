@@ -18,7 +18,6 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
@@ -42,8 +41,8 @@ const ECHO_REQUEST: u8 = 8;
 /// ICMP type of an echo reply.
 const ECHO_REPLY: u8 = 0;
 
-/// The device of this run (`opcost run --target`), set once before any
-/// benchmark is prepared.
+/// The device of this run (`opcost run --target`), resolved once before
+/// any benchmark is prepared and carried in the run's context.
 #[derive(Clone, Debug)]
 pub struct IcmpTarget {
     /// As the user wrote it.
@@ -53,9 +52,6 @@ pub struct IcmpTarget {
     /// The most requests per second sent to it.
     pub max_pps: u32,
 }
-
-/// The target of this process's run.
-static TARGET: OnceLock<IcmpTarget> = OnceLock::new();
 
 /// True for the ids of benchmarks that need `--target`.
 pub fn is_target_bench(id: &str) -> bool {
@@ -87,29 +83,17 @@ pub fn resolve(host: &str) -> anyhow::Result<Ipv4Addr> {
         .ok_or_else(|| anyhow!("--target {host}: the name resolves to no IPv4 address"))
 }
 
-/// Makes `host` the target of the `net.target.*` benchmarks of this process.
-pub fn set_target(host: &str, max_pps: u32) -> anyhow::Result<&'static IcmpTarget> {
+/// The target `host` of the `net.target.*` benchmarks, sent at most
+/// `max_pps` requests per second.
+pub fn resolve_target(host: &str, max_pps: u32) -> anyhow::Result<IcmpTarget> {
     if max_pps == 0 {
         bail!("--max-pps 0: the rate cap must be at least 1 request per second");
     }
-    let addr = resolve(host)?;
-    TARGET
-        .set(IcmpTarget {
-            name: host.to_string(),
-            addr,
-            max_pps,
-        })
-        .map_err(|_| anyhow!("the target was already set"))?;
-    TARGET
-        .get()
-        .ok_or_else(|| anyhow!("the target was not kept"))
-}
-
-/// The target of this run, or the skip saying how to give one.
-pub fn target() -> Result<&'static IcmpTarget, PrepareError> {
-    TARGET
-        .get()
-        .ok_or_else(|| PrepareError::Skip("the net.target.* benchmarks need --target HOST".into()))
+    Ok(IcmpTarget {
+        name: host.to_string(),
+        addr: resolve(host)?,
+        max_pps,
+    })
 }
 
 /// Which kind of socket sends the requests.
@@ -299,7 +283,7 @@ pub struct Echo {
     seq: u16,
     window: usize,
     interval: Duration,
-    target: &'static IcmpTarget,
+    target: IcmpTarget,
     sent: u64,
     received: u64,
     rtts: Vec<f64>,
@@ -311,9 +295,12 @@ pub struct Echo {
 }
 
 impl Echo {
-    /// Opens the socket and checks that the target answers one request.
-    pub fn prepare(window: usize) -> Result<Echo, PrepareError> {
-        let target = target()?;
+    /// Opens the socket and checks that `target` (the run's, when it was
+    /// given one) answers one request.
+    pub fn prepare(window: usize, target: Option<&IcmpTarget>) -> Result<Echo, PrepareError> {
+        let target = target.cloned().ok_or_else(|| {
+            PrepareError::Skip("the net.target.* benchmarks need --target HOST".into())
+        })?;
         let (sock, kind) = open_socket(target.addr)?;
         let mut e = Echo {
             sock,
@@ -334,8 +321,8 @@ impl Echo {
         if got == 0 {
             return Err(PrepareError::Skip(format!(
                 "{} ({}) answered none of 3 ICMP echo requests within {} s (a firewall, or no such host)",
-                target.name,
-                target.addr,
+                e.target.name,
+                e.target.addr,
                 LOSS_TIMEOUT.as_secs()
             )));
         }
@@ -604,11 +591,9 @@ mod tests {
 
     #[test]
     fn the_rows_skip_without_a_target() {
-        if TARGET.get().is_none() {
-            match Echo::prepare(1) {
-                Err(PrepareError::Skip(why)) => assert!(why.contains("--target")),
-                _ => panic!("expected a skip"),
-            }
+        match Echo::prepare(1, None) {
+            Err(PrepareError::Skip(why)) => assert!(why.contains("--target")),
+            _ => panic!("expected a skip"),
         }
     }
 }

@@ -33,12 +33,12 @@ pub mod server;
 pub mod target;
 
 use super::bench::{FnBench, Suite};
-use crate::harness::{Bench, PrepareError, Profile, Unit, affinity};
+use crate::harness::{Bench, Ctx, PrepareError, Profile, Unit, affinity};
 use crate::host::Host;
 use crate::units::size_label;
 use bench::{CHUNK, TcpCrr, TcpRr, TcpStreamBench, UdpRate};
-pub use icmp::{is_target_bench, set_target};
-pub use target::{Path, Peer, set_peer};
+pub use icmp::{IcmpTarget, is_target_bench, resolve_target};
+pub use target::{Path, Peer, connect_peer};
 
 /// The net suite.
 pub fn suite() -> Suite {
@@ -111,6 +111,11 @@ pub fn for_far_end(
     Ok(kept)
 }
 
+/// The run's peer (`--peer`), from its context.
+fn peer(ctx: &Ctx) -> Option<&Peer> {
+    ctx.given.get()
+}
+
 /// CPUs this process may use (so also the `--cpu` pin), at least one.
 fn cpus() -> usize {
     affinity::allowed_cpus().len().max(1)
@@ -150,7 +155,7 @@ fn udp_bench(path: Path, mode: Mode, size: usize) -> Box<dyn Bench> {
             }
         ),
         Unit::Rate,
-        move |_ctx| {
+        move |ctx: &Ctx| {
             let (batch, sockets) = match mode {
                 Mode::Plain => (1, 1),
                 Mode::Mmsg => (BATCH, 1),
@@ -161,7 +166,7 @@ fn udp_bench(path: Path, mode: Mode, size: usize) -> Box<dyn Bench> {
                     "SO_REUSEPORT across CPUs needs two CPUs; one is allowed".into(),
                 ));
             }
-            Ok(UdpRate::prepare(path, size, batch, sockets)?.boxed())
+            Ok(UdpRate::prepare(path, peer(ctx), size, batch, sockets)?.boxed())
         },
     )
     .param("path", p)
@@ -197,14 +202,14 @@ fn stream_benches(path: Path) -> Vec<Box<dyn Bench>> {
                 Unit::Throughput {
                     bytes_per_op: CHUNK as f64,
                 },
-                move |_ctx| {
+                move |ctx: &Ctx| {
                     let streams = if per_cpu { cpus() } else { 1 };
                     if per_cpu && streams < 2 {
                         return Err(PrepareError::Skip(
                             "one stream per CPU needs two CPUs; one is allowed".into(),
                         ));
                     }
-                    Ok(Box::new(TcpStreamBench::prepare(path, streams)?))
+                    Ok(Box::new(TcpStreamBench::prepare(path, peer(ctx), streams)?))
                 },
             )
             .param("path", p)
@@ -226,7 +231,7 @@ fn round_trip_benches(path: Path) -> Vec<Box<dyn Bench>> {
             format!("net.{p}.tcp.rr/{}", size_label(size as u64)),
             format!("TCP request/response round trip of {size} B each way over {p} (TCP_NODELAY)"),
             Unit::Latency,
-            move |_ctx| Ok(Box::new(TcpRr::prepare(path, size)?)),
+            move |ctx: &Ctx| Ok(Box::new(TcpRr::prepare(path, peer(ctx), size)?)),
         )
         .param("path", p)
         .param("size", size as u64)
@@ -247,7 +252,7 @@ fn round_trip_benches(path: Path) -> Vec<Box<dyn Bench>> {
             format!("net.{p}.tcp.crr"),
             format!("TCP connect, 1 B request, 1 B response, close over {p} (TCP_CRR)"),
             Unit::Latency,
-            move |_ctx| Ok(Box::new(TcpCrr::prepare(path, 1)?)),
+            move |ctx: &Ctx| Ok(Box::new(TcpCrr::prepare(path, peer(ctx), 1)?)),
         )
         .param("path", p)
         .param("size", 1u64)
@@ -266,7 +271,7 @@ fn icmp_benches() -> Vec<Box<dyn Bench>> {
             icmp::WINDOW
         ),
         Unit::Rate,
-        |_ctx| Ok(icmp::Echo::prepare(icmp::WINDOW)?.boxed()),
+        |ctx: &Ctx| Ok(icmp::Echo::prepare(icmp::WINDOW, ctx.given.get())?.boxed()),
     )
     .param("path", "target")
     .param("window", icmp::WINDOW as u64)
@@ -275,7 +280,7 @@ fn icmp_benches() -> Vec<Box<dyn Bench>> {
         "net.target.icmp.rtt",
         "ICMP echo round trip to the --target host, one request at a time",
         Unit::Latency,
-        |_ctx| Ok(icmp::Echo::prepare(1)?.boxed()),
+        |ctx: &Ctx| Ok(icmp::Echo::prepare(1, ctx.given.get())?.boxed()),
     )
     .param("path", "target")
     .param("window", 1u64);
@@ -319,7 +324,7 @@ mod tests {
 
     #[test]
     fn udp_on_loopback_counts_arrivals_apart_from_sends() {
-        let mut t = UdpRate::prepare(Path::Loopback, 64, BATCH, 1).unwrap();
+        let mut t = UdpRate::prepare(Path::Loopback, None, 64, BATCH, 1).unwrap();
         let d = t.run(t.min_ops() * 4).unwrap();
         assert!(d.as_nanos() > 0);
         let det = t.details().unwrap();
@@ -333,21 +338,21 @@ mod tests {
 
     #[test]
     fn tcp_shapes_run_on_loopback() {
-        let mut s = TcpStreamBench::prepare(Path::Loopback, 2).unwrap();
+        let mut s = TcpStreamBench::prepare(Path::Loopback, None, 2).unwrap();
         assert!(s.run(16).unwrap().as_nanos() > 0);
-        let mut rr = TcpRr::prepare(Path::Loopback, 1000).unwrap();
+        let mut rr = TcpRr::prepare(Path::Loopback, None, 1000).unwrap();
         rr.run(20).unwrap();
         let times = rr.take_op_times();
         assert_eq!(times.len(), 20);
         assert!(times.iter().all(|&t| t > 0.0));
-        let mut crr = TcpCrr::prepare(Path::Loopback, 1).unwrap();
+        let mut crr = TcpCrr::prepare(Path::Loopback, None, 1).unwrap();
         crr.run(10).unwrap();
         assert_eq!(crr.take_op_times().len(), 10);
     }
 
     #[test]
     fn the_responder_serves_every_shape_between_two_namespaces() {
-        let mut rr = match TcpRr::prepare(Path::Veth, 64) {
+        let mut rr = match TcpRr::prepare(Path::Veth, None, 64) {
             Ok(r) => r,
             Err(PrepareError::Skip(why)) => {
                 eprintln!("skipped: {why}");
@@ -364,16 +369,16 @@ mod tests {
                 .unwrap()
                 .starts_with("10.231.0.2:")
         );
-        let mut udp = UdpRate::prepare(Path::Veth, 18, 1, 1).unwrap();
+        let mut udp = UdpRate::prepare(Path::Veth, None, 18, 1, 1).unwrap();
         udp.run(udp.min_ops() * 2).unwrap();
         assert!(udp.details().unwrap()["received"].as_u64().unwrap() > 0);
-        let mut s = TcpStreamBench::prepare(Path::Veth, 1).unwrap();
+        let mut s = TcpStreamBench::prepare(Path::Veth, None, 1).unwrap();
         s.run(8).unwrap();
-        let mut crr = TcpCrr::prepare(Path::Veth, 1).unwrap();
+        let mut crr = TcpCrr::prepare(Path::Veth, None, 1).unwrap();
         crr.run(5).unwrap();
         assert_eq!(crr.take_op_times().len(), 5);
         // A session with the wrong token is refused from the client namespace too.
-        let target = target::Target::open(Path::Veth).unwrap();
+        let target = target::Target::open(Path::Veth, None).unwrap();
         let bad =
             target::Session::open(target.client_ns(), target.addr, "wrong", proto::Test::Hello);
         assert!(bad.err().unwrap().to_string().contains("wrong token"));
@@ -381,7 +386,7 @@ mod tests {
 
     #[test]
     fn peer_benches_skip_without_a_peer() {
-        match TcpRr::prepare(Path::Peer, 1) {
+        match TcpRr::prepare(Path::Peer, None, 1) {
             Err(PrepareError::Skip(why)) => assert!(why.contains("--peer")),
             _ => panic!("expected a skip"),
         }

@@ -4,7 +4,7 @@
 
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow};
@@ -52,13 +52,9 @@ pub struct Peer {
     pub rtt: Duration,
 }
 
-/// The peer of this run (`opcost run --peer`), set once before any
-/// benchmark is prepared.
-static PEER: OnceLock<Peer> = OnceLock::new();
-
-/// Connects to `addr`, checks the token with a `hello`, and makes the
-/// server the peer of the `net.peer.*` benchmarks of this process.
-pub fn set_peer(addr: &str, token: &str) -> anyhow::Result<&'static Peer> {
+/// Connects to `addr` and checks the token with a `hello`: the peer of
+/// the `net.peer.*` benchmarks, which the run carries in its context.
+pub fn connect_peer(addr: &str, token: &str) -> anyhow::Result<Peer> {
     let sock = addr
         .to_socket_addrs()
         .with_context(|| format!("--peer {addr}: not a HOST:PORT address"))?
@@ -68,15 +64,12 @@ pub fn set_peer(addr: &str, token: &str) -> anyhow::Result<&'static Peer> {
     let s =
         Session::open(None, sock, token, Test::Hello).map_err(|e| anyhow!("--peer {addr}: {e}"))?;
     let rtt = t0.elapsed();
-    let peer = Peer {
+    Ok(Peer {
         addr: sock,
         token: token.to_string(),
         host: s.reply.host.clone().unwrap_or(serde_json::Value::Null),
         rtt,
-    };
-    PEER.set(peer)
-        .map_err(|_| anyhow!("the peer was already set"))?;
-    PEER.get().ok_or_else(|| anyhow!("the peer was not kept"))
+    })
 }
 
 /// The far end of one benchmark. Dropping it stops an in-process responder
@@ -92,8 +85,9 @@ pub struct Target {
 }
 
 impl Target {
-    /// Starts (or, for the peer, finds) the responder of `path`.
-    pub fn open(path: Path) -> Result<Target, PrepareError> {
+    /// Starts the responder of `path`, or for the peer path finds `peer`
+    /// (the run's, when it was given one).
+    pub fn open(path: Path, peer: Option<&Peer>) -> Result<Target, PrepareError> {
         let local = |listener: TcpListener, veth: Option<Arc<Veth>>| {
             let addr = listener.local_addr()?;
             let token = random_key();
@@ -124,7 +118,7 @@ impl Target {
                 local(listener, Some(v))
             }
             Path::Peer => {
-                let p = PEER.get().ok_or_else(|| {
+                let p = peer.ok_or_else(|| {
                     PrepareError::Skip("no peer: give one with --peer HOST:PORT".into())
                 })?;
                 Ok(Target {
@@ -161,8 +155,12 @@ impl Target {
 
     /// Starts the responder of `path` ([`Target::open`]) and opens a
     /// session for `test` on it: what every benchmark's set-up begins with.
-    pub fn with_session(path: Path, test: Test) -> Result<(Target, Session), PrepareError> {
-        let target = Target::open(path)?;
+    pub fn with_session(
+        path: Path,
+        peer: Option<&Peer>,
+        test: Test,
+    ) -> Result<(Target, Session), PrepareError> {
+        let target = Target::open(path, peer)?;
         let session = target.session(test)?;
         Ok((target, session))
     }

@@ -723,6 +723,7 @@ mod tests {
             dir: std::env::temp_dir(),
             cpu: None,
             stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            given: Default::default(),
         };
         for b in benches() {
             match b.prepare(&ctx) {

@@ -91,6 +91,22 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     out
 }
 
+/// Why the suite has no benchmark on `host`: it prices pairs of CPUs, and
+/// the run may use one (or none the model knows). None when it has some.
+pub fn unavailable(host: &Host) -> Option<String> {
+    match host.topology.cpus.as_slice() {
+        [] => Some(
+            "topology needs two usable CPUs, and this machine's CPUs are unknown to the run"
+                .to_string(),
+        ),
+        [one] => Some(format!(
+            "topology needs two usable CPUs, and this run may use one (CPU {})",
+            one.cpu
+        )),
+        _ => None,
+    }
+}
+
 /// Findings: the round trip class by class, closest first, per way of
 /// writing, and CAS against a plain store where both ran.
 fn findings(ms: &[Measurement]) -> Vec<Finding> {

@@ -1,11 +1,17 @@
-//! A run's plan: the flags checked, the benchmarks chosen, and the one
-//! description a run and its round workers are both built from.
+//! A run's plan: its [`RunRequest`] checked against the machine, the
+//! benchmarks chosen, and the one description a run and its round workers
+//! are both built from.
 //!
 //! Why: `opcost run` must refuse every mistake before it measures anything,
 //! and a worker must build exactly the run's benchmarks, sampled the same
-//! way. With the checks here and the [`Hello`] as the single source of the
-//! run's context and options, `run` reads plan → measure → deliver, and no
-//! command knows a suite's id prefixes (each suite checks its own inputs).
+//! way. With the request whole before the plan ([`request`]), the checks
+//! against the machine here, and the [`Hello`] as the single source of the
+//! run's context and options, `run` reads request → plan → measure →
+//! deliver, and no command knows a suite's id prefixes (each suite checks
+//! its own inputs). Nothing here reads a flag: `ab` plans its two sides
+//! from a request of its own.
+
+pub mod request;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,14 +21,16 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::RunArgs;
-use crate::document::{PeerInfo, RunDoc, check_writable};
+use crate::document::{PeerInfo, RunDoc};
 use crate::error::usage;
 use crate::harness::scratch::{self, ScratchDir};
 use crate::harness::worker::WorkerCmd;
-use crate::harness::{Bench, Ctx, Profile, RunOptions, affinity, canary};
+use crate::harness::{
+    Bench, Ctx, Finding, Given, Measurement, Profile, RunOptions, affinity, canary,
+};
 use crate::host::Host;
 use crate::suites::{self, UserData, net};
+pub use request::{AbRequest, DataPaths, FarEnd, RunRequest, Sampling, Setting};
 
 /// What a run is made of, and what a worker needs to build the same
 /// benchmarks and measure them the same way.
@@ -86,6 +94,7 @@ impl Hello {
             dir: self.dir.clone().unwrap_or_else(|| self.tmp.clone()),
             cpu: self.cpu,
             stop,
+            given: Given::default(),
         }
     }
 
@@ -104,71 +113,75 @@ impl Hello {
 
 /// A run checked and chosen, nothing measured yet.
 pub struct RunPlan {
+    /// What was asked for.
+    pub request: RunRequest,
     /// The machine.
     pub host: Arc<Host>,
     /// The selected benchmarks, in run order.
     pub benches: Vec<Box<dyn Bench>>,
     /// The user's `--input` files and `--words` lists, checked.
     pub user: UserData,
-    /// The peer of the net.peer.* benchmarks, when `--peer` was given.
+    /// The peer of the net.peer.* benchmarks, when the run has one.
     pub peer: Option<PeerInfo>,
-    /// The order's seed (`--seed`, else drawn now).
+    /// The far end the benchmarks find in their context.
+    pub given: Given,
+    /// The order's seed (the request's, else drawn now).
     pub seed: u64,
-    /// Each round in a process of its own.
-    pub workers: bool,
 }
 
 impl RunPlan {
-    /// Checks every flag the user could have got wrong and selects the
-    /// benchmarks; connects to `--peer`. A mistake is a usage error.
-    pub fn from_args(args: &RunArgs) -> anyhow::Result<RunPlan> {
-        if let Some(path) = &args.json {
-            check_writable(path).map_err(|e| usage(format!("--json {}: {e:#}", path.display())))?;
-        }
-        if let Some(dir) = &args.dir {
+    /// Checks `request` against the machine (the directory, the user's
+    /// files, the CPU), selects the benchmarks and reaches the far end. A
+    /// mistake is a usage error.
+    pub fn new(request: RunRequest) -> anyhow::Result<RunPlan> {
+        let req = &request;
+        if let Some(dir) = &req.dir {
             check_dir(dir)?;
         }
-        let user = UserData::check(&args.input, &args.words, &args.locale).map_err(usage)?;
-        if let Some(cpu) = args.cpu {
+        let data = &req.data;
+        let user = UserData::check(&data.inputs, &data.words, &data.locales).map_err(usage)?;
+        if let Some(cpu) = req.cpu {
             affinity::pin_to(cpu).map_err(|e| usage(format!("--cpu {cpu}: {e:#}")))?;
         }
         let host = Arc::new(Host::detect());
-        let mut benches = suites::select(suites::catalog(&host, &user), &args.patterns, &host)?;
+        if req.matrix.is_some() {
+            matrix_needs_two(&host).map_err(usage)?;
+        }
+        let mut benches = suites::select(suites::catalog(&host, &user), &req.patterns, &host)?;
         // Swap is enabled only when a pattern names the swap rows.
-        benches = suites::memory::swap::for_patterns(benches, &args.patterns);
+        benches = suites::memory::swap::for_patterns(benches, &req.patterns);
         // The whole machine at the quick profile stays under a minute.
-        if args.patterns.is_empty() && args.profile == Profile::Quick {
+        if req.patterns.is_empty() && req.profile == Profile::Quick {
             benches.retain(|b| !b.on_request());
         }
         user.check_selected(&benches).map_err(usage)?;
         let benches =
-            net::for_far_end(benches, args.peer.is_some(), args.target.is_some()).map_err(usage)?;
-        let peer = connect_peer(args)?;
-        set_target(args)?;
+            net::for_far_end(benches, req.far.is_peer(), req.far.is_target()).map_err(usage)?;
+        let (peer, given) = reach(&req.far)?;
         let benches =
-            suites::for_profile(benches, args.profile).map_err(|e| usage(e.to_string()))?;
+            suites::for_profile(benches, req.profile).map_err(|e| usage(e.to_string()))?;
         Ok(RunPlan {
+            seed: req.seed.unwrap_or_else(|| fastrand::u64(..)),
+            request,
             host,
             benches,
             user,
             peer,
-            seed: args.seed.unwrap_or_else(|| fastrand::u64(..)),
-            // The net.peer.* connection and the net.target.* target belong
-            // to this process.
-            workers: !args.one_process && args.peer.is_none() && args.target.is_none(),
+            given,
         })
     }
 
     /// The description of the run whose temp dir is `tmp`.
-    pub fn hello(&self, args: &RunArgs, tmp: &Path) -> Hello {
+    pub fn hello(&self, tmp: &Path) -> Hello {
+        let req = &self.request;
         Hello {
             ids: self.benches.iter().map(|b| b.id().to_string()).collect(),
-            profile: args.profile,
-            samples: args.samples.map(|n| n as usize),
-            rounds: args.rounds.map(|n| n as usize),
-            target_precision: args.target_precision.map(|p| p / 100.0),
-            cpu: args.cpu,
-            dir: args.dir.clone(),
+            profile: req.profile,
+            samples: req.sampling.samples,
+            rounds: req.sampling.rounds,
+            target_precision: req.sampling.target_precision,
+            cpu: req.cpu,
+            dir: req.dir.clone(),
             tmp: tmp.to_path_buf(),
             inputs: self.user.inputs.iter().map(|u| u.path.clone()).collect(),
             words: self.user.words.iter().map(|w| w.path.clone()).collect(),
@@ -177,9 +190,32 @@ impl RunPlan {
         }
     }
 
+    /// The context of this process's rounds: the `hello`'s, with the far end.
+    pub fn ctx(&self, hello: &Hello, tmp: &Path, stop: Arc<AtomicBool>) -> Ctx {
+        Ctx {
+            given: self.given.clone(),
+            ..hello.ctx(self.host.clone(), tmp, stop)
+        }
+    }
+
+    /// The run's document, started at `started`, nothing measured yet.
+    pub fn document(&self, started: chrono::DateTime<chrono::Utc>) -> RunDoc {
+        let req = &self.request;
+        let mut doc = RunDoc::start(
+            (*self.host).clone(),
+            req.profile,
+            req.label.clone(),
+            req.cpu,
+            started,
+        );
+        doc.peer = self.peer.clone();
+        doc.run.order_seed = Some(self.seed);
+        doc
+    }
+
     /// How the run starts its round workers (none: every round here).
     pub fn worker_cmd(&self, hello: &Hello) -> anyhow::Result<Option<WorkerCmd>> {
-        if !self.workers {
+        if !self.request.workers() {
             return Ok(None);
         }
         Ok(Some(WorkerCmd {
@@ -300,39 +336,64 @@ pub fn sweep_swap() {
     }
 }
 
-/// Connects to `--peer` (which needs `--token`) and says how fast it answered.
-fn connect_peer(args: &RunArgs) -> anyhow::Result<Option<PeerInfo>> {
-    let Some(addr) = &args.peer else {
-        return Ok(None);
-    };
-    let token = args.token.as_deref().ok_or_else(|| {
-        usage("--peer needs --token TOKEN: the token opcost serve printed when it started")
-    })?;
-    let p = net::set_peer(addr, token)?;
-    eprintln!(
-        "opcost: peer {} answered in {:.2} ms",
-        p.addr,
-        p.rtt.as_secs_f64() * 1e3
-    );
-    Ok(Some(PeerInfo {
-        addr: p.addr.to_string(),
-        host: p.host.clone(),
-    }))
+/// Reaches the far end: connects to the peer and says how fast it
+/// answered, or resolves the target and says at what rate it may be sent
+/// requests; what the run records of it, and what its benchmarks find in
+/// their context.
+fn reach(far: &FarEnd) -> anyhow::Result<(Option<PeerInfo>, Given)> {
+    match far {
+        FarEnd::None => Ok((None, Given::default())),
+        FarEnd::Peer { addr, token } => {
+            let p = net::connect_peer(addr, token)?;
+            eprintln!(
+                "opcost: peer {} answered in {:.2} ms",
+                p.addr,
+                p.rtt.as_secs_f64() * 1e3
+            );
+            let info = PeerInfo {
+                addr: p.addr.to_string(),
+                host: p.host.clone(),
+            };
+            Ok((Some(info), Given::default().with(p)))
+        }
+        FarEnd::Target { host, max_pps } => {
+            let t = net::resolve_target(host, *max_pps).map_err(|e| usage(format!("{e:#}")))?;
+            eprintln!(
+                "opcost: ICMP echo to {} ({}), at most {} requests/s",
+                t.name, t.addr, t.max_pps
+            );
+            Ok((None, Given::default().with(t)))
+        }
+    }
 }
 
-/// Resolves `--target` for the net.target.* benchmarks and says at what
-/// rate they may send.
-fn set_target(args: &RunArgs) -> anyhow::Result<()> {
-    let Some(host) = &args.target else {
-        return Ok(());
-    };
-    let max_pps = args.max_pps.unwrap_or(net::icmp::DEFAULT_MAX_PPS);
-    let t = net::set_target(host, max_pps).map_err(|e| usage(format!("{e:#}")))?;
-    eprintln!(
-        "opcost: ICMP echo to {} ({}), at most {} requests/s",
-        t.name, t.addr, t.max_pps
-    );
-    Ok(())
+/// The findings of `ms`, their words settled with `earlier` runs of the
+/// host (newest first; none: this run alone).
+pub fn findings(ms: &[Measurement], earlier: &[RunDoc]) -> Vec<Finding> {
+    let earlier: Vec<suites::settle::Earlier> = earlier
+        .iter()
+        .map(|d| suites::settle::Earlier {
+            results: &d.results,
+            findings: &d.findings,
+        })
+        .collect();
+    suites::findings_settled(ms, &earlier)
+}
+
+/// Refuses a matrix on a run that may use fewer than two CPUs (a cpuset
+/// of one), saying which, before any benchmark runs.
+fn matrix_needs_two(host: &Host) -> Result<(), String> {
+    match host.topology.cpus.as_slice() {
+        [_, _, ..] => Ok(()),
+        [one] => Err(format!(
+            "--matrix measures pairs of CPUs, and this run may use one (CPU {})",
+            one.cpu
+        )),
+        [] => Err(
+            "--matrix measures pairs of CPUs, and this machine's CPUs are unknown to the run"
+                .into(),
+        ),
+    }
 }
 
 /// Refuses a `--dir` that is missing, not a directory or not writable.
@@ -369,6 +430,17 @@ mod tests {
         );
         d.run.wall_s = wall.iter().map(|(id, s)| (id.to_string(), *s)).collect();
         d
+    }
+
+    #[test]
+    fn a_matrix_on_one_usable_cpu_is_refused_naming_it() {
+        let mut tree = crate::host::fixtures::two_vcpu_guest();
+        tree.allowed("1");
+        let dir = tree.write();
+        let e = matrix_needs_two(&Host::detect_at(dir.path())).unwrap_err();
+        assert!(e.contains("this run may use one (CPU 1)"), "{e}");
+        let dir = crate::host::fixtures::two_vcpu_guest().write();
+        assert!(matrix_needs_two(&Host::detect_at(dir.path())).is_ok());
     }
 
     #[test]
