@@ -1,5 +1,8 @@
-//! One module per subcommand. Each takes its parsed arguments and returns
-//! an exit code or an error; `main` maps errors to exit codes.
+//! One module per subcommand, and the few helpers several of them share:
+//! naming runs ([`source`]), saving them locally and to a `--db`
+//! ([`shared`]), and the round worker's entry point ([`worker`]). Each
+//! subcommand takes its parsed arguments and returns an exit code or an
+//! error; `main` maps errors to exit codes.
 
 pub mod ab;
 pub mod cmd;

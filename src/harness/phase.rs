@@ -5,7 +5,8 @@
 //!
 //! Why: on a shared machine a slow phase makes everything run ~25% slower
 //! for a few seconds; a result must not move by which of its rounds such a
-//! phase happened to hit (see docs/DESIGN.md, "Slow phases").
+//! phase happened to hit (docs/statistics.md, "The stability canary and
+//! slow phases").
 
 use super::Round;
 use super::round::Track;
@@ -69,8 +70,8 @@ pub(super) fn phase_slopes(tracks: &[Track]) -> Vec<f64> {
 /// each such round's times are divided by `canary ^ slope` (see
 /// [`phase_slopes`]). A slow phase then no longer moves a result by which
 /// of its rounds it happened to hit, and two runs that fell in different
-/// phases agree (see docs/DESIGN.md). Returns how many rounds were
-/// corrected.
+/// phases agree (docs/notes/canary-and-stability.md). Returns how many
+/// rounds were corrected.
 pub(super) fn correct_slow_rounds(tracks: &mut [Track], slopes: &[f64]) -> usize {
     tracks
         .iter_mut()
