@@ -1,6 +1,7 @@
 //! The run document: one run's host, results and findings, in the versioned
-//! JSON layout of DESIGN.md "Results". JSON is the interchange format; the
-//! terminal table, the history and the reports are all made from this.
+//! JSON layout of docs/output.md, "The JSON document". JSON is the
+//! interchange format; the terminal table, the history and the reports are
+//! all made from this.
 
 use std::fs;
 use std::io::Write;

@@ -8,7 +8,8 @@
 //! widen it), and a host outside it is flagged with the differences of its
 //! description from the rest of its group that may explain it
 //! (mitigations, clocksource, transparent huge pages, governor, microcode
-//! and a few more). The rule is in [`Rule`] and docs/DESIGN.md.
+//! and a few more). The rule is in [`Rule`] and docs/statistics.md, "The
+//! fleet's outlier rule".
 
 use std::collections::BTreeMap;
 

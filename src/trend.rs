@@ -12,7 +12,8 @@
 //! and barely tracks how far the run strays, and the outlier runs of a
 //! shared machine fall on the same runs across series: weights drawn from
 //! the intervals let one stray run with a narrow interval cancel a whole
-//! step, and a mean lets it move the segment (docs/DESIGN.md, "Trends").
+//! step, and a mean lets it move the segment (docs/statistics.md, "Trend's
+//! method"; the figures in docs/notes/trend.md).
 //!
 //! - Statistic: for a split of a segment at `k`, the Mann–Whitney rank
 //!   sum of the runs before it, standardised (`z`); the segment's

@@ -44,7 +44,7 @@ pub const PHASED_SPREAD: f64 = 0.10;
 /// the estimate is a correction, not a measurement of the fast phase. Runs
 /// with 10-40% of their rounds left slow (a cache-thrashing load in
 /// phases) held their A/A compares; the one quiet-machine run with 78%
-/// did not (see docs/DESIGN.md).
+/// did not (docs/notes/canary-and-stability.md).
 pub const SLOW_LEFT_SHARE: f64 = 0.50;
 /// Change of the canary's mean from the first to the last third of a run
 /// above which the run is graded `unstable`: the machine's speed drifted

@@ -1,5 +1,7 @@
-//! The measuring engine. It knows nothing of any suite: a suite hands it
-//! [`Bench`]es, it hands back [`Measurement`]s.
+//! The measuring engine. It knows no suite's benchmarks and imports no
+//! suite: a suite hands it [`Bench`]es, it hands back [`Measurement`]s. (The
+//! text of every warning, the suites' caveats included, is kept in
+//! [`warnings`] so that one situation is always explained the same way.)
 //!
 //! Why it is shaped this way: the same method (calibrated batches, warm-up,
 //! overhead subtraction, robust statistics, interleaving of alternatives)

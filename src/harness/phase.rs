@@ -5,7 +5,8 @@
 //!
 //! Why: on a shared machine a slow phase makes everything run ~25% slower
 //! for a few seconds; a result must not move by which of its rounds such a
-//! phase happened to hit (see docs/DESIGN.md, "Slow phases").
+//! phase happened to hit (docs/statistics.md, "The stability canary and
+//! slow phases").
 
 use super::response::{self, Response};
 use super::round::Track;
@@ -68,8 +69,9 @@ pub(super) fn phase_slopes(tracks: &[Track], responses: &[Response]) -> Vec<f64>
 /// each such round's times are divided by `canary ^ slope` (see
 /// [`phase_slopes`]). A slow phase then no longer moves a result by which
 /// of its rounds it happened to hit, and two runs that fell in different
-/// phases agree (see docs/DESIGN.md). Only benchmarks whose area follows
-/// the canary (`follows`) are corrected. Returns how many rounds were.
+/// phases agree (docs/notes/canary-and-stability.md). Only benchmarks
+/// whose area follows the canary (`follows`) are corrected. Returns how
+/// many rounds were.
 pub(super) fn correct_slow_rounds(tracks: &mut [Track], slopes: &[f64], follows: &[bool]) -> usize {
     tracks
         .iter_mut()

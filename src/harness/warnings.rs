@@ -1,6 +1,9 @@
 //! Every warning a result or a run can carry, the harness's and the
 //! suites' alike, with its text, its hint and its code in one place, so
-//! that the same situation is always explained the same way.
+//! that the same situation is always explained the same way (as
+//! hyperfine's one `warnings.rs` does). The suites' caveats are here by
+//! that choice: the harness imports no suite, and a suite names its caveat
+//! by a variant of [`Warning`].
 //!
 //! Results keep warnings as text (schema 1); [`Warning::code`] names each
 //! kind for programs that group or filter them.

@@ -1,11 +1,17 @@
-//! Operating-system helpers that benchmarks of any suite share and that
-//! know nothing of measuring: starting, capping and reaping child
-//! processes, finding opcost's own executable, ending a helper process,
-//! handling Ctrl-C, C stdio streams. CPU pinning lives in
+//! Operating-system helpers that know nothing of measuring, shared by the
+//! suites, the harness and the commands: children ([`child`]: capped,
+//! reaped, forked with signals blocked, the forked peer), files ([`fs`]:
+//! free space, a file's size fitted to it, dropping the page cache), a round
+//! worker's pool of populated mappings ([`mempool`]), NUMA memory policy and
+//! page placement ([`numa`]), Ctrl-C ([`signals`]), C stdio streams
+//! ([`stdio`]), temporary swap areas ([`swap`]); and here, opcost's own
+//! executable and the end of a helper process. CPU pinning lives in
 //! [`crate::harness::affinity`], which the runner uses too.
 //!
-//! Why a module of its own: IPC peers and process benchmarks both fork
-//! children; with the helpers here neither suite reaches into the other.
+//! Why a module of its own: what two suites both need lives a floor below
+//! every suite (IPC peers and process benchmarks both fork children;
+//! storage, text and swap rows all size files), so no suite reaches into
+//! another.
 
 pub mod child;
 pub mod fs;
