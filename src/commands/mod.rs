@@ -1,15 +1,10 @@
-<<<<<<< HEAD
-//! One module per subcommand. Each takes its parsed arguments and returns
-//! an exit code or an error; `main` maps errors to exit codes. `request`
-//! turns the flags of `run` and `ab` into the requests the plan is made
-//! from, refusing flags that cannot go together before anything runs.
-=======
 //! One module per subcommand, and the few helpers several of them share:
-//! naming runs ([`source`]), saving them locally and to a `--db`
-//! ([`shared`]), and the round worker's entry point ([`worker`]). Each
-//! subcommand takes its parsed arguments and returns an exit code or an
-//! error; `main` maps errors to exit codes.
->>>>>>> docs
+//! turning the flags of `run` and `ab` into the requests the plan is made
+//! from, refusing flags that cannot go together before anything runs
+//! ([`request`]), naming runs ([`source`]), saving them locally and to a
+//! `--db` ([`shared`]), the progress bar, and the round worker's entry point
+//! ([`worker`]). Each subcommand takes its parsed arguments and returns an
+//! exit code or an error; `main` maps errors to exit codes.
 
 pub mod ab;
 pub mod cmd;
