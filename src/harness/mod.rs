@@ -14,6 +14,7 @@ pub mod canary;
 pub mod claims;
 pub mod clock;
 pub mod cpu;
+pub mod levels;
 mod phase;
 pub mod replay;
 pub mod response;

@@ -164,6 +164,7 @@ pub fn replay(
         m.summary = summary;
         m.samples = values;
         m.rounds = rounds;
+        super::levels::note(m);
     }
     if let Some(s) = stability {
         s.remeasured = s.remeasured.saturating_sub(out.undone);

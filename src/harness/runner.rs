@@ -648,7 +648,7 @@ fn summarise(
     let mut warnings = t.warnings.clone();
     warnings.extend(warns.iter().map(ToString::to_string));
 
-    Some(Measurement {
+    let mut m = Measurement {
         id: t.id.clone(),
         area: area_of(&t.id).to_string(),
         unit: unit.base(),
@@ -669,7 +669,9 @@ fn summarise(
         ),
         rounds: t.rounds.clone(),
         samples: values,
-    })
+    };
+    super::levels::note(&mut m);
+    Some(m)
 }
 
 /// Bytes per operation of a throughput.

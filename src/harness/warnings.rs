@@ -34,6 +34,19 @@ pub enum Warning {
         /// 99th percentile (ns).
         p99: f64,
     },
+    /// The rounds fall into two levels (see `harness::levels`).
+    TwoLevels {
+        /// The lower level, with its unit.
+        low: String,
+        /// Rounds at the lower level.
+        n_low: usize,
+        /// The upper level, with its unit.
+        high: String,
+        /// Rounds at the upper level.
+        n_high: usize,
+        /// How far apart, as a ratio less 1.
+        apart: f64,
+    },
     /// The run was interrupted while this benchmark was sampling.
     Interrupted {
         /// Samples gathered before the stop.
@@ -234,6 +247,7 @@ impl Warning {
             Warning::BelowOneCycle { .. } => "below_one_cycle",
             Warning::Noisy { .. } => "noisy",
             Warning::Bimodal { .. } => "bimodal",
+            Warning::TwoLevels { .. } => "two_levels",
             Warning::Interrupted { .. } => "interrupted",
             Warning::FewSamples { .. } => "few_samples",
             Warning::Clocksource(_) => "clocksource",
@@ -296,6 +310,20 @@ impl fmt::Display for Warning {
                 f,
                 "bimodal: per-op times form two clusters (p50 {p50:.0} ns, p99 {p99:.0} ns), typically same-CPU vs cross-CPU wake-ups; pin both ends"
             ),
+            Warning::TwoLevels {
+                low,
+                n_low,
+                high,
+                n_high,
+                apart,
+            } => {
+                let n = n_low + n_high;
+                write!(
+                    f,
+                    "two levels: its rounds read {low} ({n_low} of {n}) or {high} ({n_high} of {n}), {:.0}% apart: a state the machine held for whole rounds, which the interval spans; pin with --cpu to read one",
+                    apart * 100.0
+                )
+            }
             Warning::Interrupted { samples } => {
                 write!(f, "interrupted after {samples} samples")
             }
