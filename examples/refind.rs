@@ -24,10 +24,10 @@ fn main() -> anyhow::Result<()> {
         let path = std::path::Path::new(&p);
         let mut d = opcost::document::RunDoc::read_json(path)?;
         d.findings = if settle {
-            let earlier: Vec<opcost::suites::settle::Earlier> = done
+            let earlier: Vec<opcost::analysis::settle::Earlier> = done
                 .iter()
                 .rev()
-                .map(|e| opcost::suites::settle::Earlier {
+                .map(|e| opcost::analysis::settle::Earlier {
                     results: &e.results,
                     findings: &e.findings,
                 })

@@ -509,7 +509,7 @@ mod tests {
     fn an_old_documents_findings_load_with_every_unit_label_and_write_back_unchanged() {
         // The shipped reference run, written before findings had a typed unit.
         let mut old: serde_json::Value =
-            serde_json::from_str(crate::score::reference_json()).unwrap();
+            serde_json::from_str(crate::analysis::score::reference_json()).unwrap();
         let labels = crate::units::LABELS;
         let template = old["findings"][0].clone();
         old["findings"] = labels

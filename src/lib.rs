@@ -3,23 +3,20 @@
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod cli;
 pub mod cmdtime;
 pub mod commands;
-pub mod compare;
 pub mod document;
 pub mod error;
-pub mod fleet;
 pub mod harness;
 pub mod headline;
 pub mod host;
 pub mod os;
 pub mod pattern;
 pub mod report;
-pub mod score;
 pub mod store;
 pub mod suites;
-pub mod trend;
 pub mod units;
 
 /// In a unit test: true, after saying why on standard error, when the test

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use assert_cmd::Command;
-use opcost::compare::{Verdict, compare};
+use opcost::analysis::compare::{Verdict, compare};
 use opcost::document::RunDoc;
 use opcost::store::{Saved, Store, schema};
 use predicates::prelude::*;
@@ -564,7 +564,10 @@ fn compare_without_samples_uses_the_stored_intervals() {
         .iter()
         .find(|r| r.id == "syscall.getpid.raw")
         .unwrap();
-    assert_eq!(getpid.method, opcost::compare::CiMethod::MedianCis);
+    assert_eq!(
+        getpid.method,
+        opcost::analysis::compare::CiMethod::MedianCis
+    );
     assert_eq!(getpid.verdict, Verdict::Slower);
     assert!(getpid.ci_low < getpid.ratio && getpid.ratio < getpid.ci_high);
 }

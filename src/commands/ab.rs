@@ -25,8 +25,8 @@ use anyhow::{Context, bail};
 
 use super::plan::{self, RunPlan};
 use super::usage;
+use crate::analysis::compare::compare_paired;
 use crate::cli::{AbArgs, RunArgs};
-use crate::compare::compare_paired;
 use crate::document::RunDoc;
 use crate::harness::round::Event;
 use crate::harness::runner::{self, Side};

@@ -43,7 +43,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     );
     // Earlier runs of this host at this profile: what their benchmarks
     // took tells this run's time, and they settle the findings' words
-    // (suites::settle); a history that cannot be read only means none.
+    // (analysis::settle); a history that cannot be read only means none.
     let earlier = if args.no_history {
         Vec::new()
     } else {
@@ -71,7 +71,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         doc.matrix = Some(core_matrix(args, &plan.host, sampling, &ctx.stop)?);
     }
     let interrupted = outcome.interrupted;
-    let settle = &earlier[..earlier.len().min(suites::settle::EARLIER_RUNS)];
+    let settle = &earlier[..earlier.len().min(crate::analysis::settle::EARLIER_RUNS)];
     fill(&mut doc, outcome, settle);
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {
@@ -279,9 +279,9 @@ impl<'a> Live<'a> {
 /// (settled with `earlier` runs of the host, newest first).
 pub(super) fn fill(doc: &mut RunDoc, outcome: RunOutcome, earlier: &[RunDoc]) {
     doc.run.interrupted = outcome.interrupted;
-    let earlier: Vec<suites::settle::Earlier> = earlier
+    let earlier: Vec<crate::analysis::settle::Earlier> = earlier
         .iter()
-        .map(|d| suites::settle::Earlier {
+        .map(|d| crate::analysis::settle::Earlier {
             results: &d.results,
             findings: &d.findings,
         })

@@ -1,12 +1,12 @@
 //! `opcost trend [PATTERN...]`: each benchmark's runs on each host over
 //! time, the change points in them and what changed in the host
-//! description then (the method is in [`crate::trend`]).
+//! description then (the method is in [`crate::analysis::trend`]).
 
+use crate::analysis::trend::{self, Method, Point, Run, Trend, Value};
 use crate::cli::TrendArgs;
 use crate::host::Host;
 use crate::report;
 use crate::store::{Location, TrendFilter, TrendRows};
-use crate::trend::{self, Method, Point, Run, Trend, Value};
 
 use super::source::Loader;
 use super::usage;

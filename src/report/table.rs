@@ -8,10 +8,10 @@ use comfy_table::presets::{NOTHING, UTF8_BORDERS_ONLY};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::format::{NOISY_MARK, ending, note_number, run_on_host};
+use crate::analysis::score::{self, Reference, fmt_score};
 use crate::document::RunDoc;
 use crate::harness::stats::NOISE_THRESHOLD;
 use crate::headline;
-use crate::score::{self, Reference, fmt_score};
 use crate::units::human;
 
 /// Renders a run document as text for the terminal.
@@ -341,8 +341,8 @@ mod tests {
     fn every_glance_value_is_its_rows_and_a_finding_at_the_same_size_says_the_same() {
         // A kept whole-machine document (the shipped reference run, quick),
         // its findings made by this tree's rules: one figure per thing.
-        let mut doc: RunDoc =
-            serde_json::from_str(crate::score::reference_json()).expect("the reference parses");
+        let mut doc: RunDoc = serde_json::from_str(crate::analysis::score::reference_json())
+            .expect("the reference parses");
         doc.findings = crate::suites::findings(&doc.results);
         let lines = headline::lines(&doc);
         assert!(lines.len() >= 10, "{} glance lines", lines.len());

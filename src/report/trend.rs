@@ -1,4 +1,4 @@
-//! A trend ([`crate::trend`]) as text, Markdown and CSV (one line per
+//! A trend ([`crate::analysis::trend`]) as text, Markdown and CSV (one line per
 //! change point, by host, newest first) and as the HTML report's section.
 
 use std::collections::BTreeMap;
@@ -6,9 +6,11 @@ use std::fmt::Write;
 
 use super::format::cell;
 use super::format::esc;
+use crate::analysis::trend::{
+    ChangePoint, Method, Point, Run, Series, Trend, Value, analyse, env_facts,
+};
 use crate::document::RunDoc;
 use crate::harness::BaseUnit;
-use crate::trend::{ChangePoint, Method, Point, Run, Series, Trend, Value, analyse, env_facts};
 use crate::units::human;
 
 /// A ratio as a signed percentage: `+8.1%`.

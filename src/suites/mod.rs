@@ -13,7 +13,6 @@ pub mod ipc;
 pub mod memory;
 pub mod net;
 pub mod process;
-pub mod settle;
 pub mod storage;
 pub mod syscall;
 pub mod text;
@@ -105,9 +104,12 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
 }
 
 /// The findings of every suite, settled with `earlier` runs of the host
-/// (see [`settle`]): a word at its edge is decided on the pooled runs.
-pub fn findings_settled(ms: &[Measurement], earlier: &[settle::Earlier]) -> Vec<Finding> {
-    settle::settled(ms, earlier, findings)
+/// (see [`crate::analysis::settle`]): a word at its edge is decided on the pooled runs.
+pub fn findings_settled(
+    ms: &[Measurement],
+    earlier: &[crate::analysis::settle::Earlier],
+) -> Vec<Finding> {
+    crate::analysis::settle::settled(ms, earlier, findings)
 }
 
 /// Keeps the benchmarks that run at `profile` (see [`Bench::runs_at`]);

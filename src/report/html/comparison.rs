@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::{charts, esc, swatch};
-use crate::compare::{Comparison, DEFAULT_THRESHOLD, Row, Verdict, compare};
+use crate::analysis::compare::{Comparison, DEFAULT_THRESHOLD, Row, Verdict, compare};
 use crate::document::RunDoc;
 use crate::units::fmt_ratio;
 use charts::{ForestRow, Ratio};

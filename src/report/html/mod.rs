@@ -30,10 +30,10 @@ use std::fmt::Write;
 
 use super::charts;
 use super::format::{NOISY_MARK, esc};
+use crate::analysis::fleet::Fleet;
+use crate::analysis::trend::Trend;
 use crate::document::RunDoc;
-use crate::fleet::Fleet;
 use crate::harness::Measurement;
-use crate::trend::Trend;
 use crate::units::SWEEP_AXES;
 
 /// Most curves drawn in one sweep chart before it is split by benchmark.
@@ -129,7 +129,7 @@ pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
     let areas = areas_of(docs);
     // Runs of several hosts: the fleet view of their latest runs.
     let fleet = several_hosts(docs)
-        .then(|| crate::fleet::build(docs, &[], crate::fleet::Rule::default()))
+        .then(|| crate::analysis::fleet::build(docs, &[], crate::analysis::fleet::Rule::default()))
         .filter(|f| !f.columns.is_empty());
     // Enough runs of one host: when its costs changed.
     let trend = super::trend::of_docs(docs);

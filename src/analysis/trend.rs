@@ -717,7 +717,7 @@ impl std::fmt::Display for EnvChange {
 }
 
 /// The facts of a run's host description a trend reports changes of:
-/// the fleet view's ([`crate::fleet::facts`]) and what changes with an
+/// the fleet view's ([`crate::analysis::fleet::facts`]) and what changes with an
 /// upgrade (kernel, command line, libc, opcost's version and commit).
 pub fn env_facts(h: &Host) -> Vec<(String, String)> {
     let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());

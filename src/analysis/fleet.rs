@@ -103,14 +103,14 @@ pub struct HostRow {
     pub changes: Vec<Change>,
 }
 
-/// A change point in a host's history ([`crate::trend`]) that the other
+/// A change point in a host's history ([`crate::analysis::trend`]) that the other
 /// hosts of its group do not share.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Change {
     /// The benchmark.
     pub benchmark: String,
     /// The change point, as the trend found it.
-    pub point: crate::trend::ChangePoint,
+    pub point: crate::analysis::trend::ChangePoint,
 }
 
 /// Hosts of one CPU model, kernel and storage/net device.
@@ -231,8 +231,8 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
 /// (benchmark, at the profile of its latest run) when no other host of its
 /// group has a change point in that benchmark in the same direction: the
 /// host changed and its like did not.
-pub fn flag_changes(fleet: &mut Fleet, trend: &crate::trend::Trend) {
-    let mut latest: BTreeMap<(&str, &str), &crate::trend::ChangePoint> = BTreeMap::new();
+pub fn flag_changes(fleet: &mut Fleet, trend: &crate::analysis::trend::Trend) {
+    let mut latest: BTreeMap<(&str, &str), &crate::analysis::trend::ChangePoint> = BTreeMap::new();
     for s in &trend.series {
         // Change points are newest first.
         if let Some(c) = s.change_points.first() {
@@ -434,8 +434,8 @@ mod tests {
     use crate::harness::Measurement;
 
     fn run(host: &str, getppid_ns: f64, clocksource: &str) -> RunDoc {
-        let mut d: RunDoc =
-            serde_json::from_str(crate::score::reference_json()).expect("the reference is a run");
+        let mut d: RunDoc = serde_json::from_str(crate::analysis::score::reference_json())
+            .expect("the reference is a run");
         d.run.id = format!("{:08x}", fastrand::u32(..));
         d.host.hostname = host.into();
         d.host.clocksource = Some(clocksource.into());
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn a_change_point_only_one_host_of_a_group_has_is_flagged() {
-        use crate::trend::{ChangePoint, Method, Series, Trend};
+        use crate::analysis::trend::{ChangePoint, Method, Series, Trend};
         let docs: Vec<RunDoc> = ["a", "b", "c"]
             .iter()
             .map(|h| run(h, 100.0, "tsc"))
