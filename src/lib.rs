@@ -15,6 +15,7 @@ pub mod host;
 pub mod os;
 pub mod pattern;
 pub mod report;
+pub mod stats;
 pub mod store;
 pub mod suites;
 pub mod units;

@@ -32,7 +32,8 @@
 use serde::Serialize;
 
 use crate::document::RunDoc;
-use crate::harness::{BaseUnit, Measurement, stats};
+use crate::harness::{BaseUnit, Measurement};
+use crate::stats;
 
 /// Resamples drawn for each bootstrap interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -790,7 +791,7 @@ pub fn bootstrap_ratio_ci(a: &[f64], b: &[f64], seed: u64) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     ratios.sort_by(f64::total_cmp);
-    let q = |p: f64| crate::harness::stats::quantile_sorted(&ratios, p);
+    let q = |p: f64| crate::stats::quantile_sorted(&ratios, p);
     (q(0.025), q(0.975))
 }
 

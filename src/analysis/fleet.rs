@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::document::RunDoc;
-use crate::harness::stats::median;
 use crate::headline;
 use crate::host::Host;
+use crate::stats::median;
 use crate::units::BaseUnit;
 
 /// MAD × 1.4826 estimates the standard deviation of normal data.

@@ -15,8 +15,8 @@
 //! machine has no history and keeps the rules of one run.
 
 use crate::harness::claims::{Est, words};
-use crate::harness::stats::log_mean_var;
 use crate::harness::{Finding, Measurement};
+use crate::stats::log_mean_var;
 
 /// Earlier runs of the host a run's findings are pooled with, at most.
 pub const EARLIER_RUNS: usize = 4;

@@ -55,8 +55,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::harness::stats::{median, normal_quantile};
 use crate::host::Host;
+use crate::stats::{median, normal_quantile};
 use crate::units::BaseUnit;
 
 /// MAD × 1.4826 estimates the standard deviation of normal data.
@@ -380,7 +380,7 @@ fn locate(x: &[f64], k: usize, min_segment: usize, window: usize) -> usize {
 
 /// The sum of absolute deviations of `x` from its median.
 fn deviation(x: &[f64]) -> f64 {
-    crate::harness::stats::median(x).map_or(0.0, |m| x.iter().map(|y| (y - m).abs()).sum())
+    crate::stats::median(x).map_or(0.0, |m| x.iter().map(|y| (y - m).abs()).sum())
 }
 
 /// The Hodges–Lehmann shift of `after` against `before` (the median of
@@ -490,7 +490,7 @@ pub fn critical(n: usize, method: &Method) -> f64 {
         })
         .collect();
     z.sort_by(f64::total_cmp);
-    crate::harness::stats::quantile_sorted(&z, 1.0 - method.alpha)
+    crate::stats::quantile_sorted(&z, 1.0 - method.alpha)
 }
 
 /// The smallest step (0.06: 6%) a series of `n` runs with log noise

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::quantile;
+use crate::stats::quantile;
 
 /// A canary slower than the run's fast phase by more than this factor marks
 /// the round next to it as run in a slow phase (the phases seen on cloud

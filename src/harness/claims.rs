@@ -18,7 +18,7 @@
 //! the numbers they print may move from run to run, the words may not.
 
 use super::Measurement;
-use super::stats::{normal_cdf, quantile_sorted, t975};
+use crate::stats::{normal_cdf, quantile_sorted, t975};
 
 /// Two values closer than this factor are called a tie even when their
 /// intervals separate them: a difference of a few per cent is real but
@@ -515,9 +515,9 @@ impl Modes {
 /// The two modes of `values` when they are well separated: at least 20
 /// values, each mode with at least 10% of them, the upper at least twice
 /// the lower with a gap wider than either mode's own spread
-/// ([`super::stats::is_bimodal`]). `None` for a one-mode distribution.
+/// ([`crate::stats::is_bimodal`]). `None` for a one-mode distribution.
 pub fn modes(values: &[f64]) -> Option<Modes> {
-    if !super::stats::is_bimodal(values) {
+    if !crate::stats::is_bimodal(values) {
         return None;
     }
     let mut s: Vec<f64> = values.iter().copied().filter(|x| *x > 0.0).collect();

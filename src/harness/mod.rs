@@ -16,7 +16,6 @@ mod phase;
 pub mod round;
 pub mod runner;
 pub mod scratch;
-pub mod stats;
 pub mod timer;
 pub mod warnings;
 pub mod worker;
@@ -32,9 +31,9 @@ use serde::{Deserialize, Serialize};
 use crate::host::Host;
 use crate::units::ValueUnit;
 
+pub use crate::stats::Summary;
 pub use crate::units::BaseUnit;
 pub use round::{RunOptions, RunOutcome, Skipped};
-pub use stats::Summary;
 
 /// Named parameters of a benchmark (the sweep point: size, placement...).
 pub type Params = BTreeMap<String, serde_json::Value>;
@@ -427,7 +426,7 @@ pub const WIDE_VS_DATA: f64 = 0.25;
 /// The statistics are an embedded [`Summary`] of all samples of all rounds,
 /// except `median`'s interval (`ci_low`, `ci_high`): with two or more rounds
 /// it comes from the spread of the rounds, the top level of variation (see
-/// [`stats::round_interval`]). Fields of the summary read through `Deref`
+/// [`crate::stats::round_interval`]). Fields of the summary read through `Deref`
 /// (`m.median`, `m.p95`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {

@@ -57,7 +57,7 @@ pub(super) fn phase_slopes(tracks: &[Track]) -> Vec<f64> {
         .collect();
     let known: Vec<f64> = own.iter().flatten().copied().collect();
     let run_slope = if known.len() >= 5 {
-        super::stats::median(&known).unwrap_or(1.0)
+        crate::stats::median(&known).unwrap_or(1.0)
     } else {
         1.0
     };

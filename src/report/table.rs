@@ -10,8 +10,8 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use super::format::{NOISY_MARK, ending, note_number, run_on_host};
 use crate::analysis::score::{self, Reference, fmt_score};
 use crate::document::RunDoc;
-use crate::harness::stats::NOISE_THRESHOLD;
 use crate::headline;
+use crate::stats::NOISE_THRESHOLD;
 use crate::units::human;
 
 /// Renders a run document as text for the terminal.

@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Outliers;
-use super::warnings::Warning;
+use crate::harness::Outliers;
+use crate::harness::warnings::Warning;
 
 /// CI half-width (relative to the median) above which a result is noisy.
 pub const NOISE_THRESHOLD: f64 = 0.05;
