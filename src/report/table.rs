@@ -46,7 +46,7 @@ pub fn render(doc: &RunDoc) -> String {
     }
     if let Some(m) = &doc.matrix {
         let _ = writeln!(out);
-        out.push_str(&render_matrix(m, &doc.host.topology));
+        out.push_str(&m.to_text(&doc.host.topology));
     }
     let skipped: Vec<_> = doc.skipped.iter().filter(|s| !s.failed).collect();
     let failed: Vec<_> = doc.skipped.iter().filter(|s| s.failed).collect();
@@ -266,69 +266,6 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
     }
     for f in doc.findings.iter().filter(|f| f.area == area) {
         let _ = writeln!(out, "  » {}", f.text);
-    }
-    out
-}
-
-/// The largest matrix printed cell by cell; a larger one is summarised
-/// per class (the JSON document and the HTML report have every cell).
-const MATRIX_PRINTED: usize = 16;
-
-/// The core-to-core matrix: its pairs per class, then the cells.
-pub fn render_matrix(m: &crate::document::CoreMatrix, topology: &crate::host::Topology) -> String {
-    use crate::units::human_ns;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "core-to-core round trip ({}), {} CPUs ({}), {:.1} ms per pair, {:.1} s{}; the line on {}",
-        m.write,
-        m.cpus.len(),
-        m.sampling,
-        m.per_pair_ms,
-        m.seconds,
-        if m.interrupted { ", interrupted" } else { "" },
-        m.line
-    );
-    for c in m.by_class(topology) {
-        let _ = writeln!(
-            out,
-            "  {:<14} {:>5} pair{} {:>9} median, {} – {}",
-            c.class.name(),
-            c.pairs,
-            if c.pairs == 1 { " " } else { "s" },
-            human_ns(c.median),
-            human_ns(c.min),
-            human_ns(c.max)
-        );
-    }
-    if m.cpus.len() > MATRIX_PRINTED {
-        let _ = writeln!(
-            out,
-            "  ({n}x{n} cells in the JSON document and the HTML report)",
-            n = m.cpus.len()
-        );
-        return out;
-    }
-    let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
-    let width =
-        m.ns.iter()
-            .flatten()
-            .map(|v| cell(*v).len())
-            .chain(m.cpus.iter().map(|c| c.to_string().len()))
-            .max()
-            .unwrap_or(1)
-            + 1;
-    let _ = write!(out, "  {:>w$}", "ns", w = width);
-    for c in &m.cpus {
-        let _ = write!(out, "{c:>width$}");
-    }
-    let _ = writeln!(out);
-    for (i, row) in m.ns.iter().enumerate() {
-        let _ = write!(out, "  {:>width$}", m.cpus.get(i).copied().unwrap_or(0));
-        for v in row {
-            let _ = write!(out, "{:>width$}", cell(*v));
-        }
-        let _ = writeln!(out);
     }
     out
 }
