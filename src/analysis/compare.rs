@@ -561,7 +561,7 @@ pub fn noise_floor(earlier: &[Measurement]) -> Option<f64> {
     }
     let medians: Vec<f64> = earlier.iter().map(|m| m.median).collect();
     let (_, var) = stats::log_mean_var(&medians)?;
-    Some((1.96 * (2.0 * var).sqrt()).exp() - 1.0)
+    Some((stats::Z95 * (2.0 * var).sqrt()).exp() - 1.0)
 }
 
 /// Compares one benchmark of two single runs; the error says why it cannot be compared.

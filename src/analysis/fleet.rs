@@ -17,11 +17,8 @@ use serde::Serialize;
 use crate::document::RunDoc;
 use crate::headline;
 use crate::host::Host;
-use crate::stats::median;
+use crate::stats::{MAD_TO_SIGMA, median};
 use crate::units::BaseUnit;
-
-/// MAD × 1.4826 estimates the standard deviation of normal data.
-const MAD_TO_SIGMA: f64 = 1.4826;
 
 /// Fewest hosts with a figure for its group's spread to mean anything.
 pub const MIN_GROUP: usize = 3;

@@ -16,13 +16,10 @@
 
 use crate::harness::claims::{Est, words};
 use crate::harness::{Finding, Measurement};
-use crate::stats::log_mean_var;
+use crate::stats::{Z95, log_mean_var};
 
 /// Earlier runs of the host a run's findings are pooled with, at most.
 pub const EARLIER_RUNS: usize = 4;
-
-/// The z value of a two-sided 95% interval.
-const Z95: f64 = 1.959_964;
 
 /// `m` pooled with the same benchmark in `earlier` runs (same id and unit,
 /// a positive median): the geometric mean of the runs' medians, and an

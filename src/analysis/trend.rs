@@ -56,13 +56,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::host::Host;
-use crate::stats::{median, normal_quantile};
+use crate::stats::{MAD_TO_SIGMA, Z95, median, normal_quantile};
 use crate::units::BaseUnit;
 
-/// MAD × 1.4826 estimates the standard deviation of normal data.
-const MAD_TO_SIGMA: f64 = 1.4826;
-/// The normal quantile of a two-sided 95% interval.
-const Z95: f64 = 1.959_963_985;
 /// The least share of the shift of a segment's two sides that the runs
 /// next to a split must show for it to be a step (true steps of the kept
 /// histories show 0.73 to 2.7 of it).

@@ -381,7 +381,7 @@ fn measurement(
 ) -> Option<Measurement> {
     let s = Summary::of(&samples)?;
     let noisy = s.is_noisy();
-    warnings.extend(s.noise_warning());
+    warnings.extend(Warning::noise_of(&s));
     Some(Measurement {
         id: id.to_string(),
         area: area_of(id).to_string(),

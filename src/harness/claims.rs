@@ -18,15 +18,12 @@
 //! the numbers they print may move from run to run, the words may not.
 
 use super::Measurement;
-use crate::stats::{normal_cdf, quantile_sorted, t975};
+use crate::stats::{Z95, normal_cdf, quantile_sorted, t975};
 
 /// Two values closer than this factor are called a tie even when their
 /// intervals separate them: a difference of a few per cent is real but
 /// not worth a word, and it is the size at which repeated runs disagree.
 pub const MATERIAL: f64 = 1.05;
-
-/// The z value of a two-sided 95% interval.
-const Z95: f64 = 1.959_964;
 
 /// An estimate with its 95% interval, and which direction is better.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -344,19 +344,6 @@ pub struct OpStats {
     pub bimodal: bool,
 }
 
-/// Counts of samples outside Tukey's fences.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outliers {
-    /// Below Q1 - 3 IQR.
-    pub low_severe: usize,
-    /// Between Q1 - 3 IQR and Q1 - 1.5 IQR.
-    pub low_mild: usize,
-    /// Between Q3 + 1.5 IQR and Q3 + 3 IQR.
-    pub high_mild: usize,
-    /// Above Q3 + 3 IQR.
-    pub high_severe: usize,
-}
-
 /// One independent round of a benchmark: its own set-up, calibration,
 /// warm-up and samples, and what the machine was doing meanwhile.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -572,7 +572,7 @@ fn summarise(
         warns.push(Warning::BelowOneCycle { ns: median_ns, ghz });
     }
     let noisy = summary.is_noisy();
-    warns.extend(summary.noise_warning());
+    warns.extend(Warning::noise_of(&summary));
     let per_op = op_stats(&t.op_times);
     if let Some(p) = per_op.as_ref().filter(|p| p.bimodal) {
         warns.push(Warning::Bimodal {

@@ -69,8 +69,9 @@ fn differences_text(h: &HostRow) -> String {
 /// The rule in words.
 fn rule_text(f: &Fleet) -> String {
     format!(
-        "flagged (!): outside the group's median ± max({}·MAD×1.4826, {:.0}% of the median), in groups of {} hosts or more",
+        "flagged (!): outside the group's median ± max({}·MAD×{}, {:.0}% of the median), in groups of {} hosts or more",
         f.rule.k,
+        crate::stats::MAD_TO_SIGMA,
         f.rule.margin * 100.0,
         crate::analysis::fleet::MIN_GROUP
     )

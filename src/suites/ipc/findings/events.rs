@@ -3,8 +3,8 @@
 //! started on the event.
 
 use super::rankings::rtt_tiers;
-use super::{AREA, CLEAR, CROSS_CLEAR, usable};
-use crate::harness::claims::Est;
+use super::{AREA, CROSS_CLEAR, usable};
+use crate::harness::claims::{CLEAR_GAP, Est};
 use crate::harness::{Finding, Measurement, claims};
 use crate::suites::bench::ratio_finding;
 use crate::suites::ipc::peer::Placement;
@@ -44,7 +44,7 @@ pub(super) fn fanotify_vs_inotify(ms: &[Measurement], p: Placement) -> Option<Fi
     let f = usable(ms, &crate::suites::ipc::notify_id(Watch::Fanotify, p))?;
     let i = usable(ms, &crate::suites::ipc::notify_id(Watch::Inotify, p))?;
     let k = match p {
-        Placement::Same => CLEAR,
+        Placement::Same => CLEAR_GAP,
         _ => CROSS_CLEAR,
     };
     let words = claims::compare_beyond(&Est::of(f), &Est::of(i), k).pick(
@@ -85,10 +85,10 @@ pub(super) fn slow_poll(ms: &[Measurement], p: Placement) -> Option<Finding> {
             unit: BaseUnit::NsPerOp.into(),
         });
     };
-    let words = claims::compare_beyond(&Est::of(slow), &Est::of(fast), CLEAR).pick(
+    let words = claims::compare_beyond(&Est::of(slow), &Est::of(fast), CLEAR_GAP).pick(
         |r| format!("{r} quicker than"),
         |r| format!("{r} the wait of"),
-        |_| format!("no clear difference of {CLEAR}× or more from"),
+        |_| format!("no clear difference of {CLEAR_GAP}× or more from"),
     );
     text.push_str(&format!(
         ": {words} the {} ms poll ({})",
@@ -129,7 +129,7 @@ pub(super) fn percent(share: f64) -> String {
 /// µs of CPU per look), a 10 ms one 0.05% (…): the 10 ms loop burns 8.4×
 /// (…) less; inotify burns none (its reader sleeps in read() until the
 /// event)": from the polling rows' details (the same-cpu row's, else the
-/// cross-cpu row's); the comparison decided with [`CLEAR`].
+/// cross-cpu row's); the comparison decided with [`CLEAR_GAP`].
 pub(super) fn poll_burn(ms: &[Measurement]) -> Option<Finding> {
     use crate::suites::ipc::notify::{POLL, POLL_SLOW, Watch};
     let burn = |w: Watch| {
@@ -160,10 +160,10 @@ pub(super) fn poll_burn(ms: &[Measurement]) -> Option<Finding> {
         ));
     }
     if let (Some((f, _)), Some((s, _))) = (fast, slow) {
-        let words = claims::compare_beyond(&s, &f, CLEAR).pick(
+        let words = claims::compare_beyond(&s, &f, CLEAR_GAP).pick(
             |r| format!("the {} ms loop burns {r} less", POLL_SLOW.as_millis()),
             |r| format!("the {} ms loop burns {r} more", POLL_SLOW.as_millis()),
-            |_| format!("no clear difference of {CLEAR}× or more"),
+            |_| format!("no clear difference of {CLEAR_GAP}× or more"),
         );
         text.push_str(&format!(
             ", a {} ms one {}: {words}",
@@ -183,7 +183,7 @@ pub(super) fn poll_burn(ms: &[Measurement]) -> Option<Finding> {
 /// "a file write reaches a process waiting on inotify in 9.8 µs (same-cpu,
 /// half a round trip); a 1 ms fstat() poll sees it in 1.1 ms: inotify is
 /// 112× (…) quicker": the medians, the words decided with the two-way
-/// comparisons' dead zone ([`CLEAR`], [`CROSS_CLEAR`] across CPUs).
+/// comparisons' dead zone ([`CLEAR_GAP`], [`CROSS_CLEAR`] across CPUs).
 pub(super) fn file_change(ms: &[Measurement], p: Placement) -> Option<Finding> {
     use crate::suites::ipc::notify::{POLL, Watch};
     let i = usable(ms, &crate::suites::ipc::notify_id(Watch::Inotify, p))?;
@@ -197,7 +197,7 @@ pub(super) fn file_change(ms: &[Measurement], p: Placement) -> Option<Finding> {
     let mut unit: ValueUnit = BaseUnit::NsPerOp.into();
     if let Some(s) = usable(ms, &crate::suites::ipc::notify_id(Watch::StatPoll, p)) {
         let k = match p {
-            Placement::Same => CLEAR,
+            Placement::Same => CLEAR_GAP,
             _ => CROSS_CLEAR,
         };
         let (ei, es) = (Est::of(i), Est::of(s));

@@ -40,14 +40,12 @@ pub const TIER_GAP: f64 = 2.0;
 /// The gap for throughput rankings: a stream's rate on a shared machine
 /// moves more between runs than a round trip's, so its tiers split wider.
 pub const TPUT_TIER_GAP: f64 = 3.0;
-/// Two-way comparisons (small vs large writes, splice vs pipe) call a
-/// side faster only when the whole interval is beyond this factor.
-pub const CLEAR: f64 = 1.25;
 /// The dead zone of a two-way throughput comparison across CPUs, as wide
 /// as the round trips' tier gap: across CPUs the pipe's own rate moved
 /// 0.8–1.44 GB/s between quick runs of one machine, so a memfd or splice
 /// 1.5–1.7× ahead of it read "faster" in one run and "no clear
-/// difference" in the next at 1.25×.
+/// difference" in the next at 1.25× ([`crate::harness::claims::CLEAR_GAP`],
+/// the dead zone of every other two-way comparison here).
 pub const CROSS_CLEAR: f64 = TIER_GAP;
 
 /// Findings: the ranking at each size and placement, what small writes

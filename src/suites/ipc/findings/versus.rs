@@ -3,8 +3,8 @@
 //! costs a round trip.
 
 use super::rankings::bimodal;
-use super::{AREA, CLEAR, CROSS_CLEAR, usable};
-use crate::harness::claims::{Est, Verdict};
+use super::{AREA, CROSS_CLEAR, usable};
+use crate::harness::claims::{CLEAR_GAP, Est, Verdict};
 use crate::harness::{Finding, Measurement, claims};
 use crate::suites::bench::ratio_finding;
 use crate::suites::ipc::peer::Placement;
@@ -24,7 +24,7 @@ pub(super) fn vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) ->
     };
     let (ex, ec) = (pooled_est(ms, x, size, p), pooled_est(ms, c, size, p));
     let k = match p {
-        Placement::Same => CLEAR,
+        Placement::Same => CLEAR_GAP,
         _ => CROSS_CLEAR,
     };
     let words = claims::compare_beyond(&ex, &ec, k).pick(
@@ -74,7 +74,7 @@ pub(super) fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> 
     // a memfd or splice ([`CROSS_CLEAR`]): 512 B writes at 0.64–0.77 of
     // 64 KiB ones read "faster" in one quick run of three at 1.25×.
     let k = match p {
-        Placement::Same => CLEAR,
+        Placement::Same => CLEAR_GAP,
         _ => CROSS_CLEAR,
     };
     let why = claims::compare_beyond(&Est::of(b), &Est::of(s), k).pick(
