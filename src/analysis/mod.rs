@@ -5,12 +5,12 @@
 //! ([`compare`]), a host's history searched for change points ([`trend`]),
 //! the hosts of a fleet set against their groups ([`fleet`]), a run scored
 //! against the shipped reference ([`score`]), and a run's findings
-//! settled with the host's earlier runs ([`settle`]). Each returns data;
+//! decided with the host's earlier runs ([`history_words`]). Each returns data;
 //! the report layer renders it and decides nothing. The pure statistics
 //! they share sit below, in `harness::stats`.
 
 pub mod compare;
 pub mod fleet;
+pub mod history_words;
 pub mod score;
-pub mod settle;
 pub mod trend;

@@ -43,7 +43,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     );
     // Earlier runs of this host at this profile: what their benchmarks
     // took tells this run's time, and they settle the findings' words
-    // (analysis::settle); a history that cannot be read only means none.
+    // (analysis::history_words); a history that cannot be read only means none.
     let earlier = if args.no_history {
         Vec::new()
     } else {
@@ -71,7 +71,9 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         doc.matrix = Some(core_matrix(args, &plan.host, sampling, &ctx.stop)?);
     }
     let interrupted = outcome.interrupted;
-    let settle = &earlier[..earlier.len().min(crate::analysis::settle::EARLIER_RUNS)];
+    let settle = &earlier[..earlier
+        .len()
+        .min(crate::analysis::history_words::EARLIER_RUNS)];
     fill(&mut doc, outcome, settle);
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {
@@ -279,14 +281,18 @@ impl<'a> Live<'a> {
 /// (settled with `earlier` runs of the host, newest first).
 pub(super) fn fill(doc: &mut RunDoc, outcome: RunOutcome, earlier: &[RunDoc]) {
     doc.run.interrupted = outcome.interrupted;
-    let earlier: Vec<crate::analysis::settle::Earlier> = earlier
+    let earlier: Vec<crate::analysis::history_words::Earlier> = earlier
         .iter()
-        .map(|d| crate::analysis::settle::Earlier {
+        .map(|d| crate::analysis::history_words::Earlier {
             results: &d.results,
             findings: &d.findings,
         })
         .collect();
-    doc.findings = suites::findings_settled(&outcome.measurements, &earlier);
+    doc.findings = crate::analysis::history_words::findings_with_history(
+        &outcome.measurements,
+        &earlier,
+        suites::findings,
+    );
     doc.findings.retain(|f| f.value.is_finite());
     doc.results = outcome.measurements;
     doc.skipped = outcome.skipped;

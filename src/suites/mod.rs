@@ -103,15 +103,6 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     suites().iter().flat_map(|s| (s.findings)(ms)).collect()
 }
 
-/// The findings of every suite, settled with `earlier` runs of the host
-/// (see [`crate::analysis::settle`]): a word at its edge is decided on the pooled runs.
-pub fn findings_settled(
-    ms: &[Measurement],
-    earlier: &[crate::analysis::settle::Earlier],
-) -> Vec<Finding> {
-    crate::analysis::settle::settled(ms, earlier, findings)
-}
-
 /// Keeps the benchmarks that run at `profile` (see [`Bench::runs_at`]);
 /// an error when the selection was not empty but none of it runs there.
 pub fn for_profile(
