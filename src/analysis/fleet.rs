@@ -228,7 +228,7 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
 /// (benchmark, at the profile of its latest run) when no other host of its
 /// group has a change point in that benchmark in the same direction: the
 /// host changed and its like did not.
-pub fn flag_changes(fleet: &mut Fleet, trend: &crate::analysis::trend::Trend) {
+pub fn flag_changes(fleet: &mut Fleet, trend: &crate::analysis::trend::HistoryTrend) {
     let mut latest: BTreeMap<(&str, &str), &crate::analysis::trend::ChangePoint> = BTreeMap::new();
     for s in &trend.series {
         // Change points are newest first.
@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn a_change_point_only_one_host_of_a_group_has_is_flagged() {
-        use crate::analysis::trend::{ChangePoint, Method, Series, Trend};
+        use crate::analysis::trend::{ChangePoint, HistoryTrend, Method, Series};
         let docs: Vec<RunDoc> = ["a", "b", "c"]
             .iter()
             .map(|h| run(h, 100.0, "tsc"))
@@ -544,7 +544,7 @@ mod tests {
             change_points: c,
             points: Vec::new(),
         };
-        let t = Trend {
+        let t = HistoryTrend {
             series: vec![
                 series("a", "syscall.getppid.raw", vec![cp(1.08)]),
                 series("b", "syscall.getppid.raw", vec![]),

@@ -548,7 +548,7 @@ pub struct Value {
 
 /// The trend of a history.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Trend {
+pub struct HistoryTrend {
     /// Every series, by host, profile and benchmark.
     pub series: Vec<Series>,
     /// How change points were found.
@@ -613,7 +613,7 @@ pub fn analyse(
     benches: &[(String, BaseUnit)],
     values: &[Value],
     method: &Method,
-) -> Trend {
+) -> HistoryTrend {
     let mut by_key: BTreeMap<(&str, &str, usize), Vec<&Value>> = BTreeMap::new();
     for v in values {
         let r = &runs[v.run];
@@ -680,7 +680,7 @@ pub fn analyse(
             }
         })
         .collect();
-    Trend {
+    HistoryTrend {
         series,
         method: *method,
     }

@@ -2,7 +2,7 @@
 //! time, the change points in them and what changed in the host
 //! description then (the method is in [`crate::analysis::trend`]).
 
-use crate::analysis::trend::{self, Method, Point, Run, Trend, Value};
+use crate::analysis::trend::{self, HistoryTrend, Method, Point, Run, Value};
 use crate::cli::TrendArgs;
 use crate::host::Host;
 use crate::report;
@@ -97,7 +97,7 @@ pub fn selects(patterns: &[String]) -> impl Fn(&str) -> bool + '_ {
 }
 
 /// The trend of the rows a history gave.
-pub fn analyse(rows: TrendRows, method: &Method) -> Trend {
+pub fn analyse(rows: TrendRows, method: &Method) -> HistoryTrend {
     let runs: Vec<Run> = rows
         .runs
         .into_iter()

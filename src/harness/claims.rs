@@ -705,7 +705,7 @@ pub fn tiers_apart_text(names: &[&str], items: &[Est], best: &str, k: f64) -> St
 /// side is steady; ranking on the pooled width keeps a lucky narrow or an
 /// unlucky wide interval from moving a tier boundary. Estimates with no
 /// positive value are returned unchanged.
-pub fn pooled(items: &[Est]) -> Vec<Est> {
+pub fn with_typical_width(items: &[Est]) -> Vec<Est> {
     let mut hw: Vec<f64> = items
         .iter()
         .filter(|e| e.value.is_finite() && e.value > 0.0)
@@ -1176,13 +1176,13 @@ mod tests {
     #[test]
     fn pooled_gives_every_member_the_typical_width() {
         let items = [cost(100.0, 0.5), cost(200.0, 0.01), cost(400.0, 0.1)];
-        let p = pooled(&items);
+        let p = with_typical_width(&items);
         let h = items[2].log_half_width();
         for (a, b) in p.iter().zip(&items) {
             assert_eq!(a.value, b.value);
             assert!((a.log_half_width() - h).abs() < 1e-12, "{a:?}");
         }
-        assert!(pooled(&[]).is_empty());
+        assert!(with_typical_width(&[]).is_empty());
     }
 
     #[test]

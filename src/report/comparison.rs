@@ -8,7 +8,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::format::NOISY_MARK;
-use crate::analysis::compare::{Comparison, GateFailures, Row, Verdict};
+use crate::analysis::compare::{Change, Comparison, GateFailures, Row};
 use crate::units::fmt_ratio;
 use crate::units::human;
 
@@ -161,9 +161,9 @@ fn blind_hint(c: &Comparison, all: &crate::analysis::compare::Summary) -> &'stat
 pub fn area_word(s: &crate::analysis::compare::Summary) -> String {
     let g = s.geomean_time_ratio;
     match s.verdict {
-        Verdict::Faster => format!("{} faster", fmt_ratio(1.0 / g)),
-        Verdict::Slower => format!("{} slower", fmt_ratio(g)),
-        Verdict::Same => "no clear change".to_string(),
+        Change::Faster => format!("{} faster", fmt_ratio(1.0 / g)),
+        Change::Slower => format!("{} slower", fmt_ratio(g)),
+        Change::Same => "no clear change".to_string(),
     }
 }
 
@@ -171,7 +171,7 @@ pub fn area_word(s: &crate::analysis::compare::Summary) -> String {
 /// change it could have missed ("no change > 3.2%").
 pub fn verdict_text(r: &Row) -> String {
     match r.verdict {
-        Verdict::Same if r.mde.is_finite() => format!("no change > {}", pct(r.mde)),
+        Change::Same if r.mde.is_finite() => format!("no change > {}", pct(r.mde)),
         v => v.label().to_string(),
     }
 }

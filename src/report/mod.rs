@@ -65,7 +65,10 @@ pub fn render_fleet(
 }
 
 /// The trend in the given format; a dashboard format is refused.
-pub fn render_trend(t: &crate::analysis::trend::Trend, format: Format) -> anyhow::Result<String> {
+pub fn render_trend(
+    t: &crate::analysis::trend::HistoryTrend,
+    format: Format,
+) -> anyhow::Result<String> {
     Ok(match format {
         Format::Text => trend::render_text(t),
         Format::Md => trend::render_md(t),

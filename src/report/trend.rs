@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::format::cell;
 use super::format::esc;
 use crate::analysis::trend::{
-    ChangePoint, Method, Point, Run, Series, Trend, Value, analyse, env_facts,
+    ChangePoint, HistoryTrend, Method, Point, Run, Series, Value, analyse, env_facts,
 };
 use crate::document::RunDoc;
 use crate::harness::BaseUnit;
@@ -75,7 +75,7 @@ fn sees(s: &Series, size: f64) -> bool {
 }
 
 /// The change points by (host, profile), each group newest first.
-fn by_host(t: &Trend) -> BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> {
+fn by_host(t: &HistoryTrend) -> BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> {
     let mut out: BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> = BTreeMap::new();
     for s in &t.series {
         for c in &s.change_points {
@@ -95,7 +95,7 @@ fn by_host(t: &Trend) -> BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> {
 }
 
 /// The closing lines: what was analysed and how.
-fn summary(t: &Trend) -> Vec<String> {
+fn summary(t: &HistoryTrend) -> Vec<String> {
     let analysed = t.series.iter().filter(|s| s.analysed).count();
     let short = t.series.len() - analysed;
     let points: usize = t.series.iter().map(|s| s.change_points.len()).sum();
@@ -147,7 +147,7 @@ fn summary(t: &Trend) -> Vec<String> {
 
 /// The terminal view: a heading per host and profile, one line per change
 /// point, newest first, then the summary.
-pub fn render_text(t: &Trend) -> String {
+pub fn render_text(t: &HistoryTrend) -> String {
     let mut out = String::new();
     for ((host, profile), points) in by_host(t) {
         let _ = writeln!(out, "{host} ({profile})");
@@ -173,7 +173,7 @@ pub fn render_text(t: &Trend) -> String {
 }
 
 /// Markdown: a table per host and profile, then the summary.
-pub fn render_md(t: &Trend) -> String {
+pub fn render_md(t: &HistoryTrend) -> String {
     let mut out = String::new();
     for ((host, profile), points) in by_host(t) {
         let _ = writeln!(out, "### {} ({})\n", cell(host), cell(profile));
@@ -202,7 +202,7 @@ pub fn render_md(t: &Trend) -> String {
 }
 
 /// CSV: one row per change point (ratios as numbers, in the unit's terms).
-pub fn render_csv(t: &Trend) -> anyhow::Result<String> {
+pub fn render_csv(t: &HistoryTrend) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "host",
@@ -244,7 +244,7 @@ pub fn render_csv(t: &Trend) -> anyhow::Result<String> {
 /// The trend of the runs a report shows, when some host has enough of
 /// them for a change point to be found ([`Method::min_runs`]); `None`
 /// otherwise.
-pub fn of_docs(docs: &[RunDoc]) -> Option<Trend> {
+pub fn of_docs(docs: &[RunDoc]) -> Option<HistoryTrend> {
     let method = Method::default();
     let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
     for d in docs {
@@ -298,7 +298,7 @@ const MAX_CHARTS: usize = 40;
 /// The report's trend section: each series with a change point drawn
 /// with its intervals, the change points marked and what changed written
 /// at the mark. Returns the number of charts.
-pub fn html_section(h: &mut String, t: &Trend) -> usize {
+pub fn html_section(h: &mut String, t: &HistoryTrend) -> usize {
     let _ = writeln!(h, "<section id=\"trend\">\n<h2>trend</h2>");
     let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(&summary(t).join(". ")));
     let mut n = 0;

@@ -31,7 +31,7 @@ use std::fmt::Write;
 use super::charts;
 use super::format::{NOISY_MARK, esc};
 use crate::analysis::fleet::Fleet;
-use crate::analysis::trend::Trend;
+use crate::analysis::trend::HistoryTrend;
 use crate::document::RunDoc;
 use crate::harness::Measurement;
 use crate::units::SWEEP_AXES;
@@ -179,7 +179,7 @@ fn nav(
     h: &mut String,
     docs: &[RunDoc],
     fleet: Option<&Fleet>,
-    trend: Option<&Trend>,
+    trend: Option<&HistoryTrend>,
     areas: &[String],
 ) {
     h.push_str("<nav><a href=\"#glance\">at a glance</a>");

@@ -35,7 +35,8 @@ pub(super) fn rtt_tiers(set: &[(&str, &Measurement)], what: &str) -> Vec<Finding
         return Vec::new();
     }
     let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
-    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let items =
+        claims::with_typical_width(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
     let tiers = claims::rank_apart(&items, TIER_GAP);
     let top = items[tiers.leaders[0]];
     let mut out = vec![Finding {
@@ -97,7 +98,8 @@ pub(super) fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Vec
         return Vec::new();
     }
     let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
-    let items = claims::pooled(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let items =
+        claims::with_typical_width(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
     let tiers = claims::rank_apart(&items, TPUT_TIER_GAP);
     let top = items[tiers.leaders[0]].value;
     let splice = match usable(ms, &tput_id(Mech::Splice, size, p)) {

@@ -56,7 +56,7 @@ fn pooled_est(ms: &[Measurement], m: &Measurement, size: usize, p: Placement) ->
         .iter()
         .filter_map(|&k| usable(ms, &tput_id(k, size, p)))
         .collect();
-    let pooled = claims::pooled(&set.iter().map(|x| Est::of(x)).collect::<Vec<_>>());
+    let pooled = claims::with_typical_width(&set.iter().map(|x| Est::of(x)).collect::<Vec<_>>());
     set.iter()
         .position(|x| x.id == m.id)
         .map_or_else(|| Est::of(m), |i| pooled[i])

@@ -492,7 +492,7 @@ impl MethodBw {
         crate::suites::bench::check_memory((array * op.arrays()) as u64)?;
         let mut arrays = Vec::new();
         for i in 0..op.arrays() {
-            let mut r = Region::pooled(array, Pages::Default)?;
+            let mut r = Region::from_pool(array, Pages::Default)?;
             if i == 0 {
                 // The source is not all zero, so a copy can be checked.
                 r.as_mut_slice::<u8>().fill(1);

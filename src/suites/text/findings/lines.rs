@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::ends_text;
 use crate::harness::claims::{
-    CLEAR_GAP, Est, Widths, compare_beyond, join_names, pooled, rank_apart, speedup,
+    CLEAR_GAP, Est, Widths, compare_beyond, join_names, rank_apart, speedup, with_typical_width,
 };
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{get, ratio_finding};
@@ -68,7 +68,7 @@ impl LineShape<'_> {
         // the collation rows, whose rounds spread more (on three quick runs
         // the area's width joined 1.8 GB/s with 0.8 GB/s in two of three).
         let own: Vec<Est> = ours.iter().map(|m| Est::of(m)).collect();
-        let items = pooled(&own);
+        let items = with_typical_width(&own);
         let t = rank_apart(&items, CLEAR_GAP);
         let (Some(top), Some(&lead)) = (t.tiers.first(), t.leaders.first()) else {
             return Vec::new();
