@@ -157,6 +157,17 @@ impl Fleet {
     }
 }
 
+/// The fleet view of the runs a report shows, when they come from more
+/// than one host and some figure is common to them; `None` otherwise.
+pub fn of_docs(docs: &[RunDoc]) -> Option<Fleet> {
+    let several = docs
+        .iter()
+        .any(|d| d.host.hostname != docs[0].host.hostname);
+    several
+        .then(|| build(docs, &[], Rule::default()))
+        .filter(|f| !f.columns.is_empty())
+}
+
 /// Builds the view of `docs` (one run per host; for a host given twice, its
 /// latest run counts). With `patterns`, the columns are the benchmarks they
 /// select; without, the headline figures any of the runs has.

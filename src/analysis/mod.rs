@@ -14,3 +14,26 @@ pub mod fleet;
 pub mod history_words;
 pub mod score;
 pub mod trend;
+
+use crate::document::RunDoc;
+
+/// What the analyses say of the runs a report shows, for the report to
+/// render: the fleet view when they come from several hosts, the trend
+/// when a host has enough of them for a change point.
+#[derive(Clone, Debug, Default)]
+pub struct Overview {
+    /// The fleet view ([`fleet::of_docs`]).
+    pub fleet: Option<fleet::Fleet>,
+    /// The trend ([`trend::of_docs`]).
+    pub trend: Option<trend::HistoryTrend>,
+}
+
+impl Overview {
+    /// The analyses of `docs`.
+    pub fn of(docs: &[RunDoc]) -> Overview {
+        Overview {
+            fleet: fleet::of_docs(docs),
+            trend: trend::of_docs(docs),
+        }
+    }
+}

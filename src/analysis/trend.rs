@@ -55,6 +55,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::document::RunDoc;
 use crate::host::Host;
 use crate::stats::{MAD_TO_SIGMA, Z95, median, normal_quantile};
 use crate::units::BaseUnit;
@@ -774,6 +775,104 @@ pub fn env_changes(
             })
         })
         .collect()
+}
+
+/// The runs and results a trend is found in, gathered run by run: the one
+/// place where a history (the store's rows, the documents of a report)
+/// becomes the input of [`analyse`].
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// The runs, in the order they started.
+    pub runs: Vec<Run>,
+    /// The benchmarks: id and unit.
+    pub benches: Vec<(String, BaseUnit)>,
+    /// Every result, by run and benchmark index.
+    pub values: Vec<Value>,
+}
+
+impl History {
+    /// Adds a run of `hostname`, described by `host` (its facts are what
+    /// can have changed); returns its index.
+    pub fn add_run(
+        &mut self,
+        id: String,
+        started: String,
+        hostname: String,
+        profile: String,
+        host: &Host,
+    ) -> usize {
+        self.runs.push(Run {
+            facts: env_facts(host),
+            id,
+            started,
+            host: hostname,
+            profile,
+        });
+        self.runs.len() - 1
+    }
+
+    /// The index of benchmark `id` in `unit`, added when new.
+    pub fn bench(&mut self, id: &str, unit: BaseUnit) -> usize {
+        match self.benches.iter().position(|(b, u)| b == id && *u == unit) {
+            Some(b) => b,
+            None => {
+                self.benches.push((id.to_string(), unit));
+                self.benches.len() - 1
+            }
+        }
+    }
+
+    /// Adds the result of benchmark `bench` in run `run` (indices of
+    /// [`History::benches`] and [`History::runs`]).
+    pub fn add_value(&mut self, run: usize, bench: usize, point: Point) {
+        self.values.push(Value { run, bench, point });
+    }
+
+    /// The runs of `docs`, oldest first, with every result.
+    pub fn of_docs(docs: &[RunDoc]) -> History {
+        let mut order: Vec<&RunDoc> = docs.iter().collect();
+        order.sort_by(|a, b| a.run.started.cmp(&b.run.started));
+        let mut h = History::default();
+        for d in order {
+            let run = h.add_run(
+                d.run.id.clone(),
+                d.run.started.clone(),
+                d.host.hostname.clone(),
+                d.run.profile.name().to_string(),
+                &d.host,
+            );
+            for m in &d.results {
+                let bench = h.bench(&m.id, m.unit);
+                let point = Point {
+                    median: m.median,
+                    ci_low: m.ci_low,
+                    ci_high: m.ci_high,
+                };
+                h.add_value(run, bench, point);
+            }
+        }
+        h
+    }
+
+    /// The change points of every series ([`analyse`]).
+    pub fn analyse(&self, method: &Method) -> HistoryTrend {
+        analyse(&self.runs, &self.benches, &self.values, method)
+    }
+}
+
+/// The trend of the runs a report shows, when some host has enough of
+/// them for a change point to be found ([`Method::min_runs`]); `None`
+/// otherwise.
+pub fn of_docs(docs: &[RunDoc]) -> Option<HistoryTrend> {
+    let method = Method::default();
+    let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in docs {
+        *per_host.entry(d.host.hostname.as_str()).or_default() += 1;
+    }
+    if per_host.values().all(|&n| n < method.min_runs()) {
+        return None;
+    }
+    Some(History::of_docs(docs).analyse(&method))
 }
 
 #[cfg(test)]

@@ -1,15 +1,13 @@
 //! A trend ([`crate::analysis::trend`]) as text, Markdown and CSV (one line per
 //! change point, by host, newest first) and as the HTML report's section.
+//! It renders what the analysis found and finds nothing itself.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::format::cell;
 use super::format::esc;
-use crate::analysis::trend::{
-    ChangePoint, HistoryTrend, Method, Point, Run, Series, Value, analyse, env_facts,
-};
-use crate::document::RunDoc;
+use crate::analysis::trend::{ChangePoint, HistoryTrend, Point, Series};
 use crate::harness::BaseUnit;
 use crate::units::human;
 
@@ -239,57 +237,6 @@ pub fn render_csv(t: &HistoryTrend) -> anyhow::Result<String> {
         }
     }
     Ok(String::from_utf8(w.into_inner()?)?)
-}
-
-/// The trend of the runs a report shows, when some host has enough of
-/// them for a change point to be found ([`Method::min_runs`]); `None`
-/// otherwise.
-pub fn of_docs(docs: &[RunDoc]) -> Option<HistoryTrend> {
-    let method = Method::default();
-    let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
-    for d in docs {
-        *per_host.entry(d.host.hostname.as_str()).or_default() += 1;
-    }
-    if per_host.values().all(|&n| n < method.min_runs()) {
-        return None;
-    }
-    let mut order: Vec<&RunDoc> = docs.iter().collect();
-    order.sort_by(|a, b| a.run.started.cmp(&b.run.started));
-    let mut benches: Vec<(String, BaseUnit)> = Vec::new();
-    let mut values = Vec::new();
-    let runs: Vec<Run> = order
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            for m in &d.results {
-                let unit = m.unit;
-                let b = match benches.iter().position(|(id, u)| *id == m.id && *u == unit) {
-                    Some(b) => b,
-                    None => {
-                        benches.push((m.id.clone(), unit));
-                        benches.len() - 1
-                    }
-                };
-                values.push(Value {
-                    run: i,
-                    bench: b,
-                    point: Point {
-                        median: m.median,
-                        ci_low: m.ci_low,
-                        ci_high: m.ci_high,
-                    },
-                });
-            }
-            Run {
-                id: d.run.id.clone(),
-                started: d.run.started.clone(),
-                host: d.host.hostname.clone(),
-                profile: d.run.profile.name().to_string(),
-                facts: env_facts(&d.host),
-            }
-        })
-        .collect();
-    Some(analyse(&runs, &benches, &values, &method))
 }
 
 /// Series drawn at most in the report's trend section.
