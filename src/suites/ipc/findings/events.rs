@@ -3,7 +3,7 @@
 //! started on the event.
 
 use super::rankings::rtt_tiers;
-use super::{AREA, CROSS_CLEAR, usable};
+use super::{AREA, dead_zone, usable};
 use crate::harness::claims::{CLEAR_GAP, Est};
 use crate::harness::{Finding, Measurement, claims};
 use crate::suites::bench::ratio_finding;
@@ -43,10 +43,7 @@ pub(super) fn fanotify_vs_inotify(ms: &[Measurement], p: Placement) -> Option<Fi
     use crate::suites::ipc::notify::Watch;
     let f = usable(ms, &crate::suites::ipc::notify_id(Watch::Fanotify, p))?;
     let i = usable(ms, &crate::suites::ipc::notify_id(Watch::Inotify, p))?;
-    let k = match p {
-        Placement::Same => CLEAR_GAP,
-        _ => CROSS_CLEAR,
-    };
+    let k = dead_zone(p);
     let words = claims::compare_beyond(&Est::of(f), &Est::of(i), k).pick(
         |r| format!("fanotify is {r} quicker"),
         |r| format!("inotify is {r} quicker"),
@@ -196,10 +193,7 @@ pub(super) fn file_change(ms: &[Measurement], p: Placement) -> Option<Finding> {
     let mut value = i.median / 2.0;
     let mut unit: ValueUnit = BaseUnit::NsPerOp.into();
     if let Some(s) = usable(ms, &crate::suites::ipc::notify_id(Watch::StatPoll, p)) {
-        let k = match p {
-            Placement::Same => CLEAR_GAP,
-            _ => CROSS_CLEAR,
-        };
+        let k = dead_zone(p);
         let (ei, es) = (Est::of(i), Est::of(s));
         let words = claims::compare_beyond(&ei, &es, k).pick(
             |r| format!("inotify is {r} quicker"),

@@ -18,6 +18,7 @@
 
 use super::peer::Placement;
 use super::{Mech, RTT_SIZES, TPUT_SIZES};
+use crate::harness::claims::CLEAR_GAP;
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::get;
 
@@ -44,9 +45,18 @@ pub const TPUT_TIER_GAP: f64 = 3.0;
 /// as the round trips' tier gap: across CPUs the pipe's own rate moved
 /// 0.8–1.44 GB/s between quick runs of one machine, so a memfd or splice
 /// 1.5–1.7× ahead of it read "faster" in one run and "no clear
-/// difference" in the next at 1.25× ([`crate::harness::claims::CLEAR_GAP`],
+/// difference" in the next at 1.25× ([`CLEAR_GAP`],
 /// the dead zone of every other two-way comparison here).
 pub const CROSS_CLEAR: f64 = TIER_GAP;
+
+/// The dead zone of a two-way comparison at placement `p`: [`CLEAR_GAP`]
+/// on one CPU, [`CROSS_CLEAR`] across CPUs.
+fn dead_zone(p: Placement) -> f64 {
+    match p {
+        Placement::Same => CLEAR_GAP,
+        _ => CROSS_CLEAR,
+    }
+}
 
 /// Findings: the ranking at each size and placement, what small writes
 /// cost, zero-copy vs copying, and what crossing CPUs costs.

@@ -3,8 +3,8 @@
 //! costs a round trip.
 
 use super::rankings::bimodal;
-use super::{AREA, CROSS_CLEAR, usable};
-use crate::harness::claims::{CLEAR_GAP, Est, Verdict};
+use super::{AREA, dead_zone, usable};
+use crate::harness::claims::{Est, Verdict};
 use crate::harness::{Finding, Measurement, claims};
 use crate::suites::bench::ratio_finding;
 use crate::suites::ipc::peer::Placement;
@@ -23,10 +23,7 @@ pub(super) fn vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) ->
         _ => ("process_vm_readv's single copy", "the pipe's two copies"),
     };
     let (ex, ec) = (pooled_est(ms, x, size, p), pooled_est(ms, c, size, p));
-    let k = match p {
-        Placement::Same => CLEAR_GAP,
-        _ => CROSS_CLEAR,
-    };
+    let k = dead_zone(p);
     let words = claims::compare_beyond(&ex, &ec, k).pick(
         |r| format!("{} is {r} faster", m.name()),
         |r| format!("the pipe is {r} faster"),
@@ -73,10 +70,7 @@ pub(super) fn small_writes(ms: &[Measurement], p: Placement) -> Option<Finding> 
     // Across CPUs the pipe's rate moves between runs as it does against
     // a memfd or splice ([`CROSS_CLEAR`]): 512 B writes at 0.64–0.77 of
     // 64 KiB ones read "faster" in one quick run of three at 1.25×.
-    let k = match p {
-        Placement::Same => CLEAR_GAP,
-        _ => CROSS_CLEAR,
-    };
+    let k = dead_zone(p);
     let why = claims::compare_beyond(&Est::of(b), &Est::of(s), k).pick(
         |r| format!("64KiB writes are {r} faster: small writes are system-call bound"),
         |r| format!("512B writes are {r} faster: the write size is not what limits this pipe (wake-ups are)"),

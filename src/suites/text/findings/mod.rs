@@ -41,6 +41,16 @@ fn detail_str<'a>(m: &'a Measurement, key: &str) -> Option<&'a str> {
     m.details.as_ref()?.get(key)?.as_str()
 }
 
+/// The first pair of words an order check found in the wrong order (its
+/// `first_wrong_pair` detail), if any.
+fn first_wrong_pair(m: &Measurement) -> Option<(String, String)> {
+    let p = m.details.as_ref()?.get("first_wrong_pair")?.as_array()?;
+    Some((
+        p.first()?.as_str()?.to_string(),
+        p.get(1)?.as_str()?.to_string(),
+    ))
+}
+
 /// "a" or "a and b, within noise of each other".
 fn tier_words(names: &[&str]) -> String {
     if names.len() > 1 {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::detail_str;
+use super::{detail_str, first_wrong_pair};
 use crate::harness::{Finding, Measurement};
 use crate::units::ValueUnit;
 
@@ -27,15 +27,7 @@ pub(super) fn order_checks(
         ) else {
             continue;
         };
-        let pair = d
-            .get("first_wrong_pair")
-            .and_then(|p| p.as_array())
-            .and_then(|p| {
-                Some((
-                    p.first()?.as_str()?.to_string(),
-                    p.get(1)?.as_str()?.to_string(),
-                ))
-            });
+        let pair = first_wrong_pair(m);
         let wrong = if ok {
             None
         } else {

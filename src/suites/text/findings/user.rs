@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::order::order_finding;
-use super::{detail_str, tier_words};
+use super::{detail_str, first_wrong_pair, tier_words};
 use crate::harness::claims::{CLEAR_GAP, Est, Verdict, Widths, compare_beyond, rank_apart};
 use crate::harness::{Finding, Measurement};
 use crate::units::{BaseUnit, ValueUnit, human};
@@ -46,15 +46,7 @@ struct UserCheck {
 /// The order check of a user's result.
 fn user_check(m: &Measurement) -> Option<UserCheck> {
     let d = m.details.as_ref()?;
-    let wrong = d
-        .get("first_wrong_pair")
-        .and_then(|p| p.as_array())
-        .and_then(|p| {
-            Some((
-                p.first()?.as_str()?.to_string(),
-                p.get(1)?.as_str()?.to_string(),
-            ))
-        });
+    let wrong = first_wrong_pair(m);
     Some(UserCheck {
         method: d.get("method")?.as_str()?.to_string(),
         right: d.get("order_correct")?.as_bool()?,
