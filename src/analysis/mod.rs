@@ -4,10 +4,12 @@
 //! side and decide: two runs compared benchmark by benchmark
 //! ([`compare`]), a host's history searched for change points ([`trend`]),
 //! the hosts of a fleet set against their groups ([`fleet`]), a run scored
-//! against the shipped reference ([`score`]), and a run's findings
-//! decided with the host's earlier runs ([`history_words`]). Each returns data;
-//! the report layer renders it and decides nothing. The pure statistics
-//! they share sit below, in `harness::stats`.
+//! against the shipped reference ([`score`]), and a run's findings decided
+//! with the host's earlier runs ([`history_words`]). Each returns data that
+//! the report layer renders without deciding anything ([`Overview`] is what
+//! a report of several runs shows). Apart from measuring (which knows no
+//! analysis) and from presentation; the pure statistics they share sit
+//! below both, in [`crate::stats`].
 
 pub mod compare;
 pub mod fleet;

@@ -49,7 +49,9 @@
 //!   commit) whose most common value differs between the window before and
 //!   the window after.
 //!
-//! Pure: no store, no suite; the command feeds it rows.
+//! Pure: no store, no suite. A history reaches it through one builder,
+//! [`History`]: the store's rows (`opcost trend`, `opcost fleet`) and the
+//! documents of a report alike.
 
 use std::collections::BTreeMap;
 

@@ -13,8 +13,8 @@
 //! large-message paths that avoid the pipe's two copies (a memfd handed
 //! over, process_vm_readv's single copy) next to the pipe.
 //!
-//! One file per family: the rankings ([`rankings`]), the two-way
-//! comparisons ([`versus`]) and the file-change events ([`events`]).
+//! One file per family: the rankings (`rankings.rs`), the two-way
+//! comparisons (`versus.rs`) and the file-change events (`events.rs`).
 
 use super::peer::Placement;
 use super::{Mech, RTT_SIZES, TPUT_SIZES};
