@@ -31,26 +31,38 @@ pub(super) fn notifications(ms: &[Measurement], p: Placement) -> Vec<Finding> {
 /// quickest named with its time: "`what`, in tiers apart by …"; and the
 /// bimodal members in a finding of their own ([`bimodal_finding`]).
 pub(super) fn rtt_tiers(set: &[(&str, &Measurement)], what: &str) -> Vec<Finding> {
-    if set.len() < 2 {
+    let Some((tiers, top)) = tiers_of(set, TIER_GAP) else {
         return Vec::new();
-    }
-    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
-    let items =
-        claims::with_typical_width(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
-    let tiers = claims::rank_apart(&items, TIER_GAP);
-    let top = items[tiers.leaders[0]];
+    };
     let mut out = vec![Finding {
         area: AREA.into(),
         text: format!(
-            "{what}, in tiers apart by a clear {TIER_GAP}× or more: {} (quickest {})",
-            claims::tiers_apart_text(&names, &items, "fastest", TIER_GAP),
-            human(top.value, BaseUnit::NsPerOp),
+            "{what}, in tiers apart by a clear {TIER_GAP}× or more: {tiers} (quickest {})",
+            human(top, BaseUnit::NsPerOp),
         ),
-        value: top.value,
+        value: top,
         unit: BaseUnit::NsPerOp.into(),
     }];
     out.extend(bimodal_finding(set, what));
     out
+}
+
+/// The members of `set` in tiers apart by a clear `gap`, each given the
+/// set's typical interval, as words ("fastest: …; then …"), and the
+/// fastest's value; `None` with fewer than two members.
+fn tiers_of(set: &[(&str, &Measurement)], gap: f64) -> Option<(String, f64)> {
+    if set.len() < 2 {
+        return None;
+    }
+    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
+    let items =
+        claims::with_typical_width(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
+    let tiers = claims::rank_apart(&items, gap);
+    let top = items[tiers.leaders[0]].value;
+    Some((
+        claims::tiers_apart_text(&names, &items, "fastest", gap),
+        top,
+    ))
 }
 
 /// True when a result's figure has two modes: its per-op times where it
@@ -94,14 +106,9 @@ pub(super) fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Vec
         .filter(|m| !m.sink_only())
         .filter_map(|&m| usable(ms, &tput_id(m, size, p)).map(|x| (m.name(), x)))
         .collect();
-    if set.len() < 2 {
+    let Some((tiers, top)) = tiers_of(&set, TPUT_TIER_GAP) else {
         return Vec::new();
-    }
-    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
-    let items =
-        claims::with_typical_width(&set.iter().map(|(_, m)| Est::of(m)).collect::<Vec<_>>());
-    let tiers = claims::rank_apart(&items, TPUT_TIER_GAP);
-    let top = items[tiers.leaders[0]].value;
+    };
     let splice = match usable(ms, &tput_id(Mech::Splice, size, p)) {
         Some(s) => format!(
             "; splice to /dev/null (sink only, not ranked): {}",
@@ -113,8 +120,7 @@ pub(super) fn tput_ranking(ms: &[Measurement], size: usize, p: Placement) -> Vec
     let mut out = vec![Finding {
         area: AREA.into(),
         text: format!(
-            "{what}, in tiers apart by a clear {TPUT_TIER_GAP}× or more: {}{splice}",
-            claims::tiers_apart_text(&names, &items, "fastest", TPUT_TIER_GAP),
+            "{what}, in tiers apart by a clear {TPUT_TIER_GAP}× or more: {tiers}{splice}",
         ),
         value: top,
         unit: BaseUnit::BytesPerSec.into(),
