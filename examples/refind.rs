@@ -24,15 +24,19 @@ fn main() -> anyhow::Result<()> {
         let path = std::path::Path::new(&p);
         let mut d = opcost::document::RunDoc::read_json(path)?;
         d.findings = if settle {
-            let earlier: Vec<opcost::suites::settle::Earlier> = done
+            let earlier: Vec<opcost::analysis::history_words::Earlier> = done
                 .iter()
                 .rev()
-                .map(|e| opcost::suites::settle::Earlier {
+                .map(|e| opcost::analysis::history_words::Earlier {
                     results: &e.results,
                     findings: &e.findings,
                 })
                 .collect();
-            opcost::suites::findings_settled(&d.results, &earlier)
+            opcost::analysis::history_words::findings_with_history(
+                &d.results,
+                &earlier,
+                opcost::suites::findings,
+            )
         } else {
             opcost::suites::findings(&d.results)
         };

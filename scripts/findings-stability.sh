@@ -18,7 +18,7 @@
 # not saved to any history and read none (--no-history): a first run's
 # words. With -w WARM they are: WARM runs first fill a history of the
 # script's own, and each judged run is saved to it too, so its words settle
-# with the runs before it (src/suites/settle.rs);
+# with the runs before it (src/analysis/history_words.rs);
 # with -k DIR each run's JSON document is kept there as N.json (and each
 # of the WARM runs as hN.json), and -r DIR judges such documents again
 # without running anything; -f first gives copies of them the findings

@@ -46,7 +46,7 @@ TOKEN = re.compile(r"[A-Za-z_][\w+./-]*|#|[^\sA-Za-z_#]")
 
 
 # Where a finding's words came from when the host's history settled them
-# (src/suites/settle.rs): a note on the evidence, not part of the claim.
+# (src/analysis/history_words.rs): a note on the evidence, not part of the claim.
 SETTLED = " (words over the last # runs)"
 
 

@@ -368,7 +368,7 @@ pub struct CompareArgs {
     pub patterns: Vec<String>,
     /// Smallest relative difference called faster or slower, in percent
     /// (2 by default, calibrated on real A/A pairs: see `compare::DEFAULT_THRESHOLD`).
-    #[arg(long, value_name = "PCT", default_value_t = crate::compare::DEFAULT_THRESHOLD * 100.0,
+    #[arg(long, value_name = "PCT", default_value_t = crate::analysis::compare::DEFAULT_THRESHOLD * 100.0,
           value_parser = parse_percent)]
     pub threshold: f64,
     /// Do not use earlier runs of the same host in the history as the noise floor.
@@ -381,7 +381,7 @@ pub struct CompareArgs {
     /// (`slower[:PCT]`), or an area's geometric mean is (`area[:PCT]`);
     /// the offending rows are printed first. Repeatable.
     #[arg(long, value_name = "slower[:PCT]|area[:PCT]")]
-    pub fail_on: Vec<crate::compare::Gate>,
+    pub fail_on: Vec<crate::analysis::compare::Gate>,
 }
 
 /// Options of `opcost report`.
@@ -469,7 +469,7 @@ pub struct TrendArgs {
     pub label: Option<String>,
     /// The level of each change point's permutation test (false change
     /// points per series tested, at most).
-    #[arg(long, value_name = "P", default_value_t = crate::trend::Method::default().alpha,
+    #[arg(long, value_name = "P", default_value_t = crate::analysis::trend::Method::default().alpha,
           value_parser = parse_level)]
     pub alpha: f64,
     /// The smallest change reported, in percent: a change point's 95%
@@ -594,7 +594,7 @@ pub struct AbArgs {
     /// geometric mean is (`area[:PCT]`); the offending rows are printed
     /// first. Repeatable.
     #[arg(long, value_name = "slower[:PCT]|area[:PCT]")]
-    pub fail_on: Vec<crate::compare::Gate>,
+    pub fail_on: Vec<crate::analysis::compare::Gate>,
 }
 
 /// Parses `NAME=VALUE`.

@@ -81,6 +81,10 @@ pub struct RunInfo {
     pub wall_s: std::collections::BTreeMap<String, f64>,
 }
 
+/// The largest matrix printed cell by cell; a larger one is summarised
+/// per class (the JSON document and the HTML report have every cell).
+const MATRIX_PRINTED: usize = 16;
+
 /// One placement class's pairs in a [`CoreMatrix`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassSpread {
@@ -125,6 +129,70 @@ impl CoreMatrix {
                 }
             })
             .collect()
+    }
+
+    /// The matrix as the terminal report prints it: its pairs per class,
+    /// then the cells. Beside the type, so that the suite that measures it
+    /// and the report that prints it both reach it from below.
+    pub fn to_text(&self, topology: &crate::host::Topology) -> String {
+        use std::fmt::Write as _;
+
+        use crate::units::human_ns;
+        let m = self;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "core-to-core round trip ({}), {} CPUs ({}), {:.1} ms per pair, {:.1} s{}; the line on {}",
+            m.write,
+            m.cpus.len(),
+            m.sampling,
+            m.per_pair_ms,
+            m.seconds,
+            if m.interrupted { ", interrupted" } else { "" },
+            m.line
+        );
+        for c in m.by_class(topology) {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>5} pair{} {:>9} median, {} – {}",
+                c.class.name(),
+                c.pairs,
+                if c.pairs == 1 { " " } else { "s" },
+                human_ns(c.median),
+                human_ns(c.min),
+                human_ns(c.max)
+            );
+        }
+        if m.cpus.len() > MATRIX_PRINTED {
+            let _ = writeln!(
+                out,
+                "  ({n}x{n} cells in the JSON document and the HTML report)",
+                n = m.cpus.len()
+            );
+            return out;
+        }
+        let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        let width =
+            m.ns.iter()
+                .flatten()
+                .map(|v| cell(*v).len())
+                .chain(m.cpus.iter().map(|c| c.to_string().len()))
+                .max()
+                .unwrap_or(1)
+                + 1;
+        let _ = write!(out, "  {:>w$}", "ns", w = width);
+        for c in &m.cpus {
+            let _ = write!(out, "{c:>width$}");
+        }
+        let _ = writeln!(out);
+        for (i, row) in m.ns.iter().enumerate() {
+            let _ = write!(out, "  {:>width$}", m.cpus.get(i).copied().unwrap_or(0));
+            for v in row {
+                let _ = write!(out, "{:>width$}", cell(*v));
+            }
+            let _ = writeln!(out);
+        }
+        out
     }
 }
 
@@ -526,7 +594,7 @@ mod tests {
     fn an_old_documents_findings_load_with_every_unit_label_and_write_back_unchanged() {
         // The shipped reference run, written before findings had a typed unit.
         let mut old: serde_json::Value =
-            serde_json::from_str(crate::score::reference_json()).unwrap();
+            serde_json::from_str(crate::analysis::score::reference_json()).unwrap();
         let labels = crate::units::LABELS;
         let template = old["findings"][0].clone();
         old["findings"] = labels

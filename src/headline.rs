@@ -322,8 +322,8 @@ mod tests {
 
     /// The shipped reference run with these results and known cache sizes.
     fn doc(results: Vec<Measurement>) -> RunDoc {
-        let mut d: RunDoc =
-            serde_json::from_str(crate::score::reference_json()).expect("the reference is a run");
+        let mut d: RunDoc = serde_json::from_str(crate::analysis::score::reference_json())
+            .expect("the reference is a run");
         d.host.caches = [(1, 32u64 << 10), (2, 1 << 20), (3, 32 << 20)]
             .into_iter()
             .map(|(level, size_bytes)| CacheInfo {

@@ -3,13 +3,12 @@
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod cli;
 pub mod cmdtime;
 pub mod commands;
-pub mod compare;
 pub mod document;
 pub mod error;
-pub mod fleet;
 pub mod harness;
 pub mod headline;
 pub mod host;
@@ -17,10 +16,9 @@ pub mod os;
 pub mod pattern;
 pub mod plan;
 pub mod report;
-pub mod score;
+pub mod stats;
 pub mod store;
 pub mod suites;
-pub mod trend;
 pub mod units;
 
 /// In a unit test: true, after saying why on standard error, when the test

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use opcost::document::RunDoc;
-use opcost::harness::canary::{BUSY_SHARE, DRIFT, STEAL_SHARE, Verdict};
+use opcost::harness::canary::{BUSY_SHARE, DRIFT, Grade, STEAL_SHARE};
 use opcost::harness::replay::replay;
 
 /// The corpus's machines: each a folder of gzipped run documents.
@@ -104,7 +104,7 @@ fn a_quiet_machine_is_rarely_called_unstable() {
                 continue;
             }
             quiet += 1;
-            if s.grade() == Verdict::Unstable {
+            if s.grade() == Grade::Unstable {
                 unstable.push(format!("{file}: {}", s.line()));
             }
             // what a verdict names is what the run saw

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use assert_cmd::Command;
-use opcost::compare::{Verdict, compare};
+use opcost::analysis::compare::{Change, compare};
 use opcost::document::RunDoc;
 use opcost::store::{Saved, Store, schema};
 use predicates::prelude::*;
@@ -510,21 +510,21 @@ fn compare_finds_known_ratios() {
     let row = |id: &str| c.rows.iter().find(|r| r.id == id).unwrap();
 
     let getpid = row("syscall.getpid.raw");
-    assert_eq!(getpid.verdict, Verdict::Slower);
+    assert_eq!(getpid.verdict, Change::Slower);
     assert!((getpid.ratio - 2.0).abs() < 0.1, "{}", getpid.ratio);
     assert!(getpid.ci_low <= getpid.ratio && getpid.ratio <= getpid.ci_high);
     assert!(getpid.ci_low > 1.8 && getpid.ci_high < 2.2);
 
     let same = row("syscall.same");
-    assert_eq!(same.verdict, Verdict::Same);
+    assert_eq!(same.verdict, Change::Same);
     assert_eq!((same.ratio, same.ci_low, same.ci_high), (1.0, 1.0, 1.0));
 
-    assert_eq!(row("syscall.function_call").verdict, Verdict::Same);
-    assert_eq!(row("syscall.noisy").verdict, Verdict::Same);
+    assert_eq!(row("syscall.function_call").verdict, Change::Same);
+    assert_eq!(row("syscall.noisy").verdict, Change::Same);
 
     // Twice the bytes per second is faster.
     let pipe = row("ipc.pipe.throughput");
-    assert_eq!(pipe.verdict, Verdict::Faster);
+    assert_eq!(pipe.verdict, Change::Faster);
     assert!((pipe.ratio - 2.0).abs() < 0.1);
     assert!((pipe.time_ratio() - 0.5).abs() < 0.05);
 
@@ -533,7 +533,7 @@ fn compare_finds_known_ratios() {
         c.rows
             .iter()
             .filter(|r| r.area == "memory")
-            .all(|r| r.verdict == Verdict::Slower)
+            .all(|r| r.verdict == Change::Slower)
     );
     let mem = c.summaries.iter().find(|s| s.area == "memory").unwrap();
     assert!((mem.geomean_time_ratio - 1.4).abs() < 0.05, "{mem:?}");
@@ -549,7 +549,7 @@ fn compare_finds_known_ratios() {
     let c = compare(&a, &b, &["ipc".to_string()], 0.05);
     assert_eq!(c.rows.len(), 1);
     let c = compare(&a, &a, &[], 0.05);
-    assert!(c.rows.iter().all(|r| r.verdict == Verdict::Same));
+    assert!(c.rows.iter().all(|r| r.verdict == Change::Same));
 }
 
 #[test]
@@ -564,8 +564,11 @@ fn compare_without_samples_uses_the_stored_intervals() {
         .iter()
         .find(|r| r.id == "syscall.getpid.raw")
         .unwrap();
-    assert_eq!(getpid.method, opcost::compare::CiMethod::MedianCis);
-    assert_eq!(getpid.verdict, Verdict::Slower);
+    assert_eq!(
+        getpid.method,
+        opcost::analysis::compare::CiMethod::MedianCis
+    );
+    assert_eq!(getpid.verdict, Change::Slower);
     assert!(getpid.ci_low < getpid.ratio && getpid.ratio < getpid.ci_high);
 }
 

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use opcost::trend::{Method, Point, change_points, critical, min_step, noise};
+use opcost::analysis::trend::{Method, Point, change_points, critical, min_step, noise};
 
 /// Runs of the shift test, and the first run after the step (1-based 17).
 const RUNS: usize = 24;
@@ -183,7 +183,7 @@ fn kept_histories_find_what_their_series_say_they_can_see() {
 #[test]
 #[ignore = "a timing, run by hand in release"]
 fn a_thousand_runs_of_five_hundred_benchmarks() {
-    use opcost::trend::{Run, Value, analyse};
+    use opcost::analysis::trend::{Run, Value, analyse};
     use opcost::units::BaseUnit;
     let (n, benches) = (1000, 500);
     let runs: Vec<Run> = (0..n)

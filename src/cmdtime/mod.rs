@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::harness::claims::{Est, TrendKind, trend};
-use crate::harness::stats::{Summary, median};
 use crate::harness::warnings::Warning;
 use crate::harness::{Finding, Measurement, Params, Unit, area_of};
+use crate::stats::{Summary, median};
 
 use crate::units::ValueUnit;
 use child::{Exit, Launch, SpawnError, Usage};
@@ -381,7 +381,7 @@ fn measurement(
 ) -> Option<Measurement> {
     let s = Summary::of(&samples)?;
     let noisy = s.is_noisy();
-    warnings.extend(s.noise_warning());
+    warnings.extend(Warning::noise_of(&s));
     Some(Measurement {
         id: id.to_string(),
         area: area_of(id).to_string(),
@@ -495,7 +495,7 @@ fn work_text(o: &Outcome, net: &Summary) -> String {
     );
     let spread = |runs: &[Usage]| {
         let walls: Vec<f64> = runs.iter().map(|u| u.wall).collect();
-        let q = |p| crate::harness::stats::quantile(&walls, p).unwrap_or(0.0);
+        let q = |p| crate::stats::quantile(&walls, p).unwrap_or(0.0);
         q(0.75) - q(0.25)
     };
     if net.ci_low > 0.0 {

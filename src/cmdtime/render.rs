@@ -92,7 +92,7 @@ pub fn render(doc: &RunDoc, outcomes: &[Outcome]) -> String {
     let _ = writeln!(
         out,
         "medians per run; net = command minus its baseline, paired run by run (B C, C B...), with the 95% CI of the median difference; {NOISY_MARK} = CI wider than ±{:.0}% of the net",
-        crate::harness::stats::NOISE_THRESHOLD * 100.0
+        crate::stats::NOISE_THRESHOLD * 100.0
     );
     out
 }

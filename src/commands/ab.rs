@@ -24,8 +24,8 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use super::usage;
+use crate::analysis::compare::compare_paired;
 use crate::cli::AbArgs;
-use crate::compare::compare_paired;
 use crate::document::RunDoc;
 use crate::harness::round::Event;
 use crate::harness::runner::{self, Side};

@@ -1,11 +1,11 @@
 //! `opcost compare A B [PATTERN...]`: two runs side by side with the ratio
 //! B/A, its 95% confidence interval and a verdict per benchmark (method in
-//! [`crate::compare`]).
+//! [`crate::analysis::compare`]).
 
 use crate::store::Location;
 
+use crate::analysis::compare::{Comparison, Gate, compare_sides};
 use crate::cli::{CompareArgs, Format};
-use crate::compare::{Comparison, Gate, compare_sides};
 
 /// Earlier runs of a host read for its noise floor, newest first.
 const HISTORY_RUNS: usize = 20;

@@ -1,13 +1,13 @@
 //! `opcost fleet [PATTERN...]`: the latest complete run of each host in the
 //! history (local or shared), hosts grouped by CPU model and kernel, the
 //! outliers of each group flagged with what may explain them (the method
-//! is in [`crate::fleet`]).
+//! is in [`crate::analysis::fleet`]).
 
+use crate::analysis::fleet::{self, Rule};
+use crate::analysis::trend::Method;
 use crate::cli::FleetArgs;
-use crate::fleet::{self, Rule};
 use crate::report;
 use crate::store::{Location, TrendFilter};
-use crate::trend::Method;
 
 use super::source::Loader;
 use super::usage;

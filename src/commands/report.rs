@@ -31,7 +31,7 @@ pub fn execute(args: &ReportArgs, db: Option<&Location>) -> anyhow::Result<i32> 
         }
         docs.push(doc);
     }
-    let report = html::render(&docs)?;
+    let report = html::render(&docs, &crate::analysis::Overview::of(&docs))?;
     write_atomic(&args.output, report.html.as_bytes())?;
     eprintln!(
         "wrote {} ({}, {})",

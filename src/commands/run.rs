@@ -36,7 +36,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let mut doc = plan.document(chrono::Utc::now());
     // Earlier runs of this host at this profile: what their benchmarks
     // took tells this run's time, and they settle the findings' words
-    // (suites::settle); a history that cannot be read only means none.
+    // (analysis::history_words); a history that cannot be read only means none.
     let earlier = match req.history {
         true => super::source::Loader::new(db)
             .history(&doc, &[], EARLIER_RUNS)
@@ -59,7 +59,9 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         doc.matrix = Some(core_matrix(req, &plan.host, sampling, &ctx.stop)?);
     }
     let interrupted = outcome.interrupted;
-    let settle = &earlier[..earlier.len().min(suites::settle::EARLIER_RUNS)];
+    let settle = &earlier[..earlier
+        .len()
+        .min(crate::analysis::history_words::EARLIER_RUNS)];
     doc.fill(outcome, |ms| plan::findings(ms, settle));
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {

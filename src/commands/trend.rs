@@ -1,12 +1,12 @@
 //! `opcost trend [PATTERN...]`: each benchmark's runs on each host over
 //! time, the change points in them and what changed in the host
-//! description then (the method is in [`crate::trend`]).
+//! description then (the method is in [`crate::analysis::trend`]).
 
+use crate::analysis::trend::{History, HistoryTrend, Method, Point};
 use crate::cli::TrendArgs;
 use crate::host::Host;
 use crate::report;
 use crate::store::{Location, TrendFilter, TrendRows};
-use crate::trend::{self, Method, Point, Run, Trend, Value};
 
 use super::source::Loader;
 use super::usage;
@@ -83,34 +83,23 @@ pub fn selects(patterns: &[String]) -> impl Fn(&str) -> bool + '_ {
 }
 
 /// The trend of the rows a history gave.
-pub fn analyse(rows: TrendRows, method: &Method) -> Trend {
-    let runs: Vec<Run> = rows
-        .runs
-        .into_iter()
-        .map(|r| {
-            // A host block this opcost cannot read counts as unknown facts.
-            let host: Host = serde_json::from_str(&r.host).unwrap_or_default();
-            Run {
-                facts: trend::env_facts(&host),
-                id: r.id,
-                started: r.started,
-                host: r.hostname,
-                profile: r.profile,
-            }
-        })
-        .collect();
-    let values: Vec<Value> = rows
-        .values
-        .iter()
-        .map(|v| Value {
-            run: v.run,
-            bench: v.bench,
-            point: Point {
-                median: v.median,
-                ci_low: v.ci_low,
-                ci_high: v.ci_high,
-            },
-        })
-        .collect();
-    trend::analyse(&runs, &rows.benches, &values, method)
+pub fn analyse(rows: TrendRows, method: &Method) -> HistoryTrend {
+    let mut h = History {
+        benches: rows.benches,
+        ..History::default()
+    };
+    for r in rows.runs {
+        // A host block this opcost cannot read counts as unknown facts.
+        let host: Host = serde_json::from_str(&r.host).unwrap_or_default();
+        h.add_run(r.id, r.started, r.hostname, r.profile, &host);
+    }
+    for v in &rows.values {
+        let point = Point {
+            median: v.median,
+            ci_low: v.ci_low,
+            ci_high: v.ci_high,
+        };
+        h.add_value(v.run, v.bench, point);
+    }
+    h.analyse(method)
 }

@@ -24,7 +24,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::response::{self, PlacementEffect, Response};
-use super::stats::quantile;
+use crate::stats::quantile;
 
 /// A canary slower than the run's fast phase by more than this factor marks
 /// the round next to it as run in a slow phase (the phases seen on cloud
@@ -109,7 +109,7 @@ pub fn baseline(checks: &[f64]) -> Option<f64> {
 /// during the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum Grade {
     /// The machine's speed held and nothing else used it noticeably.
     Steady,
     /// The machine switched between speed phases or other programs shared
@@ -123,13 +123,13 @@ pub enum Verdict {
     Unstable,
 }
 
-impl Verdict {
+impl Grade {
     /// The word shown in the stability line.
     pub fn word(self) -> &'static str {
         match self {
-            Verdict::Steady => "steady",
-            Verdict::Shared => "shared but holding",
-            Verdict::Unstable => "UNSTABLE",
+            Grade::Steady => "steady",
+            Grade::Shared => "shared but holding",
+            Grade::Unstable => "UNSTABLE",
         }
     }
 }
@@ -143,7 +143,7 @@ pub struct Stability {
     /// The graded verdict; absent in documents written before it existed
     /// (see [`Stability::grade`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
+    pub verdict: Option<Grade>,
     /// Canary checks taken.
     pub checks: usize,
     /// The canary's fast-phase time, ns.
@@ -231,13 +231,13 @@ pub fn drift(timeline: &[(f64, f64)]) -> Option<f64> {
 /// [`SLOW_LEFT_SHARE`] stayed in the estimate, the canary drifted beyond
 /// [`DRIFT`], or steal exceeded [`STEAL_SHARE`]; else `shared` when the
 /// canary switched phases or other programs used the CPUs; else `steady`.
-fn grade_of(s: &Stability) -> Verdict {
+fn grade_of(s: &Stability) -> Grade {
     if !s.unstable_because().is_empty() {
-        Verdict::Unstable
+        Grade::Unstable
     } else if s.spread > PHASED_SPREAD || s.shared() {
-        Verdict::Shared
+        Grade::Shared
     } else {
-        Verdict::Steady
+        Grade::Steady
     }
 }
 
@@ -313,7 +313,7 @@ impl Stability {
         };
         let v = grade_of(&s);
         s.verdict = Some(v);
-        s.stable = v != Verdict::Unstable;
+        s.stable = v != Grade::Unstable;
         Some(s)
     }
 
@@ -322,12 +322,12 @@ impl Stability {
     pub fn regrade(&mut self) {
         let v = grade_of(self);
         self.verdict = Some(v);
-        self.stable = v != Verdict::Unstable;
+        self.stable = v != Grade::Unstable;
     }
 
     /// The graded verdict: the recorded one, or for a document written
     /// before verdicts existed, the one its recorded figures give.
-    pub fn grade(&self) -> Verdict {
+    pub fn grade(&self) -> Grade {
         self.verdict.unwrap_or_else(|| grade_of(self))
     }
 
@@ -425,9 +425,9 @@ impl Stability {
             ));
         }
         match grade {
-            Verdict::Steady => {}
-            Verdict::Shared => s.push_str("; the rounds absorbed it: intervals hold"),
-            Verdict::Unstable => {
+            Grade::Steady => {}
+            Grade::Shared => s.push_str("; the rounds absorbed it: intervals hold"),
+            Grade::Unstable => {
                 // A document graded by other thresholds may name no reason
                 // by today's; its verdict stands.
                 for why in self.unstable_because() {
@@ -732,7 +732,7 @@ mod tests {
         // a few per cent of noise, no trend
         let (t, c) = series(300, |i| 1.0 + (i % 5) as f64 * 0.005);
         let s = Stability::of(&c, &t, counts(300, 3, 3, 0, 0), &quiet()).unwrap();
-        assert_eq!(s.verdict, Some(Verdict::Steady), "{s:?}");
+        assert_eq!(s.verdict, Some(Grade::Steady), "{s:?}");
         assert!(s.stable);
         assert!(s.drift.unwrap().abs() < 0.01, "{s:?}");
         assert!(s.line().starts_with("machine steady: "), "{}", s.line());
@@ -749,7 +749,7 @@ mod tests {
         let s = Stability::of(&c, &t, counts(300, 100, 60, 30, 10), &quiet()).unwrap();
         assert!(s.spread > 0.2, "{s:?}");
         assert!(s.drift.unwrap().abs() < 0.05, "{s:?}");
-        assert_eq!(s.verdict, Some(Verdict::Shared), "{s:?}");
+        assert_eq!(s.verdict, Some(Grade::Shared), "{s:?}");
         assert!(s.stable);
         let line = s.line();
         assert!(
@@ -762,7 +762,7 @@ mod tests {
         // (only corrected): most of the estimate is a correction
         let (t, c) = series(300, |i| if (i / 10) % 3 == 0 { 1.0 } else { 1.3 });
         let u = Stability::of(&c, &t, counts(300, 200, 20, 0, 180), &quiet()).unwrap();
-        assert_eq!(u.verdict, Some(Verdict::Unstable), "{u:?}");
+        assert_eq!(u.verdict, Some(Grade::Unstable), "{u:?}");
         assert!(!u.stable);
         assert!(
             u.line()
@@ -780,14 +780,14 @@ mod tests {
         let s = Stability::of(&c, &t, counts(300, 20, 20, 0, 0), &quiet()).unwrap();
         let d = s.drift.unwrap();
         assert!(d > 0.25 && d < 0.5, "{d}");
-        assert_eq!(s.verdict, Some(Verdict::Unstable), "{s:?}");
+        assert_eq!(s.verdict, Some(Grade::Unstable), "{s:?}");
         assert!(s.line().starts_with("machine UNSTABLE: "), "{}", s.line());
         assert!(s.line().contains("the canary drifted +"), "{}", s.line());
         // and one that speeds up (a load that ends) is as much a change
         let (t, c) = series(300, |i| if i < 150 { 1.4 } else { 1.0 });
         let s = Stability::of(&c, &t, counts(300, 20, 20, 0, 0), &quiet()).unwrap();
         assert!(s.drift.unwrap() < -0.25, "{s:?}");
-        assert_eq!(s.verdict, Some(Verdict::Unstable));
+        assert_eq!(s.verdict, Some(Grade::Unstable));
     }
 
     #[test]
@@ -798,7 +798,7 @@ mod tests {
             ..quiet()
         };
         let s = Stability::of(&c, &t, counts(100, 0, 0, 0, 0), &busy).unwrap();
-        assert_eq!(s.verdict, Some(Verdict::Shared), "{s:?}");
+        assert_eq!(s.verdict, Some(Grade::Shared), "{s:?}");
         assert!(
             s.line().contains("other programs used 38% of the CPUs"),
             "{}",
@@ -809,7 +809,7 @@ mod tests {
             ..quiet()
         };
         let s = Stability::of(&c, &t, counts(100, 0, 0, 0, 0), &stolen).unwrap();
-        assert_eq!(s.verdict, Some(Verdict::Unstable));
+        assert_eq!(s.verdict, Some(Grade::Unstable));
         assert!(s.line().contains("stole 8%"), "{}", s.line());
     }
 
@@ -842,7 +842,7 @@ mod tests {
         assert_eq!(s.verdict, None);
         assert_eq!(s.drift, None);
         assert!(!s.user_canary, "its canary made system calls");
-        assert_eq!(s.grade(), Verdict::Shared);
+        assert_eq!(s.grade(), Grade::Shared);
         assert!(
             s.line().starts_with("machine shared but holding"),
             "{}",
@@ -853,7 +853,7 @@ mod tests {
             .replace("\"remeasured\": 49", "\"remeasured\": 0")
             .replace("\"slow_rounds\": 52", "\"slow_rounds\": 300");
         let s: Stability = serde_json::from_str(&old).unwrap();
-        assert_eq!(s.grade(), Verdict::Unstable);
+        assert_eq!(s.grade(), Grade::Unstable);
         // a verdict recorded under other thresholds stands, said plainly
         let graded = old
             .replace(
@@ -862,7 +862,7 @@ mod tests {
             )
             .replace("\"slow_rounds\": 300", "\"slow_rounds\": 0");
         let s: Stability = serde_json::from_str(&graded).unwrap();
-        assert_eq!(s.grade(), Verdict::Unstable);
+        assert_eq!(s.grade(), Grade::Unstable);
         assert!(s.unstable_because().is_empty());
         let line = s.line();
         assert!(

@@ -18,15 +18,12 @@
 //! the numbers they print may move from run to run, the words may not.
 
 use super::Measurement;
-use super::stats::{normal_cdf, quantile_sorted, t975};
+use crate::stats::{Z95, normal_cdf, quantile_sorted, t975};
 
 /// Two values closer than this factor are called a tie even when their
 /// intervals separate them: a difference of a few per cent is real but
 /// not worth a word, and it is the size at which repeated runs disagree.
 pub const MATERIAL: f64 = 1.05;
-
-/// The z value of a two-sided 95% interval.
-const Z95: f64 = 1.959_964;
 
 /// An estimate with its 95% interval, and which direction is better.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -515,9 +512,9 @@ impl Modes {
 /// The two modes of `values` when they are well separated: at least 20
 /// values, each mode with at least 10% of them, the upper at least twice
 /// the lower with a gap wider than either mode's own spread
-/// ([`super::stats::is_bimodal`]). `None` for a one-mode distribution.
+/// ([`crate::stats::is_bimodal`]). `None` for a one-mode distribution.
 pub fn modes(values: &[f64]) -> Option<Modes> {
-    if !super::stats::is_bimodal(values) {
+    if !crate::stats::is_bimodal(values) {
         return None;
     }
     let mut s: Vec<f64> = values.iter().copied().filter(|x| *x > 0.0).collect();
@@ -708,7 +705,7 @@ pub fn tiers_apart_text(names: &[&str], items: &[Est], best: &str, k: f64) -> St
 /// side is steady; ranking on the pooled width keeps a lucky narrow or an
 /// unlucky wide interval from moving a tier boundary. Estimates with no
 /// positive value are returned unchanged.
-pub fn pooled(items: &[Est]) -> Vec<Est> {
+pub fn with_typical_width(items: &[Est]) -> Vec<Est> {
     let mut hw: Vec<f64> = items
         .iter()
         .filter(|e| e.value.is_finite() && e.value > 0.0)
@@ -1179,13 +1176,13 @@ mod tests {
     #[test]
     fn pooled_gives_every_member_the_typical_width() {
         let items = [cost(100.0, 0.5), cost(200.0, 0.01), cost(400.0, 0.1)];
-        let p = pooled(&items);
+        let p = with_typical_width(&items);
         let h = items[2].log_half_width();
         for (a, b) in p.iter().zip(&items) {
             assert_eq!(a.value, b.value);
             assert!((a.log_half_width() - h).abs() < 1e-12, "{a:?}");
         }
-        assert!(pooled(&[]).is_empty());
+        assert!(with_typical_width(&[]).is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Round;
-use super::stats::round_interval;
+use crate::stats::round_interval;
 
 /// User and system CPU time, ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

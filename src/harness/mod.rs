@@ -21,7 +21,6 @@ pub mod response;
 pub mod round;
 pub mod runner;
 pub mod scratch;
-pub mod stats;
 pub mod timer;
 pub mod warnings;
 pub mod worker;
@@ -37,9 +36,9 @@ use serde::{Deserialize, Serialize};
 use crate::host::Host;
 use crate::units::ValueUnit;
 
+pub use crate::stats::Summary;
 pub use crate::units::BaseUnit;
 pub use round::{RunOptions, RunOutcome, Skipped};
-pub use stats::Summary;
 
 /// Named parameters of a benchmark (the sweep point: size, placement...).
 pub type Params = BTreeMap<String, serde_json::Value>;
@@ -372,19 +371,6 @@ pub struct OpStats {
     pub bimodal: bool,
 }
 
-/// Counts of samples outside Tukey's fences.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outliers {
-    /// Below Q1 - 3 IQR.
-    pub low_severe: usize,
-    /// Between Q1 - 3 IQR and Q1 - 1.5 IQR.
-    pub low_mild: usize,
-    /// Between Q3 + 1.5 IQR and Q3 + 3 IQR.
-    pub high_mild: usize,
-    /// Above Q3 + 3 IQR.
-    pub high_severe: usize,
-}
-
 /// One independent round of a benchmark: its own set-up, calibration,
 /// warm-up and samples, and what the machine was doing meanwhile.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -481,7 +467,7 @@ pub const WIDE_VS_DATA: f64 = 0.25;
 /// The statistics are an embedded [`Summary`] of all samples of all rounds,
 /// except `median`'s interval (`ci_low`, `ci_high`): with two or more rounds
 /// it comes from the spread of the rounds, the top level of variation (see
-/// [`stats::round_interval`]). Fields of the summary read through `Deref`
+/// [`crate::stats::round_interval`]). Fields of the summary read through `Deref`
 /// (`m.median`, `m.p95`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {

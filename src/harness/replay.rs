@@ -12,8 +12,8 @@
 use super::canary::Stability;
 use super::phase::{PHASE_SLOPE_RANGE, correct_rounds, phase_slope, set_aside_slow_rounds};
 use super::response::{self, Response, RoundsOf};
-use super::stats::{Summary, round_interval};
 use super::{Measurement, Round, area_of};
+use crate::stats::{Summary, round_interval};
 
 /// What the replay did to a run's rounds.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -160,7 +160,7 @@ pub fn replay(
         m.noisy = summary.is_noisy();
         m.warnings.retain(|w| !w.starts_with("noisy:"));
         m.warnings
-            .extend(summary.noise_warning().map(|w| w.to_string()));
+            .extend(super::warnings::Warning::noise_of(&summary).map(|w| w.to_string()));
         m.summary = summary;
         m.samples = values;
         m.rounds = rounds;
@@ -185,7 +185,7 @@ pub fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::canary::{PhaseCounts, Verdict};
+    use crate::harness::canary::{Grade, PhaseCounts};
 
     /// Twelve results of area `t`, three rounds each at 5 samples, the
     /// canary 1.25 in two rounds of three (slow) and 1.0 in the other; each
@@ -244,7 +244,7 @@ mod tests {
         let mut s = stability(&follows);
         assert_eq!(
             s.grade(),
-            Verdict::Unstable,
+            Grade::Unstable,
             "two slow rounds in three left in"
         );
         let r = replay(&mut follows, 3, Some(&mut s));
@@ -272,7 +272,7 @@ mod tests {
             assert!(m.ci_rel() < 0.02, "as measured the rounds agree: {m:?}");
         }
         assert_eq!(s.unpredicted, 24);
-        assert_ne!(s.grade(), Verdict::Unstable, "{}", s.line());
+        assert_ne!(s.grade(), Grade::Unstable, "{}", s.line());
         assert!(s.line().contains("kept as measured"), "{}", s.line());
         // and one that anti-predicts (slow canary, faster rounds) likewise
         let mut anti = run_of(-0.5);

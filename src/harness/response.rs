@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Round;
-use super::stats::t975;
+use crate::stats::t975;
 
 /// Slow rounds an area needs before its response to the canary is judged
 /// (fewer cannot show one, and leave little to correct).
@@ -137,7 +137,7 @@ pub fn responses(benches: &[RoundsOf<'_>]) -> Vec<Response> {
             let rounds = groups.iter().map(Vec::len).sum();
             let fit = pooled_slope(&groups);
             let (slope, low, high) = fit.map_or((0.0, 0.0, 0.0), |(b, lo, hi, _)| (b, lo, hi));
-            let slow_canary = super::stats::median(&slow).map_or(1.0, f64::exp);
+            let slow_canary = crate::stats::median(&slow).map_or(1.0, f64::exp);
             let effect = slow_canary.powf(low) - 1.0;
             Response {
                 area,

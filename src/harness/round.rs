@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::canary::{self, Snapshot, Stability};
 use super::cpu::{CpuUse, Probe};
-use super::stats::quantile;
 use super::timer::{EmptyLoop, calibrate, slow_down};
 use super::{Bench, Ctx, Measurement, Overhead, Placement, PrepareError, Profile, Round, Timed};
+use crate::stats::quantile;
 
 /// Fewest samples a measurement is made of, even when the budget runs out,
 /// shared out over its rounds; with [`MIN_ROUNDS_ONE_SAMPLE`] rounds or

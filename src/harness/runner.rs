@@ -10,7 +10,7 @@
 //! all benchmarks are shuffled across the run, so that a slow phase lands
 //! briefly on many benchmarks rather than wholly on one, and the spread of
 //! the rounds — the top level of variation a run can observe — gives the
-//! interval ([`super::stats::round_interval`]).
+//! interval ([`crate::stats::round_interval`]).
 
 use std::time::{Duration, Instant};
 
@@ -21,10 +21,10 @@ use super::round::{
     Canaries, EXTRA_ROUNDS_SHARE, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track,
     budget_left, new_tracks, run_round,
 };
-use super::stats::{Summary, is_bimodal, round_interval};
 use super::warnings::Warning;
 use super::worker::{Pool, WorkerCmd};
 use super::{Bench, Ctx, Measurement, OpStats, Overhead, area_of};
+use crate::stats::{Summary, is_bimodal, round_interval};
 
 /// Fewest samples kept from a benchmark interrupted by Ctrl-C.
 pub const MIN_SAMPLES_INTERRUPTED: usize = 3;
@@ -618,7 +618,7 @@ fn summarise(
         .map(|&ns| unit.from_ns_per_op(ns))
         .collect();
     let mut summary = Summary::of(&values)?;
-    let median_ns = super::stats::median(&samples_ns)?;
+    let median_ns = crate::stats::median(&samples_ns)?;
     let used: Vec<f64> = t
         .rounds
         .iter()
@@ -637,7 +637,7 @@ fn summarise(
         warns.push(Warning::BelowOneCycle { ns: median_ns, ghz });
     }
     let noisy = summary.is_noisy();
-    warns.extend(summary.noise_warning());
+    warns.extend(Warning::noise_of(&summary));
     let per_op = op_stats(&t.op_times);
     if let Some(p) = per_op.as_ref().filter(|p| p.bimodal) {
         warns.push(Warning::Bimodal {
@@ -689,7 +689,7 @@ pub fn op_stats(times: &[f64]) -> Option<OpStats> {
     }
     let mut s = times.to_vec();
     s.sort_by(f64::total_cmp);
-    let q = |p| super::stats::quantile_sorted(&s, p);
+    let q = |p| crate::stats::quantile_sorted(&s, p);
     let p99 = super::claims::quantile_est(&s, 0.99, false);
     let bound = |v: f64| (v.is_finite() && v > f64::MIN_POSITIVE).then_some(v);
     Some(OpStats {

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use crate::stats::{NOISE_THRESHOLD, Summary};
+
 /// A caveat about a result or a run, shown in every output.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Warning {
@@ -241,6 +243,14 @@ pub fn is_noise(text: &str) -> bool {
 }
 
 impl Warning {
+    /// The noise warning a summary earns ([`Summary::is_noisy`]), if any.
+    pub fn noise_of(s: &Summary) -> Option<Warning> {
+        s.is_noisy().then(|| Warning::Noisy {
+            ci_rel: s.ci_rel(),
+            threshold: NOISE_THRESHOLD,
+        })
+    }
+
     /// A stable name of the kind of warning, for programs: `noisy`, `vdso_missing`...
     pub fn code(&self) -> &'static str {
         match self {

@@ -378,7 +378,7 @@ impl Pool {
             self.overheads.retain(|&(s, _)| s != serial);
             self.overheads.push((serial, o));
             let all: Vec<f64> = self.overheads.iter().map(|&(_, o)| o).collect();
-            *rc.overhead = super::stats::median(&all);
+            *rc.overhead = crate::stats::median(&all);
         }
         for d in reply.deltas {
             let Some(t) = tracks

@@ -370,14 +370,15 @@ fn reach(far: &FarEnd) -> anyhow::Result<(Option<PeerInfo>, Given)> {
 /// The findings of `ms`, their words settled with `earlier` runs of the
 /// host (newest first; none: this run alone).
 pub fn findings(ms: &[Measurement], earlier: &[RunDoc]) -> Vec<Finding> {
-    let earlier: Vec<suites::settle::Earlier> = earlier
+    use crate::analysis::history_words::{Earlier, findings_with_history};
+    let earlier: Vec<Earlier> = earlier
         .iter()
-        .map(|d| suites::settle::Earlier {
+        .map(|d| Earlier {
             results: &d.results,
             findings: &d.findings,
         })
         .collect();
-    suites::findings_settled(ms, &earlier)
+    findings_with_history(ms, &earlier, suites::findings)
 }
 
 /// Refuses a matrix on a run that may use fewer than two CPUs (a cpuset

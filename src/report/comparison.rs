@@ -8,7 +8,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::format::NOISY_MARK;
-use crate::compare::{Comparison, GateFailures, Row, Verdict};
+use crate::analysis::compare::{Change, Comparison, GateFailures, Row};
 use crate::units::fmt_ratio;
 use crate::units::human;
 
@@ -144,11 +144,11 @@ fn summary(out: &mut String, c: &Comparison) {
 /// What to do when most rows of a comparison of separate runs could not
 /// have seen a 5% change: measure A and B interleaved, or several runs a
 /// side. Empty for `ab`'s paired comparisons and when most rows could.
-fn blind_hint(c: &Comparison, all: &crate::compare::Summary) -> &'static str {
+fn blind_hint(c: &Comparison, all: &crate::analysis::compare::Summary) -> &'static str {
     let paired = c
         .rows
         .iter()
-        .any(|r| r.method == crate::compare::CiMethod::PairedRounds);
+        .any(|r| r.method == crate::analysis::compare::CiMethod::PairedRounds);
     if paired || 2 * all.could_see >= all.n {
         ""
     } else {
@@ -158,12 +158,12 @@ fn blind_hint(c: &Comparison, all: &crate::compare::Summary) -> &'static str {
 
 /// An area's verdict in words, decided by its geometric mean's interval:
 /// "1.12× slower", "1.30× faster" or "no clear change".
-pub fn area_word(s: &crate::compare::Summary) -> String {
+pub fn area_word(s: &crate::analysis::compare::Summary) -> String {
     let g = s.geomean_time_ratio;
     match s.verdict {
-        Verdict::Faster => format!("{} faster", fmt_ratio(1.0 / g)),
-        Verdict::Slower => format!("{} slower", fmt_ratio(g)),
-        Verdict::Same => "no clear change".to_string(),
+        Change::Faster => format!("{} faster", fmt_ratio(1.0 / g)),
+        Change::Slower => format!("{} slower", fmt_ratio(g)),
+        Change::Same => "no clear change".to_string(),
     }
 }
 
@@ -171,7 +171,7 @@ pub fn area_word(s: &crate::compare::Summary) -> String {
 /// change it could have missed ("no change > 3.2%").
 pub fn verdict_text(r: &Row) -> String {
     match r.verdict {
-        Verdict::Same if r.mde.is_finite() => format!("no change > {}", pct(r.mde)),
+        Change::Same if r.mde.is_finite() => format!("no change > {}", pct(r.mde)),
         v => v.label().to_string(),
     }
 }
@@ -287,7 +287,7 @@ pub fn load_note(c: &Comparison) -> Option<String> {
 /// what moves between runs for longer than a run lasts is in none of its
 /// intervals.
 pub fn floor_note(c: &Comparison) -> Option<String> {
-    use crate::compare::{CiMethod, FLOOR_MIN_RUNS};
+    use crate::analysis::compare::{CiMethod, FLOOR_MIN_RUNS};
     let by_rounds = c
         .rows
         .iter()
@@ -303,7 +303,7 @@ pub fn floor_note(c: &Comparison) -> Option<String> {
 
 /// How the comparison was made, in words: the footer of every format.
 pub fn method_note(c: &Comparison) -> String {
-    use crate::compare::CiMethod;
+    use crate::analysis::compare::CiMethod;
     let count = |m: CiMethod| c.rows.iter().filter(|r| r.method == m).count();
     let mut parts: Vec<String> = notes(c).collect();
     parts.push(
@@ -384,12 +384,12 @@ mod tests {
     #[test]
     fn a_blind_comparison_of_separate_runs_says_how_to_see_more() {
         let hint = |c: &Comparison| blind_hint(c, c.summaries.last().unwrap());
-        let wide = crate::compare::compare(&doc(0.2), &doc(0.2), &[], 0.05);
+        let wide = crate::analysis::compare::compare(&doc(0.2), &doc(0.2), &[], 0.05);
         assert!(hint(&wide).contains("opcost ab"), "{}", hint(&wide));
-        let tight = crate::compare::compare(&doc(0.001), &doc(0.001), &[], 0.05);
+        let tight = crate::analysis::compare::compare(&doc(0.001), &doc(0.001), &[], 0.05);
         assert_eq!(hint(&tight), "");
         // ab's pairs are already the remedy.
-        let paired = crate::compare::compare_paired(&doc(0.2), &doc(0.2), 0.02);
+        let paired = crate::analysis::compare::compare_paired(&doc(0.2), &doc(0.2), 0.02);
         assert_eq!(hint(&paired), "");
     }
 }

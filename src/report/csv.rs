@@ -2,7 +2,7 @@
 //! ops/s) at full precision, for spreadsheets and scripts. Findings and host
 //! facts are not tabular and stay in the JSON document.
 
-use crate::compare::Comparison;
+use crate::analysis::compare::Comparison;
 use crate::document::RunDoc;
 
 /// The columns of [`render_run`].

@@ -1,4 +1,4 @@
-//! The fleet view ([`crate::fleet`]) as text, Markdown, CSV and an HTML section.
+//! The fleet view ([`crate::analysis::fleet`]) as text, Markdown, CSV and an HTML section.
 
 use std::fmt::Write;
 
@@ -7,7 +7,7 @@ use comfy_table::presets::NOTHING;
 
 use super::format::cell;
 use super::format::esc;
-use crate::fleet::{Flag, Fleet, Group, HostRow};
+use crate::analysis::fleet::{Flag, Fleet, Group, HostRow};
 use crate::units::{fmt_ratio, human};
 
 /// A value in its column's unit, `!` after a flagged one.
@@ -69,10 +69,11 @@ fn differences_text(h: &HostRow) -> String {
 /// The rule in words.
 fn rule_text(f: &Fleet) -> String {
     format!(
-        "flagged (!): outside the group's median ± max({}·MAD×1.4826, {:.0}% of the median), in groups of {} hosts or more",
+        "flagged (!): outside the group's median ± max({}·MAD×{}, {:.0}% of the median), in groups of {} hosts or more",
         f.rule.k,
+        crate::stats::MAD_TO_SIGMA,
         f.rule.margin * 100.0,
-        crate::fleet::MIN_GROUP
+        crate::analysis::fleet::MIN_GROUP
     )
 }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::format::{NOISY_MARK, cell, ending};
-use crate::compare::Comparison;
+use crate::analysis::compare::Comparison;
 use crate::document::RunDoc;
 use crate::units::fmt_ratio;
 use crate::units::human;

@@ -19,7 +19,7 @@ pub mod trend;
 
 pub use format::Format;
 
-use crate::compare::Comparison;
+use crate::analysis::compare::Comparison;
 use crate::document::RunDoc;
 
 /// What the dashboard formats say when asked for something other than a run.
@@ -51,7 +51,10 @@ pub fn render_comparison(c: &Comparison, format: Format) -> anyhow::Result<Strin
 }
 
 /// The fleet view in the given format; a dashboard format is refused.
-pub fn render_fleet(view: &crate::fleet::Fleet, format: Format) -> anyhow::Result<String> {
+pub fn render_fleet(
+    view: &crate::analysis::fleet::Fleet,
+    format: Format,
+) -> anyhow::Result<String> {
     Ok(match format {
         Format::Text => fleet::render_text(view),
         Format::Md => fleet::render_md(view),
@@ -62,7 +65,10 @@ pub fn render_fleet(view: &crate::fleet::Fleet, format: Format) -> anyhow::Resul
 }
 
 /// The trend in the given format; a dashboard format is refused.
-pub fn render_trend(t: &crate::trend::Trend, format: Format) -> anyhow::Result<String> {
+pub fn render_trend(
+    t: &crate::analysis::trend::HistoryTrend,
+    format: Format,
+) -> anyhow::Result<String> {
     Ok(match format {
         Format::Text => trend::render_text(t),
         Format::Md => trend::render_md(t),

@@ -8,10 +8,10 @@ use comfy_table::presets::{NOTHING, UTF8_BORDERS_ONLY};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use super::format::{NOISY_MARK, ending, note_number, run_on_host};
+use crate::analysis::score::{self, Reference, fmt_score};
 use crate::document::RunDoc;
-use crate::harness::stats::NOISE_THRESHOLD;
 use crate::headline;
-use crate::score::{self, Reference, fmt_score};
+use crate::stats::NOISE_THRESHOLD;
 use crate::units::human;
 
 /// Renders a run document as text for the terminal.
@@ -46,7 +46,7 @@ pub fn render(doc: &RunDoc) -> String {
     }
     if let Some(m) = &doc.matrix {
         let _ = writeln!(out);
-        out.push_str(&render_matrix(m, &doc.host.topology));
+        out.push_str(&m.to_text(&doc.host.topology));
     }
     let skipped: Vec<_> = doc.skipped.iter().filter(|s| !s.failed).collect();
     let failed: Vec<_> = doc.skipped.iter().filter(|s| s.failed).collect();
@@ -270,69 +270,6 @@ pub fn render_area(doc: &RunDoc, area: &str) -> String {
     out
 }
 
-/// The largest matrix printed cell by cell; a larger one is summarised
-/// per class (the JSON document and the HTML report have every cell).
-const MATRIX_PRINTED: usize = 16;
-
-/// The core-to-core matrix: its pairs per class, then the cells.
-pub fn render_matrix(m: &crate::document::CoreMatrix, topology: &crate::host::Topology) -> String {
-    use crate::units::human_ns;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "core-to-core round trip ({}), {} CPUs ({}), {:.1} ms per pair, {:.1} s{}; the line on {}",
-        m.write,
-        m.cpus.len(),
-        m.sampling,
-        m.per_pair_ms,
-        m.seconds,
-        if m.interrupted { ", interrupted" } else { "" },
-        m.line
-    );
-    for c in m.by_class(topology) {
-        let _ = writeln!(
-            out,
-            "  {:<14} {:>5} pair{} {:>9} median, {} – {}",
-            c.class.name(),
-            c.pairs,
-            if c.pairs == 1 { " " } else { "s" },
-            human_ns(c.median),
-            human_ns(c.min),
-            human_ns(c.max)
-        );
-    }
-    if m.cpus.len() > MATRIX_PRINTED {
-        let _ = writeln!(
-            out,
-            "  ({n}x{n} cells in the JSON document and the HTML report)",
-            n = m.cpus.len()
-        );
-        return out;
-    }
-    let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
-    let width =
-        m.ns.iter()
-            .flatten()
-            .map(|v| cell(*v).len())
-            .chain(m.cpus.iter().map(|c| c.to_string().len()))
-            .max()
-            .unwrap_or(1)
-            + 1;
-    let _ = write!(out, "  {:>w$}", "ns", w = width);
-    for c in &m.cpus {
-        let _ = write!(out, "{c:>width$}");
-    }
-    let _ = writeln!(out);
-    for (i, row) in m.ns.iter().enumerate() {
-        let _ = write!(out, "  {:>width$}", m.cpus.get(i).copied().unwrap_or(0));
-        for v in row {
-            let _ = write!(out, "{:>width$}", cell(*v));
-        }
-        let _ = writeln!(out);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,8 +278,8 @@ mod tests {
     fn every_glance_value_is_its_rows_and_a_finding_at_the_same_size_says_the_same() {
         // A kept whole-machine document (the shipped reference run, quick),
         // its findings made by this tree's rules: one figure per thing.
-        let mut doc: RunDoc =
-            serde_json::from_str(crate::score::reference_json()).expect("the reference parses");
+        let mut doc: RunDoc = serde_json::from_str(crate::analysis::score::reference_json())
+            .expect("the reference parses");
         doc.findings = crate::suites::findings(&doc.results);
         let lines = headline::lines(&doc);
         assert!(lines.len() >= 10, "{} glance lines", lines.len());

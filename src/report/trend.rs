@@ -1,14 +1,14 @@
-//! A trend ([`crate::trend`]) as text, Markdown and CSV (one line per
+//! A trend ([`crate::analysis::trend`]) as text, Markdown and CSV (one line per
 //! change point, by host, newest first) and as the HTML report's section.
+//! It renders what the analysis found and finds nothing itself.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::format::cell;
 use super::format::esc;
-use crate::document::RunDoc;
+use crate::analysis::trend::{ChangePoint, HistoryTrend, Point, Series};
 use crate::harness::BaseUnit;
-use crate::trend::{ChangePoint, Method, Point, Run, Series, Trend, Value, analyse, env_facts};
 use crate::units::human;
 
 /// A ratio as a signed percentage: `+8.1%`.
@@ -73,7 +73,7 @@ fn sees(s: &Series, size: f64) -> bool {
 }
 
 /// The change points by (host, profile), each group newest first.
-fn by_host(t: &Trend) -> BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> {
+fn by_host(t: &HistoryTrend) -> BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> {
     let mut out: BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> = BTreeMap::new();
     for s in &t.series {
         for c in &s.change_points {
@@ -93,7 +93,7 @@ fn by_host(t: &Trend) -> BTreeMap<(&str, &str), Vec<(&Series, &ChangePoint)>> {
 }
 
 /// The closing lines: what was analysed and how.
-fn summary(t: &Trend) -> Vec<String> {
+fn summary(t: &HistoryTrend) -> Vec<String> {
     let analysed = t.series.iter().filter(|s| s.analysed).count();
     let short = t.series.len() - analysed;
     let points: usize = t.series.iter().map(|s| s.change_points.len()).sum();
@@ -145,7 +145,7 @@ fn summary(t: &Trend) -> Vec<String> {
 
 /// The terminal view: a heading per host and profile, one line per change
 /// point, newest first, then the summary.
-pub fn render_text(t: &Trend) -> String {
+pub fn render_text(t: &HistoryTrend) -> String {
     let mut out = String::new();
     for ((host, profile), points) in by_host(t) {
         let _ = writeln!(out, "{host} ({profile})");
@@ -171,7 +171,7 @@ pub fn render_text(t: &Trend) -> String {
 }
 
 /// Markdown: a table per host and profile, then the summary.
-pub fn render_md(t: &Trend) -> String {
+pub fn render_md(t: &HistoryTrend) -> String {
     let mut out = String::new();
     for ((host, profile), points) in by_host(t) {
         let _ = writeln!(out, "### {} ({})\n", cell(host), cell(profile));
@@ -200,7 +200,7 @@ pub fn render_md(t: &Trend) -> String {
 }
 
 /// CSV: one row per change point (ratios as numbers, in the unit's terms).
-pub fn render_csv(t: &Trend) -> anyhow::Result<String> {
+pub fn render_csv(t: &HistoryTrend) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "host",
@@ -239,64 +239,13 @@ pub fn render_csv(t: &Trend) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
-/// The trend of the runs a report shows, when some host has enough of
-/// them for a change point to be found ([`Method::min_runs`]); `None`
-/// otherwise.
-pub fn of_docs(docs: &[RunDoc]) -> Option<Trend> {
-    let method = Method::default();
-    let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
-    for d in docs {
-        *per_host.entry(d.host.hostname.as_str()).or_default() += 1;
-    }
-    if per_host.values().all(|&n| n < method.min_runs()) {
-        return None;
-    }
-    let mut order: Vec<&RunDoc> = docs.iter().collect();
-    order.sort_by(|a, b| a.run.started.cmp(&b.run.started));
-    let mut benches: Vec<(String, BaseUnit)> = Vec::new();
-    let mut values = Vec::new();
-    let runs: Vec<Run> = order
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            for m in &d.results {
-                let unit = m.unit;
-                let b = match benches.iter().position(|(id, u)| *id == m.id && *u == unit) {
-                    Some(b) => b,
-                    None => {
-                        benches.push((m.id.clone(), unit));
-                        benches.len() - 1
-                    }
-                };
-                values.push(Value {
-                    run: i,
-                    bench: b,
-                    point: Point {
-                        median: m.median,
-                        ci_low: m.ci_low,
-                        ci_high: m.ci_high,
-                    },
-                });
-            }
-            Run {
-                id: d.run.id.clone(),
-                started: d.run.started.clone(),
-                host: d.host.hostname.clone(),
-                profile: d.run.profile.name().to_string(),
-                facts: env_facts(&d.host),
-            }
-        })
-        .collect();
-    Some(analyse(&runs, &benches, &values, &method))
-}
-
 /// Series drawn at most in the report's trend section.
 const MAX_CHARTS: usize = 40;
 
 /// The report's trend section: each series with a change point drawn
 /// with its intervals, the change points marked and what changed written
 /// at the mark. Returns the number of charts.
-pub fn html_section(h: &mut String, t: &Trend) -> usize {
+pub fn html_section(h: &mut String, t: &HistoryTrend) -> usize {
     let _ = writeln!(h, "<section id=\"trend\">\n<h2>trend</h2>");
     let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(&summary(t).join(". ")));
     let mut n = 0;

@@ -13,7 +13,6 @@ pub mod ipc;
 pub mod memory;
 pub mod net;
 pub mod process;
-pub mod settle;
 pub mod storage;
 pub mod syscall;
 pub mod text;
@@ -102,12 +101,6 @@ pub fn catalog(host: &Host, user: &UserData) -> Vec<Box<dyn Bench>> {
 /// All findings the suites derive from `ms`.
 pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     suites().iter().flat_map(|s| (s.findings)(ms)).collect()
-}
-
-/// The findings of every suite, settled with `earlier` runs of the host
-/// (see [`settle`]): a word at its edge is decided on the pooled runs.
-pub fn findings_settled(ms: &[Measurement], earlier: &[settle::Earlier]) -> Vec<Finding> {
-    settle::settled(ms, earlier, findings)
 }
 
 /// Keeps the benchmarks that run at `profile` (see [`Bench::runs_at`]);

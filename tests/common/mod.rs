@@ -135,8 +135,8 @@ pub fn run_b() -> RunDoc {
 /// syscall and 1.3x in ipc, run 2 0.5x in memory; each with its own id and
 /// host name.
 pub fn real_runs(n: usize) -> Vec<RunDoc> {
-    let base: RunDoc =
-        serde_json::from_str(opcost::score::reference_json()).expect("the reference is a run");
+    let base: RunDoc = serde_json::from_str(opcost::analysis::score::reference_json())
+        .expect("the reference is a run");
     let factors: [&[(&str, f64)]; 3] = [&[], &[("syscall", 0.8), ("ipc", 1.3)], &[("memory", 0.5)]];
     (0..n)
         .map(|i| {

@@ -379,8 +379,8 @@ mod tests {
 
     /// A run with an IPC round-trip sweep on one CPU and across two.
     fn ipc_run() -> RunDoc {
-        let mut d: RunDoc =
-            serde_json::from_str(crate::score::reference_json()).expect("the reference is a run");
+        let mut d: RunDoc = serde_json::from_str(crate::analysis::score::reference_json())
+            .expect("the reference is a run");
         d.results.clear();
         for (placement, ns) in [("same", 4_000.0), ("cross", 20_000.0)] {
             for size in [8u64, 4096, 65536] {

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::{charts, esc, swatch};
-use crate::compare::{Comparison, DEFAULT_THRESHOLD, Row, Verdict, compare};
+use crate::analysis::compare::{Change, Comparison, DEFAULT_THRESHOLD, Row, compare};
 use crate::document::RunDoc;
 use crate::units::fmt_ratio;
 use charts::{ForestRow, Ratio};
@@ -81,9 +81,9 @@ fn geomean_table(h: &mut String, docs: &[RunDoc], comps: &[Comparison], areas: &
             match c.summaries.iter().find(|s| s.area == *area) {
                 Some(s) => {
                     let class = match s.verdict {
-                        Verdict::Faster => "faster",
-                        Verdict::Slower => "slower",
-                        Verdict::Same => "",
+                        Change::Faster => "faster",
+                        Change::Slower => "slower",
+                        Change::Same => "",
                     };
                     let _ = write!(
                         h,

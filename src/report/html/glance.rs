@@ -5,9 +5,9 @@
 use std::fmt::Write;
 
 use super::{esc, median_cell, open_runs_table, swatch};
+use crate::analysis::score::{self, Reference, Score, fmt_score};
 use crate::document::RunDoc;
 use crate::headline;
-use crate::score::{self, Reference, Score, fmt_score};
 
 /// The price list and the scores.
 pub(super) fn section(h: &mut String, docs: &[RunDoc]) {

@@ -30,10 +30,11 @@ use std::fmt::Write;
 
 use super::charts;
 use super::format::{NOISY_MARK, esc};
+use crate::analysis::Overview;
+use crate::analysis::fleet::Fleet;
+use crate::analysis::trend::HistoryTrend;
 use crate::document::RunDoc;
-use crate::fleet::Fleet;
 use crate::harness::Measurement;
-use crate::trend::Trend;
 use crate::units::SWEEP_AXES;
 
 /// Most curves drawn in one sweep chart before it is split by benchmark.
@@ -121,25 +122,21 @@ const BODY: &str = "</style>\n</head>\n<body>\n";
 /// Renders the report of `docs` (one or more runs, side by side). It reads
 /// top-down: the price list and the scores; for two or more runs the
 /// comparison with the first; the charts and tables of each area; the
-/// findings; the host descriptions (collapsed); warnings and skips.
-pub fn render(docs: &[RunDoc]) -> anyhow::Result<Report> {
+/// findings; the host descriptions (collapsed); warnings and skips. The
+/// fleet and trend sections render `overview`, which the analyses made.
+pub fn render(docs: &[RunDoc], overview: &Overview) -> anyhow::Result<Report> {
     let mut h = String::new();
     let mut charts = 0;
     let names: Vec<String> = docs.iter().map(run_name).collect();
     let areas = areas_of(docs);
-    // Runs of several hosts: the fleet view of their latest runs.
-    let fleet = several_hosts(docs)
-        .then(|| crate::fleet::build(docs, &[], crate::fleet::Rule::default()))
-        .filter(|f| !f.columns.is_empty());
-    // Enough runs of one host: when its costs changed.
-    let trend = super::trend::of_docs(docs);
+    let (fleet, trend) = (&overview.fleet, &overview.trend);
     header(&mut h, docs);
     nav(&mut h, docs, fleet.as_ref(), trend.as_ref(), &areas);
     glance::section(&mut h, docs);
-    if let Some(f) = &fleet {
+    if let Some(f) = fleet {
         super::fleet::html_section(&mut h, f);
     }
-    if let Some(t) = &trend {
+    if let Some(t) = trend {
         charts += super::trend::html_section(&mut h, t);
     }
     if docs.len() > 1 {
@@ -179,7 +176,7 @@ fn nav(
     h: &mut String,
     docs: &[RunDoc],
     fleet: Option<&Fleet>,
-    trend: Option<&Trend>,
+    trend: Option<&HistoryTrend>,
     areas: &[String],
 ) {
     h.push_str("<nav><a href=\"#glance\">at a glance</a>");
@@ -212,12 +209,6 @@ fn areas_of(docs: &[RunDoc]) -> Vec<String> {
         }
     }
     areas
-}
-
-/// True when the runs come from more than one host.
-fn several_hosts(docs: &[RunDoc]) -> bool {
-    docs.iter()
-        .any(|d| d.host.hostname != docs[0].host.hostname)
 }
 
 /// `id (label)` or `id on host`.

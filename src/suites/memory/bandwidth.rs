@@ -302,7 +302,7 @@ impl Bandwidth {
                     region
                 }
                 // Every slice is populated and written by its thread in `fill`.
-                None => Region::pooled_untouched(array_bytes, Pages::Default)?,
+                None => Region::from_pool_untouched(array_bytes, Pages::Default)?,
             };
             arrays.push(region);
         }

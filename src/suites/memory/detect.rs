@@ -158,9 +158,9 @@ fn clean(points: &[Point]) -> Clean {
     dev.sort_by(f64::total_cmp);
     // Half of the points sit on the running median itself: the upper
     // quartile of the deviations is about the MAD of the others.
-    let noise = dev
-        .get(dev.len() * 3 / 4)
-        .map_or(NOISE_FLOOR, |d| (d * 1.4826).max(NOISE_FLOOR));
+    let noise = dev.get(dev.len() * 3 / 4).map_or(NOISE_FLOOR, |d| {
+        (d * crate::stats::MAD_TO_SIGMA).max(NOISE_FLOOR)
+    });
     Clean {
         x: p.iter().map(|p| (p.size as f64).log2()).collect(),
         z: isotonic(&smooth),

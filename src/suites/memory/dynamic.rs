@@ -60,7 +60,7 @@ impl Dynamic {
         crate::suites::bench::check_memory((array * kernel.arrays()) as u64)?;
         let mut arrays = Vec::new();
         for i in 0..kernel.arrays() {
-            let mut r = Region::pooled_untouched(array, Pages::Default)?;
+            let mut r = Region::from_pool_untouched(array, Pages::Default)?;
             r.touch();
             r.as_mut_slice::<f64>().fill(if i == 0 { 1.0 } else { 0.0 });
             arrays.push(r);

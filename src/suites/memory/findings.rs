@@ -662,7 +662,7 @@ pub(super) fn bandwidth_findings(ms: &[Measurement]) -> Vec<Finding> {
 /// the others alone.
 pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
     use crate::harness::claims::{
-        CLEAR_GAP, Est, compare_beyond, pooled, rank_apart, tiers_apart_text,
+        CLEAR_GAP, Est, compare_beyond, rank_apart, tiers_apart_text, with_typical_width,
     };
     use crate::units::human;
     let mut out = Vec::new();
@@ -688,7 +688,7 @@ pub(super) fn method_findings(ms: &[Measurement]) -> Vec<Finding> {
             continue;
         }
         let names: Vec<&str> = all.iter().map(|c| c.0).collect();
-        let ests = pooled(&all.iter().map(|c| c.1).collect::<Vec<Est>>());
+        let ests = with_typical_width(&all.iter().map(|c| c.1).collect::<Vec<Est>>());
         let tiers = rank_apart(&ests, CLEAR_GAP);
         let top = ests[tiers.leaders[0]];
         out.push(Finding {

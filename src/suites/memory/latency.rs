@@ -66,7 +66,7 @@ pub fn prepare(
     mut warnings: Vec<String>,
 ) -> Result<Box<dyn Timed>, PrepareError> {
     let lines = (size / LINE).max(2);
-    let mut region = Region::pooled(lines * LINE, pages)?;
+    let mut region = Region::from_pool(lines * LINE, pages)?;
     match order {
         Order::Random => link_random(&mut region, lines, ctx)?,
         Order::Stride => link_stride(&mut region, lines),
@@ -155,7 +155,7 @@ pub fn prepare_spaced(
 ) -> Result<Chase, PrepareError> {
     let lines = lines.max(2);
     let spacing = spacing.max(LINE) / LINE * LINE;
-    let mut region = Region::pooled(lines * spacing, pages)?;
+    let mut region = Region::from_pool(lines * spacing, pages)?;
     link_random_spaced(&mut region, lines, spacing, ctx)?;
     let cur = region.as_ptr().cast::<usize>().cast_const();
     let mut details = details;

@@ -29,7 +29,7 @@ use super::latency::{self, Chase};
 use super::region::{Pages, Region, bind, verify};
 use super::{BANDWIDTH_BUDGET, LATENCY_BUDGET, array_bytes};
 use crate::harness::affinity::Pinned;
-use crate::harness::claims::{Est, Verdict, compare, pooled};
+use crate::harness::claims::{Est, Verdict, compare, with_typical_width};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
 use crate::host::{Host, Topology};
 use crate::suites::bench::FnBench;
@@ -281,7 +281,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     let mut out = Vec::new();
     for (kind, what) in [("latency", "latency"), ("read", "read bandwidth")] {
         let entries = measured(ms, kind);
-        let ests = pooled(&entries.iter().map(|e| Est::of(e.2)).collect::<Vec<_>>());
+        let ests = with_typical_width(&entries.iter().map(|e| Est::of(e.2)).collect::<Vec<_>>());
         for (i, &(from, to, m)) in entries.iter().enumerate() {
             if from == to {
                 continue;

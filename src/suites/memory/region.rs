@@ -99,8 +99,8 @@ impl Region {
     /// pool of populated mappings when one fits, and given back to it on
     /// drop (see [`crate::os::mempool`]: only round workers on one-node
     /// machines keep one). For regions no NUMA policy is bound to.
-    pub fn pooled(len: usize, pages: Pages) -> Result<Region, PrepareError> {
-        match Region::from_pool(len, pages) {
+    pub fn from_pool(len: usize, pages: Pages) -> Result<Region, PrepareError> {
+        match Region::take_from_pool(len, pages) {
             Some(r) => {
                 // SAFETY: ptr..ptr+len is mapped writable (populated by its first user).
                 unsafe { std::ptr::write_bytes(r.ptr, 0, r.len) };
@@ -114,11 +114,11 @@ impl Region {
     }
 
     /// Like [`Region::untouched`], but taken from (and given back to) the
-    /// pool as [`Region::pooled`]: its pages may then be faulted in already
+    /// pool as [`Region::from_pool`]: its pages may then be faulted in already
     /// and hold what an earlier user wrote, so it is for callers that
     /// populate and write every byte themselves before reading any.
-    pub fn pooled_untouched(len: usize, pages: Pages) -> Result<Region, PrepareError> {
-        match Region::from_pool(len, pages) {
+    pub fn from_pool_untouched(len: usize, pages: Pages) -> Result<Region, PrepareError> {
+        match Region::take_from_pool(len, pages) {
             Some(r) => Ok(r),
             None => {
                 mempool::make_room(len);
@@ -127,7 +127,7 @@ impl Region {
         }
     }
 
-    fn from_pool(len: usize, pages: Pages) -> Option<Region> {
+    fn take_from_pool(len: usize, pages: Pages) -> Option<Region> {
         let m = mempool::take(pages as u8, len)?;
         let base = NonNull::new(m.base as *mut c_void)?;
         Some(Region {
@@ -528,16 +528,16 @@ AnonHugePages:      6144 kB
     fn a_pooled_region_comes_back_zeroed_and_keeps_its_huge_share() {
         mempool::enable(None);
         let len = (4 << 20) + 4096 * 3;
-        let mut a = Region::pooled(len, Pages::Small).unwrap();
+        let mut a = Region::from_pool(len, Pages::Small).unwrap();
         a.as_mut_slice::<u8>().fill(7);
         assert_eq!(a.huge_fraction(), Some(0.0));
         drop(a);
         // Whichever mapping comes back (another test may use the pool
         // too), it holds zeros only.
-        let mut b = Region::pooled(len, Pages::Small).unwrap();
+        let mut b = Region::from_pool(len, Pages::Small).unwrap();
         assert_eq!(b.len(), len);
         assert!(b.as_mut_slice::<u64>().iter().all(|&w| w == 0));
-        let mut c = Region::pooled_untouched(len / 2 + 4096, Pages::Small).unwrap();
+        let mut c = Region::from_pool_untouched(len / 2 + 4096, Pages::Small).unwrap();
         c.touch();
         c.as_mut_slice::<u8>().fill(1);
     }

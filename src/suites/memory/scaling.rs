@@ -17,7 +17,7 @@ use serde_json::json;
 use super::bandwidth::{self, Kernel, Plan};
 use super::findings::finding;
 use super::{BANDWIDTH_BUDGET, array_bytes, every_cpu_usable};
-use crate::harness::claims::{Est, Ratio, pooled, speedup};
+use crate::harness::claims::{Est, Ratio, speedup, with_typical_width};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Unit};
 use crate::host::Topology;
 use crate::suites::bench::FnBench;
@@ -212,7 +212,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     if rungs.len() < 3 {
         return Vec::new();
     }
-    let ests = pooled(&rungs.iter().map(|r| Est::of(r.m)).collect::<Vec<_>>());
+    let ests = with_typical_width(&rungs.iter().map(|r| Est::of(r.m)).collect::<Vec<_>>());
     let gains: Vec<Ratio> = ests.windows(2).map(|w| speedup(&w[1], &w[0])).collect();
     let steps: Vec<Step> = gains.iter().map(step).collect();
     let step_text = |k: usize| {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use super::sched::{Waiting, run_delay_ns};
-use super::spawn::page_size;
+use super::spawn::{HEADROOM, page_size};
 use crate::harness::warnings::Warning;
 use crate::harness::{Ctx, PrepareError, Timed};
 use crate::host::mem_available_now;
@@ -29,8 +29,6 @@ const ANON_MAX_BYTES: usize = 64 << 20;
 const THP_MAX_BYTES: usize = 256 << 20;
 /// Size of the file whose pages are faulted in.
 const FILE_BYTES: usize = 64 << 20;
-/// Memory left free beside a batch's mapping.
-const HEADROOM: u64 = 256 << 20;
 /// sysfs file with the THP mode.
 const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 /// sysfs file with the PMD huge page size.

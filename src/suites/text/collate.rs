@@ -52,10 +52,10 @@ const LARGEST_METHODS: [Method; 7] = [
     Method::IcuKeys(Strength::Tertiary),
 ];
 /// The largest sort of the methods that build their locale per comparison.
-const PER_CALL_MAX_SORT: usize = 1_000;
+pub(super) const PER_CALL_MAX_SORT: usize = 1_000;
 /// Budget scale of the cheap benchmarks (comparisons, small sorts), whose
 /// samples converge fast: quick stays a few seconds for the whole suite.
-const CHEAP_BUDGET: f64 = 0.2;
+pub(super) const CHEAP_BUDGET: f64 = 0.2;
 
 /// The profile from which a benchmark of `lang` runs, `base` being the
 /// one its kind and size ask for: quick compares Swedish (the question E10

@@ -18,7 +18,9 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{Value, json};
 
 use super::clocale::CLocale;
-use super::collate::{Memo, cmp_timed, memo_or, sort_timed, with_params};
+use super::collate::{
+    CHEAP_BUDGET, Memo, PER_CALL_MAX_SORT, cmp_timed, memo_or, sort_timed, with_params,
+};
 use super::methods::{Compare, Loc, Method, Strength, comparer};
 use super::words::Corpus;
 use crate::harness::{Bench, PrepareError, Timed, Unit};
@@ -27,11 +29,6 @@ use crate::suites::user_file;
 
 /// The largest words file opcost reads.
 pub const MAX_WORDS: u64 = 64 << 20;
-/// The largest list sorted by the methods that build their locale per
-/// comparison (a sort of more takes minutes).
-const PER_CALL_MAX_SORT: usize = 1_000;
-/// Budget scale of the comparisons and of the sorts of small lists.
-const CHEAP_BUDGET: f64 = 0.2;
 /// Lists up to this many entries sort cheaply.
 const CHEAP_SORT: usize = 10_000;
 /// The largest list whose methods are interleaved (each holds a copy).

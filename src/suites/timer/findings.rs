@@ -198,7 +198,7 @@ mod tests {
             })
             .collect();
         let mut m = Measurement::point(id, "ns/op", base);
-        m.summary = crate::harness::stats::Summary::of(&samples).unwrap();
+        m.summary = crate::stats::Summary::of(&samples).unwrap();
         m.summary.ci_low = m.median * 0.97;
         m.summary.ci_high = m.median * 1.03;
         m.per_op = crate::harness::runner::op_stats(&samples);

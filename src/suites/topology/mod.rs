@@ -293,7 +293,7 @@ mod tests {
             spread.iter().map(|c| c.pairs).sum::<usize>(),
             n * (n - 1) / 2
         );
-        let text = crate::report::table::render_matrix(&m, &h.topology);
+        let text = m.to_text(&h.topology);
         assert!(text.starts_with("core-to-core round trip (cas)"), "{text}");
         // Stopped before the first pair: nothing measured, and it says so.
         stop.store(true, std::sync::atomic::Ordering::Relaxed);

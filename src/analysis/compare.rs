@@ -32,7 +32,8 @@
 use serde::Serialize;
 
 use crate::document::RunDoc;
-use crate::harness::{BaseUnit, Measurement, stats};
+use crate::harness::{BaseUnit, Measurement};
+use crate::stats;
 
 /// Resamples drawn for each bootstrap interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -52,7 +53,7 @@ pub const FLOOR_MIN_RUNS: usize = 3;
 /// B relative to A.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum Change {
     /// B takes less time (or moves more) than A, beyond noise and threshold.
     Faster,
     /// B takes more time (or moves less) than A, beyond noise and threshold.
@@ -61,13 +62,13 @@ pub enum Verdict {
     Same,
 }
 
-impl Verdict {
+impl Change {
     /// The word shown in tables.
     pub fn label(self) -> &'static str {
         match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::Same => "same",
+            Change::Faster => "faster",
+            Change::Slower => "slower",
+            Change::Same => "same",
         }
     }
 }
@@ -111,7 +112,7 @@ pub struct Row {
     /// Upper bound of the 95% CI of the ratio.
     pub ci_high: f64,
     /// B relative to A.
-    pub verdict: Verdict,
+    pub verdict: Change,
     /// How the interval was obtained.
     pub method: CiMethod,
     /// True when A's result was marked noisy.
@@ -166,7 +167,7 @@ pub struct Summary {
     pub geomean_ci: (f64, f64),
     /// The area's verdict: faster or slower only when the interval of its
     /// geometric mean excludes 1 and the mean is beyond the threshold.
-    pub verdict: Verdict,
+    pub verdict: Change,
     /// Benchmarks where B is faster.
     pub faster: usize,
     /// Benchmarks where B is slower.
@@ -242,7 +243,7 @@ impl Comparison {
             match *g {
                 Gate::Slower(pct) => {
                     for (i, r) in self.rows.iter().enumerate() {
-                        if r.verdict == Verdict::Slower
+                        if r.verdict == Change::Slower
                             && r.time_ratio() > 1.0 + pct
                             && !f.rows.contains(&i)
                         {
@@ -252,7 +253,7 @@ impl Comparison {
                 }
                 Gate::Area(pct) => {
                     for (i, s) in self.summaries.iter().enumerate() {
-                        if s.verdict == Verdict::Slower
+                        if s.verdict == Change::Slower
                             && s.geomean_time_ratio > 1.0 + pct
                             && !f.areas.contains(&i)
                         {
@@ -560,7 +561,7 @@ pub fn noise_floor(earlier: &[Measurement]) -> Option<f64> {
     }
     let medians: Vec<f64> = earlier.iter().map(|m| m.median).collect();
     let (_, var) = stats::log_mean_var(&medians)?;
-    Some((1.96 * (2.0 * var).sqrt()).exp() - 1.0)
+    Some((stats::Z95 * (2.0 * var).sqrt()).exp() - 1.0)
 }
 
 /// Compares one benchmark of two single runs; the error says why it cannot be compared.
@@ -757,14 +758,14 @@ pub fn mde(ratio: f64, ci_low: f64, ci_high: f64, limit: f64) -> f64 {
 }
 
 /// The verdict from a time ratio B/A and its interval.
-pub fn verdict(t: f64, lo: f64, hi: f64, threshold: f64) -> Verdict {
+pub fn verdict(t: f64, lo: f64, hi: f64, threshold: f64) -> Change {
     let limit = 1.0 + threshold.max(0.0);
     if lo > 1.0 && t > limit {
-        Verdict::Slower
+        Change::Slower
     } else if hi < 1.0 && t < 1.0 / limit {
-        Verdict::Faster
+        Change::Faster
     } else {
-        Verdict::Same
+        Change::Same
     }
 }
 
@@ -790,7 +791,7 @@ pub fn bootstrap_ratio_ci(a: &[f64], b: &[f64], seed: u64) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     ratios.sort_by(f64::total_cmp);
-    let q = |p: f64| crate::harness::stats::quantile_sorted(&ratios, p);
+    let q = |p: f64| crate::stats::quantile_sorted(&ratios, p);
     (q(0.025), q(0.975))
 }
 
@@ -821,7 +822,7 @@ fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>, threshold: f64
         n: 0,
         geomean_time_ratio: f64::NAN,
         geomean_ci: (f64::NAN, f64::NAN),
-        verdict: Verdict::Same,
+        verdict: Change::Same,
         faster: 0,
         slower: 0,
         same: 0,
@@ -835,9 +836,9 @@ fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>, threshold: f64
         logs.push(r.time_ratio().ln());
         single_ci = r.time_ci();
         match r.verdict {
-            Verdict::Faster => s.faster += 1,
-            Verdict::Slower => s.slower += 1,
-            Verdict::Same => s.same += 1,
+            Change::Faster => s.faster += 1,
+            Change::Slower => s.slower += 1,
+            Change::Same => s.same += 1,
         }
     }
     if s.n > 0 {
@@ -954,7 +955,7 @@ mod tests {
         let (a, b) = (phased(100.0, 5, 1.3), phased(100.0, 5, 1.1));
         let row = compare_one(&a, &b, 0.05).unwrap();
         assert_eq!(row.method, CiMethod::RoundsAsMeasured);
-        assert_eq!(row.verdict, Verdict::Same, "{row:?}");
+        assert_eq!(row.verdict, Change::Same, "{row:?}");
         assert!((row.ratio - 1.0).abs() < 1e-9, "{row:?}");
         // Sides in unlike mixes: the correction is what makes them
         // comparable. A was slow throughout and B fast; A corrected reads
@@ -962,12 +963,12 @@ mod tests {
         let (a, b) = (phased(100.0, 5, 1.3), phased(100.0 / 1.3, 0, 1.0));
         let row = compare_one(&a, &b, 0.05).unwrap();
         assert_eq!(row.method, CiMethod::Rounds);
-        assert_eq!(row.verdict, Verdict::Same, "{row:?}");
+        assert_eq!(row.verdict, Change::Same, "{row:?}");
         // With nothing corrected on either side, nothing changes.
         let (a, b) = (phased(100.0, 0, 1.0), phased(120.0, 0, 1.0));
         let row = compare_one(&a, &b, 0.05).unwrap();
         assert_eq!(row.method, CiMethod::Rounds);
-        assert_eq!(row.verdict, Verdict::Slower);
+        assert_eq!(row.verdict, Change::Slower);
         assert!((row.ratio - 1.2).abs() < 1e-9, "{row:?}");
     }
 
@@ -1004,10 +1005,9 @@ mod tests {
             let same = noisy(100.0, sd, r, seed + 1000, 1.0);
             // A shift three times the noise above the 5% threshold's reach.
             let slower = noisy(100.0, sd, r, seed + 2000, 1.08);
-            called_aa +=
-                usize::from(compare_one(&a, &same, 0.05).unwrap().verdict != Verdict::Same);
+            called_aa += usize::from(compare_one(&a, &same, 0.05).unwrap().verdict != Change::Same);
             called_shift +=
-                usize::from(compare_one(&a, &slower, 0.05).unwrap().verdict == Verdict::Slower);
+                usize::from(compare_one(&a, &slower, 0.05).unwrap().verdict == Change::Slower);
         }
         assert_eq!(called_aa, 0);
         assert!(called_shift >= 195, "{called_shift} of 200");
@@ -1034,11 +1034,11 @@ mod tests {
             );
             let p = compare_paired(&a, &b, 0.0);
             assert_eq!(p.rows[0].method, CiMethod::PairedRounds);
-            paired_called += usize::from(p.rows[0].verdict == Verdict::Slower);
+            paired_called += usize::from(p.rows[0].verdict == Change::Slower);
             let w = compare(&a, &b, &[], 0.0);
-            welch_called += usize::from(w.rows[0].verdict == Verdict::Slower);
+            welch_called += usize::from(w.rows[0].verdict == Change::Slower);
             aa_called +=
-                usize::from(compare_paired(&a, &same, 0.0).rows[0].verdict != Verdict::Same);
+                usize::from(compare_paired(&a, &same, 0.0).rows[0].verdict != Change::Same);
         }
         assert!(paired_called >= 95, "{paired_called} of 100");
         assert!(welch_called <= 20, "{welch_called} of 100");
@@ -1119,7 +1119,7 @@ mod tests {
         assert!(c.gate(&[Gate::Slower(0.2)]).passed());
         // One row of two 10% slower: the area's mean (~4.9%) has an
         // interval that holds 1, so the area is not called slower.
-        assert_eq!(c.summaries[0].verdict, Verdict::Same);
+        assert_eq!(c.summaries[0].verdict, Change::Same);
         assert!(c.gate(&[Gate::Area(0.0)]).passed());
         // Every row 7-9% slower: the area is, and fails at 3%, not at 10%.
         let ids = ["y.a", "y.b", "y.c", "y.d"];
@@ -1139,7 +1139,7 @@ mod tests {
         );
         assert_eq!(
             area.summaries[0].verdict,
-            Verdict::Slower,
+            Change::Slower,
             "{:?}",
             area.summaries
         );
@@ -1161,13 +1161,13 @@ mod tests {
 
     #[test]
     fn verdicts_respect_threshold_and_interval() {
-        assert_eq!(verdict(2.0, 1.9, 2.1, 0.05), Verdict::Slower);
-        assert_eq!(verdict(0.5, 0.45, 0.55, 0.05), Verdict::Faster);
+        assert_eq!(verdict(2.0, 1.9, 2.1, 0.05), Change::Slower);
+        assert_eq!(verdict(0.5, 0.45, 0.55, 0.05), Change::Faster);
         // Interval includes 1: same.
-        assert_eq!(verdict(1.5, 0.9, 2.0, 0.05), Verdict::Same);
+        assert_eq!(verdict(1.5, 0.9, 2.0, 0.05), Change::Same);
         // Beyond noise but below the threshold: same.
-        assert_eq!(verdict(1.02, 1.01, 1.03, 0.05), Verdict::Same);
-        assert_eq!(verdict(1.02, 1.01, 1.03, 0.0), Verdict::Slower);
+        assert_eq!(verdict(1.02, 1.01, 1.03, 0.05), Change::Same);
+        assert_eq!(verdict(1.02, 1.01, 1.03, 0.0), Change::Slower);
     }
 
     #[test]

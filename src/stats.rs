@@ -1,4 +1,8 @@
-//! Robust statistics of a set of samples.
+//! Robust statistics of a set of samples, and the constants of the
+//! statistics (`Z95`, `MAD_TO_SIGMA`), one home each.
+//!
+//! The bottom layer: pure functions of numbers, no benchmark, run or
+//! report; the harness, the analyses and the reports all build on it.
 //!
 //! Timings on a shared machine have long right tails (an interrupt, a
 //! migration, a neighbour's burst), so the centre is the median, the spread
@@ -8,11 +12,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Outliers;
-use super::warnings::Warning;
-
 /// CI half-width (relative to the median) above which a result is noisy.
 pub const NOISE_THRESHOLD: f64 = 0.05;
+
+/// The normal quantile of a two-sided 95% interval, Φ⁻¹(0.975).
+pub const Z95: f64 = 1.959_963_985;
+
+/// MAD × this estimates the standard deviation of normal data (1 / Φ⁻¹(0.75)).
+pub const MAD_TO_SIGMA: f64 = 1.4826;
 
 /// Descriptive statistics of one set of samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,6 +52,19 @@ pub struct Summary {
     pub cv: f64,
     /// Tukey outlier counts.
     pub outliers: Outliers,
+}
+
+/// Counts of samples outside Tukey's fences.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outliers {
+    /// Below Q1 - 3 IQR.
+    pub low_severe: usize,
+    /// Between Q1 - 3 IQR and Q1 - 1.5 IQR.
+    pub low_mild: usize,
+    /// Between Q3 + 1.5 IQR and Q3 + 3 IQR.
+    pub high_mild: usize,
+    /// Above Q3 + 3 IQR.
+    pub high_severe: usize,
 }
 
 impl Summary {
@@ -119,14 +139,6 @@ impl Summary {
     /// ([`NOISE_THRESHOLD`]).
     pub fn is_noisy(&self) -> bool {
         self.ci_rel() > NOISE_THRESHOLD
-    }
-
-    /// The noise warning this summary earns, if any.
-    pub fn noise_warning(&self) -> Option<Warning> {
-        self.is_noisy().then(|| Warning::Noisy {
-            ci_rel: self.ci_rel(),
-            threshold: NOISE_THRESHOLD,
-        })
     }
 }
 
@@ -222,7 +234,7 @@ pub fn median_ci_sorted(s: &[f64]) -> (f64, f64) {
         j.max(1)
     } else {
         let nf = n as f64;
-        ((nf / 2.0 - 1.96 * nf.sqrt() / 2.0).floor() as usize).max(1)
+        ((nf / 2.0 - Z95 * nf.sqrt() / 2.0).floor() as usize).max(1)
     };
     let k = n + 1 - j;
     (s[j - 1], s[k - 1])
@@ -249,7 +261,7 @@ pub fn t975(df: f64) -> f64 {
         let w = (1.0 / lo as f64 - 1.0 / df) / (1.0 / lo as f64 - 1.0 / hi as f64);
         return T975[lo - 1] + w * (T975[hi - 1] - T975[lo - 1]);
     }
-    let z: f64 = 1.959_964;
+    let z = Z95;
     z + (z.powi(3) + z) / (4.0 * df)
         + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
 }

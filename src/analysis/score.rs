@@ -23,7 +23,7 @@ use crate::harness::Measurement;
 
 /// The reference run document as recorded, gzip-compressed (`gzip -9 -n`):
 /// 84 KB in the binary instead of 492.
-const REFERENCE_GZ: &[u8] = include_bytes!("../reference/quick.json.gz");
+const REFERENCE_GZ: &[u8] = include_bytes!("../../reference/quick.json.gz");
 
 /// The reference run document's JSON, decompressed on first use.
 pub fn reference_json() -> &'static str {

@@ -1,11 +1,12 @@
-//! Words that settle with the host's history.
+//! A run's findings decided with the host's history, so that a word at its
+//! edge holds from run to run.
 //!
 //! A finding's word sits at its edge when the value it is decided on is
 //! near the line between two words ("faster" / "no clear difference"):
 //! then each run draws its word from its own noise, and repeated runs
 //! disagree. When the history holds earlier runs of the same host at the
 //! same profile (and label), every result is also pooled over those runs
-//! and this one ([`pooled`]), and the findings are made from both. Where
+//! and this one ([`pool_runs`]), and the findings are made from both. Where
 //! this run alone says what the pooled evidence says, the finding is this
 //! run's, its figures the table's. Where they differ the word is at its
 //! edge: this run's finding stays when the newest earlier run printed its
@@ -15,14 +16,11 @@
 //! machine has no history and keeps the rules of one run.
 
 use crate::harness::claims::{Est, words};
-use crate::harness::stats::log_mean_var;
 use crate::harness::{Finding, Measurement};
+use crate::stats::{Z95, log_mean_var};
 
 /// Earlier runs of the host a run's findings are pooled with, at most.
 pub const EARLIER_RUNS: usize = 4;
-
-/// The z value of a two-sided 95% interval.
-const Z95: f64 = 1.959_964;
 
 /// `m` pooled with the same benchmark in `earlier` runs (same id and unit,
 /// a positive median): the geometric mean of the runs' medians, and an
@@ -30,7 +28,7 @@ const Z95: f64 = 1.959_964;
 /// of n runs: within-run half-widths in quadrature over n, plus the
 /// between-run spread over √n); with how many runs went in. Everything
 /// else (samples, rounds, details) stays this run's.
-pub fn pooled(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, usize) {
+pub fn pool_runs(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, usize) {
     let usable = |x: &&Measurement| {
         x.id == m.id && x.unit == m.unit && x.median.is_finite() && x.median > 0.0
     };
@@ -74,7 +72,7 @@ fn pooled_note(n: usize) -> String {
 }
 
 /// A finding's claim: its words (numbers blanked) without the note that
-/// the history settled them.
+/// the history decided them.
 fn claim(f: &Finding) -> (String, String) {
     let w = words(&f.text);
     let w = w
@@ -103,7 +101,7 @@ fn same_start(a: &str, b: &str) -> usize {
 /// Two claims shorter in common than this are about different things.
 const SAME_SUBJECT: usize = 12;
 
-/// The findings of `ms`, settled with `earlier` runs of the host (newest
+/// The findings of `ms`, decided with `earlier` runs of the host (newest
 /// first, at most [`EARLIER_RUNS`] used): `findings` made from this run
 /// and from the pooled results. Where this run's words are the pooled
 /// ones, this run's finding. Where they differ the word is at its edge:
@@ -111,7 +109,7 @@ const SAME_SUBJECT: usize = 12;
 /// of the three say so, and the word does not flip back and forth), else
 /// the pooled finding, saying so. Without earlier runs, this run's
 /// findings.
-pub fn settled(
+pub fn findings_with_history(
     ms: &[Measurement],
     earlier: &[Earlier],
     findings: impl Fn(&[Measurement]) -> Vec<Finding>,
@@ -120,7 +118,7 @@ pub fn settled(
     let earlier = &earlier[..earlier.len().min(EARLIER_RUNS)];
     let results: Vec<&[Measurement]> = earlier.iter().map(|e| e.results).collect();
     let (pooled_ms, runs): (Vec<Measurement>, Vec<usize>) =
-        ms.iter().map(|m| pooled(m, &results)).unzip();
+        ms.iter().map(|m| pool_runs(m, &results)).unzip();
     let n = runs.into_iter().max().unwrap_or(1);
     if n < 2 {
         return own;
@@ -246,7 +244,7 @@ mod tests {
     #[test]
     fn a_first_run_keeps_its_own_words() {
         let ms = vec![lat("syscall.a", 100.0, 0.02), lat("syscall.b", 104.0, 0.02)];
-        assert_eq!(settled(&ms, &[], words_of), words_of(&ms));
+        assert_eq!(findings_with_history(&ms, &[], words_of), words_of(&ms));
     }
 
     #[test]
@@ -276,7 +274,7 @@ mod tests {
             "{}",
             alone[0].text
         );
-        let f = settled(&now, &earlier, words_of);
+        let f = findings_with_history(&now, &earlier, words_of);
         assert_eq!(f.len(), 1);
         assert!(
             f[0].text.starts_with("a against b: no clear difference")
@@ -308,17 +306,20 @@ mod tests {
         );
         let earlier = history(&same, &printed);
         let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
-        assert_eq!(settled(&now, &earlier, words_of), words_of(&now));
+        assert_eq!(
+            findings_with_history(&now, &earlier, words_of),
+            words_of(&now)
+        );
         // The last run's word was the pooled one (with its note): the
         // pooled word again.
-        let mut noted = settled(&now, &earlier[1..], words_of);
+        let mut noted = findings_with_history(&now, &earlier[1..], words_of);
         assert!(
             noted[0].text.ends_with("(words over the last 4 runs)"),
             "{noted:?}"
         );
         let last = std::mem::take(&mut noted);
         let earlier = history(&same, &last);
-        let f = settled(&now, &earlier, words_of);
+        let f = findings_with_history(&now, &earlier, words_of);
         assert!(
             f[0].text.starts_with("a against b: no clear difference"),
             "{f:?}"
@@ -376,7 +377,7 @@ mod tests {
         let earlier = history(&same, &printed);
         let now = run(1.01);
         assert!(two_sizes(&now)[0].text.contains("no clear difference"));
-        let f = settled(&now, &earlier, two_sizes);
+        let f = findings_with_history(&now, &earlier, two_sizes);
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(
             f[0].text
@@ -400,7 +401,7 @@ mod tests {
             })
             .collect();
         let now = vec![lat("syscall.a", 60.0, 0.02), lat("syscall.b", 100.0, 0.02)];
-        let f = settled(&now, &earlier, words_of);
+        let f = findings_with_history(&now, &earlier, words_of);
         assert_eq!(f, words_of(&now));
     }
 
@@ -409,7 +410,7 @@ mod tests {
         let m = lat("syscall.a", 100.0, 0.01);
         let e1 = vec![lat("syscall.a", 121.0, 0.01)];
         let other_unit = vec![Measurement::within("syscall.a", "B/s", 5.0, 0.01)];
-        let (p, n) = pooled(&m, &[&e1, &other_unit]);
+        let (p, n) = pool_runs(&m, &[&e1, &other_unit]);
         assert_eq!(n, 2);
         assert!((p.median - 110.0).abs() < 1e-9, "{}", p.median);
         // The spread of 100 and 121 dominates the ±1% intervals.
@@ -419,7 +420,7 @@ mod tests {
             p.ci_low,
             p.ci_high
         );
-        let (alone, n) = pooled(&m, &[]);
+        let (alone, n) = pool_runs(&m, &[]);
         assert_eq!((alone, n), (m, 1));
     }
 }

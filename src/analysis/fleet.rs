@@ -16,13 +16,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::document::RunDoc;
-use crate::harness::stats::median;
 use crate::headline;
 use crate::host::Host;
+use crate::stats::{MAD_TO_SIGMA, median};
 use crate::units::BaseUnit;
-
-/// MAD × 1.4826 estimates the standard deviation of normal data.
-const MAD_TO_SIGMA: f64 = 1.4826;
 
 /// Fewest hosts with a figure for its group's spread to mean anything.
 pub const MIN_GROUP: usize = 3;
@@ -104,14 +101,14 @@ pub struct HostRow {
     pub changes: Vec<Change>,
 }
 
-/// A change point in a host's history ([`crate::trend`]) that the other
+/// A change point in a host's history ([`crate::analysis::trend`]) that the other
 /// hosts of its group do not share.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Change {
     /// The benchmark.
     pub benchmark: String,
     /// The change point, as the trend found it.
-    pub point: crate::trend::ChangePoint,
+    pub point: crate::analysis::trend::ChangePoint,
 }
 
 /// Hosts of one CPU model, kernel and storage/net device.
@@ -159,6 +156,17 @@ impl Fleet {
     pub fn hosts(&self) -> usize {
         self.groups.iter().map(|g| g.hosts.len()).sum()
     }
+}
+
+/// The fleet view of the runs a report shows, when they come from more
+/// than one host and some figure is common to them; `None` otherwise.
+pub fn of_docs(docs: &[RunDoc]) -> Option<Fleet> {
+    let several = docs
+        .iter()
+        .any(|d| d.host.hostname != docs[0].host.hostname);
+    several
+        .then(|| build(docs, &[], Rule::default()))
+        .filter(|f| !f.columns.is_empty())
 }
 
 /// Builds the view of `docs` (one run per host; for a host given twice, its
@@ -232,8 +240,8 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
 /// (benchmark, at the profile of its latest run) when no other host of its
 /// group has a change point in that benchmark in the same direction: the
 /// host changed and its like did not.
-pub fn flag_changes(fleet: &mut Fleet, trend: &crate::trend::Trend) {
-    let mut latest: BTreeMap<(&str, &str), &crate::trend::ChangePoint> = BTreeMap::new();
+pub fn flag_changes(fleet: &mut Fleet, trend: &crate::analysis::trend::HistoryTrend) {
+    let mut latest: BTreeMap<(&str, &str), &crate::analysis::trend::ChangePoint> = BTreeMap::new();
     for s in &trend.series {
         // Change points are newest first.
         if let Some(c) = s.change_points.first() {
@@ -435,8 +443,8 @@ mod tests {
     use crate::harness::Measurement;
 
     fn run(host: &str, getppid_ns: f64, clocksource: &str) -> RunDoc {
-        let mut d: RunDoc =
-            serde_json::from_str(crate::score::reference_json()).expect("the reference is a run");
+        let mut d: RunDoc = serde_json::from_str(crate::analysis::score::reference_json())
+            .expect("the reference is a run");
         d.run.id = format!("{:08x}", fastrand::u32(..));
         d.host.hostname = host.into();
         d.host.clocksource = Some(clocksource.into());
@@ -520,7 +528,7 @@ mod tests {
 
     #[test]
     fn a_change_point_only_one_host_of_a_group_has_is_flagged() {
-        use crate::trend::{ChangePoint, Method, Series, Trend};
+        use crate::analysis::trend::{ChangePoint, HistoryTrend, Method, Series};
         let docs: Vec<RunDoc> = ["a", "b", "c"]
             .iter()
             .map(|h| run(h, 100.0, "tsc"))
@@ -548,7 +556,7 @@ mod tests {
             change_points: c,
             points: Vec::new(),
         };
-        let t = Trend {
+        let t = HistoryTrend {
             series: vec![
                 series("a", "syscall.getppid.raw", vec![cp(1.08)]),
                 series("b", "syscall.getppid.raw", vec![]),

@@ -50,20 +50,19 @@
 //!   commit) whose most common value differs between the window before and
 //!   the window after.
 //!
-//! Pure: no store, no suite; the command feeds it rows.
+//! Pure: no store, no suite. A history reaches it through one builder,
+//! [`History`]: the store's rows (`opcost trend`, `opcost fleet`) and the
+//! documents of a report alike.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::harness::stats::{median, normal_quantile};
+use crate::document::RunDoc;
 use crate::host::Host;
+use crate::stats::{MAD_TO_SIGMA, Z95, median, normal_quantile};
 use crate::units::BaseUnit;
 
-/// MAD × 1.4826 estimates the standard deviation of normal data.
-const MAD_TO_SIGMA: f64 = 1.4826;
-/// The normal quantile of a two-sided 95% interval.
-const Z95: f64 = 1.959_963_985;
 /// The least share of the shift of a segment's two sides that the runs
 /// next to a split must show for it to be a step (true steps of the kept
 /// histories show 0.73 to 2.7 of it).
@@ -381,7 +380,7 @@ fn locate(x: &[f64], k: usize, min_segment: usize, window: usize) -> usize {
 
 /// The sum of absolute deviations of `x` from its median.
 fn deviation(x: &[f64]) -> f64 {
-    crate::harness::stats::median(x).map_or(0.0, |m| x.iter().map(|y| (y - m).abs()).sum())
+    crate::stats::median(x).map_or(0.0, |m| x.iter().map(|y| (y - m).abs()).sum())
 }
 
 /// The Hodges–Lehmann shift of `after` against `before` (the median of
@@ -491,7 +490,7 @@ pub fn critical(n: usize, method: &Method) -> f64 {
         })
         .collect();
     z.sort_by(f64::total_cmp);
-    crate::harness::stats::quantile_sorted(&z, 1.0 - method.alpha)
+    crate::stats::quantile_sorted(&z, 1.0 - method.alpha)
 }
 
 /// The smallest step (0.06: 6%) a series of `n` runs with log noise
@@ -553,7 +552,7 @@ pub struct Value {
 
 /// The trend of a history.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Trend {
+pub struct HistoryTrend {
     /// Every series, by host, profile and benchmark.
     pub series: Vec<Series>,
     /// How change points were found.
@@ -618,7 +617,7 @@ pub fn analyse(
     benches: &[(String, BaseUnit)],
     values: &[Value],
     method: &Method,
-) -> Trend {
+) -> HistoryTrend {
     let mut by_key: BTreeMap<(&str, &str, usize), Vec<&Value>> = BTreeMap::new();
     for v in values {
         let r = &runs[v.run];
@@ -685,7 +684,7 @@ pub fn analyse(
             }
         })
         .collect();
-    Trend {
+    HistoryTrend {
         series,
         method: *method,
     }
@@ -718,7 +717,7 @@ impl std::fmt::Display for EnvChange {
 }
 
 /// The facts of a run's host description a trend reports changes of:
-/// the fleet view's ([`crate::fleet::facts`]) and what changes with an
+/// the fleet view's ([`crate::analysis::fleet::facts`]) and what changes with an
 /// upgrade (kernel, command line, libc, opcost's version and commit).
 pub fn env_facts(h: &Host) -> Vec<(String, String)> {
     let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
@@ -779,6 +778,104 @@ pub fn env_changes(
             })
         })
         .collect()
+}
+
+/// The runs and results a trend is found in, gathered run by run: the one
+/// place where a history (the store's rows, the documents of a report)
+/// becomes the input of [`analyse`].
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// The runs, in the order they started.
+    pub runs: Vec<Run>,
+    /// The benchmarks: id and unit.
+    pub benches: Vec<(String, BaseUnit)>,
+    /// Every result, by run and benchmark index.
+    pub values: Vec<Value>,
+}
+
+impl History {
+    /// Adds a run of `hostname`, described by `host` (its facts are what
+    /// can have changed); returns its index.
+    pub fn add_run(
+        &mut self,
+        id: String,
+        started: String,
+        hostname: String,
+        profile: String,
+        host: &Host,
+    ) -> usize {
+        self.runs.push(Run {
+            facts: env_facts(host),
+            id,
+            started,
+            host: hostname,
+            profile,
+        });
+        self.runs.len() - 1
+    }
+
+    /// The index of benchmark `id` in `unit`, added when new.
+    pub fn bench(&mut self, id: &str, unit: BaseUnit) -> usize {
+        match self.benches.iter().position(|(b, u)| b == id && *u == unit) {
+            Some(b) => b,
+            None => {
+                self.benches.push((id.to_string(), unit));
+                self.benches.len() - 1
+            }
+        }
+    }
+
+    /// Adds the result of benchmark `bench` in run `run` (indices of
+    /// [`History::benches`] and [`History::runs`]).
+    pub fn add_value(&mut self, run: usize, bench: usize, point: Point) {
+        self.values.push(Value { run, bench, point });
+    }
+
+    /// The runs of `docs`, oldest first, with every result.
+    pub fn of_docs(docs: &[RunDoc]) -> History {
+        let mut order: Vec<&RunDoc> = docs.iter().collect();
+        order.sort_by(|a, b| a.run.started.cmp(&b.run.started));
+        let mut h = History::default();
+        for d in order {
+            let run = h.add_run(
+                d.run.id.clone(),
+                d.run.started.clone(),
+                d.host.hostname.clone(),
+                d.run.profile.name().to_string(),
+                &d.host,
+            );
+            for m in &d.results {
+                let bench = h.bench(&m.id, m.unit);
+                let point = Point {
+                    median: m.median,
+                    ci_low: m.ci_low,
+                    ci_high: m.ci_high,
+                };
+                h.add_value(run, bench, point);
+            }
+        }
+        h
+    }
+
+    /// The change points of every series ([`analyse`]).
+    pub fn analyse(&self, method: &Method) -> HistoryTrend {
+        analyse(&self.runs, &self.benches, &self.values, method)
+    }
+}
+
+/// The trend of the runs a report shows, when some host has enough of
+/// them for a change point to be found ([`Method::min_runs`]); `None`
+/// otherwise.
+pub fn of_docs(docs: &[RunDoc]) -> Option<HistoryTrend> {
+    let method = Method::default();
+    let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in docs {
+        *per_host.entry(d.host.hostname.as_str()).or_default() += 1;
+    }
+    if per_host.values().all(|&n| n < method.min_runs()) {
+        return None;
+    }
+    Some(History::of_docs(docs).analyse(&method))
 }
 
 #[cfg(test)]
