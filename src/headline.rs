@@ -294,16 +294,19 @@ fn cache_size(doc: &RunDoc, level: u8) -> Option<u64> {
 }
 
 /// True when the memory suite's findings say the run's curve did not
-/// show cache level `level` (`L3 not found: ...`).
+/// show cache level `level` (`L3 not found: ...`), or ended well inside it
+/// (`L3 (sysfs: 480 MiB) past the curve's end ...`: the curve's top may be
+/// memory as well as that cache).
 fn not_found(doc: &RunDoc, level: u8) -> bool {
     let name = if level == 1 {
-        "L1d not found".to_string()
+        "L1d".to_string()
     } else {
-        format!("L{level} not found")
+        format!("L{level}")
     };
-    doc.findings
-        .iter()
-        .any(|f| f.area == "memory" && f.text.starts_with(&name))
+    let (missing, beyond) = (format!("{name} not found"), format!("{name} (sysfs: "));
+    doc.findings.iter().any(|f| {
+        f.area == "memory" && (f.text.starts_with(&missing) || f.text.starts_with(&beyond))
+    })
 }
 
 /// The random-order latency curve: (working set in bytes, result).
@@ -452,6 +455,10 @@ mod tests {
             value: 32.0 * 1048576.0,
             unit: ValueUnit::Bytes,
         }];
+        assert!(find(&d, Pick::Cache(3)).is_none());
+        assert!(find(&d, Pick::Cache(2)).is_some());
+        // The curve ended well inside the L3 sysfs lists: no L3 line either.
+        d.findings[0].text = "L3 (sysfs: 480 MiB) past the curve's end at 64 MiB: a load there takes 66.8 ns (its fast end), which a curve this short cannot place in a share of the L3 usable here or in memory; use a longer profile".into();
         assert!(find(&d, Pick::Cache(3)).is_none());
         assert!(find(&d, Pick::Cache(2)).is_some());
         // No findings, sysfs only, and the point inside "L3" is at memory

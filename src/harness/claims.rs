@@ -641,17 +641,31 @@ pub fn compare_beyond(a: &Est, b: &Est, k: f64) -> Verdict {
 /// Members are listed in the caller's order; `leaders` are the fastest
 /// (point estimate) of each tier.
 pub fn rank_apart(items: &[Est], k: f64) -> Tiers {
+    split_sorted(items, |gap| gap.low > 1.0 && gap.ratio >= k)
+}
+
+/// Ranks estimates into tiers split only where a gap is clearly `k` or
+/// more: sorted by speed, a new tier starts where the whole interval of
+/// the ratio between neighbours is at least `k` (as [`compare_beyond`]
+/// orders two). [`rank_apart`] splits where the ratio itself reaches `k`,
+/// so a set whose groups sit about `k` apart (a machine's copy methods in
+/// three groups 1.25-1.3x apart) split one way in one run and another in
+/// the next; here such a gap is a tie until its interval clears `k`.
+pub fn rank_clearly_apart(items: &[Est], k: f64) -> Tiers {
+    split_sorted(items, |gap| gap.low >= k)
+}
+
+/// Tiers of `items` sorted by speed, a new tier where `split` holds for
+/// the ratio of a member's speed to the one before it; members listed in
+/// the caller's order, leaders the fastest of each tier.
+fn split_sorted(items: &[Est], split: impl Fn(&Ratio) -> bool) -> Tiers {
     let mut order: Vec<usize> = (0..items.len())
         .filter(|&i| items[i].value.is_finite() && items[i].value > 0.0)
         .collect();
     order.sort_by(|&a, &b| items[b].speed().0.total_cmp(&items[a].speed().0));
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (n, &i) in order.iter().enumerate() {
-        let split = n == 0 || {
-            let gap = speedup(&items[order[n - 1]], &items[i]);
-            gap.low > 1.0 && gap.ratio >= k
-        };
-        if split {
+        if n == 0 || split(&speedup(&items[order[n - 1]], &items[i])) {
             groups.push(vec![i]);
         } else if let Some(g) = groups.last_mut() {
             g.push(i);
@@ -673,7 +687,16 @@ pub fn rank_apart(items: &[Est], k: f64) -> Tiers {
 /// a, b and c" for one tier. The ratios are each tier's fastest against the
 /// top tier's fastest.
 pub fn tiers_apart_text(names: &[&str], items: &[Est], best: &str, k: f64) -> String {
-    let t = rank_apart(items, k);
+    tiers_words(&rank_apart(items, k), names, items, best, k)
+}
+
+/// The tiers of [`rank_clearly_apart`] in words, as [`tiers_apart_text`] says them.
+pub fn tiers_clearly_apart_text(names: &[&str], items: &[Est], best: &str, k: f64) -> String {
+    tiers_words(&rank_clearly_apart(items, k), names, items, best, k)
+}
+
+/// Tiers `t` of a named set in words (see [`tiers_apart_text`]).
+fn tiers_words(t: &Tiers, names: &[&str], items: &[Est], best: &str, k: f64) -> String {
     let group = |tier: &Vec<usize>| {
         let members: Vec<&str> = tier.iter().map(|&i| names[i]).collect();
         join_names(&members)
@@ -1170,6 +1193,29 @@ mod tests {
         assert_eq!(
             tiers_apart_text(&names[..1], &items[..1], "fastest", 1.5),
             "fastest: a"
+        );
+    }
+
+    #[test]
+    fn tiers_clearly_apart_split_only_where_the_gaps_interval_clears_k() {
+        // A machine's copy methods: three groups about 1.27x apart, each
+        // member's interval ±7%. rank_apart splits on the ratio itself;
+        // here the gaps' intervals reach below 1.25, so one tier, while a
+        // group 1.7x below the rest is a tier of its own.
+        let names = ["glibc", "nt", "plain"];
+        let near = [rate(13.8, 0.07), rate(10.9, 0.07), rate(8.6, 0.07)];
+        assert_eq!(rank_apart(&near, 1.25).tiers.len(), 3);
+        assert_eq!(rank_clearly_apart(&near, 1.25).tiers, vec![vec![0, 1, 2]]);
+        assert_eq!(
+            tiers_clearly_apart_text(&names, &near, "fastest", 1.25),
+            "no clear 1.25× gap between glibc, nt and plain"
+        );
+        let far = [rate(13.8, 0.07), rate(12.9, 0.07), rate(8.1, 0.07)];
+        let t = rank_clearly_apart(&far, 1.25);
+        assert_eq!(t.tiers, vec![vec![0, 1], vec![2]]);
+        assert_eq!(
+            tiers_clearly_apart_text(&names, &far, "fastest", 1.25),
+            "fastest: glibc and nt; then plain (1.70× slower)"
         );
     }
 

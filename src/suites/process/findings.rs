@@ -15,7 +15,7 @@ use super::{
 };
 use super::{CLONE_VFORK_EXEC, FORK_EXEC, POPEN, POSIX_SPAWN, SYSTEM};
 use crate::harness::claims::{
-    CLEAR_GAP, Est, Trend, TrendKind, Verdict, Widths, compare, compare_text, speedup,
+    CLEAR_GAP, Est, Ratio, Trend, TrendKind, Verdict, Widths, compare, compare_text, speedup,
     tiers_apart_text, trend,
 };
 use crate::harness::{Finding, Measurement};
@@ -63,14 +63,6 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     out
 }
 
-/// The growth curve of one method: (GiB touched, estimate) for the points measured.
-fn curve(ms: &[Measurement], name: &str) -> Vec<Point> {
-    RSS_POINTS
-        .iter()
-        .filter_map(|&rss| est(ms, &growth_id(name, rss)).map(|e| (rss as f64 / GIB, e)))
-        .collect()
-}
-
 /// "grows with", "stays flat with", "falls with", or "shows no clear trend with".
 fn trend_verb(t: &Trend) -> &'static str {
     match t.kind {
@@ -81,59 +73,96 @@ fn trend_verb(t: &Trend) -> &'static str {
     }
 }
 
-/// A method whose slope stays within this fraction of fork+exec's over
-/// the curve stays flat: it does not copy the parent's page tables the way
-/// fork does. Judged against a tenth of the lower end of fork's interval,
-/// popen and system() sat at the edge in every quick run (their slopes 0 ±
-/// 1.0–2.2 ms/GiB, the shell's noise, against 1.3–1.4 ms/GiB) and their
-/// word flipped from run to run; fork's own slope (18–23 ms/GiB, clearly
-/// above zero) moves less than its lower end, and a method that pays a
-/// fifth of fork's cost is still one that does not copy as fork does.
-const FLAT_FRACTION: f64 = 0.2;
+/// The estimate of `id` for words about rows whose rounds land in two
+/// states (a spawn's child exec'd on the parent's CPU or the other one
+/// reads 60 µs or 130 µs on a 2-vCPU guest): the wider of the row's own
+/// interval and the area's typical one. The typical width keeps a lucky
+/// narrow interval from deciding a word; the row's own keeps the spread it
+/// really has, so a median that picked one of two states is not read as a
+/// growth or an order.
+fn spread_est(ms: &[Measurement], id: &str) -> Option<Est> {
+    let m = get(ms, id)?;
+    let (own, typical) = (Est::of(m), Widths::of(ms).est(m));
+    Some(if own.log_half_width() > typical.log_half_width() {
+        own
+    } else {
+        typical
+    })
+}
+
+/// The growth curve of one method: (GiB touched, estimate) for the points
+/// measured, each with its interval as [`spread_est`] gives it.
+fn curve(ms: &[Measurement], name: &str) -> Vec<Point> {
+    RSS_POINTS
+        .iter()
+        .filter_map(|&rss| spread_est(ms, &growth_id(name, rss)).map(|e| (rss as f64 / GIB, e)))
+        .collect()
+}
 
 /// The trend of a growth curve, judged from its two ends (the least and
 /// the most memory measured; a fork's cost rises faster than a straight
 /// line, so a line through every point misfits and its widened interval
-/// spanned every word from run to run), with those two points. fork+exec's
-/// own curve is judged against its start ([`GROWTH_MATERIAL`]); every
-/// other method's, when fork+exec's slope is clearly above zero, against a
-/// fifth of fork+exec's slope ([`FLAT_FRACTION`]), so "stays flat" means
-/// "does not pay for the parent's memory as fork does".
+/// spanned every word from run to run), with those two points. Every
+/// method is judged against its own start ([`GROWTH_MATERIAL`]): "stays
+/// flat" only when the interval of its growth over the curve is within a
+/// quarter either way, whatever fork+exec's slope beside it (a spawn that
+/// doubles is not flat because fork grows forty-fold); it "grows" or
+/// "falls" only when the whole interval is a quarter or more one way
+/// ([`clear_kind`]).
 fn growth_trend(ms: &[Measurement], name: &str) -> Option<(Trend, Point, Point)> {
-    let (own, first, last) = ends_of(&curve(ms, name), GROWTH_MATERIAL)?;
-    if name == FORK_EXEC {
-        return Some((own, first, last));
+    let (t, first, last) = ends_of(&curve(ms, name), GROWTH_MATERIAL)?;
+    let kind = clear_kind(&t, GROWTH_MATERIAL);
+    Some((Trend { kind, ..t }, first, last))
+}
+
+/// A trend's word with a dead zone of `material` (the change over the
+/// sweep relative to its start) decided on the slope's whole interval:
+/// grows or falls when all of it is at least `material` one way, flat
+/// when all of it is within `material`, no clear trend otherwise. popen's
+/// cost fell 28% over the curve in one quick run, its interval reaching
+/// to no change at all: by [`trend`]'s rule (the interval excludes zero,
+/// the point estimate is material) that read "falls", and "no clear trend"
+/// in the runs beside it.
+fn clear_kind(t: &Trend, material: f64) -> TrendKind {
+    let change = |s: f64| s * t.span / t.start;
+    let (low, high) = (change(t.low), change(t.high));
+    if low >= material {
+        TrendKind::Grows
+    } else if high <= -material {
+        TrendKind::Falls
+    } else if low.abs() < material && high.abs() < material {
+        TrendKind::Flat
+    } else {
+        TrendKind::Unclear
     }
-    let fork = ends_of(&curve(ms, FORK_EXEC), GROWTH_MATERIAL)
-        .map(|(f, _, _)| f)
-        .filter(|f| f.low > 0.0);
-    let t = match fork {
-        Some(f) => trend(
-            &[first, last],
-            FLAT_FRACTION * f.slope * own.span / own.start,
-        )?,
-        None => own,
-    };
-    Some((t, first, last))
 }
 
 /// Per method of the growth curve: does it grow with the memory the parent
-/// has touched, and by how much per GiB; plus fork+exec against
+/// has touched, by how many times over the curve (with its interval) and
+/// by how much per GiB, beside fork+exec's slope; plus fork+exec against
 /// posix_spawn at the largest point, and popen against the clone way.
 fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
+    let fork = growth_trend(ms, FORK_EXEC).map(|(f, _, _)| f);
     for g in &GROWTH {
         let Some((t, (x0, lo), (x1, hi))) = growth_trend(ms, g.name) else {
             continue;
         };
+        let beside = match fork {
+            Some(f) if g.name != FORK_EXEC => {
+                format!(" against fork+exec's {}", human_ns(f.slope))
+            }
+            _ => String::new(),
+        };
         out.push(finding(
             format!(
-                "{} {} the memory the parent has touched: {} with {} touched, {} with {}; {} per GiB",
+                "{} {} the memory the parent has touched: {} with {} touched, {} with {} ({}); {} per GiB{beside}",
                 g.what,
                 trend_verb(&t),
                 human_ns(lo.value),
                 size_label((x0 * GIB) as u64),
                 human_ns(hi.value),
                 size_label((x1 * GIB) as u64),
+                Ratio::of(&hi, &lo),
                 t.slope_text(1.0, human_ns),
             ),
             t.slope,
@@ -324,8 +353,8 @@ fn nofile_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         ));
     }
     let top = nofile::NOFILE_POINTS.iter().rev().find_map(|&n| {
-        let l = est(ms, &nofile_id("close_loop", n))?;
-        let r = est(ms, &nofile_id("close_range", n))?;
+        let l = spread_est(ms, &nofile_id("close_loop", n))?;
+        let r = spread_est(ms, &nofile_id("close_range", n))?;
         Some((n, l, r))
     });
     let Some((n, l, r)) = top else {
@@ -390,7 +419,7 @@ fn small_parent_finding(ms: &[Measurement]) -> Option<Finding> {
 fn rank_finding(ms: &[Measurement], out: &mut Vec<Finding>) {
     let rows: Vec<(&str, Est)> = GROWTH
         .iter()
-        .filter_map(|g| Some((g.what, est(ms, &growth_id(g.name, 0))?)))
+        .filter_map(|g| Some((g.what, spread_est(ms, &growth_id(g.name, 0))?)))
         .collect();
     if rows.len() < 2 {
         return;
@@ -541,7 +570,7 @@ mod tests {
     }
 
     #[test]
-    fn a_fork_curve_that_rises_faster_than_a_line_grows_and_the_vfork_beside_it_stays_flat() {
+    fn a_fork_curve_that_rises_faster_than_a_line_grows_and_a_noisy_vfork_beside_it_is_not_flat() {
         // Noisy and convex, as on a guest: 0.2 ms with nothing touched, 9 ms
         // at the top, the middle points off any straight line.
         let mut ms = Vec::new();
@@ -556,7 +585,9 @@ mod tests {
         }
         let f = findings(&ms);
         find_starting(&f, "fork+exec grows with the memory");
-        find_starting(&f, "vfork+exec stays flat with the memory");
+        // Its ends are equal, but their intervals allow a change of more
+        // than a quarter: not flat, whatever fork+exec does beside it.
+        find_starting(&f, "vfork+exec shows no clear trend with the memory");
     }
 
     #[test]
@@ -573,12 +604,13 @@ mod tests {
         assert!((fork.value - 20e6).abs() < 1e3, "{}", fork.value);
         assert_eq!(fork.unit, ValueUnit::NsPerGiB);
         assert!(
-            fork.text.contains("with 0B touched,") && fork.text.contains("with 1GiB; "),
+            fork.text.contains("with 0B touched,") && fork.text.contains("with 1GiB (201× ("),
             "{}",
             fork.text
         );
-        find_starting(&f, "posix_spawn stays flat with the memory");
-        find_starting(&f, "vfork+exec grows with the memory");
+        find_starting(&f, "posix_spawn stays flat with the memory").assert_says("(1.01× (");
+        find_starting(&f, "vfork+exec grows with the memory")
+            .assert_says("against fork+exec's 20.0 ms");
         let ratio = find_starting(&f, "with 1GiB");
         assert!(
             ratio.text.contains("posix_spawn is ") && ratio.text.contains("faster than fork+exec"),
@@ -635,17 +667,74 @@ mod tests {
         assert_eq!(r.unit, ValueUnit::Ratio);
     }
 
-    #[test]
-    fn a_noisy_flat_curve_is_flat_against_a_clearly_growing_fork() {
+    /// The quick profile's growth curve (0 B and 256 MiB touched) of
+    /// posix_spawn growing `growth` times, each end ±`rel`, beside a
+    /// fork+exec growing 35 times.
+    fn spawn_growing(growth: f64, rel: f64) -> Vec<Measurement> {
         let mut ms = Vec::new();
-        for (rss, v) in [(0, 200_000.0), (256 << 20, 230_000.0)] {
-            ms.push(spread(&growth_id(POSIX_SPAWN, rss), v, v * 0.6, v * 1.6));
-            let gib = rss as f64 / GIB;
-            ms.push(m(&growth_id(FORK_EXEC, rss), 250_000.0 + 35e6 * gib));
+        for (rss, k, fork) in [(0, 1.0, 1.0), (256 << 20, growth, 35.0)] {
+            let v = 70_600.0 * k;
+            ms.push(spread(
+                &growth_id(POSIX_SPAWN, rss),
+                v,
+                v * (1.0 - rel),
+                v * (1.0 + rel),
+            ));
+            ms.push(m(&growth_id(FORK_EXEC, rss), 90_000.0 * fork));
+        }
+        ms
+    }
+
+    #[test]
+    fn a_spawn_is_flat_at_1_0x_and_grows_at_1_3x_and_2_2x_beside_a_steep_fork() {
+        for (growth, verb) in [
+            (1.0, "stays flat with"),
+            (1.3, "grows with"),
+            (2.2, "grows with"),
+        ] {
+            let f = findings(&spawn_growing(growth, 0.02));
+            let s = find_starting(&f, &format!("posix_spawn {verb} the memory"));
+            // The growth as measured: both ends, how many times, the slope
+            // beside fork+exec's.
+            s.assert_says(&format!(
+                "70.6 µs with 0B touched, {} with 256MiB ({} (",
+                human_ns(70_600.0 * growth),
+                crate::units::fmt_ratio(growth)
+            ));
+            s.assert_says("per GiB against fork+exec's 12.2 ms");
+            find_starting(&f, "fork+exec grows with the memory");
+        }
+        // A growth whose interval reaches past a quarter either way is not
+        // flat, nor does 1.3x with such an interval grow.
+        for growth in [1.0, 1.3] {
+            let f = findings(&spawn_growing(growth, 0.3));
+            find_starting(&f, "posix_spawn shows no clear trend with the memory");
+        }
+    }
+
+    #[test]
+    fn a_row_in_two_states_is_not_ranked_by_the_state_its_median_picked() {
+        // vfork+exec's median landed in its fast state at 0 B (its own
+        // interval spans both states) and its slow one at 256 MiB: no
+        // growth is read from it, and it is not ranked apart from fork+exec.
+        let mut ms = vec![
+            spread(&growth_id("vfork_exec", 0), 63_400.0, 19_900.0, 202_000.0),
+            spread(
+                &growth_id("vfork_exec", 256 << 20),
+                130_000.0,
+                110_000.0,
+                154_000.0,
+            ),
+            m(&growth_id(FORK_EXEC, 0), 91_000.0),
+            m(&growth_id(FORK_EXEC, 256 << 20), 3.2e6),
+        ];
+        for i in 0..6 {
+            ms.push(m(&format!("process.other{i}"), 1000.0));
         }
         let f = findings(&ms);
-        find_starting(&f, "fork+exec grows with the memory");
-        find_starting(&f, "posix_spawn stays flat with the memory");
+        find_starting(&f, "vfork+exec shows no clear trend with the memory");
+        find_starting(&f, "ways to start the static program")
+            .assert_says("no clear 1.25× gap between fork+exec and vfork+exec");
     }
 
     #[test]
