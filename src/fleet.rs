@@ -1,14 +1,15 @@
 //! The fleet view: the latest run of each host side by side, to answer
 //! "which of our hosts pays twice as much for a system call, and why".
 //!
-//! Hosts are grouped by CPU model, kernel release and the storage and net
-//! devices their figures came through ([`io_of`]): only hosts of one
-//! kind are expected to agree. Within a group, each figure's spread is
+//! Hosts are grouped by CPU model, kernel release, the storage and net
+//! devices their figures came through ([`io_of`]) and the recorded
+//! environment variables of their runs (`GLIBC_TUNABLES`, `LD_PRELOAD`...):
+//! only hosts of one kind are expected to agree. Within a group, each figure's spread is
 //! measured robustly (median and MAD, so the outliers themselves do not
 //! widen it), and a host outside it is flagged with the differences of its
 //! description from the rest of its group that may explain it
-//! (mitigations, clocksource, transparent huge pages, governor, microcode
-//! and a few more). The rule is in [`Rule`] and docs/DESIGN.md.
+//! (mitigations, clocksource, transparent huge pages, governor, microcode,
+//! the cgroup's limits, allowed CPUs, scheduling and a few more). The rule is in [`Rule`] and docs/DESIGN.md.
 
 use std::collections::BTreeMap;
 
@@ -113,7 +114,8 @@ pub struct Change {
     pub point: crate::trend::ChangePoint,
 }
 
-/// Hosts of one CPU model, kernel and storage/net device.
+/// Hosts of one CPU model, kernel, storage/net device and recorded
+/// environment.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Group {
     /// CPU model.
@@ -125,6 +127,12 @@ pub struct Group {
     /// when its runs had neither (see [`io_of`]).
     #[serde(default)]
     pub io: String,
+    /// The recorded environment variables its hosts' runs had
+    /// (`GLIBC_TUNABLES=…`: [`crate::host::Settings::env_text`]), empty
+    /// when none or not recorded: a variable that changes what the C
+    /// library or an allocator does makes another kind of host.
+    #[serde(default)]
+    pub settings: String,
     /// The hosts, by name.
     pub hosts: Vec<HostRow>,
     /// Per column: the median of the group's hosts.
@@ -201,16 +209,24 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
         cols
     };
 
-    let mut by_kind: BTreeMap<(String, String, String), Vec<&RunDoc>> = BTreeMap::new();
+    let mut by_kind: BTreeMap<(String, String, String, String), Vec<&RunDoc>> = BTreeMap::new();
     for d in &docs {
         let (cpu, kernel) = kind_of(&d.host);
-        by_kind.entry((cpu, kernel, io_of(d))).or_default().push(d);
+        let env = match d.host.settings.env_text().as_str() {
+            "none" | "?" => String::new(),
+            e => e.to_string(),
+        };
+        by_kind
+            .entry((cpu, kernel, io_of(d), env))
+            .or_default()
+            .push(d);
     }
     let mut groups: Vec<Group> = by_kind
         .into_iter()
-        .map(|((cpu_model, kernel, io), runs)| {
+        .map(|((cpu_model, kernel, io, settings), runs)| {
             let mut g = group(cpu_model, kernel, &runs, &columns, rule);
             g.io = io;
+            g.settings = settings;
             g
         })
         .collect();
@@ -422,6 +438,7 @@ fn group(
         cpu_model,
         kernel,
         io: String::new(),
+        settings: String::new(),
         hosts,
         medians,
         bounds,
@@ -533,6 +550,7 @@ mod tests {
             ci_low: ratio * 0.98,
             ci_high: ratio * 1.02,
             p: 0.002,
+            recorded: false,
             env_changes: Vec::new(),
         };
         let series = |host: &str, id: &str, c: Vec<ChangePoint>| Series {

@@ -15,6 +15,7 @@ pub mod headline;
 pub mod host;
 pub mod os;
 pub mod pattern;
+pub mod ranksum;
 pub mod report;
 pub mod score;
 pub mod store;
