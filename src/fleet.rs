@@ -3,7 +3,8 @@
 //!
 //! Hosts are grouped by CPU model, kernel release, the storage and net
 //! devices their figures came through ([`io_of`]) and the recorded
-//! environment variables of their runs (`GLIBC_TUNABLES`, `LD_PRELOAD`...):
+//! environment variables of their runs (`GLIBC_TUNABLES`, `LD_PRELOAD`...,
+//! not the locale, time zone or `LD_LIBRARY_PATH`):
 //! only hosts of one kind are expected to agree. Within a group, each figure's spread is
 //! measured robustly (median and MAD, so the outliers themselves do not
 //! widen it), and a host outside it is flagged with the differences of its
@@ -128,7 +129,7 @@ pub struct Group {
     #[serde(default)]
     pub io: String,
     /// The recorded environment variables its hosts' runs had
-    /// (`GLIBC_TUNABLES=…`: [`crate::host::Settings::env_text`]), empty
+    /// (`GLIBC_TUNABLES=…`: [`crate::host::Settings::env_key`]), empty
     /// when none or not recorded: a variable that changes what the C
     /// library or an allocator does makes another kind of host.
     #[serde(default)]
@@ -212,10 +213,7 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
     let mut by_kind: BTreeMap<(String, String, String, String), Vec<&RunDoc>> = BTreeMap::new();
     for d in &docs {
         let (cpu, kernel) = kind_of(&d.host);
-        let env = match d.host.settings.env_text().as_str() {
-            "none" | "?" => String::new(),
-            e => e.to_string(),
-        };
+        let env = d.host.settings.env_key();
         by_kind
             .entry((cpu, kernel, io_of(d), env))
             .or_default()

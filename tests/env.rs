@@ -111,7 +111,7 @@ fn env_text_has_every_section() {
         .filter(|s| !s.is_empty())
         .collect();
     titles.dedup();
-    assert_eq!(titles.len(), 11, "{titles:?}");
+    assert_eq!(titles.len(), 12, "{titles:?}");
     for title in titles {
         assert!(
             text.lines().any(|l| l == title),

@@ -572,6 +572,7 @@ mod tests {
             "Memory",
             "Virtualisation",
             "Software",
+            "Settings",
         ] {
             assert!(
                 text.lines().any(|l| l == title),

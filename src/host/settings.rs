@@ -270,6 +270,23 @@ impl Settings {
         }
     }
 
+    /// The recorded variables that make hosts of another kind for the
+    /// fleet view, `NAME=value` by name: all but the locale, the time zone
+    /// and `LD_LIBRARY_PATH`, which differ between hosts (and build
+    /// tools) for reasons of their own; empty when none or not recorded.
+    pub fn env_key(&self) -> String {
+        let Some(e) = &self.env else {
+            return String::new();
+        };
+        e.iter()
+            .filter(|(k, _)| {
+                !(k.starts_with("LC_") || ["LANG", "TZ", "LD_LIBRARY_PATH"].contains(&k.as_str()))
+            })
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The settings as (name, value) facts for the fleet's and the
     /// trend's comparisons of host descriptions; none for a document that
     /// did not record them, `?` for what could not be read.
@@ -804,6 +821,13 @@ mod tests {
             ]
         );
         assert!(Settings::differences(&a, &a).is_empty());
+        // The fleet's key leaves out what differs between hosts anyway.
+        let mut c = b.clone();
+        let env = c.env.as_mut().unwrap();
+        env.insert("LANG".into(), "de_DE.UTF-8".into());
+        env.insert("LD_LIBRARY_PATH".into(), "/opt/lib".into());
+        assert_eq!(c.env_key(), "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2");
+        assert_eq!(Settings::default().env_key(), "");
         // A side that did not record them: nothing to say.
         assert!(Settings::differences(&Settings::default(), &b).is_empty());
     }
