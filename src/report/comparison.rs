@@ -441,6 +441,7 @@ mod tests {
         );
         assert!(render(&c).contains(&note));
         assert!(method_note(&c).contains("B ran with GLIBC_TUNABLES"));
+        assert!(super::super::markdown::render_compare(&c).contains("B ran with GLIBC_TUNABLES"));
         // The other way round, and a setting that is not a variable.
         b.host.settings.nice = Some(10);
         let back = crate::compare::compare(&b, &a, &[], 0.05);
