@@ -46,9 +46,8 @@
 //!   with a third of its runs after it, at its length and noise.
 //! - What changed: the facts of the host description (those the fleet view
 //!   compares, the run's settings among them, plus kernel, command line,
-//!   libc and opcost's version and commit) whose most common value differs between the window before and
-//!   the window after.
-//!
+//!   libc and opcost's version and commit) whose most common value differs
+//!   between the window before and the window after.
 //! - Known splits: where a recorded fact of the host changed between two
 //!   runs of a series (a kernel, a command line, an environment variable
 //!   such as `GLIBC_TUNABLES`, a cgroup limit: [`fact_changes`]), the run
@@ -90,7 +89,9 @@ const CRITICAL_SHUFFLES: usize = 999;
 /// How change points are found.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Method {
-    /// The permutation test's level: a split stands when p ≤ alpha.
+    /// The level: a split the scan finds stands when its permutation
+    /// test's p ≤ alpha (alpha/2 in a series with candidate splits, each
+    /// of whose m is tested at alpha/(2m): [`change_points_at`]).
     pub alpha: f64,
     /// Shuffles per test.
     pub permutations: usize,
