@@ -850,6 +850,13 @@ pub struct EnvChange {
 
 impl std::fmt::Display for EnvChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The environment, variable by variable: `environment:
+        // GLIBC_TUNABLES unset → glibc.cpu.hwcaps=-AVX2`.
+        if self.fact == "environment"
+            && let Some(c) = crate::host::settings::env_text_changes(&self.before, &self.after)
+        {
+            return write!(f, "environment: {c}");
+        }
         write!(f, "{} {} → {}", self.fact, self.before, self.after)
     }
 }
@@ -1381,6 +1388,10 @@ mod tests {
                 before: "none".into(),
                 after: "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2".into(),
             }]
+        );
+        assert_eq!(
+            cp[0].env_changes[0].to_string(),
+            "environment: GLIBC_TUNABLES unset → glibc.cpu.hwcaps=-AVX2"
         );
         assert!(t.series[1].change_points.is_empty());
     }

@@ -397,6 +397,53 @@ impl Settings {
     }
 }
 
+/// The variables of an environment as [`Settings::env_text`] writes it
+/// (`NAME=value` words; a word that does not start a listed variable
+/// belongs to the value before it, as in `LD_PRELOAD=a.so b.so`); `None`
+/// for `?` (not recorded).
+fn parse_env_text(text: &str) -> Option<BTreeMap<String, String>> {
+    if text == "?" {
+        return None;
+    }
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut last: Option<String> = None;
+    for word in text.split(' ').filter(|_| text != "none") {
+        match word.split_once('=') {
+            Some((k, v)) if env_allowed(k) => {
+                out.insert(k.to_string(), v.to_string());
+                last = Some(k.to_string());
+            }
+            _ => {
+                if let Some(v) = last.as_ref().and_then(|k| out.get_mut(k)) {
+                    v.push(' ');
+                    v.push_str(word);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// What changed between two environments as [`Settings::env_text`] writes
+/// them, variable by variable: `GLIBC_TUNABLES unset → glibc.cpu.hwcaps=-AVX2`
+/// (`;`-separated); `None` when either is `?`.
+pub fn env_text_changes(before: &str, after: &str) -> Option<String> {
+    let (b, a) = (parse_env_text(before)?, parse_env_text(after)?);
+    let mut names: Vec<&String> = b.keys().chain(a.keys()).collect();
+    names.sort();
+    names.dedup();
+    let parts: Vec<String> = names
+        .into_iter()
+        .filter(|n| b.get(*n) != a.get(*n))
+        .map(|n| {
+            let v =
+                |m: &BTreeMap<String, String>| m.get(n).cloned().unwrap_or_else(|| "unset".into());
+            format!("{n} {} → {}", v(&b), v(&a))
+        })
+        .collect();
+    Some(parts.join("; "))
+}
+
 impl std::fmt::Display for SettingChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {} → {}", self.name, self.before, self.after)
@@ -821,6 +868,18 @@ mod tests {
             ]
         );
         assert!(Settings::differences(&a, &a).is_empty());
+        // A trend's change of the environment fact, variable by variable.
+        let before = a.env_text();
+        let after = b.env_text();
+        assert_eq!(
+            env_text_changes(&before, &after).as_deref(),
+            Some("GLIBC_TUNABLES unset → glibc.cpu.hwcaps=-AVX2; MALLOC_ARENA_MAX 2 → unset")
+        );
+        assert_eq!(
+            env_text_changes("none", "LD_PRELOAD=a.so b.so TZ=UTC").as_deref(),
+            Some("LD_PRELOAD unset → a.so b.so; TZ unset → UTC")
+        );
+        assert_eq!(env_text_changes("?", "none"), None);
         // The fleet's key leaves out what differs between hosts anyway.
         let mut c = b.clone();
         let env = c.env.as_mut().unwrap();
