@@ -606,4 +606,27 @@ mod tests {
         assert_eq!(f.groups.len(), 2);
         assert_eq!(f.flagged().count(), 0, "each kind agrees with itself");
     }
+
+    #[test]
+    fn hosts_started_with_another_tunable_make_another_group() {
+        let nowhere = std::path::Path::new("/nonexistent");
+        let mut docs: Vec<RunDoc> = (0..6)
+            .map(|i| run(&format!("t{i}"), 100.0 + i as f64, "tsc"))
+            .collect();
+        for (i, d) in docs.iter_mut().enumerate() {
+            // The locale differs from host to host and splits nothing.
+            let lang = if i % 2 == 0 { "C.UTF-8" } else { "de_DE.UTF-8" };
+            let mut env = vec![("LANG", lang)];
+            if i < 3 {
+                env.push(("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2"));
+                d.results[0].summary.median = 300.0 + i as f64;
+            }
+            d.host.settings = crate::host::Settings::read_at(nowhere, env);
+        }
+        let f = build(&docs, &[], Rule::default());
+        let mut keys: Vec<&str> = f.groups.iter().map(|g| g.settings.as_str()).collect();
+        keys.sort();
+        assert_eq!(keys, ["", "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2"]);
+        assert_eq!(f.flagged().count(), 0, "each kind agrees with itself");
+    }
 }
