@@ -467,13 +467,15 @@ pub struct TrendArgs {
     /// Only runs with this label.
     #[arg(long)]
     pub label: Option<String>,
-    /// The level of each change point's permutation test (false change
-    /// points per series tested, at most).
+    /// The level of the tests (false change points per series tested, at
+    /// most): half of it for the runs where a recorded fact changed, shared
+    /// among them, and half for the scan (all of it without such runs).
     #[arg(long, value_name = "P", default_value_t = crate::analysis::trend::Method::default().alpha,
           value_parser = parse_level)]
     pub alpha: f64,
     /// The smallest change reported, in percent: a change point's 95%
-    /// interval must lie wholly beyond it.
+    /// interval must lie wholly beyond it (its estimate, at a run where a
+    /// recorded fact changed).
     #[arg(long, value_name = "PCT", default_value_t = 3.0, value_parser = parse_percent)]
     pub min_change: f64,
     /// How the change points are printed.

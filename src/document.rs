@@ -246,7 +246,8 @@ pub fn new_run_id() -> String {
 
 impl RunDoc {
     /// A new run on `host`, started at `started`, with no results yet and
-    /// the host's run-wide warnings.
+    /// the host's run-wide warnings; `cpu` (`--cpu`) is recorded in its
+    /// settings too.
     pub fn start(
         host: Host,
         profile: Profile,
@@ -254,6 +255,11 @@ impl RunDoc {
         cpu: Option<usize>,
         started: chrono::DateTime<chrono::Utc>,
     ) -> RunDoc {
+        let mut host = host;
+        if cpu.is_some() {
+            // The pinned CPU is one of the run's settings.
+            host.settings.pinned_cpu = cpu;
+        }
         RunDoc {
             schema: SCHEMA,
             opcost_version: env!("CARGO_PKG_VERSION").to_string(),

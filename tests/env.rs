@@ -111,7 +111,7 @@ fn env_text_has_every_section() {
         .filter(|s| !s.is_empty())
         .collect();
     titles.dedup();
-    assert_eq!(titles.len(), 11, "{titles:?}");
+    assert_eq!(titles.len(), 12, "{titles:?}");
     for title in titles {
         assert!(
             text.lines().any(|l| l == title),
@@ -217,4 +217,68 @@ fn a_run_document_carries_the_full_host() {
             "{warnings:?}"
         );
     }
+}
+
+#[test]
+fn secrets_never_reach_the_document_the_database_or_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, json, html) = (
+        dir.path().join("h.db"),
+        dir.path().join("run.json"),
+        dir.path().join("report.html"),
+    );
+    let secrets = [
+        ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIsecretvalue1"),
+        ("PGPASSWORD", "hunter2secretvalue2"),
+        ("CI_JOB_TOKEN", "glcbtsecretvalue3"),
+        // Taken by the malloc prefix, yet secret-looking.
+        ("MALLOC_TOKEN", "secretvalue4"),
+    ];
+    let mut run = opcost();
+    run.arg("--db")
+        .arg(&db)
+        .env_remove("OPCOST_DB")
+        .args(common::QUICK_RUN)
+        .arg("--json")
+        .arg(&json)
+        .env("MALLOC_ARENA_MAX", "2");
+    for (k, v) in secrets {
+        run.env(k, v);
+    }
+    run.assert().success();
+    opcost()
+        .arg("--db")
+        .arg(&db)
+        .env_remove("OPCOST_DB")
+        .args(["report", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let doc = common::read_json(&json);
+    assert_eq!(
+        doc["host"]["settings"]["env"]["MALLOC_ARENA_MAX"], "2",
+        "the recorded variable"
+    );
+    let mut files = vec![json.clone(), html.clone()];
+    files.extend(
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains("h.db")),
+    );
+    assert!(files.len() >= 3, "{files:?}");
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for (k, v) in secrets {
+            assert!(!text.contains(v), "{v} of {k} is in {}", f.display());
+            assert!(!text.contains(k), "{k} is named in {}", f.display());
+        }
+    }
+    // The database holds the run and its settings.
+    let html_text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html_text.contains("MALLOC_ARENA_MAX"),
+        "the report shows the setting"
+    );
 }

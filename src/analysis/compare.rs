@@ -314,6 +314,12 @@ pub struct Comparison {
     /// went on (means over each side's runs), when every run recorded it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub others_share: Option<[f64; 2]>,
+    /// The run settings that differ between the first run of A and the
+    /// first run of B (environment variables, wrapper, cgroup limits,
+    /// CPUs, scheduling: [`crate::host::Settings::differences`]); empty
+    /// when either did not record them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings_changes: Vec<crate::host::SettingChange>,
 }
 
 impl Comparison {
@@ -549,6 +555,10 @@ fn compare_with(
         floor_runs,
         machine_shift: machine_shift(a, b),
         others_share: others_share(a).zip(others_share(b)).map(|(a, b)| [a, b]),
+        settings_changes: crate::host::Settings::differences(
+            &a[0].host.settings,
+            &b[0].host.settings,
+        ),
     }
 }
 

@@ -1,15 +1,17 @@
 //! The fleet view: the latest run of each host side by side, to answer
 //! "which of our hosts pays twice as much for a system call, and why".
 //!
-//! Hosts are grouped by CPU model, kernel release and the storage and net
-//! devices their figures came through ([`io_of`]): only hosts of one
-//! kind are expected to agree. Within a group, each figure's spread is
+//! Hosts are grouped by CPU model, kernel release, the storage and net
+//! devices their figures came through ([`io_of`]) and the recorded
+//! environment variables of their runs (`GLIBC_TUNABLES`, `LD_PRELOAD`...,
+//! not the locale, time zone or `LD_LIBRARY_PATH`):
+//! only hosts of one kind are expected to agree. Within a group, each figure's spread is
 //! measured robustly (median and MAD, so the outliers themselves do not
 //! widen it), and a host outside it is flagged with the differences of its
 //! description from the rest of its group that may explain it
-//! (mitigations, clocksource, transparent huge pages, governor, microcode
-//! and a few more). The rule is in [`Rule`] and docs/statistics.md, "The
-//! fleet's outlier rule".
+//! (mitigations, clocksource, transparent huge pages, governor, microcode,
+//! the cgroup's limits, allowed CPUs, scheduling and a few more). The rule
+//! is in [`Rule`] and docs/statistics.md, "The fleet's outlier rule".
 
 use std::collections::BTreeMap;
 
@@ -111,7 +113,8 @@ pub struct Change {
     pub point: crate::analysis::trend::ChangePoint,
 }
 
-/// Hosts of one CPU model, kernel and storage/net device.
+/// Hosts of one CPU model, kernel, storage/net device and recorded
+/// environment.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Group {
     /// CPU model.
@@ -123,6 +126,12 @@ pub struct Group {
     /// when its runs had neither (see [`io_of`]).
     #[serde(default)]
     pub io: String,
+    /// The recorded environment variables its hosts' runs had
+    /// (`GLIBC_TUNABLES=…`: [`crate::host::Settings::env_key`]), empty
+    /// when none or not recorded: a variable that changes what the C
+    /// library or an allocator does makes another kind of host.
+    #[serde(default)]
+    pub settings: String,
     /// The hosts, by name.
     pub hosts: Vec<HostRow>,
     /// Per column: the median of the group's hosts.
@@ -210,16 +219,21 @@ pub fn build(docs: &[RunDoc], patterns: &[String], rule: Rule) -> Fleet {
         cols
     };
 
-    let mut by_kind: BTreeMap<(String, String, String), Vec<&RunDoc>> = BTreeMap::new();
+    let mut by_kind: BTreeMap<(String, String, String, String), Vec<&RunDoc>> = BTreeMap::new();
     for d in &docs {
         let (cpu, kernel) = kind_of(&d.host);
-        by_kind.entry((cpu, kernel, io_of(d))).or_default().push(d);
+        let env = d.host.settings.env_key();
+        by_kind
+            .entry((cpu, kernel, io_of(d), env))
+            .or_default()
+            .push(d);
     }
     let mut groups: Vec<Group> = by_kind
         .into_iter()
-        .map(|((cpu_model, kernel, io), runs)| {
+        .map(|((cpu_model, kernel, io, settings), runs)| {
             let mut g = group(cpu_model, kernel, &runs, &columns, rule);
             g.io = io;
+            g.settings = settings;
             g
         })
         .collect();
@@ -431,6 +445,7 @@ fn group(
         cpu_model,
         kernel,
         io: String::new(),
+        settings: String::new(),
         hosts,
         medians,
         bounds,
@@ -542,6 +557,7 @@ mod tests {
             ci_low: ratio * 0.98,
             ci_high: ratio * 1.02,
             p: 0.002,
+            recorded: false,
             env_changes: Vec::new(),
         };
         let series = |host: &str, id: &str, c: Vec<ChangePoint>| Series {
@@ -597,6 +613,29 @@ mod tests {
         }
         let f = build(&docs, &[], Rule::default());
         assert_eq!(f.groups.len(), 2);
+        assert_eq!(f.flagged().count(), 0, "each kind agrees with itself");
+    }
+
+    #[test]
+    fn hosts_started_with_another_tunable_make_another_group() {
+        let nowhere = std::path::Path::new("/nonexistent");
+        let mut docs: Vec<RunDoc> = (0..6)
+            .map(|i| run(&format!("t{i}"), 100.0 + i as f64, "tsc"))
+            .collect();
+        for (i, d) in docs.iter_mut().enumerate() {
+            // The locale differs from host to host and splits nothing.
+            let lang = if i % 2 == 0 { "C.UTF-8" } else { "de_DE.UTF-8" };
+            let mut env = vec![("LANG", lang)];
+            if i < 3 {
+                env.push(("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2"));
+                d.results[0].summary.median = 300.0 + i as f64;
+            }
+            d.host.settings = crate::host::Settings::read_at(nowhere, env);
+        }
+        let f = build(&docs, &[], Rule::default());
+        let mut keys: Vec<&str> = f.groups.iter().map(|g| g.settings.as_str()).collect();
+        keys.sort();
+        assert_eq!(keys, ["", "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2"]);
         assert_eq!(f.flagged().count(), 0, "each kind agrees with itself");
     }
 }

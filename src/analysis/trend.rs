@@ -46,9 +46,20 @@
 //!   detectable step ([`min_step`]) the step it would find about 9 times in 10,
 //!   with a third of its runs after it, at its length and noise.
 //! - What changed: the facts of the host description (those the fleet view
-//!   compares, plus kernel, command line, libc and opcost's version and
-//!   commit) whose most common value differs between the window before and
-//!   the window after.
+//!   compares, the run's settings among them, plus kernel, command line,
+//!   libc and opcost's version and commit) whose most common value differs
+//!   between the window before and the window after.
+//! - Known splits: where a recorded fact of the host changed between two
+//!   runs of a series (a kernel, a command line, an environment variable
+//!   such as `GLIBC_TUNABLES`, a cgroup limit: [`fact_changes`]), the run
+//!   after it is a candidate split, tested on its own before the scan
+//!   ([`change_points_at`]): the standardised Mann–Whitney statistic at
+//!   that run only, between the neighbouring candidates, accepted at
+//!   `α/(2m)` for `m` candidates with the Hodges–Lehmann shift beyond
+//!   ±[`Method::min_change`]. With no maximum over splits to pay for, a
+//!   step there is found at a smaller size than the scan finds it. The
+//!   scan then looks for steps nothing recorded at `α/2` (at `α` in a
+//!   series without a candidate, which is analysed as before).
 //!
 //! Pure: no store, no suite. A history reaches it through one builder,
 //! [`History`]: the store's rows (`opcost trend`, `opcost fleet`) and the
@@ -78,7 +89,9 @@ const CRITICAL_SHUFFLES: usize = 999;
 /// How change points are found.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Method {
-    /// The permutation test's level: a split stands when p ≤ alpha.
+    /// The level: a split the scan finds stands when its permutation
+    /// test's p ≤ alpha (alpha/2 in a series with candidate splits, each
+    /// of whose m is tested at alpha/(2m): [`change_points_at`]).
     pub alpha: f64,
     /// Shuffles per test.
     pub permutations: usize,
@@ -136,8 +149,12 @@ pub struct Split {
     pub ci_low: f64,
     /// 95% interval of the ratio.
     pub ci_high: f64,
-    /// The permutation test's p-value.
+    /// The test's p-value: the permutation test's for a split the scan
+    /// found, the rank-sum test's at the split for a known one.
     pub p: f64,
+    /// True when the split is at a run where a recorded fact changed and
+    /// was tested there alone ([`change_points_at`]).
+    pub recorded: bool,
 }
 
 /// The log medians of a series.
@@ -149,8 +166,28 @@ fn logs(points: &[Point]) -> Vec<f64> {
 }
 
 /// The change points of a series, oldest first; `None` when it has fewer
-/// points than [`Method::min_runs`].
+/// points than [`Method::min_runs`]. No split is known beforehand: the
+/// scan alone, at [`Method::alpha`].
 pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec<Split>> {
+    change_points_at(points, method, seed, &[])
+}
+
+/// The change points of a series given the runs where a recorded fact of
+/// the host changed (`candidates`: the index of the first run after each
+/// change), oldest first; `None` when it has fewer points than
+/// [`Method::min_runs`].
+///
+/// Each candidate with [`Method::min_segment`] runs on either side is
+/// tested on its own ([`known_splits`]) at `alpha / (2m)` for `m` such
+/// candidates; the scan then searches the segments between the accepted
+/// ones for steps nothing recorded, at `alpha / 2` (at `alpha` when there
+/// is no candidate, so a series without one is analysed as before).
+pub fn change_points_at(
+    points: &[Point],
+    method: &Method,
+    seed: u64,
+    candidates: &[usize],
+) -> Option<Vec<Split>> {
     if points.len() < method.min_runs() {
         return None;
     }
@@ -162,17 +199,29 @@ pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec
         Some(m) => m.residuals(&raw),
         None => raw,
     };
+    let known = known_splits(&x, modes.as_ref(), method, candidates);
+    let scan = Method {
+        alpha: if testable(candidates, x.len(), method).is_empty() {
+            method.alpha
+        } else {
+            method.alpha / 2.0
+        },
+        ..*method
+    };
     let mut rng = fastrand::Rng::with_seed(method.seed ^ seed);
-    let mut cuts: Vec<(usize, f64)> = Vec::new();
-    let mut todo = vec![(0, x.len())];
+    let mut cuts: Vec<(usize, f64, bool)> = known.iter().map(|&(k, p)| (k, p, true)).collect();
+    let mut todo: Vec<(usize, usize)> = std::iter::once(0)
+        .chain(known.iter().map(|c| c.0))
+        .zip(known.iter().map(|c| c.0).chain(std::iter::once(x.len())))
+        .collect();
     while let Some((a, b)) = todo.pop() {
         let seg = &x[a..b];
         let mut r = ranks(seg);
-        let Some((k, z)) = best_split(&r, method.min_segment) else {
+        let Some((k, z)) = best_split(&r, scan.min_segment) else {
             continue;
         };
-        let k = locate(seg, k, method.min_segment, method.window);
-        if !is_step(seg, k, method.window) {
+        let k = locate(seg, k, scan.min_segment, scan.window);
+        if !is_step(seg, k, scan.window) {
             continue;
         }
         if modes
@@ -182,15 +231,15 @@ pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec
             continue;
         }
         let (_, lo, hi) = hodges_lehmann(&seg[..k], &seg[k..]);
-        let gate = (1.0 + method.min_change).ln();
+        let gate = (1.0 + scan.min_change).ln();
         if !(lo > gate || hi < -gate) {
             continue;
         }
-        let p = permutation_p(&mut r, z, method, &mut rng);
-        if p > method.alpha {
+        let p = permutation_p(&mut r, z, &scan, &mut rng);
+        if p > scan.alpha {
             continue;
         }
-        cuts.push((a + k, p));
+        cuts.push((a + k, p, false));
         todo.push((a, a + k));
         todo.push((a + k, b));
     }
@@ -202,7 +251,7 @@ pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec
     Some(
         cuts.iter()
             .enumerate()
-            .map(|(i, &(k, p))| {
+            .map(|(i, &(k, p, recorded))| {
                 let (d, lo, hi) = hodges_lehmann(&x[bounds[i]..k], &x[k..bounds[i + 2]]);
                 Split {
                     index: k,
@@ -210,10 +259,75 @@ pub fn change_points(points: &[Point], method: &Method, seed: u64) -> Option<Vec
                     ci_low: lo.exp(),
                     ci_high: hi.exp(),
                     p,
+                    recorded,
                 }
             })
             .collect(),
     )
+}
+
+/// The candidates that can be tested: sorted, distinct, each with
+/// [`Method::min_segment`] runs before and after it in a series of `n`.
+fn testable(candidates: &[usize], n: usize, method: &Method) -> Vec<usize> {
+    let min = method.min_segment.max(1);
+    let mut c: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|&k| k >= min && k + min <= n)
+        .collect();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// The known splits that stand: each testable candidate `k` (of `m`) is
+/// tested on the segment from the nearest candidate before it to the
+/// nearest after it (each at least [`Method::min_segment`] runs away; the
+/// series' ends otherwise), by the standardised Mann–Whitney statistic at
+/// `k` alone ([`crate::ranksum::split_p`]: no maximum over splits is
+/// taken, so no power is spent on the search), accepted at
+/// `p ≤ alpha / (2m)` when the Hodges–Lehmann shift of the two sides lies
+/// beyond ±[`Method::min_change`] (and, in a two-level series, both levels
+/// occur on both sides). Returns `(k, p)` in order.
+fn known_splits(
+    x: &[f64],
+    modes: Option<&Modes>,
+    method: &Method,
+    candidates: &[usize],
+) -> Vec<(usize, f64)> {
+    let cands = testable(candidates, x.len(), method);
+    if cands.is_empty() {
+        return Vec::new();
+    }
+    let min = method.min_segment.max(1);
+    let level = method.alpha / (2.0 * cands.len() as f64);
+    let gate = (1.0 + method.min_change).ln();
+    cands
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &k)| {
+            let a = cands[..i]
+                .iter()
+                .rev()
+                .find(|&&c| k - c >= min)
+                .copied()
+                .unwrap_or(0);
+            let b = cands[i + 1..]
+                .iter()
+                .find(|&&c| c - k >= min)
+                .copied()
+                .unwrap_or(x.len());
+            if modes.is_some_and(|m| !m.on_both_sides(a, k, b)) {
+                return None;
+            }
+            let seg = &x[a..b];
+            if hl_shift(&seg[..k - a], &seg[k - a..]).abs() <= gate {
+                return None;
+            }
+            let p = crate::ranksum::split_p(&ranks(seg), k - a);
+            (p <= level).then_some((k, p))
+        })
+        .collect()
 }
 
 /// The least share of a series' runs each of its two modes must hold
@@ -603,8 +717,11 @@ pub struct ChangePoint {
     pub ci_low: f64,
     /// 95% interval of the ratio.
     pub ci_high: f64,
-    /// The permutation test's p-value.
+    /// The test's p-value (see [`Split::p`]).
     pub p: f64,
+    /// True when it is at a run where a recorded fact of the host
+    /// changed and was tested there alone, false when the scan found it.
+    pub recorded: bool,
     /// What changed in the host description then.
     pub env_changes: Vec<EnvChange>,
 }
@@ -634,15 +751,15 @@ pub fn analyse(
             let (id, unit) = &benches[bench];
             let points: Vec<Point> = vs.iter().map(|v| v.point.clone()).collect();
             let seed = fnv1a(&[host, profile, id]);
-            let splits = change_points(&points, method, seed);
+            let facts: Vec<&[(String, String)]> =
+                vs.iter().map(|v| runs[v.run].facts.as_slice()).collect();
+            let splits = change_points_at(&points, method, seed, &fact_changes(&facts));
             let noise = splits.as_ref().and_then(|_| noise(&points));
             let n = points.len();
             let min_step = noise.and_then(|sd| {
                 let crit = *criticals.entry(n).or_insert_with(|| critical(n, method));
                 min_step(n, sd, crit, method)
             });
-            let facts: Vec<&[(String, String)]> =
-                vs.iter().map(|v| runs[v.run].facts.as_slice()).collect();
             let mut change_points: Vec<ChangePoint> = splits
                 .iter()
                 .flatten()
@@ -659,6 +776,7 @@ pub fn analyse(
                         ci_low: s.ci_low,
                         ci_high: s.ci_high,
                         p: s.p,
+                        recorded: s.recorded,
                         env_changes: env_changes(before, after),
                     }
                 })
@@ -690,6 +808,26 @@ pub fn analyse(
     }
 }
 
+/// The runs of a series (each given by its facts, in order) whose facts
+/// differ from the run before: the candidate splits of
+/// [`change_points_at`]. A fact unknown in one of the two (`?`, or missing,
+/// as in a document older than it) is not a change.
+pub fn fact_changes(facts: &[&[(String, String)]]) -> Vec<usize> {
+    (1..facts.len())
+        .filter(|&i| {
+            let before: BTreeMap<&str, &str> = facts[i - 1]
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            facts[i].iter().any(|(k, v)| {
+                before
+                    .get(k.as_str())
+                    .is_some_and(|b| *b != v && *b != "?" && v != "?")
+            })
+        })
+        .collect()
+}
+
 /// FNV-1a of some strings: a seed that does not change between builds.
 fn fnv1a(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -712,6 +850,13 @@ pub struct EnvChange {
 
 impl std::fmt::Display for EnvChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The environment, variable by variable: `environment:
+        // GLIBC_TUNABLES unset → glibc.cpu.hwcaps=-AVX2`.
+        if self.fact == "environment"
+            && let Some(c) = crate::host::settings::env_text_changes(&self.before, &self.after)
+        {
+            return write!(f, "environment: {c}");
+        }
         write!(f, "{} {} → {}", self.fact, self.before, self.after)
     }
 }
@@ -1194,6 +1339,159 @@ mod tests {
         let a = change_points(&pts, &Method::default(), 3).unwrap();
         let b = change_points(&pts, &Method::default(), 3).unwrap();
         assert_eq!(a, b);
+    }
+
+    /// Of 40 seeded series of 24 runs at 2% noise with a step of `size`
+    /// from run 16, how many have a change point within a run of it, with
+    /// `candidates` given.
+    fn hits_at(size: f64, candidates: &[usize]) -> usize {
+        (0..40)
+            .filter(|&seed| {
+                let pts = series(24, 0.02, 1000 + seed, |i| {
+                    if i < 16 { 100.0 } else { 100.0 * (1.0 + size) }
+                });
+                change_points_at(&pts, &Method::default(), seed, candidates)
+                    .unwrap()
+                    .iter()
+                    .any(|s| s.index.abs_diff(16) <= 1)
+            })
+            .count()
+    }
+
+    #[test]
+    fn a_step_at_a_recorded_change_is_found_at_a_smaller_size_than_by_the_scan() {
+        // The smallest step (in 1% steps) found in 36 of 40 series.
+        let smallest = |candidates: &[usize]| {
+            (1..=20)
+                .map(|p| p as f64 / 100.0)
+                .find(|&size| hits_at(size, candidates) >= 36)
+                .unwrap()
+        };
+        let (known, scan) = (smallest(&[16]), smallest(&[]));
+        assert!(known < scan, "known split {known}, scan {scan}");
+        // Found at the run itself, as a recorded change.
+        let pts = series(24, 0.02, 7, |i| if i < 16 { 100.0 } else { 106.0 });
+        let cps = change_points_at(&pts, &Method::default(), 7, &[16]).unwrap();
+        assert_eq!(cps.len(), 1, "{cps:?}");
+        assert!(cps[0].recorded && cps[0].index == 16, "{cps:?}");
+        assert!((1.03..1.09).contains(&cps[0].ratio), "{cps:?}");
+    }
+
+    #[test]
+    fn no_candidate_leaves_the_scan_as_it_was() {
+        for seed in 0..30 {
+            let pts = series(
+                30,
+                0.02,
+                1100 + seed,
+                |i| if i < 20 { 100.0 } else { 107.0 },
+            );
+            let scan = change_points(&pts, &Method::default(), seed).unwrap();
+            assert!(scan.iter().all(|s| !s.recorded));
+            // Candidates too near an end to be tested change nothing.
+            for untestable in [&[][..], &[0], &[1, 2], &[28, 29, 30]] {
+                assert_eq!(
+                    change_points_at(&pts, &Method::default(), seed, untestable).unwrap(),
+                    scan,
+                    "seed {seed}, candidates {untestable:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_candidate_without_a_step_is_seldom_a_point() {
+        let mut with_points = 0;
+        for seed in 0..100 {
+            let pts = series(24, 0.03, 1200 + seed, |_| 100.0);
+            let cps = change_points_at(&pts, &Method::default(), seed, &[8, 16]).unwrap();
+            with_points += usize::from(!cps.is_empty());
+        }
+        assert!(with_points <= 5, "{with_points} of 100 noise series");
+    }
+
+    #[test]
+    fn each_candidate_is_tested_between_its_neighbours() {
+        // A step at run 16 only; candidates at 8 and 16: the run-8
+        // candidate is tested on runs 0-15 and is not a point.
+        let pts = series(24, 0.01, 5, |i| if i < 16 { 100.0 } else { 110.0 });
+        let cps = change_points_at(&pts, &Method::default(), 5, &[8, 16]).unwrap();
+        let at: Vec<(usize, bool)> = cps.iter().map(|c| (c.index, c.recorded)).collect();
+        assert_eq!(at, vec![(16, true)]);
+    }
+
+    #[test]
+    fn a_fact_change_makes_a_candidate_and_an_unknown_does_not() {
+        let f = |v: &str| vec![("environment".to_string(), v.to_string())];
+        let (a, b, q) = (f("none"), f("GLIBC_TUNABLES=x"), f("?"));
+        let runs: Vec<&[(String, String)]> = vec![&a, &a, &b, &b, &q, &b, &a, &[]];
+        assert_eq!(fact_changes(&runs), vec![2, 6]);
+        assert!(fact_changes(&[]).is_empty());
+    }
+
+    #[test]
+    fn analyse_tests_the_run_where_the_environment_changed() {
+        let plain = Host {
+            settings: crate::host::Settings::read_at(
+                std::path::Path::new("/nonexistent"),
+                std::iter::empty::<(&str, &str)>(),
+            ),
+            ..Default::default()
+        };
+        let tuned = Host {
+            settings: plain.settings.for_side(
+                &[("GLIBC_TUNABLES".into(), "glibc.cpu.hwcaps=-AVX2".into())],
+                None,
+                None,
+            ),
+            ..plain.clone()
+        };
+        let runs: Vec<Run> = (0..16)
+            .map(|i| Run {
+                id: format!("{i:08x}"),
+                started: format!("2026-03-{:02}T10:00:00Z", i + 1),
+                host: "h".into(),
+                profile: "quick".into(),
+                facts: env_facts(if i < 8 { &plain } else { &tuned }),
+            })
+            .collect();
+        let copy = series(16, 0.02, 3, |i| if i < 8 { 100.0 } else { 160.0 });
+        let getpid = series(16, 0.02, 4, |_| 50.0);
+        let values: Vec<Value> = copy
+            .into_iter()
+            .enumerate()
+            .map(|(run, point)| Value {
+                run,
+                bench: 0,
+                point,
+            })
+            .chain(getpid.into_iter().enumerate().map(|(run, point)| Value {
+                run,
+                bench: 1,
+                point,
+            }))
+            .collect();
+        let benches = vec![
+            ("copy".to_string(), BaseUnit::NsPerOp),
+            ("getpid".to_string(), BaseUnit::NsPerOp),
+        ];
+        let t = analyse(&runs, &benches, &values, &Method::default());
+        let cp = &t.series[0].change_points;
+        assert_eq!(cp.len(), 1, "{cp:?}");
+        assert!(cp[0].recorded && cp[0].index == 8 && cp[0].run == "00000008");
+        assert_eq!(
+            cp[0].env_changes,
+            vec![EnvChange {
+                fact: "environment".into(),
+                before: "none".into(),
+                after: "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2".into(),
+            }]
+        );
+        assert_eq!(
+            cp[0].env_changes[0].to_string(),
+            "environment: GLIBC_TUNABLES unset → glibc.cpu.hwcaps=-AVX2"
+        );
+        assert!(t.series[1].change_points.is_empty());
     }
 
     #[test]

@@ -91,6 +91,11 @@ pub fn execute(args: &AbArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             let mut doc = plan.document(started);
             doc.run.label = Some(format!("ab {side}: {}", setting.describe()));
             doc.run.cpu = setting.cpu;
+            doc.host.settings = doc.host.settings.for_side(
+                &setting.launch.env,
+                setting.launch.wrap.as_deref(),
+                setting.cpu,
+            );
             doc.run.duration_s = duration;
             doc.fill(outcome, crate::suites::findings);
             doc

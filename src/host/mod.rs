@@ -26,6 +26,7 @@ mod picture;
 mod probe;
 mod reader;
 mod render;
+pub mod settings;
 mod sysfs;
 pub mod topology;
 
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 pub use classes::{ClassPair, PlaceClass};
 pub use render::Fact;
+pub use settings::{SettingChange, Settings};
 pub use topology::{CpuPlace, NumaNode, Topology};
 
 /// The machine a run was made on.
@@ -80,6 +82,10 @@ pub struct Host {
     pub loadavg: Option<[f64; 3]>,
     /// The OS, C library and the opcost build.
     pub software: Software,
+    /// The run's own settings that move a cost: the recorded environment
+    /// variables, cgroup limits, allowed CPUs, scheduling, per-CPU
+    /// governor and EPP (unknown in documents older than them).
+    pub settings: Settings,
 }
 
 /// The processor's identity and topology.
@@ -292,6 +298,7 @@ impl Host {
                 .iter()
                 .map(|(k, v)| (format!("vulnerability {k}"), v.clone())),
         );
+        out.extend(h.settings.facts());
         out
     }
 
@@ -299,6 +306,7 @@ impl Host {
     pub fn detect() -> Host {
         let mut host = Host::detect_at(Path::new("/"));
         probe::complete(&mut host);
+        host.settings = Settings::detect();
         host
     }
 

@@ -211,7 +211,18 @@ impl Host {
             self.memory_section(),
             self.virt_section(),
             self.sw_section(),
+            self.settings_section(),
         ]
+    }
+
+    /// The run's settings that move a cost: the recorded environment
+    /// variables (each its own row), cgroup limits, CPUs, scheduling.
+    fn settings_section(&self) -> Section {
+        let mut sec = Section::new("Settings");
+        for (k, v) in self.settings.rows() {
+            sec.row(k, v);
+        }
+        sec
     }
 
     /// The host name and load, untitled at the top.
@@ -561,6 +572,7 @@ mod tests {
             "Memory",
             "Virtualisation",
             "Software",
+            "Settings",
         ] {
             assert!(
                 text.lines().any(|l| l == title),

@@ -68,6 +68,9 @@ pub fn read_host(root: &Path) -> Host {
         },
         virt: virtualization(&r, &info),
         loadavg: r.text("proc/loadavg").and_then(|t| parse::loadavg(&t)),
+        // The process's own settings need its environment as well as the
+        // files: `Host::detect` reads them (`Settings::read_at` for a tree).
+        settings: Default::default(),
         software: Software {
             os: r
                 .text("etc/os-release")

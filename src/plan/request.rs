@@ -179,15 +179,25 @@ pub struct Setting {
 }
 
 impl Setting {
-    /// The setting in words, for labels: `cpu=1 FOO=bar wrap='nice -n 5'`.
+    /// The setting in words, for labels: `cpu=1 FOO=bar wrap='nice -n 5'`
+    /// (the value of a secret-looking variable left out).
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(c) = self.cpu {
             parts.push(format!("cpu={c}"));
         }
-        parts.extend(self.launch.env.iter().map(|(k, v)| format!("{k}={v}")));
+        parts.extend(self.launch.env.iter().map(|(k, v)| {
+            if crate::host::settings::looks_secret(k, v) {
+                format!("{k}=…")
+            } else {
+                format!("{k}={v}")
+            }
+        }));
         if let Some(w) = &self.launch.wrap {
-            parts.push(format!("wrap='{w}'"));
+            parts.push(format!(
+                "wrap='{}'",
+                crate::host::settings::redact_command(w)
+            ));
         }
         if parts.is_empty() {
             "as is".to_string()

@@ -230,8 +230,34 @@ pub fn gate_report(c: &Comparison, f: &GateFailures) -> String {
 fn notes(c: &Comparison) -> impl Iterator<Item = String> {
     same_run_note(c)
         .into_iter()
+        .chain(settings_note(c))
         .chain(phase_note(c))
         .chain(load_note(c))
+}
+
+/// What differs between the sides' run settings, in words: `B ran with
+/// GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2 (A without it)`.
+pub fn settings_note(c: &Comparison) -> Option<String> {
+    if c.settings_changes.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = c
+        .settings_changes
+        .iter()
+        .map(|s| {
+            let env = crate::host::settings::env_allowed(&s.name);
+            match (s.before.as_str(), s.after.as_str()) {
+                ("unset", b) if env => format!("B ran with {}={b} (A without it)", s.name),
+                (a, "unset") if env => format!("A ran with {}={a} (B without it)", s.name),
+                (a, b) if env => format!("{} was {a} in A and {b} in B", s.name),
+                (a, b) => format!("{}: {a} in A, {b} in B", s.name),
+            }
+        })
+        .collect();
+    Some(format!(
+        "the sides ran with different settings: {}; differences below may be theirs",
+        parts.join("; ")
+    ))
 }
 
 /// The warning that a run is on both sides, so the comparison compares it
@@ -391,5 +417,54 @@ mod tests {
         // ab's pairs are already the remedy.
         let paired = crate::analysis::compare::compare_paired(&doc(0.2), &doc(0.2), 0.02);
         assert_eq!(hint(&paired), "");
+    }
+
+    #[test]
+    fn a_setting_that_differs_is_named_beside_the_verdicts() {
+        use crate::host::Settings;
+        let nowhere = std::path::Path::new("/nonexistent");
+        let mut a = doc(0.01);
+        a.host.settings = Settings::read_at(nowhere, [("LANG", "C.UTF-8")]);
+        let mut b = doc(0.01);
+        b.host.settings = Settings::read_at(
+            nowhere,
+            [
+                ("LANG", "C.UTF-8"),
+                ("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2,-ERMS"),
+            ],
+        );
+        let c = crate::analysis::compare::compare(&a, &b, &[], 0.05);
+        let note = settings_note(&c).unwrap();
+        assert!(
+            note.contains("B ran with GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-ERMS (A without it)"),
+            "{note}"
+        );
+        assert!(render(&c).contains(&note));
+        assert!(method_note(&c).contains("B ran with GLIBC_TUNABLES"));
+        assert!(super::super::markdown::render_compare(&c).contains("B ran with GLIBC_TUNABLES"));
+        // The other way round, and a setting that is not a variable.
+        b.host.settings.nice = Some(10);
+        let back = crate::analysis::compare::compare(&b, &a, &[], 0.05);
+        let note = settings_note(&back).unwrap();
+        assert!(note.contains("A ran with GLIBC_TUNABLES="), "{note}");
+        assert!(
+            note.contains("scheduling: ?, nice 10 in A, ?, nice ? in B"),
+            "{note}"
+        );
+        // A document older than the settings (none recorded) compares
+        // with no word on them.
+        let mut v = serde_json::to_value(doc(0.01)).unwrap();
+        assert!(
+            v["host"]
+                .as_object_mut()
+                .unwrap()
+                .remove("settings")
+                .is_some()
+        );
+        let old = RunDoc::from_json(&v.to_string()).unwrap();
+        assert!(!old.host.settings.recorded());
+        let c = crate::analysis::compare::compare(&old, &b, &[], 0.05);
+        assert_eq!(c.rows.len(), 1);
+        assert!(settings_note(&c).is_none());
     }
 }

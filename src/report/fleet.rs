@@ -32,8 +32,13 @@ fn heading(g: &Group) -> String {
     } else {
         format!(" · {}", g.io)
     };
+    let env = if g.settings.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", g.settings)
+    };
     format!(
-        "{} · kernel {}{io} · {} host{}",
+        "{} · kernel {}{io}{env} · {} host{}",
         g.cpu_model,
         g.kernel,
         g.hosts.len(),

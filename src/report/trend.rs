@@ -134,7 +134,10 @@ fn summary(t: &HistoryTrend) -> Vec<String> {
         ));
     }
     out.push(format!(
-        "method: binary segmentation of log medians, Mann–Whitney rank statistic, permutation test p ≤ {} ({} shuffles), Hodges–Lehmann shift beyond ±{}% with its interval, a step over the {} runs either side",
+        "method: each run where a recorded fact of the host changed tested on its own (Mann–Whitney rank sum at that run, p ≤ {}/(2m) for m such runs in a series, Hodges–Lehmann shift beyond ±{}%); then, for steps nothing recorded, binary segmentation of log medians, Mann–Whitney rank statistic, permutation test p ≤ {} ({}/2 where a series has such runs; {} shuffles), Hodges–Lehmann shift beyond ±{}% with its interval, a step over the {} runs either side",
+        t.method.alpha,
+        t.method.min_change * 100.0,
+        t.method.alpha,
         t.method.alpha,
         t.method.permutations,
         t.method.min_change * 100.0,
@@ -143,24 +146,63 @@ fn summary(t: &HistoryTrend) -> Vec<String> {
     out
 }
 
-/// The terminal view: a heading per host and profile, one line per change
-/// point, newest first, then the summary.
+/// The change points of one host and profile grouped by what they share:
+/// the first run after them and what changed in the host description
+/// then, newest first; each group's series by id.
+type Shared<'a> = Vec<(&'a ChangePoint, Vec<(&'a Series, &'a ChangePoint)>)>;
+
+/// Groups `points` (newest first, as [`by_host`] gives them) by their
+/// first run and what changed then ([`Shared`]).
+fn shared<'a>(points: &[(&'a Series, &'a ChangePoint)]) -> Shared<'a> {
+    let mut out: Shared<'a> = Vec::new();
+    for &(s, c) in points {
+        match out
+            .iter_mut()
+            .find(|(first, _)| first.run == c.run && first.env_changes == c.env_changes)
+        {
+            Some((_, members)) => members.push((s, c)),
+            None => out.push((c, vec![(s, c)])),
+        }
+    }
+    out
+}
+
+/// How a change point was found, in a few words.
+pub fn test_text(c: &ChangePoint) -> &'static str {
+    if c.recorded {
+        "tested at the recorded change"
+    } else {
+        "found by the scan"
+    }
+}
+
+/// The terminal view: a heading per host and profile, then per first run
+/// after a change (newest first) what changed in the host description
+/// then, once, with the series that changed there listed under it; then
+/// the summary.
 pub fn render_text(t: &HistoryTrend) -> String {
     let mut out = String::new();
     for ((host, profile), points) in by_host(t) {
         let _ = writeln!(out, "{host} ({profile})");
         let id_w = points.iter().map(|(s, _)| s.id.len()).max().unwrap_or(0);
-        for (s, c) in points {
+        for (first, members) in shared(&points) {
             let _ = writeln!(
                 out,
-                "  {:id_w$}  {}  (run {})  {:<24} {:<7} {}",
-                s.id,
-                c.started.get(..10).unwrap_or(&c.started),
-                c.run,
-                change_text(c),
-                verdict(s, c),
-                env_text(c)
+                "  {}  (run {})  {}",
+                first.started.get(..10).unwrap_or(&first.started),
+                first.run,
+                env_text(first)
             );
+            for (s, c) in members {
+                let _ = writeln!(
+                    out,
+                    "    {:id_w$}  {:<24} {:<12} {}",
+                    s.id,
+                    change_text(c),
+                    verdict(s, c),
+                    test_text(c)
+                );
+            }
         }
         out.push('\n');
     }
@@ -170,28 +212,35 @@ pub fn render_text(t: &HistoryTrend) -> String {
     out
 }
 
-/// Markdown: a table per host and profile, then the summary.
+/// Markdown: per host and profile, per first run after a change what
+/// changed then (once) and a table of the series that changed there;
+/// then the summary.
 pub fn render_md(t: &HistoryTrend) -> String {
     let mut out = String::new();
     for ((host, profile), points) in by_host(t) {
         let _ = writeln!(out, "### {} ({})\n", cell(host), cell(profile));
-        out.push_str(
-            "| benchmark | first run after | started | change [95% CI] | | what changed |\n",
-        );
-        out.push_str("|---|---|---|---|---|---|\n");
-        for (s, c) in points {
+        for (first, members) in shared(&points) {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} |",
-                cell(&s.id),
-                c.run,
-                cell(&c.started),
-                change_text(c),
-                verdict(s, c),
-                cell(&env_text(c))
+                "**{}, run {}**: {}\n",
+                cell(&first.started),
+                first.run,
+                cell(&env_text(first))
             );
+            out.push_str("| benchmark | change [95% CI] | | test |\n");
+            out.push_str("|---|---|---|---|\n");
+            for (s, c) in members {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    cell(&s.id),
+                    change_text(c),
+                    verdict(s, c),
+                    test_text(c)
+                );
+            }
+            out.push('\n');
         }
-        out.push('\n');
     }
     for line in summary(t) {
         let _ = writeln!(out, "{}  ", cell(&line));
@@ -216,6 +265,7 @@ pub fn render_csv(t: &HistoryTrend) -> anyhow::Result<String> {
         "p",
         "env_changes",
         "min_step",
+        "recorded",
     ])?;
     for ((_, _), points) in by_host(t) {
         for (s, c) in points {
@@ -233,6 +283,7 @@ pub fn render_csv(t: &HistoryTrend) -> anyhow::Result<String> {
                 c.p.to_string(),
                 env_text(c),
                 s.min_step.map_or(String::new(), |m| m.to_string()),
+                c.recorded.to_string(),
             ])?;
         }
     }

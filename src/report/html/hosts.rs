@@ -20,12 +20,13 @@ fn host_group(key: &str) -> &'static str {
         "vulnerabilities" => "CPU vulnerabilities and mitigations",
         "virt" => "virtualization",
         "software" => "software",
+        "settings" => "settings: environment, cgroup, CPUs, scheduling",
         _ => "general",
     }
 }
 
 /// The order of the host groups.
-const HOST_GROUPS: [&str; 9] = [
+const HOST_GROUPS: [&str; 10] = [
     "general",
     "CPU",
     "frequency",
@@ -35,6 +36,7 @@ const HOST_GROUPS: [&str; 9] = [
     "CPU vulnerabilities and mitigations",
     "virtualization",
     "software",
+    "settings: environment, cgroup, CPUs, scheduling",
 ];
 
 /// Each run's host description as `key: text` rows, and the keys of all
