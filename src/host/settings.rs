@@ -644,17 +644,7 @@ fn per_cpu_text(m: &BTreeMap<String, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Writes `files` (path under the root, text) into a new temporary root.
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        dir
-    }
+    use crate::host::sysfs::tests::tree;
 
     /// A `/proc/self/stat` line with nice `nice` and policy `policy`, its
     /// command name holding spaces and a parenthesis.

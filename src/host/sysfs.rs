@@ -264,11 +264,12 @@ fn virtualization(r: &Reader, info: &parse::Cpuinfo) -> Virtualization {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// Writes `files` (path → content) under a fresh temp dir.
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    /// Writes `files` (path → content) under a fresh temp dir (the host
+    /// readers' tests build their trees with it).
+    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
             let p = dir.path().join(path);
