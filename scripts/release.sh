@@ -19,9 +19,10 @@
 # rustc-web and its arm64 standard library (rustup cannot add targets where
 # only Debian's mirrors are reachable; scripts/aarch64-test.sh installs
 # them). Each binary is checked: no symbol versioned above GLIBC_2.17
-# (`objdump -T`), and `opcost --version` runs (the aarch64 one under
-# qemu-aarch64 when it is installed) and names its target and the same
-# highest version as its floor.
+# (`objdump -T`), at most LIMIT_MB (default 15) MB, and `opcost
+# --version` runs (the aarch64 one under qemu-aarch64 when it is
+# installed) and names its target and the same highest version as its
+# floor.
 #
 # Usage: scripts/release.sh [-i] [-c] [-o DIR] [ARCH...]
 #   ARCH  x86_64, aarch64 (default: both)
@@ -46,6 +47,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
 FLOOR=2.17
+# A binary larger than this many (decimal) megabytes fails the build: it
+# is copied to every host of a fleet.
+LIMIT_MB=${LIMIT_MB:-15}
 out=""
 install_only=""
 check=""
@@ -116,8 +120,10 @@ build() {
   if [ -n "$version" ]; then
     [[ $version == *"$triple"*"glibc ${top#GLIBC_} "* ]] || fail "--version says '$version'"
   fi
-  printf 'release: %s: %s bytes, highest symbol version %s, built in %d s\n' \
-    "$arch" "$(stat -c %s "$bin")" "$top" "$took"
+  local bytes
+  bytes=$(stat -c %s "$bin")
+  printf 'release: %s: %s bytes, highest symbol version %s, built in %d s\n' "$arch" "$bytes" "$top" "$took"
+  [ "$bytes" -le $((LIMIT_MB * 1000000)) ] || fail "$bin is $bytes bytes, above $LIMIT_MB MB"
   if [ -n "$version" ]; then echo "release: $version"; fi
 }
 
