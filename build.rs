@@ -1,7 +1,8 @@
 //! Records what built opcost, so every run says which code and compiler
 //! produced its numbers: `OPCOST_GIT_COMMIT` (`git rev-parse --short HEAD`,
 //! empty outside a git checkout or without git) and `OPCOST_RUSTC_VERSION`
-//! (`$RUSTC --version`). Neither failure stops the build.
+//! (`$RUSTC --version`). Neither failure stops the build. `OPCOST_TARGET`
+//! is the target triple (`opcost --version` prints it).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -13,6 +14,8 @@ fn main() {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let version = output(Command::new(rustc).arg("--version")).unwrap_or_default();
     println!("cargo:rustc-env=OPCOST_RUSTC_VERSION={version}");
+    let target = std::env::var("TARGET").unwrap_or_default();
+    println!("cargo:rustc-env=OPCOST_TARGET={target}");
     for path in git_files_to_watch() {
         println!("cargo:rerun-if-changed={}", path.display());
     }

@@ -6,6 +6,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::harness::Profile;
 
+pub mod version;
+
 /// What primitive operations cost on this machine: system calls, IPC,
 /// process creation, memory, storage — measured with honest statistics.
 #[derive(Debug, Parser)]
@@ -37,7 +39,12 @@ impl Cli {
     /// patterns were both required.
     pub fn parse_args() -> Cli {
         use clap::{CommandFactory, FromArgMatches};
-        let matches = plain_usages(Cli::command()).get_matches();
+        let mut cmd = Cli::command();
+        if version::asked(std::env::args_os()) {
+            // Read from the executable itself, so only when it is printed.
+            cmd = cmd.version(&*Box::leak(version::text().into_boxed_str()));
+        }
+        let matches = plain_usages(cmd).get_matches();
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
 }

@@ -49,21 +49,23 @@ pub fn pass_pair(size: usize) -> Result<(PassSender, PassReceiver, u64), Prepare
         ))
     })?;
     // Probe memfd_create, so a kernel without it is a skip.
-    // SAFETY: a valid C string and flags.
-    let fd = unsafe { libc::memfd_create(c"opcost-ipc-pass".as_ptr(), libc::MFD_CLOEXEC) };
-    match Errno::result(fd) {
-        // SAFETY: the probe's descriptor is ours to close.
-        Ok(fd) => unsafe {
-            libc::close(fd);
-        },
-        Err(e) => {
-            return Err(PrepareError::Skip(format!(
-                "memfd_create is not available ({e})"
-            )));
-        }
+    if let Err(e) = memfd(c"opcost-ipc-pass") {
+        return Err(PrepareError::Skip(format!(
+            "memfd_create is not available ({e})"
+        )));
     }
     let window = (size as u64 * 4).max(256 << 10);
     Ok((PassSender { sock: a }, PassReceiver { sock: b }, window))
+}
+
+/// memfd_create(2) with MFD_CLOEXEC, called through syscall(2): glibc's
+/// wrapper (2.27) is newer than the release binaries' glibc floor (2.17).
+pub(super) fn memfd(name: &std::ffi::CStr) -> Result<std::os::fd::OwnedFd, Errno> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a valid C string and flags.
+    let fd = unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), libc::MFD_CLOEXEC) };
+    // SAFETY: the new descriptor is this process's alone.
+    Errno::result(fd).map(|fd| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Closes a descriptor this end owns.
@@ -96,10 +98,7 @@ struct CmsgBuf([u8; 64]);
 impl PassSender {
     /// A fresh memfd holding `msg`.
     fn build(msg: &[u8]) -> Result<i32, Errno> {
-        // SAFETY: a valid C string and flags.
-        let fd = Errno::result(unsafe {
-            libc::memfd_create(c"opcost-ipc-pass".as_ptr(), libc::MFD_CLOEXEC)
-        })?;
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(memfd(c"opcost-ipc-pass")?);
         let filled = (|| {
             // SAFETY: plain system call on our descriptor.
             Errno::result(unsafe { libc::ftruncate(fd, msg.len() as libc::off_t) })?;

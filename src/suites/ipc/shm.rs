@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::memfd::{MFdFlags, memfd_create};
 use nix::unistd::ftruncate;
 
 use super::check::{Fnv, pattern, stream_mismatch, verify_len};
@@ -81,7 +80,7 @@ impl Ring {
         let len = HDR + cap;
         let map = match backing {
             Backing::Memfd => {
-                let fd = memfd_create(c"opcost-ipc-ring", MFdFlags::MFD_CLOEXEC).map_err(|e| {
+                let fd = super::memfd::memfd(c"opcost-ipc-ring").map_err(|e| {
                     PrepareError::Skip(format!("memfd_create is not available ({e})"))
                 })?;
                 ftruncate(&fd, len as i64)?;
