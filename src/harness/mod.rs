@@ -345,6 +345,13 @@ pub trait Timed {
     fn peer_pids(&self) -> Vec<u32> {
         Vec::new()
     }
+    /// True when its first batch is as warm as the later ones (set-up
+    /// touched what an operation uses): a calibration batch too long to be
+    /// confirmed, with no warm-up after it, is then the round's first
+    /// sample instead of being thrown away (a codec operation of seconds).
+    fn first_batch_counts(&self) -> bool {
+        false
+    }
 }
 
 /// Statistics of per-operation timings, for benchmarks that time each operation.

@@ -162,6 +162,28 @@ pub fn expected_slow(
     prep: Duration,
     batch: Duration,
 ) -> Duration {
+    expected_rounds(profile, budget, prep, batch, false)
+}
+
+/// [`expected_slow`] for a benchmark whose first batch counts
+/// ([`Timed::first_batch_counts`]): a batch past a third of the round's
+/// share and past the warm-up is calibrated once and kept as a sample.
+pub fn expected_slow_counted(
+    profile: Profile,
+    budget: Duration,
+    prep: Duration,
+    batch: Duration,
+) -> Duration {
+    expected_rounds(profile, budget, prep, batch, true)
+}
+
+fn expected_rounds(
+    profile: Profile,
+    budget: Duration,
+    prep: Duration,
+    batch: Duration,
+    first_counts: bool,
+) -> Duration {
     let rounds = profile.rounds();
     let share = budget / rounds as u32;
     let warmup = (profile.warmup() / rounds as u32).max(Duration::from_millis(2));
@@ -180,12 +202,22 @@ pub fn expected_slow(
     };
     let spent = prep + calibrate + warm;
     let wanted = (profile.samples() / rounds).max(1) as u32;
-    let samples = if spent >= share {
+    let more = |spent: Duration| {
+        ((share.saturating_sub(spent)).as_secs_f64() / batch.as_secs_f64()).ceil() as u32
+    };
+    let samples = if first_counts && batch >= share / 3 && batch >= warmup {
+        // The calibration batch is the first sample; more while the share lasts.
+        if spent >= share {
+            0
+        } else {
+            more(spent).min(wanted - 1)
+        }
+    } else if spent >= share {
         1
     } else {
-        ((share - spent).as_secs_f64() / batch.as_secs_f64()).ceil() as u32
+        more(spent).clamp(1, wanted)
     };
-    let round = spent + batch * samples.clamp(1, wanted);
+    let round = spent + batch * samples;
     (round * rounds as u32).max(budget)
 }
 
@@ -446,25 +478,46 @@ fn prepare_members(
                             if took < warmup {
                                 warm_up(timed.as_mut(), ops, warmup)?;
                             }
-                            Ok(ops)
+                            Ok((ops, took))
                         },
                     )
                 }));
                 match cal {
-                    Ok(Ok(ops)) => {
+                    Ok(Ok((ops, took))) => {
                         timed.take_op_times(); // discard calibration and warm-up timings
+                        // Past a third of the share the batch was not confirmed
+                        // (one batch), and past the warm-up none followed it.
+                        // (A benchmark whose samples carry CPU counts or lose
+                        // the empty loop's cost is never counted so.)
+                        let counted = timed.first_batch_counts()
+                            && !t.bench.cpu_cost()
+                            && t.bench.overhead() != Overhead::EmptyLoop
+                            && took >= budget / 3
+                            && took >= warmup;
+                        let mut samples_ns = Vec::with_capacity(wanted);
+                        if counted {
+                            let per_op = slow_down(took).as_nanos() as f64 / ops as f64;
+                            samples_ns.push(per_op.max(1e-3));
+                        }
+                        let spent = started.elapsed();
+                        let n = samples_ns.len();
+                        let done = n > 0
+                            && (n >= wanted
+                                || (n >= min_round(rounds, wanted)
+                                    && opts.samples.is_none()
+                                    && spent >= budget));
                         live.push(Live {
                             track: i,
                             timed,
                             ops,
                             budget,
                             wanted,
-                            spent: started.elapsed(),
-                            setup: (prep, started.elapsed() - prep),
-                            samples_ns: Vec::with_capacity(wanted),
+                            spent,
+                            setup: (prep, spent - prep),
+                            samples_ns,
                             op_times: Vec::new(),
                             cpu: t.bench.cpu_cost().then(CpuUse::default),
-                            done: false,
+                            done,
                         });
                         continue;
                     }
@@ -489,14 +542,6 @@ fn prepare_members(
 fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut RoundCtx<'_>) {
     let (ctx, opts) = (rc.ctx, rc.opts);
     let rounds = opts.rounds();
-    // Fewest samples a budget-limited round stops at.
-    let min_round = |wanted: usize| {
-        if rounds >= MIN_ROUNDS_ONE_SAMPLE {
-            1
-        } else {
-            MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
-        }
-    };
     let overhead = *rc.overhead;
     let mut order: Vec<usize> = (0..live.len()).collect();
     while live.iter().any(|l| !l.done) {
@@ -545,10 +590,20 @@ fn sample_members(tracks: &mut [Track], live: &mut [Live], pass: usize, rc: &mut
             let n = l.samples_ns.len();
             // An explicit --samples is honoured; the profile's count yields to the budget.
             let out_of_budget = opts.samples.is_none() && l.spent >= l.budget;
-            if n >= l.wanted || (n >= min_round(l.wanted) && out_of_budget) {
+            if n >= l.wanted || (n >= min_round(rounds, l.wanted) && out_of_budget) {
                 l.done = true;
             }
         }
+    }
+}
+
+/// Fewest samples a budget-limited round of `wanted` stops at, in a
+/// measurement of `rounds` rounds.
+fn min_round(rounds: usize, wanted: usize) -> usize {
+    if rounds >= MIN_ROUNDS_ONE_SAMPLE {
+        1
+    } else {
+        MIN_SAMPLES.div_ceil(rounds).min(wanted).max(1)
     }
 }
 
@@ -616,8 +671,97 @@ pub fn measure_loop_overhead(profile: Profile) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// An operation of a simulated `ns` that counts its batches, and whose
+    /// first batch counts when `counts` says so.
+    struct Counted {
+        ns: u64,
+        counts: bool,
+        batches: Arc<AtomicU32>,
+    }
+    impl Timed for Counted {
+        fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+            self.batches.fetch_add(1, Ordering::Relaxed);
+            Ok(Duration::from_nanos(ops * self.ns))
+        }
+        fn first_batch_counts(&self) -> bool {
+            self.counts
+        }
+    }
+    struct CountedBench(u64, bool, Arc<AtomicU32>);
+    impl Bench for CountedBench {
+        fn id(&self) -> &str {
+            "t.counted"
+        }
+        fn summary(&self) -> &str {
+            "counted"
+        }
+        fn unit(&self) -> crate::harness::Unit {
+            crate::harness::Unit::Latency
+        }
+        fn budget(&self, _profile: Profile) -> Duration {
+            // None: calibration never has time to confirm a batch, and a
+            // round stops at its first sample (simulated time never passes).
+            Duration::ZERO
+        }
+        fn prepare(&self, _ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+            Ok(Box::new(Counted {
+                ns: self.0,
+                counts: self.1,
+                batches: self.2.clone(),
+            }))
+        }
+    }
+
+    /// One default round of an operation of `ns`: (batches run, samples kept).
+    fn one_round(ns: u64, counts: bool) -> (u32, usize) {
+        let batches = Arc::new(AtomicU32::new(0));
+        let opts = RunOptions::fixed(Profile::Default, None, None);
+        let bench: Box<dyn Bench> = Box::new(CountedBench(ns, counts, batches.clone()));
+        let mut tracks = new_tracks(vec![bench], &opts);
+        let ctx = crate::harness::test_ctx();
+        let (mut out, mut overhead) = (RunOutcome::default(), None);
+        let mut progress = |_: Event<'_>| {};
+        let mut rc = RoundCtx {
+            ctx: &ctx,
+            opts: &opts,
+            overhead: &mut overhead,
+            out: &mut out,
+            progress: &mut progress,
+            at: 0.0,
+        };
+        run_round(&mut tracks, &[0], 0, &mut rc);
+        (batches.load(Ordering::Relaxed), tracks[0].rounds[0].n)
+    }
+
+    #[test]
+    fn a_first_batch_that_counts_is_the_rounds_sample() {
+        // A one-second batch past the (empty) share: kept when the
+        // benchmark says its first batch counts, else thrown away and
+        // followed by the sample.
+        assert_eq!(one_round(1_000_000_000, true), (1, 1));
+        assert_eq!(one_round(1_000_000_000, false), (2, 1));
+    }
+
+    #[test]
+    fn a_counted_first_batch_saves_one_operation_a_round() {
+        let p = Profile::Default;
+        let budget = p.default_budget();
+        let op = 2000 * MS;
+        // Past the share: one operation a round instead of two.
+        assert_eq!(expected_slow_counted(p, budget, MS, op), 5 * (MS + op));
+        assert_eq!(expected_slow(p, budget, MS, op), 5 * (MS + 2 * op));
+        // A short batch is confirmed and thrown away either way.
+        let short = Duration::from_micros(100);
+        assert_eq!(
+            expected_slow_counted(p, budget, MS, short),
+            expected_slow(p, budget, MS, short)
+        );
+    }
 
     #[test]
     fn fast_operations_with_a_quick_preparation_expect_their_budget() {

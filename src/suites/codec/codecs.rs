@@ -224,7 +224,7 @@ fn no_state() -> io::Error {
 
 /// Grows `buf` (zero-filled once) to at least `len` bytes; never shrinks it,
 /// so the bytes stay initialised across calls and nothing is zeroed again.
-fn fit(buf: &mut Vec<u8>, len: usize) {
+pub(super) fn fit(buf: &mut Vec<u8>, len: usize) {
     if buf.len() < len {
         buf.resize(len, 0);
     }

@@ -9,11 +9,17 @@
 //! not a timing: it is recorded in each result's details (`input_bytes`,
 //! `compressed_bytes`, `ratio`) and stated by the findings.
 //!
-//! Every benchmark first round-trips its input through the very coder it
-//! will time and compares the bytes: a codec that does not give the input
-//! back is a failed benchmark, never a number. An input and its compressed
-//! form are made once and shared by the compress and decompress benchmarks
-//! of that codec and by all their rounds (each round repeats the check).
+//! Every round checks the bytes of the very coder it times, on its first
+//! batch (outside the timed region): a compression must be the stored
+//! compressed form or give the input back through a fresh decoder, a
+//! decompression must give the input back; a codec that does not is a
+//! failed benchmark, never a number. An input and its compressed form are
+//! made once per process (a run measures each round in a process of its
+//! own) and shared by the compress and decompress benchmarks of that codec
+//! level: the first compression timed there is the stored form, or the
+//! decompress benchmark makes it when it comes first. A round whose one
+//! operation outlasts the calibration keeps it as a sample
+//! ([`Timed::first_batch_counts`]).
 
 pub mod codecs;
 pub mod corpus;
@@ -28,7 +34,7 @@ use codecs::{Codec, Coder, LEVELS};
 use corpus::Kind;
 
 use super::bench::{FnBench, Suite};
-use crate::harness::round::expected_slow;
+use crate::harness::round::expected_slow_counted;
 use crate::harness::{Bench, Ctx, PrepareError, Profile, Timed, Unit};
 use crate::host::Host;
 use crate::units::size_label;
@@ -204,9 +210,14 @@ enum Quick {
 }
 
 /// The lowest profile that runs `codec` at `level` on an input of `tier`.
-/// Quick keeps to a few seconds for the whole suite; default runs every
-/// level except the slowest ones on large inputs, where one operation of
-/// tens of seconds would make each benchmark last minutes (thorough).
+/// Quick keeps to a few seconds for the whole suite. Default runs every
+/// level on the small and large generated inputs (the two sizes the
+/// findings read), except the slowest levels on large inputs, where one
+/// operation of tens of seconds would make each benchmark last minutes;
+/// on the medium inputs, which no finding reads, it leaves out the slowest
+/// levels too (one operation of about a second, a quarter of the suite's
+/// time at default). Thorough runs everything, and a user's file gets
+/// every level its size allows at default.
 fn min_profile(tier: Tier, quick: Quick, codec: Codec, level: u32) -> Profile {
     let s = speed(codec, level);
     let cheapest = LEVELS
@@ -220,9 +231,10 @@ fn min_profile(tier: Tier, quick: Quick, codec: Codec, level: u32) -> Profile {
         (Quick::File, Tier::Large, Speed::VeryFast) => true,
         _ => false,
     };
+    let medium_generated = tier == Tier::Medium && quick != Quick::File;
     if at_quick {
         Profile::Quick
-    } else if tier == Tier::Large && s == Speed::Slow {
+    } else if s == Speed::Slow && (tier == Tier::Large || medium_generated) {
         Profile::Thorough
     } else {
         Profile::Default
@@ -303,60 +315,74 @@ impl Source {
 /// Bytes shared by the benchmarks of one input.
 type Bytes = Arc<Vec<u8>>;
 
-/// An input compressed by one codec level, made (and round-tripped) once
-/// for both of its benchmarks.
+/// An input compressed by one codec level: made and round-tripped once per
+/// process, then shared by both of its benchmarks and all their rounds
+/// there (a run measures each round in a process of its own).
 struct Packed {
     source: Arc<Source>,
     codec: Codec,
     level: u32,
-    packed: OnceLock<Result<Arc<Vec<u8>>, String>>,
+    packed: OnceLock<Result<Bytes, String>>,
 }
 
 impl Packed {
-    /// The input and its compressed form. The first caller compresses with
-    /// `coder` (the one it will time) and round-trips the output through a
-    /// fresh decoder; a later caller's `coder` must give the same bytes,
-    /// else its own output is round-tripped too.
-    fn get(&self, coder: &mut Coder) -> Result<(Bytes, Bytes), PrepareError> {
-        let input = self.source.bytes()?;
-        let mut made_here = false;
-        let packed = self
-            .packed
+    /// The compressed form of `input`: the stored one, or made here with a
+    /// fresh coder and round-tripped through another when none is stored
+    /// yet (the decompress benchmark prepared before the compress one).
+    fn get(&self, input: &[u8]) -> Result<Bytes, PrepareError> {
+        self.packed
             .get_or_init(|| {
-                made_here = true;
-                let out = self.compress_checked(coder, &input)?;
+                let mut coder = Coder::new(self.codec, self.level)
+                    .map_err(|e| format!("{}: {e}", self.label()))?;
+                let mut out = Vec::new();
+                let n = coder
+                    .compress(input, &mut out)
+                    .map_err(|e| format!("{} compress: {e}", self.label()))?;
+                out.truncate(n);
+                self.round_trip(input, &out)?;
                 Ok(Arc::new(out))
             })
             .clone()
-            .map_err(|e| PrepareError::Fail(anyhow::anyhow!(e)))?;
-        if !made_here {
-            let mut out = Vec::new();
-            let n = coder.compress(&input, &mut out)?;
-            if out[..n] != packed[..] {
-                self.compress_checked(coder, &input)
-                    .map_err(|e| PrepareError::Fail(anyhow::anyhow!(e)))?;
-            }
-        }
-        Ok((input, packed))
+            .map_err(|e| PrepareError::Fail(anyhow::anyhow!(e)))
     }
 
-    /// Compresses `input` with `coder`, decompresses the result with a fresh
-    /// coder and checks the bytes; the compressed form, or why it failed.
-    fn compress_checked(&self, coder: &mut Coder, input: &[u8]) -> Result<Vec<u8>, String> {
-        let label = codec_label(self.codec, self.level);
-        let mut out = Vec::new();
-        let n = coder
-            .compress(input, &mut out)
-            .map_err(|e| format!("{label} compress: {e}"))?;
-        out.truncate(n);
+    /// Takes the output of a timed compression of `input`: stored after a
+    /// round trip through a fresh decoder when no form is stored yet,
+    /// compared with the stored form when one is (and round-tripped
+    /// itself when it differs). Why it does not give the input back, else.
+    fn offer(&self, input: &[u8], out: &[u8]) -> Result<(), String> {
+        let mut made_here = false;
+        let stored = self
+            .packed
+            .get_or_init(|| {
+                made_here = true;
+                self.round_trip(input, out)?;
+                Ok(Arc::new(out.to_vec()))
+            })
+            .clone()?;
+        if made_here || stored[..] == *out {
+            return Ok(());
+        }
+        self.round_trip(input, out)
+    }
+
+    /// Decompresses `packed` with a fresh coder and checks that it gives
+    /// `input` back.
+    fn round_trip(&self, input: &[u8], packed: &[u8]) -> Result<(), String> {
+        let label = self.label();
         let mut back = Vec::new();
         let m = Coder::new(self.codec, self.level)
-            .and_then(|mut d| d.decompress(&out, input.len(), &mut back))
+            .and_then(|mut d| d.decompress(packed, input.len(), &mut back))
             .map_err(|e| format!("{label} round trip failed: decompress: {e}"))?;
         if back[..m] != input[..] {
             return Err(round_trip_error(&label, input, &back[..m]));
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The codec level's id segment.
+    fn label(&self) -> String {
+        codec_label(self.codec, self.level)
     }
 }
 
@@ -470,17 +496,14 @@ fn nominal_mbps(codec: Codec, level: u32, incompressible: bool) -> (f64, f64) {
 }
 
 /// How long a run should expect one codec benchmark to take at `profile`,
-/// over all rounds, given its `budget` ([`expected_slow`]). A round
-/// prepares: the input is compressed once to make (or match) the shared
-/// compressed form and decompressed to check it, and the decompress
-/// benchmark decompresses once more for its own check; an operation is one
-/// compression or decompression of the input. With operations of seconds
-/// (bzip2-9 or xz-0 on 16 MiB, brotli-11 on 1 MiB) a round is several times
-/// its budget, which a first run's estimate must know. With the speeds a
-/// default run measured on this machine's class, the model came within 4%
-/// of the suite's time (1658 s for 1729 s); with those of
-/// [`nominal_mbps`], 1981 s against 1729, 2035 and 2316 s in three
-/// sittings.
+/// over all rounds, given its `budget` ([`expected_slow_counted`]: an
+/// operation past a third of its round's share is calibrated once and kept
+/// as a sample). Each round runs in a process of its own, which makes the
+/// compressed form once: the compress benchmark's first operation is it
+/// when that benchmark comes first (a decompression checks it), else the
+/// decompress benchmark compresses and checks it before its own first
+/// operation; either comes first in half the rounds. An operation is one
+/// compression or decompression of the input.
 fn expected(
     codec: Codec,
     level: u32,
@@ -493,55 +516,53 @@ fn expected(
     let (c, d) = nominal_mbps(codec, level, incompressible);
     let (t_c, t_d) = (bytes as f64 / (c * 1e6), bytes as f64 / (d * 1e6));
     let (prep, t_op) = match op {
-        Op::Compress => (t_c + t_d, t_c),
-        Op::Decompress => (t_c + 2.0 * t_d, t_d),
+        Op::Compress => (t_d / 2.0, t_c),
+        Op::Decompress => ((t_c + t_d) / 2.0, t_d),
     };
     let s = Duration::from_secs_f64;
-    expected_slow(profile, budget, s(prep), s(t_op))
+    expected_slow_counted(profile, budget, s(prep), s(t_op))
 }
 
-/// Loads the input, round-trips it through the coder that will be timed
-/// and checks the bytes, then hands the timed loop over.
-fn prepare(p: &Packed, op: Op, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
+/// Loads the input (and for decompressing, the compressed form) and hands
+/// the timed loop over; the bytes are checked on its first batch.
+fn prepare(p: &Arc<Packed>, op: Op, ctx: &Ctx) -> Result<Box<dyn Timed>, PrepareError> {
     if ctx.stopping() {
         return Err(PrepareError::Skip("the run was stopped".into()));
     }
-    let mut coder = Coder::new(p.codec, p.level)?;
-    let mut out = Vec::new();
-    // The compress benchmark makes (or matches) the shared compressed form
-    // with the coder it times; the decompress one times its own decoder.
-    let (input, packed) = match op {
-        Op::Compress => p.get(&mut coder)?,
-        Op::Decompress => p.get(&mut Coder::new(p.codec, p.level)?)?,
+    let coder = Coder::new(p.codec, p.level)?;
+    let input = p.source.bytes()?;
+    let packed = match op {
+        Op::Compress => None,
+        Op::Decompress => Some(p.get(&input)?),
     };
-    if op == Op::Decompress {
-        let m = coder.decompress(&packed, input.len(), &mut out)?;
-        if out[..m] != input[..] {
-            let label = codec_label(p.codec, p.level);
-            return Err(PrepareError::Fail(anyhow::anyhow!(round_trip_error(
-                &label,
-                &input,
-                &out[..m]
-            ))));
-        }
-    }
+    // The output buffer is made as large as an operation needs and touched
+    // once here, so that no batch (the first counts) grows or faults it in.
+    let mut out = Vec::new();
+    let room = match op {
+        Op::Compress => input.len() + input.len() / 4,
+        Op::Decompress => input.len(),
+    };
+    codecs::fit(&mut out, room + OUT_SLACK);
     let mut details = p.source.describe();
     details["input_bytes"] = input.len().into();
-    details["compressed_bytes"] = packed.len().into();
-    details["ratio"] = (input.len() as f64 / packed.len().max(1) as f64).into();
     details["library"] = p.codec.library().into();
     if let Some(v) = p.codec.library_version() {
         details["library_version"] = v.into();
     }
     Ok(Box::new(CodecRun {
         coder,
-        op,
+        p: p.clone(),
         input,
         packed,
         out,
+        checked: None,
         details,
     }))
 }
+
+/// Room past an operation's output in its buffer, so that a reader that
+/// fills it (gzip, brotli, xz, bzip2) finds its end without growing it.
+const OUT_SLACK: usize = 64 * 1024;
 
 /// Says where a round trip went wrong.
 fn round_trip_error(codec: &str, input: &[u8], back: &[u8]) -> String {
@@ -560,31 +581,72 @@ fn round_trip_error(codec: &str, input: &[u8], back: &[u8]) -> String {
 /// The timed loop: one whole-input compress or decompress per operation.
 struct CodecRun {
     coder: Coder,
-    op: Op,
-    input: Arc<Vec<u8>>,
-    packed: Arc<Vec<u8>>,
+    p: Arc<Packed>,
+    input: Bytes,
+    /// The compressed form it decompresses (none when compressing).
+    packed: Option<Bytes>,
     out: Vec<u8>,
+    /// The compressed size, once the first batch's output is checked.
+    checked: Option<usize>,
     details: serde_json::Value,
+}
+
+impl CodecRun {
+    /// Checks the output of the batch just timed (`n` bytes): a compression
+    /// must be the stored form or round-trip, a decompression must give
+    /// the input back. Returns the compressed size.
+    fn check(&self, n: usize) -> anyhow::Result<usize> {
+        let out = &self.out[..n];
+        match &self.packed {
+            Some(packed) => {
+                if out != &self.input[..] {
+                    anyhow::bail!(round_trip_error(&self.p.label(), &self.input, out));
+                }
+                Ok(packed.len())
+            }
+            None => {
+                self.p
+                    .offer(&self.input, out)
+                    .map_err(|e| anyhow::anyhow!(e))?;
+                Ok(n)
+            }
+        }
+    }
 }
 
 impl Timed for CodecRun {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let start = Instant::now();
+        let mut n = 0;
         for _ in 0..ops {
-            let n = match self.op {
-                Op::Compress => self.coder.compress(&self.input, &mut self.out)?,
-                Op::Decompress => {
-                    self.coder
-                        .decompress(&self.packed, self.input.len(), &mut self.out)?
-                }
+            n = match &self.packed {
+                Some(packed) => self
+                    .coder
+                    .decompress(packed, self.input.len(), &mut self.out)?,
+                None => self.coder.compress(&self.input, &mut self.out)?,
             };
             black_box(n);
         }
-        Ok(start.elapsed())
+        let took = start.elapsed();
+        // Outside the timed region: the first batch's bytes are checked
+        // (later batches run the same coder on the same bytes).
+        if self.checked.is_none() && ops > 0 {
+            self.checked = Some(self.check(n)?);
+        }
+        Ok(took)
+    }
+
+    fn first_batch_counts(&self) -> bool {
+        true
     }
 
     fn details(&self) -> Option<serde_json::Value> {
-        Some(self.details.clone())
+        let mut d = self.details.clone();
+        if let Some(c) = self.checked {
+            d["compressed_bytes"] = c.into();
+            d["ratio"] = (self.input.len() as f64 / c.max(1) as f64).into();
+        }
+        Some(d)
     }
 }
 
@@ -601,13 +663,12 @@ mod tests {
             (b.budget(Profile::Default), b.expected(Profile::Default))
         };
         // brotli-11 compresses ~0.5 MB/s: 1 MiB is seconds per operation,
-        // three of them a round (matching the shared form, calibrating, a
-        // sample), five rounds.
+        // one a round (the calibration kept as its sample), five rounds.
         let (budget, expected) = of("codec.json.brotli-11.compress/1MiB");
         assert!(expected > budget * 10, "{expected:?} against {budget:?}");
-        assert!(expected > Duration::from_secs(15) && expected < Duration::from_secs(60));
+        assert!(expected > Duration::from_secs(8) && expected < Duration::from_secs(30));
         // Decompressing the same is quick: the round is its budget's share
-        // plus the preparation, which here is mostly the compression.
+        // plus, in half the rounds, making the compressed form.
         let (budget, expected) = of("codec.json.brotli-11.decompress/1MiB");
         assert!(expected > budget, "{expected:?} against {budget:?}");
         // lz4 on 40 KiB: well inside the budget.
@@ -621,6 +682,83 @@ mod tests {
             let (q, x) = (b.budget(Profile::Quick), b.expected(Profile::Quick));
             assert!(x < q * 2, "{}: {x:?} against {q:?}", b.id());
         }
+    }
+
+    /// An input of `len` bytes of generated JSON and a codec level of it,
+    /// its compressed form stored already when `stored` is given.
+    fn packed(len: usize, codec: Codec, level: u32, stored: Option<Vec<u8>>) -> Arc<Packed> {
+        let source = Arc::new(Source {
+            label: "json".into(),
+            origin: Origin::Corpus(Kind::Json),
+            len,
+            data: OnceLock::new(),
+        });
+        let packed = OnceLock::new();
+        if let Some(s) = stored {
+            packed.set(Ok(Arc::new(s))).unwrap();
+        }
+        Arc::new(Packed {
+            source,
+            codec,
+            level,
+            packed,
+        })
+    }
+
+    fn compressed(input: &[u8], codec: Codec, level: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        let n = Coder::new(codec, level)
+            .unwrap()
+            .compress(input, &mut out)
+            .unwrap();
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn a_decompress_round_uses_the_stored_form_and_checks_the_bytes() {
+        let ctx = crate::harness::test_ctx();
+        let input = corpus::generate(Kind::Json, 30_000);
+        // The stored form is zstd-19's, which zstd-3's decoder reads but
+        // zstd-3 never makes: a decompress round that reports its size
+        // decompressed the stored form, not one of its own.
+        let z19 = compressed(&input, Codec::Zstd, 19);
+        assert_ne!(z19.len(), compressed(&input, Codec::Zstd, 3).len());
+        let p = packed(input.len(), Codec::Zstd, 3, Some(z19.clone()));
+        let mut d = prepare(&p, Op::Decompress, &ctx).unwrap();
+        assert!(d.run(2).is_ok());
+        assert_eq!(d.details().unwrap()["compressed_bytes"], z19.len());
+        // Its first batch checks the bytes it gives back: a stored form of
+        // other bytes fails the round.
+        let other = compressed(&corpus::generate(Kind::Log, 30_000), Codec::Zstd, 3);
+        let p = packed(input.len(), Codec::Zstd, 3, Some(other));
+        let mut d = prepare(&p, Op::Decompress, &ctx).unwrap();
+        let err = d.run(1).unwrap_err().to_string();
+        assert!(err.contains("round trip failed"), "{err}");
+        // A compression that differs from the stored form is round-tripped
+        // itself, and records its own size.
+        let p = packed(input.len(), Codec::Zstd, 3, Some(z19));
+        let mut c = prepare(&p, Op::Compress, &ctx).unwrap();
+        assert!(c.run(1).is_ok());
+        let own = compressed(&input, Codec::Zstd, 3).len();
+        assert_eq!(c.details().unwrap()["compressed_bytes"], own);
+    }
+
+    #[test]
+    fn the_first_timed_compression_is_the_stored_form() {
+        let ctx = crate::harness::test_ctx();
+        let p = packed(30_000, Codec::Gzip, 6, None);
+        let mut c = prepare(&p, Op::Compress, &ctx).unwrap();
+        assert!(p.packed.get().is_none());
+        assert!(c.run(3).is_ok());
+        let input = p.source.bytes().unwrap();
+        let stored = p.packed.get().unwrap().clone().unwrap();
+        assert_eq!(stored[..], compressed(&input, Codec::Gzip, 6)[..]);
+        // Without a compress round before it, a decompress round makes it.
+        let q = packed(30_000, Codec::Gzip, 6, None);
+        let mut d = prepare(&q, Op::Decompress, &ctx).unwrap();
+        assert!(d.run(1).is_ok());
+        assert_eq!(q.packed.get().unwrap().clone().unwrap()[..], stored[..]);
     }
 
     #[test]
@@ -653,6 +791,33 @@ mod tests {
         }
         assert!(!quick.iter().any(|b| b.id().ends_with("/16MiB")));
         assert!(!quick.iter().any(|b| b.id().contains("xz-9")));
+        assert_eq!(quick.len(), 76);
+        // Default: every level on 40 KiB; the slowest four (zstd-19,
+        // brotli-11, xz-6, xz-9) neither on 1 MiB nor on 16 MiB.
+        let default: Vec<&str> = all
+            .iter()
+            .filter(|b| b.runs_at(Profile::Default))
+            .map(|b| b.id())
+            .collect();
+        assert_eq!(default.len(), 480);
+        assert_eq!(
+            default.iter().filter(|i| i.ends_with("/40KiB")).count(),
+            192
+        );
+        for slow in ["zstd-19", "brotli-11", "xz-6", "xz-9"] {
+            assert!(
+                !default
+                    .iter()
+                    .any(|i| i.contains(&format!(".{slow}.")) && !i.ends_with("/40KiB")),
+                "{slow}"
+            );
+        }
+        let thorough = all.iter().filter(|b| b.runs_at(Profile::Thorough)).count();
+        assert_eq!(thorough, all.len());
+        // A user's file of the medium size keeps every level at default.
+        let brotli11 = |q| min_profile(Tier::Medium, q, Codec::Brotli, 11);
+        assert_eq!(brotli11(Quick::File), Profile::Default);
+        assert_eq!(brotli11(Quick::Full), Profile::Thorough);
     }
 
     #[test]
