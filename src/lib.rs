@@ -15,7 +15,6 @@ pub mod host;
 pub mod os;
 pub mod pattern;
 pub mod plan;
-pub mod ranksum;
 pub mod report;
 pub mod stats;
 pub mod store;

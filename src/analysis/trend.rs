@@ -284,7 +284,7 @@ fn testable(candidates: &[usize], n: usize, method: &Method) -> Vec<usize> {
 /// tested on the segment from the nearest candidate before it to the
 /// nearest after it (each at least [`Method::min_segment`] runs away; the
 /// series' ends otherwise), by the standardised Mann–Whitney statistic at
-/// `k` alone ([`crate::ranksum::split_p`]: no maximum over splits is
+/// `k` alone ([`crate::stats::ranksum::split_p`]: no maximum over splits is
 /// taken, so no power is spent on the search), accepted at
 /// `p ≤ alpha / (2m)` when the Hodges–Lehmann shift of the two sides lies
 /// beyond ±[`Method::min_change`] (and, in a two-level series, both levels
@@ -324,7 +324,7 @@ fn known_splits(
             if hl_shift(&seg[..k - a], &seg[k - a..]).abs() <= gate {
                 return None;
             }
-            let p = crate::ranksum::split_p(&ranks(seg), k - a);
+            let p = crate::stats::ranksum::split_p(&ranks(seg), k - a);
             (p <= level).then_some((k, p))
         })
         .collect()

@@ -10,6 +10,8 @@
 //! confidence interval of the median (order statistics of the binomial),
 //! which assumes nothing about the shape of the distribution.
 
+pub mod ranksum;
+
 use serde::{Deserialize, Serialize};
 
 /// CI half-width (relative to the median) above which a result is noisy.

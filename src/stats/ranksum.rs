@@ -41,7 +41,7 @@ pub fn split_p(ranks: &[f64], k: usize) -> f64 {
             return 1.0;
         }
         let d = ((u - f1 * f2 / 2.0).abs() - 0.5).max(0.0);
-        2.0 * (1.0 - crate::stats::normal_cdf(d / var.sqrt()))
+        2.0 * (1.0 - super::normal_cdf(d / var.sqrt()))
     };
     p.min(1.0)
 }
