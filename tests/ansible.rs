@@ -20,6 +20,21 @@ use opcost::store::PgUrl;
 use opcost::store::postgres::PgStore;
 
 /// The playbook and the ansible-playbook command.
+/// `ansible-playbook PLAYBOOK -e @VARS` with its temporary directories
+/// under `work` and no colours; the caller adds the inventory and the rest.
+fn ansible_run(ansible: &Path, playbook: &Path, work: &Path, vars: &serde_json::Value) -> Command {
+    let vars_file = work.join("vars.json");
+    std::fs::write(&vars_file, vars.to_string()).unwrap();
+    let mut cmd = Command::new(ansible);
+    cmd.arg(playbook)
+        .arg("-e")
+        .arg(format!("@{}", vars_file.display()))
+        .env("ANSIBLE_LOCAL_TEMP", work.join("ansible-local"))
+        .env("ANSIBLE_REMOTE_TEMP", work.join("ansible-remote"))
+        .env("ANSIBLE_NOCOLOR", "1");
+    cmd
+}
+
 fn playbook() -> (std::path::PathBuf, std::path::PathBuf) {
     let playbook = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/ansible/opcost.yml");
     let ansible = which::which("ansible-playbook").unwrap_or_else(|_| {
@@ -44,18 +59,10 @@ fn the_playbook_runs_pushes_and_fetches_on_localhost() {
         "opcost_data_home": work.path().join("data"),
         "opcost_remote_dir": work.path().join("remote"),
     });
-    let vars_file = work.path().join("vars.json");
-    std::fs::write(&vars_file, vars.to_string()).unwrap();
-    let out = Command::new(ansible)
+    let out = ansible_run(&ansible, &playbook, work.path(), &vars)
         .arg("-i")
         .arg("localhost,")
         .args(["-c", "local"])
-        .arg(&playbook)
-        .arg("-e")
-        .arg(format!("@{}", vars_file.display()))
-        .env("ANSIBLE_LOCAL_TEMP", work.path().join("ansible-local"))
-        .env("ANSIBLE_REMOTE_TEMP", work.path().join("ansible-remote"))
-        .env("ANSIBLE_NOCOLOR", "1")
         .env("ANSIBLE_PYTHON_INTERPRETER", "auto_silent")
         .env_remove("OPCOST_DB")
         .output()
@@ -177,18 +184,10 @@ fn check_mode_gives_each_host_its_architectures_binary_and_names_the_hosts_it_ca
         "opcost_fetch_dir": work.path().join("fetched"),
         "opcost_remote_dir": remote,
     });
-    let vars_file = work.path().join("vars.json");
-    std::fs::write(&vars_file, vars.to_string()).unwrap();
-    let out = Command::new(ansible)
+    let out = ansible_run(&ansible, &playbook, work.path(), &vars)
         .arg("--check")
         .arg("-i")
         .arg(&inventory)
-        .arg(&playbook)
-        .arg("-e")
-        .arg(format!("@{}", vars_file.display()))
-        .env("ANSIBLE_LOCAL_TEMP", work.path().join("ansible-local"))
-        .env("ANSIBLE_REMOTE_TEMP", work.path().join("ansible-remote"))
-        .env("ANSIBLE_NOCOLOR", "1")
         .env("ANSIBLE_FORKS", "5")
         .output()
         .expect("ansible-playbook runs");
