@@ -15,9 +15,11 @@
 #   syscall-quick-1..S          opcost run syscall --profile quick (S = 24:
 #                               a history for trend and interval coverage)
 #   latency-pinned-cpu0, -cpu1  two L1 rows and cpu.clock pinned with --cpu
+#   default-aa-1, -2            opcost run syscall ipc process memory
+#                               --profile default, twice (compare's A/A pair)
 # Every run is --no-save (no history read or written: a first run's words),
 # and each holds `flock -x /tmp/opcost-quiet.lock` so that no other timing
-# run shares the machine with it. About 12 minutes on a 2-core guest.
+# run shares the machine with it. About 30 minutes on a 2-core guest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=""
@@ -84,4 +86,5 @@ for i in $(seq 1 "$syscall_runs"); do one "syscall-quick-$i" syscall --profile q
 for c in 0 1; do
   one "latency-pinned-cpu$c" 'memory.latency.random/2KiB' 'memory.latency.random/4KiB' cpu.clock --profile quick --cpu "$c"
 done
+for i in 1 2; do one "default-aa-$i" syscall ipc process memory --profile default; done
 du -sh "$out"
