@@ -19,7 +19,7 @@
 #                               --profile default, twice (compare's A/A pair)
 # Every run is --no-save (no history read or written: a first run's words),
 # and each holds `flock -x /tmp/opcost-quiet.lock` so that no other timing
-# run shares the machine with it. About 30 minutes on a 2-core guest.
+# run shares the machine with it. About 20 minutes on a 2-core guest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=""

@@ -1185,6 +1185,17 @@ fn emulated_runs_read_and_replay_and_name_their_machines_shape() {
                     .collect();
                 assert_eq!(c2c, want, "{machine}/{name}: topology.c2c's classes");
             }
+            // the NUMA latency matrix: a row for each node's CPUs reading
+            // each node's memory
+            let numa = doc
+                .results
+                .iter()
+                .filter(|m| m.id.starts_with("memory.numa.latency/"))
+                .count();
+            if numa > 0 {
+                let nodes = doc.host.cpu.numa_nodes.unwrap_or(1);
+                assert_eq!(numa, nodes * nodes, "{machine}/{name}: NUMA latency rows");
+            }
             if let Some(mx) = &doc.matrix {
                 // every CPU's row of the core-to-core matrix, every pair measured
                 assert_eq!(mx.cpus.len(), doc.host.logical_cpus, "{machine}/{name}");
