@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make one machine's sets for the test corpus (tests/fixtures/corpus/): real
-# run documents that `cargo test` replays (tests/corpus.rs) so that a rule
+# run documents that `cargo test` replays (tests/corpus/) so that a rule
 # deciding a word, a verdict or an interval is held to every machine kind.
 #
 #   scripts/corpus-sets.sh [-n NAME] [-s SYSCALL_RUNS] [-b BINARY]

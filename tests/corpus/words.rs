@@ -1,0 +1,358 @@
+//! The words of findings, ported from scripts/findings_words.py (which
+//! scripts/findings-stability.sh uses): a finding's area and text with every
+//! number blanked, and a number's scaled unit with it; held on each set of
+//! three quick runs.
+
+use super::*;
+
+/// A character of the class `[A-Za-z_\d]`.
+fn name_char(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_' || c.is_ascii_digit()
+}
+
+/// The units a number may carry, tried in this order after one optional
+/// space (the alternation of findings_words.py's `UNIT`).
+fn unit_len(chars: &[char]) -> Option<usize> {
+    let starts = |s: &str| {
+        let s: Vec<char> = s.chars().collect();
+        chars.starts_with(&s).then_some(s.len())
+    };
+    let prefixed = |prefixes: &str, rest: &str| {
+        let with = chars
+            .first()
+            .filter(|c| prefixes.contains(**c))
+            .and_then(|_| {
+                let s: Vec<char> = rest.chars().collect();
+                chars[1..].starts_with(&s).then_some(s.len() + 1)
+            });
+        with.or_else(|| starts(rest))
+    };
+    prefixed("kMGT", "B/s")
+        .or_else(|| prefixed("kMG", "bit/s"))
+        .or_else(|| prefixed("kMGT", "op/s"))
+        .or_else(|| prefixed("nµm", "s"))
+        .or_else(|| {
+            chars
+                .first()
+                .filter(|c| "KMGT".contains(**c))
+                .and_then(|_| starts_at(chars, 1, "iB"))
+        })
+        .or_else(|| prefixed("kMG", "Hz"))
+        .or_else(|| starts("B"))
+        .or_else(|| starts("×"))
+        .or_else(|| starts("%"))
+}
+
+/// `Some(at + s's length)` when `chars[at..]` starts with `s`.
+fn starts_at(chars: &[char], at: usize, s: &str) -> Option<usize> {
+    let s: Vec<char> = s.chars().collect();
+    chars
+        .get(at..)
+        .is_some_and(|c| c.starts_with(&s))
+        .then_some(at + s.len())
+}
+
+/// The length of a number (`[-+]?\d+(?:[.,]\d+)*`) with its unit starting
+/// at `i`, when one may start there (not after a name's letter or digit,
+/// nor after a name and a hyphen).
+fn number_at(chars: &[char], i: usize) -> Option<usize> {
+    let prev = |k: usize| i.checked_sub(k).map(|j| chars[j]);
+    if prev(1).is_some_and(name_char) || (prev(1) == Some('-') && prev(2).is_some_and(name_char)) {
+        return None;
+    }
+    let mut j = i;
+    if matches!(chars[j], '-' | '+') {
+        j += 1;
+    }
+    let digits = |j: usize| chars[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let first = digits(j);
+    if first == 0 {
+        return None;
+    }
+    j += first;
+    while j + 1 < chars.len() && matches!(chars[j], '.' | ',') && digits(j + 1) > 0 {
+        j += 1 + digits(j + 1);
+    }
+    let spaced = chars
+        .get(j)
+        .filter(|c| c.is_whitespace())
+        .and_then(|_| unit_len(&chars[j + 1..]).map(|n| n + 1));
+    let unit = spaced.or_else(|| unit_len(&chars[j..])).unwrap_or(0);
+    Some(j + unit - i)
+}
+
+/// The note a finding carries when the host's history settled its words.
+const SETTLED: &str = " (words over the last # runs)";
+
+/// A finding's words: its area and text, every number (and its unit)
+/// blanked to `#`, without the note that the history settled them.
+fn words(area: &str, text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut w = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        match number_at(&chars, i) {
+            Some(n) => {
+                w.push('#');
+                i += n;
+            }
+            None => {
+                w.push(chars[i]);
+                i += 1;
+            }
+        }
+    }
+    if let Some(s) = w.strip_suffix(SETTLED) {
+        w = s.to_string();
+    }
+    format!("{area}: {w}")
+}
+
+/// A sentence's tokens: names and words, blanks, punctuation
+/// (`[A-Za-z_][\w+./-]*|#|[^\sA-Za-z_#]`).
+fn tokens(w: &str) -> Vec<String> {
+    let chars: Vec<char> = w.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_alphabetic() || c == '_' {
+            let n = chars[i + 1..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '+' | '.' | '/' | '-'))
+                .count();
+            out.push(chars[i..=i + n].iter().collect());
+            i += n + 1;
+        } else {
+            if !c.is_whitespace() {
+                out.push(c.to_string());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The word that turns a claim into its opposite, if `w` has one.
+fn opposite(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "faster" => "slower",
+        "slower" => "faster",
+        "grows" => "falls",
+        "falls" => "grows",
+        "cheaper" => "dearer",
+        "dearer" => "cheaper",
+        "earlier" => "later",
+        "later" => "earlier",
+        _ => return None,
+    })
+}
+
+/// True when sentence `w2` says the opposite of `w1`: the same sentence
+/// with two names swapped, or with an odd number of words turned into
+/// their opposites (both at once is the same claim said the other way).
+fn contradicts(w1: &str, w2: &str) -> bool {
+    let (t1, t2) = (tokens(w1), tokens(w2));
+    if t1.len() != t2.len() || t1.first() != t2.first() {
+        return false;
+    }
+    let diff: Vec<usize> = (0..t1.len()).filter(|&i| t1[i] != t2[i]).collect();
+    let (opposed, rest): (Vec<usize>, Vec<usize>) = diff
+        .iter()
+        .partition(|&&i| opposite(&t1[i]) == Some(t2[i].as_str()));
+    let swapped = rest.len() == 2 && t1[rest[0]] == t2[rest[1]] && t1[rest[1]] == t2[rest[0]];
+    (swapped && opposed.is_empty()) || (rest.is_empty() && opposed.len() % 2 == 1)
+}
+
+/// Pairs of sentences from different runs that contradict (two sentences
+/// one run prints side by side are two claims, not a claim and its opposite).
+fn contradictions(runs: &[BTreeSet<String>]) -> Vec<(String, String)> {
+    let union: Vec<&String> = runs
+        .iter()
+        .flatten()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut out = Vec::new();
+    for (i, a) in union.iter().enumerate() {
+        for b in &union[i + 1..] {
+            let together = runs.iter().any(|r| r.contains(*a) && r.contains(*b));
+            if !together && contradicts(a, b) {
+                out.push(((*a).clone(), (*b).clone()));
+            }
+        }
+    }
+    out
+}
+
+/// How a set's findings, recomputed with this tree's rules, hold up.
+struct Stability {
+    /// Distinct findings (by words) in every run.
+    same: usize,
+    /// Distinct findings in any run.
+    all: usize,
+    /// Contradicting pairs.
+    opposed: Vec<(String, String)>,
+    /// The findings not in every run, with the runs (from 1) they were in.
+    flips: Vec<(String, Vec<usize>)>,
+}
+
+impl Stability {
+    /// The share of findings with the same words in every run.
+    fn share(&self) -> f64 {
+        if self.all == 0 {
+            1.0
+        } else {
+            self.same as f64 / self.all as f64
+        }
+    }
+}
+
+/// The words of each run's findings as this tree's rules make them from
+/// its results (as examples/refind.rs and scripts/findings-stability.sh -f).
+fn stability(runs: &[Run]) -> Stability {
+    let worded: Vec<BTreeSet<String>> = runs
+        .iter()
+        .map(|r| {
+            opcost::suites::findings(&r.doc.results)
+                .iter()
+                .filter(|f| f.value.is_finite())
+                .map(|f| words(&f.area, &f.text))
+                .collect()
+        })
+        .collect();
+    let all: BTreeSet<&String> = worded.iter().flatten().collect();
+    let flips: Vec<(String, Vec<usize>)> = all
+        .iter()
+        .filter(|w| !worded.iter().all(|r| r.contains(**w)))
+        .map(|w| {
+            let seen = (0..worded.len()).filter(|&i| worded[i].contains(*w));
+            ((*w).clone(), seen.map(|i| i + 1).collect())
+        })
+        .collect();
+    Stability {
+        same: all.len() - flips.len(),
+        all: all.len(),
+        opposed: contradictions(&worded),
+        flips,
+    }
+}
+
+/// The smallest share of findings with the same words in a set's runs.
+const SAME_WORDS: f64 = 0.92;
+
+/// The sets of quick whole-suite runs whose words are held to
+/// [`SAME_WORDS`]: the corpus's sets of three runs of a machine's suites.
+const WORDED_SETS: [&str; 2] = [
+    "syscall-ipc-process-codec-text-timer-quick",
+    "memory-storage-net-cpu-crypto-quick",
+];
+
+#[test]
+fn findings_keep_their_words_across_each_set_of_runs() {
+    let corpus = corpus_sets(&WORDED_SETS);
+    assert!(
+        !corpus.is_empty(),
+        "no corpus under {}",
+        corpus_dir().display()
+    );
+    let mut failures = Vec::new();
+    for (machine, sets) in &corpus {
+        for (set, runs) in sets {
+            assert!(runs.len() >= 2, "{machine}/{set}: fewer than two runs");
+            let s = stability(runs);
+            let files: Vec<&str> = runs.iter().map(|r| r.file.as_str()).collect();
+            println!(
+                "{machine}/{set} ({}): {} of {} the same ({:.1}%), {} contradictions",
+                files.join(", "),
+                s.same,
+                s.all,
+                100.0 * s.share(),
+                s.opposed.len()
+            );
+            for (w, seen) in &s.flips {
+                println!("  {seen:?} {w}");
+            }
+            for (a, b) in &s.opposed {
+                println!("  contradiction: {a}\n    vs {b}");
+            }
+            if s.share() < SAME_WORDS || !s.opposed.is_empty() {
+                failures.push(format!(
+                    "{machine}/{set}: {:.1}% the same, {} contradictions",
+                    100.0 * s.share(),
+                    s.opposed.len()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn words_blank_numbers_with_their_units() {
+    let w = |t: &str| words("ipc", t);
+    assert_eq!(w("pipe 1.2 GB/s"), w("pipe 950 MB/s"));
+    assert_eq!(w("zstd3 at 31 µs"), w("zstd3 at 1.2 ms"));
+    assert_eq!(w("zstd3 at 31 µs"), "ipc: zstd3 at #");
+    assert_ne!(w("zstd-1 wins"), w("zstd-19 wins"));
+    assert_eq!(w("zstd-19 wins"), "ipc: zstd-19 wins");
+    assert_eq!(
+        w("a is 2× faster than b (words over the last 4 runs)"),
+        w("a is 3× faster than b")
+    );
+    assert_eq!(w("a −3% and -3%"), w("a −4% and -5%"));
+    assert_eq!(w("a −3% and -3%"), "ipc: a −# and #");
+    assert_eq!(w("1,024 descriptors at 256MiB"), "ipc: # descriptors at #");
+    assert_eq!(w("x -1.5 ms, y +2"), "ipc: x #, y #");
+    assert_eq!(w("p99 of 3 Mop/s and 2 Gbit/s"), "ipc: p99 of # and #");
+    // A unit is not a word's end: "5 seconds" keeps "econds", as the
+    // script's pattern does.
+    assert_eq!(w("5 seconds"), "ipc: #econds");
+}
+
+#[test]
+fn contradictions_are_swaps_and_opposite_words_not_flips() {
+    let w = |t: &str| words("ipc", t);
+    assert!(contradicts(
+        &w("pipe is 1.3× faster than unix_stream"),
+        &w("unix_stream is 1.2× faster than pipe")
+    ));
+    assert!(contradicts(
+        &w("fastest: a; then b (3.1× slower)"),
+        &w("fastest: b; then a (2.9× slower)")
+    ));
+    assert!(contradicts(
+        &w("float is 1.9× slower than int"),
+        &w("float is 1.1× faster than int")
+    ));
+    assert!(!contradicts(
+        &w("a is 2× faster than b"),
+        &w("b is 2× slower than a")
+    ));
+    assert!(!contradicts(
+        &w("fork+exec grows with the memory"),
+        &w("fork+exec stays flat with the memory")
+    ));
+    assert!(!contradicts(
+        &w("fastest: a and b; then c (2× slower)"),
+        &w("fastest: a; then b and c (2× slower)")
+    ));
+    assert!(!contradicts(
+        "ipc: a is # faster than b",
+        "net: b is # faster than a"
+    ));
+    let runs = [
+        BTreeSet::from([w("a is 2× faster than b"), w("x grows")]),
+        BTreeSet::from([w("b is 2× faster than a"), w("x stays flat")]),
+    ];
+    assert_eq!(contradictions(&runs).len(), 1);
+    let above = w("glibc memcpy above its threshold: # (not clearly apart)");
+    let below = w("glibc memcpy below its threshold: # (not clearly apart)");
+    let runs = [
+        BTreeSet::from([above.clone(), below.clone()]),
+        BTreeSet::from([above]),
+        BTreeSet::from([below]),
+    ];
+    assert!(contradictions(&runs).is_empty());
+    assert!(!contradicts(&w("# less payload"), &w("# more payload")));
+}
