@@ -90,12 +90,16 @@ impl RoundsDecision {
 
     /// The least log half-width the interval of `used` rounds may state:
     /// for a benchmark that stopped early, Stein's `t(2) · s₁ / √n` and the
-    /// target it stopped at; 0 otherwise (its interval is the rounds' own).
-    pub fn least_half_width(&self, used: usize) -> f64 {
+    /// run's own `target` (or the decision's, when tighter); 0 otherwise
+    /// (its interval is the rounds' own). The floor is the run's target, not
+    /// one the history raised: a row stops at a raised target because runs
+    /// disagree by more, which the findings and `compare` read from the
+    /// history themselves.
+    pub fn least_half_width(&self, used: usize, target: f64) -> f64 {
         match (self.stopped_early(), self.first_sd, self.target) {
-            (true, Some(sd), Some(target)) if used > 0 => {
+            (true, Some(sd), Some(aim)) if used > 0 => {
                 let stein = t975((FIRST_STAGE - 1) as f64) * sd / (used as f64).sqrt();
-                stein.max(target.ln_1p())
+                stein.max(target.min(aim).ln_1p())
             }
             _ => 0.0,
         }
@@ -172,16 +176,9 @@ pub fn decide(
     let aim = target.max(floor.unwrap_or(0.0));
     let s = s1.max(s_hist.unwrap_or(0.0));
     let by_history = aim > target || s > s1;
-    let need = (t975((FIRST_STAGE - 1) as f64) * s / aim.ln_1p()).powi(2);
-    // `need` may be huge or NaN for a zero target; clamp before converting.
-    let n = if need.is_finite() {
-        (need.ceil() as usize).clamp(FIRST_STAGE, planned)
-    } else {
-        planned
-    };
     RoundsDecision {
         planned,
-        taken: n,
+        taken: rounds_for(s, aim, planned),
         reason: if by_history {
             Reason::History
         } else {
@@ -190,6 +187,33 @@ pub fn decide(
         target: Some(aim),
         first_sd: Some(s1),
     }
+}
+
+/// The fewest rounds `n` with `t(2) · s / √n ≤ aim` (log spread `s`,
+/// relative target `aim`), between [`FIRST_STAGE`] and `planned`.
+fn rounds_for(s: f64, aim: f64, planned: usize) -> usize {
+    let need = (t975((FIRST_STAGE - 1) as f64) * s / aim.ln_1p()).powi(2);
+    // `need` may be huge or NaN for a zero target: clamp before converting.
+    if need.is_finite() {
+        (need.ceil() as usize).clamp(FIRST_STAGE, planned.max(FIRST_STAGE))
+    } else {
+        planned
+    }
+}
+
+/// The rounds a benchmark is expected to take, from the host's history
+/// alone (a run's time is announced before any first stage): the rule with
+/// the history's round spread for the first stage's. The planned count
+/// without a history that has rounds, or with the rule off.
+pub fn expected_rounds(planned: usize, target: f64, history: Option<&RowHistory>) -> usize {
+    let Some(s) = history.and_then(RowHistory::round_sd) else {
+        return planned;
+    };
+    if planned <= FIRST_STAGE || target <= 0.0 {
+        return planned;
+    }
+    let aim = target.max(history.and_then(RowHistory::half_spread).unwrap_or(0.0));
+    rounds_for(s, aim, planned)
 }
 
 #[cfg(test)]
@@ -223,7 +247,9 @@ mod tests {
         let (mean, _) = log_mean_var(used).unwrap();
         let point = mean.exp();
         let (_, hi) = super::super::round_interval(used, point).unwrap();
-        let hw = (hi / point).ln().max(d.least_half_width(used.len()));
+        let hw = (hi / point)
+            .ln()
+            .max(d.least_half_width(used.len(), target));
         (centre, point * (-hw).exp(), point * hw.exp(), d.taken)
     }
 
@@ -296,7 +322,11 @@ mod tests {
             let d = decide(&first, planned, 0.001, None);
             assert_eq!(d.taken, planned, "a wide first stage takes the plan");
             let d = decide(&[100.0, 100.0, 100.0], planned, 0.02, None);
-            assert_eq!(d.taken, planned.min(FIRST_STAGE), "a tight one the first stage");
+            assert_eq!(
+                d.taken,
+                planned.min(FIRST_STAGE),
+                "a tight one the first stage"
+            );
         }
         // Off, or nothing to decide: the plan, said so.
         assert_eq!(decide(&first, 5, 0.0, None).reason, Reason::Planned);
@@ -330,9 +360,26 @@ mod tests {
     fn a_row_that_stopped_early_states_at_least_its_target() {
         let d = decide(&[100.0, 100.01, 99.99], 5, 0.02, None);
         assert!(d.stopped_early());
-        let hw = d.least_half_width(3);
+        let hw = d.least_half_width(3, 0.02);
         assert!((hw - 0.02f64.ln_1p()).abs() < 1e-12, "{hw}");
-        assert_eq!(RoundsDecision::planned(5).least_half_width(5), 0.0);
+        assert_eq!(RoundsDecision::planned(5).least_half_width(5, 0.02), 0.0);
+    }
+
+    #[test]
+    fn the_expected_rounds_follow_the_history() {
+        let tight = RowHistory {
+            medians: vec![100.0, 100.5],
+            rounds: vec![vec![99.9, 100.0, 100.1]; 2],
+        };
+        assert_eq!(expected_rounds(5, 0.02, Some(&tight)), 3);
+        let wide = RowHistory {
+            medians: vec![100.0, 100.5],
+            rounds: vec![vec![90.0, 100.0, 110.0]; 2],
+        };
+        assert_eq!(expected_rounds(5, 0.02, Some(&wide)), 5);
+        assert_eq!(expected_rounds(5, 0.02, None), 5);
+        assert_eq!(expected_rounds(5, 0.0, Some(&tight)), 5);
+        assert_eq!(expected_rounds(3, 0.02, Some(&tight)), 3);
     }
 
     #[test]
