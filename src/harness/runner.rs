@@ -1,4 +1,5 @@
-//! The run loop: rounds of every benchmark interleaved across the run,
+//! The run loop: rounds of every benchmark interleaved across the run (how
+//! many decided once, after a first stage: [`crate::stats::stages`]),
 //! each round prepared, calibrated, warmed up and sampled on its own (the
 //! members of an interleaved group sampled A B A B), a stability canary
 //! between rounds, slow-phase rounds measured again, overhead subtracted,
