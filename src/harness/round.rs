@@ -109,6 +109,16 @@ impl RunOptions {
         }
     }
 
+    /// The rounds benchmark `id` is expected to take before its first
+    /// stage is measured, from the host's history alone
+    /// ([`stages::expected_rounds`]): what the run's announced time counts.
+    pub fn expected_rounds(&self, id: &str) -> usize {
+        match self.target_precision() {
+            Some(t) => stages::expected_rounds(self.rounds(), t, self.history.get(id)),
+            None => self.rounds(),
+        }
+    }
+
     /// Samples wanted per benchmark, over all its rounds.
     pub fn samples_wanted(&self) -> usize {
         self.samples.unwrap_or(self.profile.samples()).max(1)

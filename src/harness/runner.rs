@@ -301,8 +301,9 @@ fn taken(t: &Track, rounds: usize) -> usize {
 /// After the first stage: decides, once, the rounds of every group (on
 /// every side alike, so the rounds of a pair stay paired) by the two-stage
 /// rule ([`RunOptions::decide`]). A group takes the most rounds any member
-/// needs, with that member's reason; the rounds it will not run are
-/// reported finished.
+/// needs, with that member's reason. The rounds it will not run that the
+/// announced time counted ([`RunOptions::expected_rounds`]) are reported
+/// finished, so the progress bar moves on by them.
 fn decide_rounds(
     st: &mut [SideState],
     groups: &[Vec<usize>],
@@ -331,11 +332,11 @@ fn decide_rounds(
             for &i in g {
                 let t = &mut side.tracks[i];
                 t.decision = Some(decision);
-                if !t.out && decision.taken < rounds {
-                    progress(
-                        s,
-                        Event::Finished(&t.id, budget_left(t, rounds, decision.taken)),
-                    );
+                let counted = opts.expected_rounds(&t.id);
+                if !t.out && decision.taken < counted {
+                    let left = budget_left(t, rounds, decision.taken)
+                        .saturating_sub(budget_left(t, rounds, counted));
+                    progress(s, Event::Finished(&t.id, left));
                 }
             }
         }
@@ -930,6 +931,36 @@ mod tests {
             (m.ci_high / m.ci_low - 1.0).abs() < 1e-9,
             "its own interval"
         );
+    }
+
+    #[test]
+    fn rounds_not_run_move_the_progress_only_where_the_estimate_counted_them() {
+        use crate::stats::stages::RowHistory;
+        let finished = |history: bool| {
+            let mut opts = RunOptions::fixed(Profile::Default, Some(10), Some(5));
+            if history {
+                // Earlier runs whose rounds agreed: the estimate counted 3.
+                let h = RowHistory {
+                    medians: vec![1e8, 1e8],
+                    rounds: vec![vec![1e8; 5]; 2],
+                };
+                opts.history = std::sync::Arc::new([("t.tight".to_string(), h)].into());
+            }
+            assert_eq!(opts.expected_rounds("t.tight"), if history { 3 } else { 5 });
+            let mut total = Duration::ZERO;
+            let benches = vec![fake("t.tight", 1000, None)];
+            let out = run(benches, &test_ctx(), &opts, None, &mut |e| {
+                if let Event::Finished(_, d) = e {
+                    total += d;
+                }
+            });
+            assert_eq!(out.measurements[0].rounds_decision.unwrap().taken, 3);
+            total
+        };
+        // Without history the announced time counted all 5 rounds: the 2
+        // not run are reported finished; with it, they were never counted.
+        let (counted, uncounted) = (finished(false), finished(true));
+        assert!(counted > uncounted, "{counted:?} vs {uncounted:?}");
     }
 
     #[test]

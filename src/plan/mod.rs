@@ -30,7 +30,7 @@ use crate::harness::{
     Bench, Ctx, Finding, Given, Measurement, Profile, RunOptions, affinity, canary,
 };
 use crate::host::Host;
-use crate::stats::stages::{self, RowHistory};
+use crate::stats::stages::RowHistory;
 use crate::suites::{self, UserData, net};
 pub use request::{AbRequest, DataPaths, FarEnd, RunRequest, Sampling, Setting};
 
@@ -247,10 +247,7 @@ impl RunPlan {
             .iter()
             .map(|b| (b.id(), opts.expected_of(b.as_ref())))
             .collect();
-        let rounds = |id: &str| match opts.target_precision() {
-            Some(t) => stages::expected_rounds(opts.rounds(), t, opts.history.get(id)),
-            None => opts.rounds(),
-        };
+        let rounds = |id: &str| opts.expected_rounds(id);
         estimate(&planned, earlier, (opts.rounds(), &rounds))
     }
 }
@@ -532,9 +529,9 @@ mod tests {
         // A run that recorded taking 3 rounds: its time is for 3 rounds.
         let mut run = earlier(&[("a", 6.0)]);
         let mut m = Measurement::point("a", "ns/op", 1.0);
-        m.rounds_decision = Some(stages::RoundsDecision {
+        m.rounds_decision = Some(crate::stats::stages::RoundsDecision {
             taken: 3,
-            ..stages::RoundsDecision::planned(5)
+            ..crate::stats::stages::RoundsDecision::planned(5)
         });
         run.results.push(m);
         let e = estimate(&planned, &[run], PLANNED);
