@@ -130,10 +130,11 @@ pub struct RunArgs {
     /// the result's interval comes from the spread of its rounds.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: Option<u32>,
-    /// The interval half-width to aim for, in percent (default: none): a
-    /// benchmark whose interval has reached it after all but one of its
-    /// rounds stops there, and one still wider gets up to as many rounds
-    /// again, in at most 15% more time.
+    /// The interval half-width to aim for, in percent (default: 2): after
+    /// a first stage of 3 rounds each benchmark's rounds are decided once,
+    /// between 3 and the profile's count, to reach it (or half the
+    /// run-to-run spread this host's history shows, when wider); 0 takes
+    /// the profile's rounds, no more and no fewer.
     #[arg(long, value_name = "PCT", value_parser = parse_precision)]
     pub target_precision: Option<f64>,
     /// Seed of the order in which each pass measures the benchmarks (default:

@@ -396,6 +396,7 @@ fn measurement(
         per_op: None,
         details,
         rounds: Vec::new(),
+        rounds_decision: None,
         samples,
     })
 }

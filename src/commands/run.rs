@@ -31,11 +31,12 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let tmp = plan::scratch_dir(req.dir.as_deref())?;
     let hello = plan.hello(tmp.path());
     let ctx = plan.ctx(&hello, tmp.path(), stop);
-    let opts = hello.opts(plan.seed);
+    let mut opts = hello.opts(plan.seed);
     let workers = plan.worker_cmd(&hello)?;
     let mut doc = plan.document(chrono::Utc::now());
     // Earlier runs of this host at this profile: what their benchmarks
-    // took tells this run's time, and they settle the findings' words
+    // took tells this run's time and how many rounds each will take (the
+    // two-stage rule, crate::stats::stages), and they settle the findings' words
     // (analysis::history_words); a history that cannot be read only means none.
     let earlier = match req.history {
         true => super::source::Loader::new(db)
@@ -43,6 +44,8 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
             .unwrap_or_default(),
         false => Vec::new(),
     };
+    // The two-stage rule reads each benchmark's run-to-run spread there.
+    opts.history = Arc::new(plan::row_histories(&earlier));
     let estimate = plan.estimate(&opts, &earlier);
     announce(req, plan.benches.len(), &estimate, &plan.host);
     let shared = match (&targets.shared, req.save) {

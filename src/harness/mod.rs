@@ -104,16 +104,19 @@ impl Profile {
         }
     }
 
-    /// The relative half-width a benchmark's interval should reach (see
-    /// [`RunOptions::target_precision`]) when the run does not say
-    /// (`--target-precision`): none at any profile. Measured on a 2-vCPU
-    /// cloud guest (default profile, `syscall ipc process cpu
-    /// memory.bandwidth`), ±2% took 18% more time and gave no more power to
-    /// `compare`: what two runs disagree by there lasts longer than a run
-    /// (a neighbour's memory traffic, the page cache), so more rounds made
-    /// the intervals narrower but not truer.
+    /// The relative half-width the two-stage rule aims a benchmark's
+    /// interval at (see [`RunOptions::target_precision`]) when the run does
+    /// not say (`--target-precision`): ±2% at every profile (quick plans no
+    /// more rounds than the first stage, so nothing is decided there). Why
+    /// 2%: `compare` calls changes from 5% on, and two runs each within ±2%
+    /// differ by a Welch interval of about ±3%, inside 5%; a benchmark whose
+    /// first three rounds already say ±2% gains no verdict from more. A
+    /// tighter target is raised to half the run-to-run spread the host's
+    /// history shows (earlier, extending rounds to ±2% took 18% more time
+    /// and gave `compare` no more power: what two runs disagree by lasts
+    /// longer than a run).
     pub fn target_precision(self) -> f64 {
-        0.0
+        0.02
     }
 
     /// Time budget of a benchmark that does not declare its own.
@@ -512,6 +515,10 @@ pub struct Measurement {
     /// The rounds, in the order they ran (empty in documents made before rounds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<Round>,
+    /// The rounds it was planned, the rounds it took and why (absent in
+    /// documents made before rounds were decided after a first stage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_decision: Option<crate::stats::stages::RoundsDecision>,
     /// The samples, in the base unit.
     pub samples: Vec<f64>,
 }
@@ -558,6 +565,7 @@ impl Measurement {
             per_op: None,
             details: None,
             rounds: Vec::new(),
+            rounds_decision: None,
             samples: vec![median],
         }
     }

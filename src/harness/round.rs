@@ -7,7 +7,9 @@
 //! process or in a worker, by the same [`run_round`]; both callers depend
 //! on it, and it depends on neither.
 
+use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +19,7 @@ use super::cpu::{CpuUse, Probe};
 use super::timer::{EmptyLoop, calibrate, slow_down};
 use super::{Bench, Ctx, Measurement, Overhead, Placement, PrepareError, Profile, Round, Timed};
 use crate::stats::quantile;
+use crate::stats::stages::{self, FIRST_STAGE, RoundsDecision, RowHistory};
 
 /// Fewest samples a measurement is made of, even when the budget runs out,
 /// shared out over its rounds; with [`MIN_ROUNDS_ONE_SAMPLE`] rounds or
@@ -43,13 +46,12 @@ pub struct RunOptions {
     /// so an order can be repeated (`run --seed`).
     pub seed: u64,
     /// Overrides the profile's target precision (`--target-precision`,
-    /// relative half-width; 0 turns it off).
+    /// relative half-width; 0 turns the two-stage rule off).
     pub target_precision: Option<f64>,
+    /// What the host's earlier runs say about each benchmark (by id), for
+    /// the two-stage rule ([`crate::stats::stages`]); empty without history.
+    pub history: Arc<HashMap<String, RowHistory>>,
 }
-
-/// Share of the planned run time that extra rounds of benchmarks still
-/// wider than the target precision may take, after the planned passes.
-pub const EXTRA_ROUNDS_SHARE: f64 = 0.15;
 
 impl RunOptions {
     /// Options with the profile's own counts.
@@ -61,6 +63,7 @@ impl RunOptions {
             canary: canary::check,
             seed: fastrand::u64(..),
             target_precision: None,
+            history: Arc::default(),
         }
     }
 
@@ -79,27 +82,39 @@ impl RunOptions {
             canary: || 20_000.0,
             seed: 1,
             target_precision: None,
+            history: Arc::default(),
         }
     }
 
-    /// The half-width (relative, 0.02 = ±2%) a benchmark's interval should
-    /// reach: one that has reached it after all but one of its planned
-    /// rounds stops there, and one still wider after them gets extra rounds
-    /// (up to twice the planned count, in [`EXTRA_ROUNDS_SHARE`] of the
-    /// planned time). `None`: the planned rounds, no more and no fewer
-    /// (not asked for, `--target-precision 0`, runs of fewer than 3 rounds).
+    /// The half-width (relative, 0.02 = ±2%) the two-stage rule aims a
+    /// benchmark's interval at ([`crate::stats::stages::decide`]): after a
+    /// first stage of [`FIRST_STAGE`] rounds, each benchmark's rounds are
+    /// decided once, between the first stage and the planned count, against
+    /// this target raised to half the run-to-run spread the host's history
+    /// shows. `None`: the planned rounds, no more and no fewer
+    /// (`--target-precision 0`, or no more rounds planned than the first stage).
     pub fn target_precision(&self) -> Option<f64> {
         let t = self
             .target_precision
             .unwrap_or(self.profile.target_precision());
-        (t > 0.0 && self.rounds() >= 3).then_some(t)
+        (t > 0.0 && self.rounds() > FIRST_STAGE).then_some(t)
     }
 
-    /// The most rounds a benchmark may get: twice the planned count with a
-    /// target precision, else the planned count.
-    pub fn max_rounds(&self) -> usize {
+    /// The rounds decision of a benchmark whose first stage gave round
+    /// medians `first`: the planned count when the rule is off.
+    pub fn decide(&self, id: &str, first: &[f64]) -> RoundsDecision {
         match self.target_precision() {
-            Some(_) => 2 * self.rounds(),
+            Some(t) => stages::decide(first, self.rounds(), t, self.history.get(id)),
+            None => RoundsDecision::planned(self.rounds()),
+        }
+    }
+
+    /// The rounds benchmark `id` is expected to take before its first
+    /// stage is measured, from the host's history alone
+    /// ([`stages::expected_rounds`]): what the run's announced time counts.
+    pub fn expected_rounds(&self, id: &str) -> usize {
+        match self.target_precision() {
+            Some(t) => stages::expected_rounds(self.rounds(), t, self.history.get(id)),
             None => self.rounds(),
         }
     }
@@ -272,8 +287,8 @@ pub(super) struct Track {
     pub(super) out: bool,
     /// The last round was cut short by a stop.
     pub(super) cut: bool,
-    /// Its interval reached the run's target precision: no more rounds.
-    pub(super) settled: bool,
+    /// The rounds it takes, decided once after the first stage (none yet).
+    pub(super) decision: Option<RoundsDecision>,
 }
 
 /// The tracks of `benches`, nothing measured yet.
@@ -291,7 +306,7 @@ pub(super) fn new_tracks(benches: Vec<Box<dyn Bench>>, opts: &RunOptions) -> Vec
             details: None,
             out: false,
             cut: false,
-            settled: false,
+            decision: None,
         })
         .collect()
 }

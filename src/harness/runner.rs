@@ -1,4 +1,5 @@
-//! The run loop: rounds of every benchmark interleaved across the run,
+//! The run loop: rounds of every benchmark interleaved across the run (how
+//! many decided once, after a first stage: [`crate::stats::stages`]),
 //! each round prepared, calibrated, warmed up and sampled on its own (the
 //! members of an interleaved group sampled A B A B), a stability canary
 //! between rounds, slow-phase rounds measured again, overhead subtracted,
@@ -18,12 +19,13 @@ use super::canary::{self, PhaseCounts, Snapshot, Stability};
 use super::phase::{correct_slow_rounds, phase_slopes, set_aside_slow_rounds};
 use super::response;
 use super::round::{
-    Canaries, EXTRA_ROUNDS_SHARE, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track,
-    budget_left, new_tracks, run_round,
+    Canaries, Event, RoundCtx, RunOptions, RunOutcome, Skipped, Track, budget_left, new_tracks,
+    run_round,
 };
 use super::warnings::Warning;
 use super::worker::{Pool, WorkerCmd};
 use super::{Bench, Ctx, Measurement, OpStats, Overhead, area_of};
+use crate::stats::stages::{FIRST_STAGE, RoundsDecision};
 use crate::stats::{Summary, is_bimodal, round_interval};
 
 /// Fewest samples kept from a benchmark interrupted by Ctrl-C.
@@ -107,7 +109,7 @@ fn run_sides(
     progress: &mut dyn FnMut(usize, Event<'_>),
 ) -> Vec<RunOutcome> {
     let started = Instant::now();
-    let (rounds, max_rounds) = (opts.rounds(), opts.max_rounds());
+    let rounds = opts.rounds();
     let paired = sides.len() > 1;
     let mut st: Vec<SideState> = sides
         .into_iter()
@@ -117,7 +119,7 @@ fn run_sides(
             pool: s
                 .workers
                 .filter(|_| rounds >= 2)
-                .map(|cmd| Pool::new(cmd, max_rounds)),
+                .map(|cmd| Pool::new(cmd, rounds)),
             out: RunOutcome::default(),
             overhead: None,
             record: CanaryRecord::default(),
@@ -125,23 +127,14 @@ fn run_sides(
         })
         .collect();
     let groups = group_by_interleave(st[0].tracks.iter().map(|t| t.bench.interleave()));
-    let planned: Duration = st.iter().flat_map(|s| &s.tracks).map(|t| t.budget).sum();
     let run_start = Snapshot::now();
 
     let mut order_rng = fastrand::Rng::with_seed(opts.seed);
-    // Extra rounds (past the planned ones) may run until then.
-    let mut extra_until: Option<Instant> = None;
-    'passes: for pass in 0..max_rounds {
-        let mut any = false;
-        for (s, side) in st.iter_mut().enumerate() {
-            any |= before_pass(&mut side.tracks, &groups, opts, pass, &mut |e| {
-                progress(s, e)
-            });
+    'passes: for pass in 0..rounds {
+        if pass == FIRST_STAGE {
+            decide_rounds(&mut st, &groups, opts, progress);
         }
-        if !any {
-            break;
-        }
-        let waiting = |t: &Track| !t.out && !t.settled;
+        let waiting = |t: &Track| !t.out && pass < taken(t, rounds);
         let order = pass_order(&mut order_rng, groups.len());
         for g in order {
             if ctx.stopping() {
@@ -150,10 +143,6 @@ fn run_sides(
             let waits = |side: &SideState| groups[g].iter().any(|&i| waiting(&side.tracks[i]));
             if !st.iter().any(waits) {
                 continue;
-            }
-            let until = || Instant::now() + planned.mul_f64(EXTRA_ROUNDS_SHARE);
-            if pass >= rounds && Instant::now() >= *extra_until.get_or_insert_with(until) {
-                break 'passes;
             }
             // The sides of a pair in an order of the seed's (a single side
             // draws nothing, so a run's order stays what its seed gave).
@@ -175,6 +164,13 @@ fn run_sides(
         }
     }
 
+    // The time the rounds decided were given: the share of it that slow
+    // rounds may be measured again in follows the rounds the run took.
+    let planned: Duration = st
+        .iter()
+        .flat_map(|s| &s.tracks)
+        .map(|t| (t.budget / rounds as u32) * taken(t, rounds) as u32)
+        .sum();
     let mut outs = Vec::with_capacity(st.len());
     for (s, side) in st.into_iter().enumerate() {
         let SideState {
@@ -261,7 +257,7 @@ fn measure_unit(
     side.record.checks.push(c);
     side.record.units.push((g, pass, c));
     for &i in group {
-        if let Some(m) = interim(&side.tracks[i], ctx, side.overhead) {
+        if let Some(m) = interim(&side.tracks[i], ctx, opts, side.overhead) {
             progress(Event::Result(i, &m));
         }
     }
@@ -296,63 +292,55 @@ fn stability(
     Stability::of(&record.checks, &timeline, counts, &interference)
 }
 
-/// Before pass `pass`: settles what has reached the target precision (from
-/// the last planned pass on) and says whether the pass has anything to
-/// measure (a planned pass always has; an extra pass only while some
-/// benchmark is still wider than the target).
-fn before_pass(
-    tracks: &mut [Track],
-    groups: &[Vec<usize>],
-    opts: &RunOptions,
-    pass: usize,
-    progress: &mut dyn FnMut(Event<'_>),
-) -> bool {
-    let rounds = opts.rounds();
-    if let Some(target) = opts.target_precision()
-        && pass + 1 >= rounds
-    {
-        settle(tracks, groups, target, (pass, rounds), progress);
-    }
-    pass < rounds || tracks.iter().any(|t| !t.out && !t.settled)
+/// The rounds a benchmark takes: those decided after the first stage, else
+/// the planned count.
+fn taken(t: &Track, rounds: usize) -> usize {
+    t.decision.map_or(rounds, |d| d.taken)
 }
 
-/// Settles, before pass `pass`, the groups whose every member's interval
-/// (from its rounds so far) has reached `target`: they take no more rounds.
-/// Called from the last planned pass on, so a benchmark stops at most one
-/// round early and gets extra rounds only while it is wider than the target.
-fn settle(
-    tracks: &mut [Track],
+/// After the first stage: decides, once, the rounds of every group (on
+/// every side alike, so the rounds of a pair stay paired) by the two-stage
+/// rule ([`RunOptions::decide`]). A group takes the most rounds any member
+/// needs, with that member's reason. The rounds it will not run that the
+/// announced time counted ([`RunOptions::expected_rounds`]) are reported
+/// finished, so the progress bar moves on by them.
+fn decide_rounds(
+    st: &mut [SideState],
     groups: &[Vec<usize>],
-    target: f64,
-    (pass, rounds): (usize, usize),
-    progress: &mut dyn FnMut(Event<'_>),
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(usize, Event<'_>),
 ) {
-    let precise = |t: &Track| {
-        let medians: Vec<f64> = t.rounds.iter().map(|r| r.median).collect();
-        t.out || t.settled || precision(&medians).is_some_and(|p| p <= target)
-    };
+    let rounds = opts.rounds();
     for g in groups {
-        if g.iter().all(|&i| tracks[i].settled || tracks[i].out)
-            || !g.iter().all(|&i| precise(&tracks[i]))
-        {
-            continue;
-        }
-        for &i in g {
-            let t = &mut tracks[i];
-            if !t.out {
-                t.settled = true;
-                // The planned rounds it will not run.
-                progress(Event::Finished(&t.id, budget_left(t, rounds, pass)));
+        let decision = st
+            .iter()
+            .flat_map(|side| g.iter().map(move |&i| &side.tracks[i]))
+            .filter(|t| !t.out)
+            .map(|t| {
+                let first: Vec<f64> = t
+                    .rounds
+                    .iter()
+                    .filter(|r| r.used)
+                    .take(FIRST_STAGE)
+                    .map(|r| r.median)
+                    .collect();
+                opts.decide(&t.id, &first)
+            })
+            .max_by_key(|d| d.taken)
+            .unwrap_or_else(|| RoundsDecision::planned(rounds));
+        for (s, side) in st.iter_mut().enumerate() {
+            for &i in g {
+                let t = &mut side.tracks[i];
+                t.decision = Some(decision);
+                let counted = opts.expected_rounds(&t.id);
+                if !t.out && decision.taken < counted {
+                    let left = budget_left(t, rounds, decision.taken)
+                        .saturating_sub(budget_left(t, rounds, counted));
+                    progress(s, Event::Finished(&t.id, left));
+                }
             }
         }
     }
-}
-
-/// The relative half-width of the 95% interval the rounds' medians give
-/// (as [`round_interval`] makes it); `None` with fewer than two.
-fn precision(medians: &[f64]) -> Option<f64> {
-    let (lo, hi) = round_interval(medians, 1.0)?;
-    Some((hi - 1.0).max(1.0 - lo))
 }
 
 /// Files each benchmark's measurement from its rounds, in run order, with
@@ -379,8 +367,7 @@ fn finish(
         if n == 0 {
             continue; // interrupted before any sample
         }
-        let complete =
-            (t.settled || t.rounds.iter().filter(|r| r.used).count() >= rounds) && !t.cut;
+        let complete = t.rounds.iter().filter(|r| r.used).count() >= taken(t, rounds) && !t.cut;
         if stopped && !complete && n < MIN_SAMPLES_INTERRUPTED {
             out.skipped.push(Skipped {
                 id: t.id.clone(),
@@ -392,13 +379,14 @@ fn finish(
         let mut extra = Vec::new();
         if stopped && !complete {
             extra.push(Warning::Interrupted { samples: n });
-        } else if n < opts.samples_wanted() && !t.settled {
-            extra.push(Warning::FewSamples {
-                got: n,
-                wanted: opts.samples_wanted(),
-            });
+        } else {
+            // The samples of the rounds it was decided to take.
+            let wanted: usize = (0..taken(t, rounds)).map(|r| opts.round_samples(r)).sum();
+            if n < wanted {
+                extra.push(Warning::FewSamples { got: n, wanted });
+            }
         }
-        if let Some(m) = summarise(t, ctx, overhead, extra) {
+        if let Some(m) = summarise(t, ctx, opts, overhead, extra) {
             done.push((i, m));
         }
     }
@@ -588,18 +576,21 @@ fn group_by_interleave<'a>(keys: impl Iterator<Item = Option<&'a str>>) -> Vec<V
 
 /// The result so far of a benchmark still being measured (no warnings about
 /// its sample count: it is not finished).
-fn interim(t: &Track, ctx: &Ctx, overhead: Option<f64>) -> Option<Measurement> {
+fn interim(t: &Track, ctx: &Ctx, opts: &RunOptions, overhead: Option<f64>) -> Option<Measurement> {
     if t.out {
         return None;
     }
-    summarise(t, ctx, overhead, Vec::new())
+    summarise(t, ctx, opts, overhead, Vec::new())
 }
 
 /// Builds the measurement of a benchmark from its used rounds, with its
-/// sanity warnings.
+/// sanity warnings and its rounds decision. The interval of a benchmark
+/// that stopped before its planned rounds is widened to the least its
+/// decision allows ([`RoundsDecision::least_half_width`]).
 fn summarise(
     t: &Track,
     ctx: &Ctx,
+    opts: &RunOptions,
     overhead: Option<f64>,
     mut warns: Vec<Warning>,
 ) -> Option<Measurement> {
@@ -628,6 +619,14 @@ fn summarise(
     if let Some((lo, hi)) = round_interval(&used, summary.median) {
         summary.ci_low = lo;
         summary.ci_high = hi;
+    }
+    let decision = t
+        .decision
+        .unwrap_or_else(|| RoundsDecision::planned(opts.rounds()));
+    let least = decision.least_half_width(used.len(), opts.target_precision().unwrap_or(0.0));
+    if least > 0.0 {
+        summary.ci_low = summary.ci_low.min(summary.median * (-least).exp());
+        summary.ci_high = summary.ci_high.max(summary.median * least.exp());
     }
 
     let ghz = ctx.host.cpu_ghz().unwrap_or(0.0).max(MAX_PLAUSIBLE_GHZ);
@@ -668,6 +667,7 @@ fn summarise(
             super::cpu::details_of(&t.rounds, unit_bytes(unit)),
         ),
         rounds: t.rounds.clone(),
+        rounds_decision: Some(decision),
         samples: values,
     };
     super::levels::note(&mut m);
@@ -869,46 +869,98 @@ mod tests {
     }
 
     #[test]
-    fn a_target_precision_stops_tight_benchmarks_early_and_gives_wide_ones_more_rounds() {
+    fn rounds_are_decided_once_after_the_first_stage_and_recorded() {
+        use crate::stats::stages::Reason;
         // Each round of "wide" reads 1000 or 1300 ns in turn: far wider
-        // than ±2%, so it gets extra rounds; "tight" stops a round early.
-        let jitter = || {
+        // than ±2%, so it takes every planned round; "tight" (exact fake
+        // times) stops after the first stage.
+        let jitter = |key| {
             let rounds = std::sync::atomic::AtomicU64::new(0);
-            FnBench::new("t.wide", "jitter", Unit::Latency, move |_| {
+            let b = FnBench::new("t.wide", "jitter", Unit::Latency, move |_| {
                 let k = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 Ok(Box::new(FakeTimed {
                     ns: 1000 + 300 * (k % 2),
                 }))
-            })
+            });
+            match key {
+                Some(k) => b.interleave(k).boxed(),
+                None => b.boxed(),
+            }
         };
         let opts = |target| RunOptions {
             target_precision: target,
             ..RunOptions::fixed(Profile::Default, Some(10), Some(5))
         };
-        let rounds_of = |target| {
-            let benches: Vec<Box<dyn Bench>> = vec![fake("t.tight", 1000, None), jitter().boxed()];
+        let rounds_of = |target, key| {
+            let benches: Vec<Box<dyn Bench>> = vec![fake("t.tight", 1000, key), jitter(key)];
             let out = run(benches, &test_ctx(), &opts(target), None, &mut |_| {});
             let n = |id: &str| {
-                let m = out.measurements.iter().find(|m| m.id == id).unwrap();
-                (
-                    m.rounds.len(),
-                    m.warnings.iter().any(|w| w.contains("samples")),
-                )
+                let m = out
+                    .measurements
+                    .iter()
+                    .find(|m| m.id == id)
+                    .unwrap()
+                    .clone();
+                let few = m.warnings.iter().any(|w| w.contains("samples"));
+                (m.rounds.len(), few, m)
             };
             (n("t.tight"), n("t.wide"))
         };
-        let ((tight, tight_few), (wide, _)) = rounds_of(Some(0.02));
-        assert_eq!(tight, 4, "stops after all but one planned round");
-        assert!(!tight_few, "a settled benchmark is not short of samples");
-        assert_eq!(wide, 10, "up to twice the planned rounds");
-        // Off: the planned rounds, no more and no fewer.
-        let ((tight, _), (wide, _)) = rounds_of(Some(0.0));
-        assert_eq!((tight, wide), (5, 5));
-        // Not asked for: no profile aims at one.
-        assert_eq!(
-            (opts(None).target_precision(), opts(None).max_rounds()),
-            (None, 5)
+        // The profile's own target (none given).
+        let ((tight, tight_few, m), (wide, _, w)) = rounds_of(None, None);
+        assert_eq!(tight, 3, "the first stage is enough");
+        assert!(
+            !tight_few,
+            "a benchmark that stopped early is not short of samples"
         );
+        let d = m.rounds_decision.unwrap();
+        assert_eq!((d.planned, d.taken, d.reason), (5, 3, Reason::FirstStage));
+        // It states no less than the target it stopped at.
+        assert!(m.ci_high / m.median >= 1.0199, "{} {}", m.ci_high, m.median);
+        assert_eq!(wide, 5, "never more than the planned rounds");
+        let d = w.rounds_decision.unwrap();
+        assert_eq!((d.planned, d.taken, d.reason), (5, 5, Reason::FirstStage));
+        // Interleaved: the group takes what its widest member needs.
+        let ((tight, ..), (wide, ..)) = rounds_of(None, Some("k"));
+        assert_eq!((tight, wide), (5, 5));
+        // Off: the planned rounds, no more and no fewer, said so.
+        let ((tight, _, m), (wide, ..)) = rounds_of(Some(0.0), None);
+        assert_eq!((tight, wide), (5, 5));
+        assert_eq!(m.rounds_decision.unwrap().reason, Reason::Planned);
+        assert!(
+            (m.ci_high / m.ci_low - 1.0).abs() < 1e-9,
+            "its own interval"
+        );
+    }
+
+    #[test]
+    fn rounds_not_run_move_the_progress_only_where_the_estimate_counted_them() {
+        use crate::stats::stages::RowHistory;
+        let finished = |history: bool| {
+            let mut opts = RunOptions::fixed(Profile::Default, Some(10), Some(5));
+            if history {
+                // Earlier runs whose rounds agreed: the estimate counted 3.
+                let h = RowHistory {
+                    medians: vec![1e8, 1e8],
+                    rounds: vec![vec![1e8; 5]; 2],
+                };
+                opts.history = std::sync::Arc::new([("t.tight".to_string(), h)].into());
+            }
+            assert_eq!(opts.expected_rounds("t.tight"), if history { 3 } else { 5 });
+            let mut total = Duration::ZERO;
+            let benches = vec![fake("t.tight", 1000, None)];
+            let out = run(benches, &test_ctx(), &opts, None, &mut |e| {
+                if let Event::Finished(_, d) = e {
+                    total += d;
+                }
+            });
+            assert_eq!(out.measurements[0].rounds_decision.unwrap().taken, 3);
+            total
+        };
+        // Without history the announced time counted all 5 rounds: the 2
+        // not run are reported finished; with it, they were never counted.
+        let (counted, uncounted) = (finished(false), finished(true));
+        assert!(counted > uncounted, "{counted:?} vs {uncounted:?}");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 pub mod request;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -29,6 +30,7 @@ use crate::harness::{
     Bench, Ctx, Finding, Given, Measurement, Profile, RunOptions, affinity, canary,
 };
 use crate::host::Host;
+use crate::stats::stages::RowHistory;
 use crate::suites::{self, UserData, net};
 pub use request::{AbRequest, DataPaths, FarEnd, RunRequest, Sampling, Setting};
 
@@ -107,6 +109,7 @@ impl Hello {
             canary: canary::check,
             seed,
             target_precision: self.target_precision,
+            history: Default::default(),
         }
     }
 }
@@ -236,15 +239,30 @@ impl RunPlan {
 
     /// The time the run will take, learned from `earlier` runs of this
     /// host at this profile (newest first) where they measured the same
-    /// benchmarks (see [`estimate`]).
+    /// benchmarks, each benchmark's rounds as the two-stage rule is
+    /// expected to decide them from `opts.history` (see [`estimate`]).
     pub fn estimate(&self, opts: &RunOptions, earlier: &[RunDoc]) -> Estimate {
         let planned: Vec<(&str, Duration)> = self
             .benches
             .iter()
             .map(|b| (b.id(), opts.expected_of(b.as_ref())))
             .collect();
-        estimate(&planned, earlier)
+        let rounds = |id: &str| opts.expected_rounds(id);
+        estimate(&planned, earlier, (opts.rounds(), &rounds))
     }
+}
+
+/// What `earlier` runs of the host (newest first, as many as given) say
+/// about each benchmark for the two-stage rule: each run's median and its
+/// used rounds' medians.
+pub fn row_histories(earlier: &[RunDoc]) -> HashMap<String, RowHistory> {
+    let mut out: HashMap<String, RowHistory> = HashMap::new();
+    for m in earlier.iter().flat_map(|d| &d.results) {
+        let h = out.entry(m.id.clone()).or_default();
+        h.medians.push(m.median);
+        h.rounds.push(m.used_round_medians());
+    }
+    out
 }
 
 /// A run's time estimate, and how much of it the host's history gave.
@@ -269,18 +287,37 @@ const LEARNED_FACTOR: (f64, f64) = (0.5, 4.0);
 /// (`wall_s`) that time instead, and the budgets of the rest scaled by how
 /// the learned times compared with their own budgets: a round's
 /// preparation and calibration, which no budget knows, are then counted.
-pub fn estimate(planned: &[(&str, Duration)], earlier: &[RunDoc]) -> Estimate {
+/// Both follow the rounds: `rounds` is the planned count and each
+/// benchmark's expected count, a learned time is scaled from the rounds it
+/// took then (the planned count in runs that did not record them) to those
+/// expected now, and a budget from the planned count.
+pub fn estimate(
+    planned: &[(&str, Duration)],
+    earlier: &[RunDoc],
+    (rounds, expected): (usize, &dyn Fn(&str) -> usize),
+) -> Estimate {
+    // The time it took and the rounds it took them in.
     let learned = |id: &str| {
         earlier
             .iter()
-            .find_map(|d| d.run.wall_s.get(id).copied())
-            .filter(|s| s.is_finite() && *s >= 0.0)
+            .find_map(|d| {
+                let s = d.run.wall_s.get(id).copied()?;
+                let then = d
+                    .results
+                    .iter()
+                    .find(|m| m.id == id)
+                    .and_then(|m| m.rounds_decision)
+                    .map_or(rounds, |r| r.taken);
+                Some((s, then.max(1)))
+            })
+            .filter(|(s, _)| s.is_finite() && *s >= 0.0)
     };
+    let share = |n: usize, of: usize| n as f64 / of.max(1) as f64;
     let (mut took, mut budgeted, mut n) = (0.0, 0.0, 0);
     for (id, budget) in planned {
-        if let Some(s) = learned(id) {
+        if let Some((s, then)) = learned(id) {
             took += s;
-            budgeted += budget.as_secs_f64();
+            budgeted += budget.as_secs_f64() * share(then, rounds);
             n += 1;
         }
     }
@@ -291,7 +328,13 @@ pub fn estimate(planned: &[(&str, Duration)], earlier: &[RunDoc]) -> Estimate {
     };
     let total: f64 = planned
         .iter()
-        .map(|(id, budget)| learned(id).unwrap_or(budget.as_secs_f64() * factor))
+        .map(|(id, budget)| {
+            let now = expected(id);
+            match learned(id) {
+                Some((s, then)) => s * share(now, then),
+                None => budget.as_secs_f64() * factor * share(now, rounds),
+            }
+        })
         .sum();
     Estimate {
         total: Duration::from_secs_f64(total),
@@ -420,6 +463,9 @@ fn check_dir(dir: &Path) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// Five rounds planned and expected for every benchmark.
+    const PLANNED: (usize, &dyn Fn(&str) -> usize) = (5, &|_| 5);
+
     /// An earlier run that recorded `wall` seconds per benchmark.
     fn earlier(wall: &[(&str, f64)]) -> RunDoc {
         let mut d = RunDoc::start(
@@ -447,7 +493,7 @@ mod tests {
     #[test]
     fn without_history_the_estimate_is_the_budgets() {
         let planned = [("a", Duration::from_secs(2)), ("b", Duration::from_secs(3))];
-        let e = estimate(&planned, &[]);
+        let e = estimate(&planned, &[], PLANNED);
         assert_eq!(e.total, Duration::from_secs(5));
         assert_eq!((e.learned, e.of), (0, 2));
     }
@@ -463,10 +509,57 @@ mod tests {
             ("c", Duration::from_secs(4)),
         ];
         let runs = [earlier(&[("a", 6.0)]), earlier(&[("a", 60.0), ("b", 3.0)])];
-        let e = estimate(&planned, &runs);
+        let e = estimate(&planned, &runs, PLANNED);
         // a 6 (newest), b 3, c 4 x (9 / 3) = 12.
         assert!((e.total.as_secs_f64() - 21.0).abs() < 1e-9, "{e:?}");
         assert_eq!((e.learned, e.of), (2, 3));
+    }
+
+    #[test]
+    fn the_estimate_follows_the_rounds_each_benchmark_will_take() {
+        let planned = [("a", Duration::from_secs(5)), ("b", Duration::from_secs(5))];
+        // "a" is expected to take 3 of its 5 rounds, "b" all five.
+        let three_for_a = |id: &str| if id == "a" { 3 } else { 5 };
+        let e = estimate(&planned, &[], (5, &three_for_a));
+        assert!((e.total.as_secs_f64() - 8.0).abs() < 1e-9, "{e:?}");
+        // An earlier run took 10 s for "a" in 5 rounds (it recorded none):
+        // 3 rounds now take 6 s; "b", unlearned, is scaled like "a" was.
+        let e = estimate(&planned, &[earlier(&[("a", 10.0)])], (5, &three_for_a));
+        assert!((e.total.as_secs_f64() - 16.0).abs() < 1e-9, "{e:?}");
+        // A run that recorded taking 3 rounds: its time is for 3 rounds.
+        let mut run = earlier(&[("a", 6.0)]);
+        let mut m = Measurement::point("a", "ns/op", 1.0);
+        m.rounds_decision = Some(crate::stats::stages::RoundsDecision {
+            taken: 3,
+            ..crate::stats::stages::RoundsDecision::planned(5)
+        });
+        run.results.push(m);
+        let e = estimate(&planned, &[run], PLANNED);
+        // a: 6 s × 5/3 = 10; b: 5 × (6 / (5 × 3/5)) = 10.
+        assert!((e.total.as_secs_f64() - 20.0).abs() < 1e-9, "{e:?}");
+    }
+
+    #[test]
+    fn histories_gather_each_benchmarks_earlier_runs() {
+        let mut a = earlier(&[]);
+        let mut m = Measurement::point("x", "ns/op", 10.0);
+        m.rounds = [9.0, 10.0, 11.0]
+            .iter()
+            .map(|&median| crate::harness::Round {
+                median,
+                used: true,
+                ..Default::default()
+            })
+            .collect();
+        a.results.push(m);
+        let mut b = earlier(&[]);
+        b.results.push(Measurement::point("x", "ns/op", 12.0));
+        let h = row_histories(&[a, b]);
+        let x = &h["x"];
+        assert_eq!(x.medians, vec![10.0, 12.0]);
+        assert_eq!(x.rounds[0], vec![9.0, 10.0, 11.0]);
+        assert!(x.round_sd().unwrap() > 0.05);
+        assert!((x.half_spread().unwrap() - ((1.2f64).ln() / 2.0).exp_m1()).abs() < 1e-12);
     }
 
     #[test]
@@ -475,10 +568,10 @@ mod tests {
             ("a", Duration::from_secs(1)),
             ("b", Duration::from_secs(10)),
         ];
-        let e = estimate(&planned, &[earlier(&[("a", 1000.0)])]);
+        let e = estimate(&planned, &[earlier(&[("a", 1000.0)])], PLANNED);
         // a as measured; b at most 4x its budget.
         assert!((e.total.as_secs_f64() - 1040.0).abs() < 1e-9, "{e:?}");
-        let e = estimate(&planned, &[earlier(&[("a", f64::NAN)])]);
+        let e = estimate(&planned, &[earlier(&[("a", f64::NAN)])], PLANNED);
         assert_eq!(e.total, Duration::from_secs(11));
     }
 }

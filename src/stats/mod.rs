@@ -11,6 +11,7 @@
 //! which assumes nothing about the shape of the distribution.
 
 pub mod ranksum;
+pub mod stages;
 
 use serde::{Deserialize, Serialize};
 
