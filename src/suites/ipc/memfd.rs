@@ -17,6 +17,7 @@ use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 
 use super::link::End;
 use crate::harness::PrepareError;
+use crate::os::sys::retry_eintr;
 
 /// Bytes of the header sent with each descriptor: the message length.
 const HDR: usize = 8;
@@ -149,14 +150,8 @@ impl End for PassSender {
             (*c).cmsg_len = libc::CMSG_LEN(4) as _;
             std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<i32>(), fd);
         }
-        let r = loop {
-            // SAFETY: mh describes live buffers.
-            let n = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &mh, 0) };
-            match Errno::result(n) {
-                Err(Errno::EINTR) => continue,
-                other => break other,
-            }
-        };
+        // SAFETY: mh describes live buffers.
+        let r = retry_eintr(|| unsafe { libc::sendmsg(self.sock.as_raw_fd(), &mh, 0) });
         close(fd); // the receiver holds its own reference now
         r.map(drop)
     }
@@ -186,15 +181,10 @@ impl PassReceiver {
         mh.msg_iovlen = 1;
         mh.msg_control = cbuf.0.as_mut_ptr().cast();
         mh.msg_controllen = cbuf.0.len() as _;
-        let n = loop {
-            // SAFETY: mh describes live buffers.
-            let n =
-                unsafe { libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_CMSG_CLOEXEC) };
-            match Errno::result(n) {
-                Err(Errno::EINTR) => continue,
-                other => break other?,
-            }
-        };
+        // SAFETY: mh describes live buffers.
+        let n = retry_eintr(|| unsafe {
+            libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_CMSG_CLOEXEC)
+        })?;
         if n == 0 {
             return Ok(None);
         }
