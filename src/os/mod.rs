@@ -5,7 +5,7 @@
 //! worker's pool of populated mappings ([`mempool`]), NUMA memory policy and
 //! page placement ([`numa`]), Ctrl-C ([`signals`]), C stdio streams
 //! ([`stdio`]), temporary swap areas ([`swap`]), a call retried after a
-//! signal ([`sys`]); and here, opcost's own
+//! signal and anonymous mappings ([`sys`]); and here, opcost's own
 //! executable and the end of a helper process. CPU pinning lives in
 //! [`crate::harness::affinity`], which the runner uses too.
 //!

@@ -1,4 +1,5 @@
-//! Thin system-call helpers: a call retried while a signal interrupts it.
+//! Thin system-call helpers: a call retried while a signal interrupts it,
+//! and private anonymous mappings.
 
 use nix::errno::{Errno, ErrnoSentinel};
 
@@ -15,6 +16,36 @@ pub fn retry_eintr<S: ErrnoSentinel + PartialEq<S>>(
             other => return other,
         }
     }
+}
+
+/// Maps `len` bytes of private anonymous read-write memory (zeroed); the
+/// caller unmaps it.
+pub fn map_anon(len: usize) -> std::io::Result<*mut libc::c_void> {
+    // SAFETY: a fresh private anonymous mapping; checked below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(p)
+}
+
+/// Maps `len` bytes of private anonymous memory in base pages on every
+/// machine, whatever its THP setting (one page-table entry per base page);
+/// the caller unmaps it.
+pub fn map_base_pages(len: usize) -> std::io::Result<*mut libc::c_void> {
+    let p = map_anon(len)?;
+    // SAFETY: advice on our own mapping; failure only leaves the default.
+    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -39,5 +70,17 @@ mod tests {
             -1i32
         });
         assert_eq!(r, Err(Errno::EAGAIN));
+    }
+
+    #[test]
+    fn base_pages_map_zeroed_writable_memory() {
+        let len = 3 * 4096;
+        let p = map_base_pages(len).unwrap();
+        // SAFETY: the mapping just made, len bytes long.
+        let s = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) };
+        assert!(s.iter().all(|&b| b == 0));
+        s[len - 1] = 1;
+        // SAFETY: unmapping our own mapping once.
+        assert_eq!(unsafe { libc::munmap(p, len) }, 0);
     }
 }
