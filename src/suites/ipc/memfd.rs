@@ -96,6 +96,20 @@ fn unmap(p: *mut u8, len: usize) {
 #[repr(C, align(8))]
 struct CmsgBuf([u8; 64]);
 
+impl CmsgBuf {
+    /// A message header of the one buffer `iov` and the first
+    /// `control_len` bytes of this control space.
+    fn msghdr(&mut self, iov: &mut libc::iovec, control_len: usize) -> libc::msghdr {
+        // SAFETY: msghdr is plain data; zero is a valid start.
+        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
+        mh.msg_iov = iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = self.0.as_mut_ptr().cast();
+        mh.msg_controllen = control_len as _;
+        mh
+    }
+}
+
 impl PassSender {
     /// A fresh memfd holding `msg`.
     fn build(msg: &[u8]) -> Result<i32, Errno> {
@@ -135,13 +149,8 @@ impl End for PassSender {
             iov_len: HDR,
         };
         let mut cbuf = CmsgBuf([0; 64]);
-        // SAFETY: msghdr is plain data; zero is a valid start.
-        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-        mh.msg_iov = &mut iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf.0.as_mut_ptr().cast();
         // SAFETY: CMSG_SPACE is arithmetic.
-        mh.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as _;
+        let mh = cbuf.msghdr(&mut iov, unsafe { libc::CMSG_SPACE(4) } as usize);
         // SAFETY: the control buffer holds one cmsghdr and an int.
         unsafe {
             let c = libc::CMSG_FIRSTHDR(&mh);
@@ -175,12 +184,8 @@ impl PassReceiver {
             iov_len: HDR,
         };
         let mut cbuf = CmsgBuf([0; 64]);
-        // SAFETY: msghdr is plain data; zero is a valid start.
-        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-        mh.msg_iov = &mut iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf.0.as_mut_ptr().cast();
-        mh.msg_controllen = cbuf.0.len() as _;
+        let len = cbuf.0.len();
+        let mut mh = cbuf.msghdr(&mut iov, len);
         // SAFETY: mh describes live buffers.
         let n = retry_eintr(|| unsafe {
             libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_CMSG_CLOEXEC)
