@@ -27,7 +27,7 @@ use super::bandwidth::{self, Kernel, Plan};
 use super::findings::finding;
 use super::latency::{self, Chase};
 use super::region::{Pages, Region, bind, verify};
-use super::{BANDWIDTH_BUDGET, LATENCY_BUDGET, array_bytes};
+use super::{BANDWIDTH_BUDGET, LATENCY_BUDGET, array_bytes_for};
 use crate::harness::affinity::Pinned;
 use crate::harness::claims::{Est, Verdict, compare, with_typical_width};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
@@ -138,14 +138,7 @@ fn needs_cpu(ctx: &Ctx, cpu: usize) -> Result<(), PrepareError> {
 /// bandwidth arrays are sized, 4x the last-level cache within the profile's
 /// cap, `alive` of them at once; with the caveat when a cap kept it smaller.
 fn entry_bytes(ctx: &Ctx, alive: usize) -> Result<(usize, Option<String>), PrepareError> {
-    array_bytes(
-        ctx.host.llc_bytes(),
-        ctx.profile,
-        crate::host::mem_available_now(),
-        alive,
-        bandwidth::PASS,
-    )
-    .map_err(PrepareError::Skip)
+    array_bytes_for(ctx, alive, bandwidth::PASS)
 }
 
 /// Prepares the latency entry `e`; `alive` entries share its interleaved group.
