@@ -38,8 +38,7 @@ usage() { echo "usage: $0 [-b OPCOST] [-k DIR]" >&2; }
 parse_options "b:opcost k:keep h" "$@"
 shift $((OPTIND - 1))
 need python3
-opcost=$(realpath -m "$opcost")
-[ -x "$opcost" ] || { echo "error: no opcost binary at $opcost (build it, or -b / OPCOST_BIN)" >&2; exit 2; }
+opcost_binary
 work=""
 temp_dir work
 out=${keep:-$work}

@@ -66,8 +66,7 @@ case $shape in
     ;;
   *) echo "error: unknown shape $shape (2s2c2t, 2s2d2c2t or 2s2d2c2t-snc)" >&2; exit 2 ;;
 esac
-[ -x "$opcost" ] || { echo "error: no opcost binary at $opcost (build it, or -b / OPCOST_BIN)" >&2; exit 2; }
-opcost=$(realpath "$opcost")
+opcost_binary
 cache="${OPCOST_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/opcost-guest}"
 
 # The host's tools, installed when missing (as scripts/install-test-deps.sh does).

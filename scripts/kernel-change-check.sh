@@ -36,8 +36,7 @@ keep=""
 usage() { echo "usage: $0 [-n RUNS] [-b OPCOST] [-k DIR]" >&2; }
 parse_options "n:runs b:opcost k:keep h" "$@"
 shift $((OPTIND - 1))
-opcost=$(realpath -m "$opcost")
-[ -x "$opcost" ] || { echo "error: no opcost binary at $opcost" >&2; exit 2; }
+opcost_binary
 work=""
 temp_dir work
 out=${keep:-$work}

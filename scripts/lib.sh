@@ -53,6 +53,14 @@ build_release() {
   bin=$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/opcost
 }
 
+# opcost_binary: makes $opcost (the binary a script tests, from -b,
+# OPCOST_BIN or the release build) a full path; stops the script (exit 2)
+# when there is no executable there.
+opcost_binary() {
+  opcost=$(realpath -m "$opcost")
+  [ -x "$opcost" ] || { echo "error: no opcost binary at $opcost (build it, or -b / OPCOST_BIN)" >&2; exit 2; }
+}
+
 # median: the median of the numbers on stdin, one a line ("nan" for none).
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 

@@ -111,6 +111,17 @@ fn start_measuring(dir: &Path, ids: &[&str]) -> (Child, (String, u32)) {
 
 /// Waits for the run and asserts that nothing of the swap is left.
 fn assert_nothing_left(child: Child, dir: &Path, zram_before: &[String], what: &str) {
+    assert_no_swap_left(child, zram_before, what);
+    let files: Vec<_> = walk(dir)
+        .into_iter()
+        .filter(|p| p.ends_with("swapfile"))
+        .collect();
+    assert!(files.is_empty(), "{what}: swap files left: {files:?}");
+}
+
+/// Waits for the run and asserts that no swap area of opcost's is enabled
+/// and no zram device is left.
+fn assert_no_swap_left(child: Child, zram_before: &[String], what: &str) {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -123,11 +134,6 @@ fn assert_nothing_left(child: Child, dir: &Path, zram_before: &[String], what: &
         zram_before,
         "{what}: a zram device was left"
     );
-    let files: Vec<_> = walk(dir)
-        .into_iter()
-        .filter(|p| p.ends_with("swapfile"))
-        .collect();
-    assert!(files.is_empty(), "{what}: swap files left: {files:?}");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -187,14 +193,7 @@ fn a_worker_killed_outright_has_its_swap_removed_by_the_run() {
         let (child, (_path, owner)) = start_measuring(dir.path(), &[id]);
         assert_ne!(owner, child.id(), "the area belongs to a round worker");
         kill(Pid::from_raw(owner as i32), Signal::SIGKILL).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            opcost_swaps().is_empty(),
-            "{id}: left {:?}; stderr: {err}",
-            opcost_swaps()
-        );
-        assert_eq!(zram_devices(), zram_before, "{id}: a zram device was left");
+        assert_no_swap_left(child, &zram_before, id);
     }
 }
 

@@ -51,17 +51,9 @@ int main(int argc, char **argv) {
         memset(m->text, (int)i, size);
         if (msgsnd(q, m, size, 0) < 0 || msgrcv(q, m, size, 2, 0) != (ssize_t)size ||
             m->text[size - 1] != (char)i) {
-            fprintf(stderr, "round trip %ld failed\n", i);
-            kill(pid, SIGKILL);
-            rm();
-            return 1;
+            return pingpong_failed(i, pid, rm);
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    kill(pid, SIGKILL);
-    waitpid(pid, 0, 0);
-    rm();
-    double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
-    printf("%.0f\n", ns / count);
-    return 0;
+    return pingpong_done(t0, t1, count, pid, rm);
 }

@@ -2,12 +2,15 @@
  *
  *   PROGRAM SIZE COUNT PARENT_CPU PEER_CPU     (CPU -1: not pinned)
  *
- * and pinning a process to a CPU. */
+ * pinning a process to a CPU, and the end of a ping-pong. */
 #ifndef OPCOST_PEER_H
 #define OPCOST_PEER_H
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 
 /* The message size, the message count and the two CPUs. */
 struct peer_args {
@@ -34,5 +37,28 @@ static void pin(int cpu) {
     CPU_ZERO(&s);
     CPU_SET(cpu, &s);
     sched_setaffinity(0, sizeof s, &s);
+}
+
+/* A ping-pong's failed round trip `i`: says so, kills the echoing child
+ * `pid` and calls `rm` (removes what the program made); returns main's
+ * exit code, 1. */
+static inline int pingpong_failed(long i, pid_t pid, void (*rm)(void)) {
+    fprintf(stderr, "round trip %ld failed\n", i);
+    kill(pid, SIGKILL);
+    rm();
+    return 1;
+}
+
+/* A ping-pong's end: kills and reaps the echoing child `pid`, calls `rm`,
+ * and prints the ns per round trip of `count` round trips from t0 to t1;
+ * returns main's exit code, 0. */
+static inline int pingpong_done(struct timespec t0, struct timespec t1, long count, pid_t pid,
+                                void (*rm)(void)) {
+    kill(pid, SIGKILL);
+    waitpid(pid, 0, 0);
+    rm();
+    double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+    printf("%.0f\n", ns / count);
+    return 0;
 }
 #endif

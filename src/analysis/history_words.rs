@@ -247,19 +247,25 @@ mod tests {
         assert_eq!(findings_with_history(&ms, &[], words_of), words_of(&ms));
     }
 
-    #[test]
-    fn a_word_at_its_edge_is_decided_on_the_pooled_runs_and_says_so() {
-        // Four earlier runs: a and b cost the same. This run alone sees a
-        // 6% gap, just past the material 5%; pooled, it is a tie.
-        let same: Vec<Vec<Measurement>> = (0..4)
-            .map(|i| {
-                let d = [0.99, 1.01, 1.0, 1.005][i];
+    /// Earlier runs in which a and b cost the same within noise: a at
+    /// 100 ns × the run's factor, b at 100 ns ÷ it.
+    fn tied_runs(factors: [f64; 4]) -> Vec<Vec<Measurement>> {
+        factors
+            .iter()
+            .map(|d| {
                 vec![
                     lat("syscall.a", 100.0 * d, 0.02),
                     lat("syscall.b", 100.0 / d, 0.02),
                 ]
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_word_at_its_edge_is_decided_on_the_pooled_runs_and_says_so() {
+        // Four earlier runs: a and b cost the same. This run alone sees a
+        // 6% gap, just past the material 5%; pooled, it is a tie.
+        let same = tied_runs([0.99, 1.01, 1.0, 1.005]);
         let earlier: Vec<Earlier> = same
             .iter()
             .map(|r| Earlier {
@@ -289,15 +295,7 @@ mod tests {
         // As above, but the newest earlier run printed "a is faster" (its
         // own run saw the gap too): this run says so again, so the word
         // stays, this run's own.
-        let same: Vec<Vec<Measurement>> = (0..4)
-            .map(|i| {
-                let d = [1.0, 0.99, 1.01, 1.005][i];
-                vec![
-                    lat("syscall.a", 100.0 * d, 0.02),
-                    lat("syscall.b", 100.0 / d, 0.02),
-                ]
-            })
-            .collect();
+        let same = tied_runs([1.0, 0.99, 1.01, 1.005]);
         let printed = words_of(&[lat("syscall.a", 100.0, 0.01), lat("syscall.b", 107.0, 0.01)]);
         assert!(
             printed[0].text.starts_with("a against b: a is "),

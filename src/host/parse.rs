@@ -440,17 +440,9 @@ core id\t\t: 1
 flags\t\t: fpu vme de pse tsc msr hypervisor avx2
 ";
 
-    const ARM64: &str = "\
-processor\t: 0
-BogoMIPS\t: 243.75
-Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics
-CPU implementer\t: 0x41
-CPU architecture: 8
-CPU variant\t: 0x3
-CPU part\t: 0xd0c
-CPU revision\t: 1
-
-processor\t: 1
+    /// One Neoverse-N1 core's block of an arm64 /proc/cpuinfo, after its
+    /// `processor` line.
+    const ARM64_CORE: &str = "\
 BogoMIPS\t: 243.75
 Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics
 CPU implementer\t: 0x41
@@ -460,15 +452,32 @@ CPU part\t: 0xd0c
 CPU revision\t: 1
 ";
 
+    /// An arm64 /proc/cpuinfo of two such cores.
+    fn arm64() -> String {
+        format!("processor\t: 0\n{ARM64_CORE}\nprocessor\t: 1\n{ARM64_CORE}")
+    }
+
+    /// The processor count, then vendor, model name, family, model and stepping.
+    fn identity(c: &Cpuinfo) -> (usize, [Option<&str>; 5]) {
+        let Cpuinfo {
+            vendor,
+            model_name,
+            family,
+            model,
+            stepping,
+            ..
+        } = c;
+        let fields = [vendor, model_name, family, model, stepping];
+        (c.processors, fields.map(|f| f.as_deref()))
+    }
+
     #[test]
     fn cpuinfo_x86_takes_the_first_processor_and_counts_all() {
         let c = cpuinfo(X86_VM);
-        assert_eq!(c.processors, 2);
-        assert_eq!(c.vendor.as_deref(), Some("AuthenticAMD"));
-        assert_eq!(c.model_name.as_deref(), Some("AMD EPYC"));
-        assert_eq!(c.family.as_deref(), Some("26"));
-        assert_eq!(c.model.as_deref(), Some("2"));
-        assert_eq!(c.stepping.as_deref(), Some("1"));
+        assert_eq!(
+            identity(&c),
+            (2, ["AuthenticAMD", "AMD EPYC", "26", "2", "1"].map(Some))
+        );
         assert_eq!(c.microcode.as_deref(), Some("0x1000065"));
         assert_eq!(c.mhz, Some(2596.122));
         assert!(c.x86_flags);
@@ -478,13 +487,14 @@ CPU revision\t: 1
 
     #[test]
     fn cpuinfo_arm64_names_the_core_from_its_part_number() {
-        let c = cpuinfo(ARM64);
-        assert_eq!(c.processors, 2);
-        assert_eq!(c.vendor.as_deref(), Some("ARM"));
-        assert_eq!(c.model_name.as_deref(), Some("ARM Neoverse-N1"));
-        assert_eq!(c.family.as_deref(), Some("8"));
-        assert_eq!(c.model.as_deref(), Some("0xd0c"));
-        assert_eq!(c.stepping.as_deref(), Some("r3p1"));
+        let c = cpuinfo(&arm64());
+        assert_eq!(
+            identity(&c),
+            (
+                2,
+                ["ARM", "ARM Neoverse-N1", "8", "0xd0c", "r3p1"].map(Some)
+            )
+        );
         assert_eq!(c.mhz, None);
         assert!(!c.x86_flags);
         assert!(c.flags.iter().any(|f| f == "atomics"));

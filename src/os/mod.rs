@@ -4,7 +4,8 @@
 //! free space, a file's size fitted to it, dropping the page cache), a round
 //! worker's pool of populated mappings ([`mempool`]), NUMA memory policy and
 //! page placement ([`numa`]), Ctrl-C ([`signals`]), C stdio streams
-//! ([`stdio`]), temporary swap areas ([`swap`]); and here, opcost's own
+//! ([`stdio`]), temporary swap areas ([`swap`]), a call retried after a
+//! signal and anonymous mappings ([`sys`]); and here, opcost's own
 //! executable and the end of a helper process. CPU pinning lives in
 //! [`crate::harness::affinity`], which the runner uses too.
 //!
@@ -20,6 +21,7 @@ pub mod numa;
 pub mod signals;
 pub mod stdio;
 pub mod swap;
+pub mod sys;
 
 use std::path::PathBuf;
 

@@ -20,6 +20,8 @@ pub mod trend;
 pub use format::Format;
 
 use crate::analysis::compare::Comparison;
+use crate::analysis::fleet::Fleet;
+use crate::analysis::trend::HistoryTrend;
 use crate::document::RunDoc;
 
 /// What the dashboard formats say when asked for something other than a run.
@@ -39,42 +41,47 @@ pub fn render_run(doc: &RunDoc, format: Format) -> anyhow::Result<String> {
 
 /// A comparison in the given format; a dashboard format is refused.
 pub fn render_comparison(c: &Comparison, format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => comparison::render(c),
-        Format::Md => markdown::render_compare(c),
-        Format::Csv => csv::render_compare(c)?,
-        Format::Json => json(c)?,
-        Format::Bmf | Format::GithubBenchmark => {
-            return Err(unsupported("a comparison has no dashboard format"));
-        }
-    })
+    let renderers: Renderers<_> = (
+        comparison::render,
+        markdown::render_compare,
+        csv::render_compare,
+    );
+    render_view(c, format, renderers, "a comparison has no dashboard format")
 }
 
 /// The fleet view in the given format; a dashboard format is refused.
-pub fn render_fleet(
-    view: &crate::analysis::fleet::Fleet,
-    format: Format,
-) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => fleet::render_text(view),
-        Format::Md => fleet::render_md(view),
-        Format::Csv => fleet::render_csv(view)?,
-        Format::Json => json(view)?,
-        Format::Bmf | Format::GithubBenchmark => return Err(unsupported(DASHBOARD_RUN_ONLY)),
-    })
+pub fn render_fleet(view: &Fleet, format: Format) -> anyhow::Result<String> {
+    let renderers: Renderers<_> = (fleet::render_text, fleet::render_md, fleet::render_csv);
+    render_view(view, format, renderers, DASHBOARD_RUN_ONLY)
 }
 
 /// The trend in the given format; a dashboard format is refused.
-pub fn render_trend(
-    t: &crate::analysis::trend::HistoryTrend,
+pub fn render_trend(t: &HistoryTrend, format: Format) -> anyhow::Result<String> {
+    let renderers: Renderers<_> = (trend::render_text, trend::render_md, trend::render_csv);
+    render_view(t, format, renderers, DASHBOARD_RUN_ONLY)
+}
+
+/// A view's text, Markdown and CSV renderers.
+type Renderers<T> = (
+    fn(&T) -> String,
+    fn(&T) -> String,
+    fn(&T) -> anyhow::Result<String>,
+);
+
+/// A view that is not a run in `format`: by its renderers, JSON as it
+/// serialises; a dashboard format is refused with `no_dashboard`.
+fn render_view<T: serde::Serialize>(
+    value: &T,
     format: Format,
+    (text, md, csv): Renderers<T>,
+    no_dashboard: &str,
 ) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Text => trend::render_text(t),
-        Format::Md => trend::render_md(t),
-        Format::Csv => trend::render_csv(t)?,
-        Format::Json => json(t)?,
-        Format::Bmf | Format::GithubBenchmark => return Err(unsupported(DASHBOARD_RUN_ONLY)),
+        Format::Text => text(value),
+        Format::Md => md(value),
+        Format::Csv => csv(value)?,
+        Format::Json => json(value)?,
+        Format::Bmf | Format::GithubBenchmark => return Err(unsupported(no_dashboard)),
     })
 }
 

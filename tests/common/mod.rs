@@ -104,30 +104,54 @@ pub fn sweep(prefix: &str, scale: f64, seed: u64) -> Vec<Measurement> {
 
 /// Run A: a plain set of latencies and throughputs, plus a sweep.
 pub fn run_a() -> RunDoc {
-    let mut r = vec![
-        measurement("syscall.function_call", "ns/op", samples(1.5, 0.03, 30, 1)),
-        measurement("syscall.getpid.raw", "ns/op", samples(80.0, 0.03, 30, 2)),
-        measurement("syscall.same", "ns/op", vec![50.0; 30]),
-        measurement("ipc.pipe.throughput", "B/s", samples(2.0e9, 0.03, 30, 3)),
-        measurement("syscall.only_in_a", "ns/op", samples(10.0, 0.03, 30, 4)),
-        measurement("syscall.noisy", "ns/op", samples(100.0, 0.6, 30, 5)),
-    ];
-    r.extend(sweep("memory.latency.random", 1.0, 10));
-    doc("aaaa0001", "box-a", "2026-01-01T10:00:00Z", r)
+    plain_run(PLAIN[0])
 }
 
 /// Run B: getpid 2x slower, the pipe 2x faster, function call and `same` unchanged.
 pub fn run_b() -> RunDoc {
+    plain_run(PLAIN[1])
+}
+
+/// What differs between runs A and B: id, host, start time, the side named
+/// in the result only this run has, the first sample seed, getpid (ns), the
+/// pipe (B/s) and the sweep's scale.
+#[rustfmt::skip]
+type Plain = (&'static str, &'static str, &'static str, &'static str, u64, f64, f64, f64);
+
+/// Runs A and B, a row each.
+#[rustfmt::skip]
+const PLAIN: [Plain; 2] = [
+    ("aaaa0001", "box-a", "2026-01-01T10:00:00Z", "a", 0, 80.0, 2.0e9, 1.0),
+    ("bbbb0002", "box-b", "2026-01-02T10:00:00Z", "b", 10, 160.0, 4.0e9, 1.4),
+];
+
+/// Run A or B from its row of [`PLAIN`]; the function call's samples are
+/// the same in every run.
+fn plain_run(
+    (id, hostname, started, side, seed, getpid_ns, pipe_bps, sweep_scale): Plain,
+) -> RunDoc {
     let mut r = vec![
         measurement("syscall.function_call", "ns/op", samples(1.5, 0.03, 30, 1)),
-        measurement("syscall.getpid.raw", "ns/op", samples(160.0, 0.03, 30, 12)),
+        measurement(
+            "syscall.getpid.raw",
+            "ns/op",
+            samples(getpid_ns, 0.03, 30, seed + 2),
+        ),
         measurement("syscall.same", "ns/op", vec![50.0; 30]),
-        measurement("ipc.pipe.throughput", "B/s", samples(4.0e9, 0.03, 30, 13)),
-        measurement("syscall.only_in_b", "ns/op", samples(10.0, 0.03, 30, 14)),
-        measurement("syscall.noisy", "ns/op", samples(100.0, 0.6, 30, 15)),
+        measurement(
+            "ipc.pipe.throughput",
+            "B/s",
+            samples(pipe_bps, 0.03, 30, seed + 3),
+        ),
+        measurement(
+            &format!("syscall.only_in_{side}"),
+            "ns/op",
+            samples(10.0, 0.03, 30, seed + 4),
+        ),
+        measurement("syscall.noisy", "ns/op", samples(100.0, 0.6, 30, seed + 5)),
     ];
-    r.extend(sweep("memory.latency.random", 1.4, 20));
-    doc("bbbb0002", "box-b", "2026-01-02T10:00:00Z", r)
+    r.extend(sweep("memory.latency.random", sweep_scale, seed + 10));
+    doc(id, hostname, started, r)
 }
 
 /// `n` runs made from the shipped reference run (a real quick run of every

@@ -67,92 +67,67 @@ pub trait IntDiv: Copy {
     fn hw_div(d: Self, x: Self) -> Self;
 }
 
-impl IntDiv for i64 {
-    #[inline(always)]
-    fn hw_div(d: i64, x: i64) -> i64 {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let q: i64;
-            // SAFETY: x is the chain's nonzero steady-state value and d / x
-            // cannot overflow (d is positive); rdx is declared clobbered.
-            unsafe {
-                std::arch::asm!(
-                    "cqo",
-                    "idiv {x}",
-                    x = in(reg) x,
-                    inout("rax") d => q,
-                    out("rdx") _,
-                    options(nomem, nostack),
-                );
+/// `IntDiv` for one integer width; the instructions are given at each use,
+/// since they differ per width and asm! templates are literals: x86 sign
+/// extends the accumulator into the high register (`$extend`) and divides
+/// (`$idiv`); aarch64 divides with `$sdiv` on x or w registers.
+macro_rules! int_div_impl {
+    ($t:ty, $extend:literal, $idiv:literal, $acc:tt, $high:tt, $sdiv:literal) => {
+        impl IntDiv for $t {
+            #[inline(always)]
+            fn hw_div(d: $t, x: $t) -> $t {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let q: $t;
+                    // SAFETY: x is the chain's nonzero steady-state value and
+                    // d / x cannot overflow (d is positive); the high register
+                    // is declared clobbered.
+                    unsafe {
+                        std::arch::asm!(
+                            $extend,
+                            $idiv,
+                            x = in(reg) x,
+                            inout($acc) d => q,
+                            out($high) _,
+                            options(nomem, nostack),
+                        );
+                    }
+                    q
+                }
+                #[cfg(target_arch = "aarch64")]
+                {
+                    let q: $t;
+                    // SAFETY: sdiv has no side effects (it returns 0 for a zero divisor).
+                    unsafe {
+                        std::arch::asm!(
+                            $sdiv,
+                            q = lateout(reg) q,
+                            d = in(reg) d,
+                            x = in(reg) x,
+                            options(pure, nomem, nostack, preserves_flags),
+                        );
+                    }
+                    q
+                }
+                #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+                {
+                    if x == 0 { 0 } else { d.wrapping_div(x) }
+                }
             }
-            q
         }
-        #[cfg(target_arch = "aarch64")]
-        {
-            let q: i64;
-            // SAFETY: sdiv has no side effects (it returns 0 for a zero divisor).
-            unsafe {
-                std::arch::asm!(
-                    "sdiv {q}, {d}, {x}",
-                    q = lateout(reg) q,
-                    d = in(reg) d,
-                    x = in(reg) x,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
-            q
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        {
-            if x == 0 { 0 } else { d.wrapping_div(x) }
-        }
-    }
+    };
 }
 
-// Deliberately the same shape as the i64 impl above: the instructions
-// differ per width (cqo/idiv on 64-bit registers, cdq/idiv on 32-bit ones,
-// sdiv on x vs w registers), and asm! templates are literals, so a macro
-// would only hide which instruction each width times.
-impl IntDiv for i32 {
-    #[inline(always)]
-    fn hw_div(d: i32, x: i32) -> i32 {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let q: i32;
-            // SAFETY: as for i64, with the 32-bit registers.
-            unsafe {
-                std::arch::asm!(
-                    "cdq",
-                    "idiv {x:e}",
-                    x = in(reg) x,
-                    inout("eax") d => q,
-                    out("edx") _,
-                    options(nomem, nostack),
-                );
-            }
-            q
-        }
-        #[cfg(target_arch = "aarch64")]
-        {
-            let q: i32;
-            // SAFETY: sdiv has no side effects (it returns 0 for a zero divisor).
-            unsafe {
-                std::arch::asm!(
-                    "sdiv {q:w}, {d:w}, {x:w}",
-                    q = lateout(reg) q,
-                    d = in(reg) d,
-                    x = in(reg) x,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
-            q
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        {
-            if x == 0 { 0 } else { d.wrapping_div(x) }
-        }
-    }
-}
+// cqo/idiv on 64-bit registers, cdq/idiv on 32-bit ones; sdiv on x or w registers.
+int_div_impl!(i64, "cqo", "idiv {x}", "rax", "rdx", "sdiv {q}, {d}, {x}");
+int_div_impl!(
+    i32,
+    "cdq",
+    "idiv {x:e}",
+    "eax",
+    "edx",
+    "sdiv {q:w}, {d:w}, {x:w}"
+);
 
 /// True where [`Reg::opaque`] costs no instruction (x86_64, aarch64).
 pub const OPAQUE_IS_FREE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));

@@ -23,6 +23,7 @@
 
 use std::hint::black_box;
 
+use super::branch_walk;
 use super::chains::{LANES, Reg};
 use crate::harness::warnings::Warning;
 use crate::harness::{Bench, Ctx, Timed, Unit};
@@ -284,27 +285,6 @@ pub fn cmp_table<T: CmpBranch>(random: bool) -> Box<[T; CMP_DATA]> {
         .unwrap_or_else(|_| unreachable!("CMP_DATA entries"))
 }
 
-/// The compare-and-branch benchmark over one table.
-struct CmpBranches<T> {
-    data: Box<[T; CMP_DATA]>,
-    at: usize,
-    warnings: Vec<String>,
-}
-
-impl<T: CmpBranch> Timed for CmpBranches<T> {
-    fn run(&mut self, ops: u64) -> anyhow::Result<std::time::Duration> {
-        let start = std::time::Instant::now();
-        let (at, taken) = cmp_branches(&self.data, self.at, ops);
-        let took = start.elapsed();
-        self.at = at;
-        black_box(taken);
-        Ok(took)
-    }
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-}
-
 /// A chain-style row: `kernel` timed as the instruction chains are.
 fn kernel_bench(
     id: &str,
@@ -410,22 +390,10 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
                     summary,
                     Unit::Latency,
                     move |_ctx: &Ctx| {
-                        let mut warnings = Vec::new();
-                        if !CONVERT_IS_ASM {
-                            warnings.push(Warning::BranchMayBeCmov.to_string());
-                        }
                         Ok(if float {
-                            Box::new(Undisturbed::new(CmpBranches {
-                                data: cmp_table::<f64>(random),
-                                at: 0,
-                                warnings,
-                            })) as Box<dyn Timed>
+                            branch_walk(cmp_table::<f64>(random), cmp_branches, CONVERT_IS_ASM)
                         } else {
-                            Box::new(Undisturbed::new(CmpBranches {
-                                data: cmp_table::<i64>(random),
-                                at: 0,
-                                warnings,
-                            }))
+                            branch_walk(cmp_table::<i64>(random), cmp_branches, CONVERT_IS_ASM)
                         })
                     },
                 )

@@ -134,17 +134,40 @@ impl Timed for Chain {
     }
 }
 
-/// The branch benchmark: one conditional jump per operation over a table.
-struct Branches {
-    data: Box<[u8; BRANCH_DATA]>,
+/// A branch benchmark: `walk` takes one conditional jump per operation over
+/// a table of [`BRANCH_DATA`] entries, each batch resuming where the last
+/// one stopped.
+struct Branches<T, W> {
+    data: Box<[T; BRANCH_DATA]>,
+    walk: W,
     at: usize,
     warnings: Vec<String>,
 }
 
-impl Timed for Branches {
+/// The branch benchmark over `data` walked by `walk` (a function item, so
+/// the timed section calls it directly), with a caveat where the walk is not
+/// assembly (`is_asm` false) and the compiler may have made the jump a
+/// conditional move.
+fn branch_walk<T: 'static, W>(data: Box<[T; BRANCH_DATA]>, walk: W, is_asm: bool) -> Box<dyn Timed>
+where
+    W: Fn(&[T; BRANCH_DATA], usize, u64) -> (usize, u64) + 'static,
+{
+    let mut warnings = Vec::new();
+    if !is_asm {
+        warnings.push(Warning::BranchMayBeCmov.to_string());
+    }
+    Box::new(Undisturbed::new(Branches {
+        data,
+        walk,
+        at: 0,
+        warnings,
+    }))
+}
+
+impl<T, W: Fn(&[T; BRANCH_DATA], usize, u64) -> (usize, u64)> Timed for Branches<T, W> {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let start = Instant::now();
-        let (at, taken) = chains::branches(&self.data, self.at, ops);
+        let (at, taken) = (self.walk)(&self.data, self.at, ops);
         let took = start.elapsed();
         self.at = at;
         black_box(taken);
@@ -210,15 +233,7 @@ fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
                         let mut rng = fastrand::Rng::with_seed(0xb7a9c4);
                         data.iter_mut().for_each(|b| *b = rng.bool() as u8);
                     }
-                    let mut warnings = Vec::new();
-                    if !chains::BRANCH_IS_ASM {
-                        warnings.push(Warning::BranchMayBeCmov.to_string());
-                    }
-                    Ok(Box::new(Undisturbed::new(Branches {
-                        data,
-                        at: 0,
-                        warnings,
-                    })) as Box<dyn Timed>)
+                    Ok(branch_walk(data, chains::branches, chains::BRANCH_IS_ASM))
                 },
             )
             .param("mispredicted", if random { 0.5 } else { 0.0 })

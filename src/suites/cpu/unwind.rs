@@ -72,60 +72,55 @@ pub fn error_through(frames: u32) -> bool {
 pub fn benches() -> Vec<Box<dyn Bench>> {
     let mut out = Vec::new();
     for frames in FRAMES {
-        out.push(
-            FnBench::new(
-                panic_id(frames),
-                format!(
-                    "a panic (resume_unwind: no hook, no message) caught by catch_unwind {frames} non-inlined frame{} up",
-                    if frames == 1 { "" } else { "s" }
-                ),
-                Unit::Latency,
-                move |_ctx: &Ctx| {
-                    if catch_unwind(|| resume_unwind(Box::new(0u8))).is_ok() {
-                        return Err(PrepareError::Skip(
-                            "panics abort in this build (panic = \"abort\"): nothing unwinds"
-                                .into(),
-                        ));
-                    }
-                    Ok(one_thread(
-                        move || {
-                            black_box(panic_through(black_box(frames)));
-                        },
-                        ghz_details(),
-                    ))
-                },
-            )
-            .param("frames", frames)
-            .interleave("cpu.unwind")
-            .budget_scale(BUDGET)
-            .on_request()
-            .boxed(),
-        );
-        out.push(
-            FnBench::new(
-                error_id(frames),
-                format!(
-                    "an error (Result::Err) returned with ? through the same {frames} frame{}",
-                    if frames == 1 { "" } else { "s" }
-                ),
-                Unit::Latency,
-                move |_ctx: &Ctx| {
-                    Ok(one_thread(
-                        move || {
-                            black_box(error_through(black_box(frames)));
-                        },
-                        ghz_details(),
-                    ))
-                },
-            )
-            .param("frames", frames)
-            .interleave("cpu.unwind")
-            .budget_scale(BUDGET)
-            .on_request()
-            .boxed(),
-        );
+        let s = if frames == 1 { "" } else { "s" };
+        out.push(row(
+            panic_id(frames),
+            format!(
+                "a panic (resume_unwind: no hook, no message) caught by catch_unwind {frames} non-inlined frame{s} up"
+            ),
+            frames,
+            true,
+            panic_through,
+        ));
+        out.push(row(
+            error_id(frames),
+            format!("an error (Result::Err) returned with ? through the same {frames} frame{s}"),
+            frames,
+            false,
+            error_through,
+        ));
     }
     out
+}
+
+/// One row: `through(frames)` timed on one thread; a row that `unwinds`
+/// is skipped in a build where panics abort. `through` is a function item,
+/// so the timed closure calls it directly.
+fn row(
+    id: String,
+    summary: String,
+    frames: u32,
+    unwinds: bool,
+    through: impl Fn(u32) -> bool + Copy + Send + Sync + 'static,
+) -> Box<dyn Bench> {
+    FnBench::new(id, summary, Unit::Latency, move |_ctx: &Ctx| {
+        if unwinds && catch_unwind(|| resume_unwind(Box::new(0u8))).is_ok() {
+            return Err(PrepareError::Skip(
+                "panics abort in this build (panic = \"abort\"): nothing unwinds".into(),
+            ));
+        }
+        Ok(one_thread(
+            move || {
+                black_box(through(black_box(frames)));
+            },
+            ghz_details(),
+        ))
+    })
+    .param("frames", frames)
+    .interleave("cpu.unwind")
+    .budget_scale(BUDGET)
+    .on_request()
+    .boxed()
 }
 
 #[cfg(test)]

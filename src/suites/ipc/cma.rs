@@ -65,6 +65,48 @@ struct Slot {
 // SAFETY: only atomics, all valid when zero.
 unsafe impl ZeroShared for Slot {}
 
+impl Slot {
+    /// The posting side: posts the `len` bytes at `addr` in process `pid`,
+    /// then waits until the copying side has copied them.
+    fn post(
+        &self,
+        (addr, len, pid): (u64, usize, libc::pid_t),
+        before: Before<'_>,
+        stall: Option<Duration>,
+    ) -> Result<(), Errno> {
+        self.addr.store(addr, Ordering::Relaxed);
+        self.len.store(len as u64, Ordering::Relaxed);
+        self.pid.store(pid, Ordering::Relaxed);
+        let n = self.posted.fetch_add(1, Ordering::SeqCst) + 1;
+        self.post_bell.ring();
+        self.done_bell
+            .wait(before, stall, || self.done.load(Ordering::SeqCst) >= n)
+    }
+
+    /// The copying side: waits for post `n`; the posting process, the
+    /// address and the length posted.
+    fn wait_post(
+        &self,
+        n: u64,
+        before: Before<'_>,
+        stall: Option<Duration>,
+    ) -> Result<(libc::pid_t, u64, usize), Errno> {
+        self.post_bell
+            .wait(before, stall, || self.posted.load(Ordering::SeqCst) >= n)?;
+        Ok((
+            self.pid.load(Ordering::Relaxed),
+            self.addr.load(Ordering::Relaxed),
+            self.len.load(Ordering::Relaxed) as usize,
+        ))
+    }
+
+    /// The copying side: says post `n` is copied.
+    fn finish(&self, n: u64) {
+        self.done.store(n, Ordering::SeqCst);
+        self.done_bell.ring();
+    }
+}
+
 /// How long a peer's wait may last: forever (it dies with its parent).
 fn stall(parent: bool) -> Option<Duration> {
     parent.then_some(STALL_LIMIT)
@@ -172,31 +214,18 @@ impl End for CmaEnd {
         match self.dir {
             Dir::Read => {
                 // Post the message, wait until the receiver has copied it.
-                s.addr.store(msg.as_ptr() as u64, Ordering::Relaxed);
-                s.len.store(msg.len() as u64, Ordering::Relaxed);
-                s.pid.store(me, Ordering::Relaxed);
-                let n = s.posted.fetch_add(1, Ordering::SeqCst) + 1;
-                s.post_bell.ring();
-                s.done_bell
-                    .wait(before, stall, || s.done.load(Ordering::SeqCst) >= n)
+                s.post((msg.as_ptr() as u64, msg.len(), me), before, stall)
             }
             Dir::Write => {
                 // Wait for the receiver's buffer, copy into it, say so.
                 let n = self.seen + 1;
-                s.post_bell
-                    .wait(before, stall, || s.posted.load(Ordering::SeqCst) >= n)?;
-                let cap = s.len.load(Ordering::Relaxed) as usize;
+                let (pid, addr, cap) = s.wait_post(n, before, stall)?;
                 if msg.len() > cap {
                     return Err(Errno::EMSGSIZE);
                 }
-                let (pid, addr) = (
-                    s.pid.load(Ordering::Relaxed),
-                    s.addr.load(Ordering::Relaxed),
-                );
                 copy(Dir::Write, pid, msg.as_ptr() as *mut u8, addr, msg.len())?;
                 s.filled.store(msg.len() as u64, Ordering::Relaxed);
-                s.done.store(n, Ordering::SeqCst);
-                s.done_bell.ring();
+                s.finish(n);
                 self.seen = n;
                 Ok(())
             }
@@ -212,30 +241,17 @@ impl End for CmaEnd {
         match self.dir {
             Dir::Read => {
                 let n = self.seen + 1;
-                s.post_bell
-                    .wait(before, stall, || s.posted.load(Ordering::SeqCst) >= n)?;
-                let len = s.len.load(Ordering::Relaxed) as usize;
+                let (pid, addr, len) = s.wait_post(n, before, stall)?;
                 if len > buf.len() {
                     return Err(Errno::EMSGSIZE);
                 }
-                let (pid, addr) = (
-                    s.pid.load(Ordering::Relaxed),
-                    s.addr.load(Ordering::Relaxed),
-                );
                 copy(Dir::Read, pid, buf.as_mut_ptr(), addr, len)?;
-                s.done.store(n, Ordering::SeqCst);
-                s.done_bell.ring();
+                s.finish(n);
                 self.seen = n;
                 Ok(len)
             }
             Dir::Write => {
-                s.addr.store(buf.as_mut_ptr() as u64, Ordering::Relaxed);
-                s.len.store(buf.len() as u64, Ordering::Relaxed);
-                s.pid.store(me, Ordering::Relaxed);
-                let n = s.posted.fetch_add(1, Ordering::SeqCst) + 1;
-                s.post_bell.ring();
-                s.done_bell
-                    .wait(before, stall, || s.done.load(Ordering::SeqCst) >= n)?;
+                s.post((buf.as_mut_ptr() as u64, buf.len(), me), before, stall)?;
                 Ok(s.filled.load(Ordering::Relaxed) as usize)
             }
         }

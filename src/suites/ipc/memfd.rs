@@ -17,6 +17,7 @@ use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 
 use super::link::End;
 use crate::harness::PrepareError;
+use crate::os::sys::retry_eintr;
 
 /// Bytes of the header sent with each descriptor: the message length.
 const HDR: usize = 8;
@@ -95,6 +96,20 @@ fn unmap(p: *mut u8, len: usize) {
 #[repr(C, align(8))]
 struct CmsgBuf([u8; 64]);
 
+impl CmsgBuf {
+    /// A message header of the one buffer `iov` and the first
+    /// `control_len` bytes of this control space.
+    fn msghdr(&mut self, iov: &mut libc::iovec, control_len: usize) -> libc::msghdr {
+        // SAFETY: msghdr is plain data; zero is a valid start.
+        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
+        mh.msg_iov = iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = self.0.as_mut_ptr().cast();
+        mh.msg_controllen = control_len as _;
+        mh
+    }
+}
+
 impl PassSender {
     /// A fresh memfd holding `msg`.
     fn build(msg: &[u8]) -> Result<i32, Errno> {
@@ -134,13 +149,8 @@ impl End for PassSender {
             iov_len: HDR,
         };
         let mut cbuf = CmsgBuf([0; 64]);
-        // SAFETY: msghdr is plain data; zero is a valid start.
-        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-        mh.msg_iov = &mut iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf.0.as_mut_ptr().cast();
         // SAFETY: CMSG_SPACE is arithmetic.
-        mh.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as _;
+        let mh = cbuf.msghdr(&mut iov, unsafe { libc::CMSG_SPACE(4) } as usize);
         // SAFETY: the control buffer holds one cmsghdr and an int.
         unsafe {
             let c = libc::CMSG_FIRSTHDR(&mh);
@@ -149,14 +159,8 @@ impl End for PassSender {
             (*c).cmsg_len = libc::CMSG_LEN(4) as _;
             std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<i32>(), fd);
         }
-        let r = loop {
-            // SAFETY: mh describes live buffers.
-            let n = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &mh, 0) };
-            match Errno::result(n) {
-                Err(Errno::EINTR) => continue,
-                other => break other,
-            }
-        };
+        // SAFETY: mh describes live buffers.
+        let r = retry_eintr(|| unsafe { libc::sendmsg(self.sock.as_raw_fd(), &mh, 0) });
         close(fd); // the receiver holds its own reference now
         r.map(drop)
     }
@@ -180,21 +184,12 @@ impl PassReceiver {
             iov_len: HDR,
         };
         let mut cbuf = CmsgBuf([0; 64]);
-        // SAFETY: msghdr is plain data; zero is a valid start.
-        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-        mh.msg_iov = &mut iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf.0.as_mut_ptr().cast();
-        mh.msg_controllen = cbuf.0.len() as _;
-        let n = loop {
-            // SAFETY: mh describes live buffers.
-            let n =
-                unsafe { libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_CMSG_CLOEXEC) };
-            match Errno::result(n) {
-                Err(Errno::EINTR) => continue,
-                other => break other?,
-            }
-        };
+        let len = cbuf.0.len();
+        let mut mh = cbuf.msghdr(&mut iov, len);
+        // SAFETY: mh describes live buffers.
+        let n = retry_eintr(|| unsafe {
+            libc::recvmsg(self.sock.as_raw_fd(), &mut mh, libc::MSG_CMSG_CLOEXEC)
+        })?;
         if n == 0 {
             return Ok(None);
         }

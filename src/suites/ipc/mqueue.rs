@@ -9,6 +9,7 @@ use nix::errno::Errno;
 
 use super::link::End;
 use crate::harness::PrepareError;
+use crate::os::sys::retry_eintr;
 
 /// Messages a queue may hold, at most (the kernel's default `msg_max`).
 const MAX_MSGS: i64 = 10;
@@ -126,36 +127,24 @@ impl End for MqEnd {
 
     #[inline]
     fn send(&mut self, msg: &[u8]) -> Result<(), Errno> {
-        loop {
-            // SAFETY: msg is a valid buffer of msg.len() bytes.
-            let r = unsafe { libc::mq_send(self.send_q, msg.as_ptr().cast(), msg.len(), 0) };
-            match Errno::result(r) {
-                Ok(_) => return Ok(()),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // SAFETY: msg is a valid buffer of msg.len() bytes.
+        retry_eintr(|| unsafe { libc::mq_send(self.send_q, msg.as_ptr().cast(), msg.len(), 0) })
+            .map(drop)
     }
 
     #[inline]
     fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        loop {
-            // SAFETY: buf is a valid writable buffer; its length is at least
-            // the queue's message size (both are the benchmark's size).
-            let r = unsafe {
-                libc::mq_receive(
-                    self.recv_q,
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    std::ptr::null_mut(),
-                )
-            };
-            match Errno::result(r) {
-                Ok(n) => return Ok(n as usize),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // SAFETY: buf is a valid writable buffer; its length is at least
+        // the queue's message size (both are the benchmark's size).
+        retry_eintr(|| unsafe {
+            libc::mq_receive(
+                self.recv_q,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                std::ptr::null_mut(),
+            )
+        })
+        .map(|n| n as usize)
     }
 
     fn size_limit(&self) -> &'static str {

@@ -44,6 +44,7 @@ use nix::errno::Errno;
 use super::link::End;
 use crate::harness::claims;
 use crate::harness::{PrepareError, Timed};
+use crate::os::sys::retry_eintr;
 
 /// The interval of the polling loop.
 pub const POLL: Duration = Duration::from_millis(1);
@@ -358,28 +359,17 @@ pub fn pair(watch: Watch, dir: tempfile::TempDir) -> Result<(FileEnd, FileEnd), 
 
 /// `pread` of all of `buf` from `fd` at `off`.
 fn pread_all(fd: RawFd, buf: &mut [u8], off: i64) -> Result<usize, Errno> {
-    loop {
-        // SAFETY: buf is a valid writable buffer of buf.len() bytes.
-        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off) };
-        match Errno::result(n) {
-            Ok(n) => return Ok(n as usize),
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    // SAFETY: buf is a valid writable buffer of buf.len() bytes.
+    retry_eintr(|| unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off) })
+        .map(|n| n as usize)
 }
 
 /// `pwrite` of all of `msg` to `fd` at `off`.
 fn pwrite_all(fd: RawFd, msg: &[u8], off: i64) -> Result<(), Errno> {
-    loop {
-        // SAFETY: msg is a valid readable buffer of msg.len() bytes.
-        let n = unsafe { libc::pwrite(fd, msg.as_ptr().cast(), msg.len(), off) };
-        match Errno::result(n) {
-            Ok(n) if n as usize == msg.len() => return Ok(()),
-            Ok(_) => return Err(Errno::EIO),
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e),
-        }
+    // SAFETY: msg is a valid readable buffer of msg.len() bytes.
+    match retry_eintr(|| unsafe { libc::pwrite(fd, msg.as_ptr().cast(), msg.len(), off) })? {
+        n if n as usize == msg.len() => Ok(()),
+        _ => Err(Errno::EIO),
     }
 }
 
@@ -410,16 +400,13 @@ impl FileEnd {
     /// Blocks until the notification descriptor has an event, and consumes
     /// it (closing the descriptors fanotify's events carry).
     fn wait_event(&mut self, fd: RawFd) -> Result<(), Errno> {
-        let n = loop {
-            let len = std::mem::size_of_val(&self.events);
-            // SAFETY: events is a valid writable, aligned buffer of len bytes.
-            let n = unsafe { libc::read(fd, self.events.as_mut_ptr().cast(), len) };
-            match Errno::result(n) {
-                Ok(0) => return Err(Errno::EIO),
-                Ok(n) => break n as usize,
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
+        let len = std::mem::size_of_val(&self.events);
+        // SAFETY: events is a valid writable, aligned buffer of len bytes.
+        let n = match retry_eintr(|| unsafe {
+            libc::read(fd, self.events.as_mut_ptr().cast(), len)
+        })? {
+            0 => return Err(Errno::EIO),
+            n => n as usize,
         };
         if matches!(self.watch, Watch::Fanotify | Watch::FanotifyCloseWrite) {
             close_event_fds(&self.events, n);

@@ -15,6 +15,7 @@ use nix::unistd::{mkfifo, pipe};
 
 use super::link::End;
 use crate::harness::PrepareError;
+use crate::os::sys::retry_eintr;
 
 /// An end made of file descriptors: it writes to `wr` and reads from `rd`
 /// (the same descriptor for a socket). Owns them; closes them on drop.
@@ -108,12 +109,9 @@ impl End for FdEnd {
         while off < msg.len() {
             let rest = msg.get(off..).unwrap_or(&[]);
             // SAFETY: rest is a valid readable buffer of rest.len() bytes.
-            let n = unsafe { libc::write(self.wr, rest.as_ptr().cast(), rest.len()) };
-            match Errno::result(n) {
-                Ok(n) => off += n as usize,
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
+            off +=
+                retry_eintr(|| unsafe { libc::write(self.wr, rest.as_ptr().cast(), rest.len()) })?
+                    as usize;
             if self.datagram && off < msg.len() {
                 return Err(Errno::EMSGSIZE); // a datagram goes whole or not at all
             }
@@ -123,15 +121,9 @@ impl End for FdEnd {
 
     #[inline]
     fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        loop {
-            // SAFETY: buf is a valid writable buffer of buf.len() bytes.
-            let n = unsafe { libc::read(self.rd, buf.as_mut_ptr().cast(), buf.len()) };
-            match Errno::result(n) {
-                Ok(n) => return Ok(n as usize),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // SAFETY: buf is a valid writable buffer of buf.len() bytes.
+        retry_eintr(|| unsafe { libc::read(self.rd, buf.as_mut_ptr().cast(), buf.len()) })
+            .map(|n| n as usize)
     }
 
     fn flush(&mut self) -> Result<(), Errno> {
@@ -235,12 +227,9 @@ impl End for VmspliceEnd {
             }];
             // SAFETY: iov describes a live buffer that stays unchanged while
             // the pipe references it (messages are never modified in place).
-            let n = unsafe { libc::vmsplice(self.wr.as_raw_fd(), iov.as_ptr(), 1, 0) };
-            match Errno::result(n) {
-                Ok(n) => off += n as usize,
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
+            off +=
+                retry_eintr(|| unsafe { libc::vmsplice(self.wr.as_raw_fd(), iov.as_ptr(), 1, 0) })?
+                    as usize;
         }
         Ok(())
     }
@@ -260,36 +249,26 @@ impl End for SpliceEnd {
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        loop {
-            // SAFETY: buf is a valid writable buffer of buf.len() bytes.
-            let n = unsafe { libc::read(self.rd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            match Errno::result(n) {
-                Ok(n) => return Ok(n as usize),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // SAFETY: buf is a valid writable buffer of buf.len() bytes.
+        retry_eintr(|| unsafe {
+            libc::read(self.rd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
+        })
+        .map(|n| n as usize)
     }
 
     #[inline]
     fn drain(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        loop {
-            // SAFETY: valid descriptors, no offsets.
-            let n = unsafe {
-                libc::splice(
-                    self.rd.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    self.null.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    buf.len(),
-                    0,
-                )
-            };
-            match Errno::result(n) {
-                Ok(n) => return Ok(n as usize),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // SAFETY: valid descriptors, no offsets.
+        retry_eintr(|| unsafe {
+            libc::splice(
+                self.rd.as_raw_fd(),
+                std::ptr::null_mut(),
+                self.null.as_raw_fd(),
+                std::ptr::null_mut(),
+                buf.len(),
+                0,
+            )
+        })
+        .map(|n| n as usize)
     }
 }

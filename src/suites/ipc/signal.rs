@@ -29,6 +29,7 @@ use super::peer::{
 };
 use crate::harness::affinity::Pinned;
 use crate::harness::{PrepareError, Timed};
+use crate::os::sys::retry_eintr;
 
 /// Round trips made by the set-up check.
 const CHECK_ROUNDS: u32 = 8;
@@ -215,29 +216,19 @@ pub struct Signalling {
 /// Reads one eventfd value (blocking).
 fn efd_read(fd: i32) -> Result<u64, Errno> {
     let mut v = 0u64;
-    loop {
-        // SAFETY: v is a valid 8-byte buffer.
-        let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-        match Errno::result(n) {
-            Ok(8) => return Ok(v),
-            Ok(_) => return Err(Errno::EIO),
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e),
-        }
+    // SAFETY: v is a valid 8-byte buffer.
+    match retry_eintr(|| unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) })? {
+        8 => Ok(v),
+        _ => Err(Errno::EIO),
     }
 }
 
 /// Adds `v` to an eventfd.
 fn efd_write(fd: i32, v: u64) -> Result<(), Errno> {
-    loop {
-        // SAFETY: v is a valid 8-byte buffer.
-        let n = unsafe { libc::write(fd, (&v as *const u64).cast(), 8) };
-        match Errno::result(n) {
-            Ok(8) => return Ok(()),
-            Ok(_) => return Err(Errno::EIO),
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e),
-        }
+    // SAFETY: v is a valid 8-byte buffer.
+    match retry_eintr(|| unsafe { libc::write(fd, (&v as *const u64).cast(), 8) })? {
+        8 => Ok(()),
+        _ => Err(Errno::EIO),
     }
 }
 

@@ -15,6 +15,7 @@ use super::link::End;
 use super::peer::Buf;
 use super::sysv_kernel::{limit, no_sysv};
 use crate::harness::{PrepareError, scratch};
+use crate::os::sys::retry_eintr;
 
 /// A message queue, removed when dropped.
 struct Queue(i32);
@@ -89,23 +90,17 @@ impl MsgEnd {
     #[inline]
     fn take(&mut self) -> Result<usize, Errno> {
         let cap = self.inb.as_slice().len() - TYPE;
-        loop {
-            // SAFETY: inb holds the type word and cap bytes.
-            let n = unsafe {
-                libc::msgrcv(
-                    self.id,
-                    self.inb.as_mut_slice().as_mut_ptr().cast(),
-                    cap,
-                    self.recv_type,
-                    0,
-                )
-            };
-            match Errno::result(n) {
-                Ok(n) => return Ok(n as usize),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // SAFETY: inb holds the type word and cap bytes.
+        retry_eintr(|| unsafe {
+            libc::msgrcv(
+                self.id,
+                self.inb.as_mut_slice().as_mut_ptr().cast(),
+                cap,
+                self.recv_type,
+                0,
+            )
+        })
+        .map(|n| n as usize)
     }
 }
 
@@ -126,15 +121,9 @@ impl End for MsgEnd {
         if let Some(t) = out.get_mut(..TYPE) {
             t.copy_from_slice(&self.send_type.to_ne_bytes());
         }
-        loop {
-            // SAFETY: out holds the type word and msg.len() bytes.
-            let r = unsafe { libc::msgsnd(self.id, out.as_ptr().cast(), msg.len(), 0) };
-            match Errno::result(r) {
-                Ok(_) => return Ok(()),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // SAFETY: out holds the type word and msg.len() bytes.
+        retry_eintr(|| unsafe { libc::msgsnd(self.id, out.as_ptr().cast(), msg.len(), 0) })
+            .map(drop)
     }
 
     #[inline]

@@ -210,6 +210,23 @@ pub fn top_point_note(
     )
 }
 
+/// [`array_bytes`] for the run of `ctx` (its last-level cache, its profile
+/// and the memory available now); a size that cannot be had skips the row.
+pub fn array_bytes_for(
+    ctx: &Ctx,
+    arrays: usize,
+    pass: usize,
+) -> Result<(usize, Option<String>), PrepareError> {
+    array_bytes(
+        ctx.host.llc_bytes(),
+        ctx.profile,
+        crate::host::mem_available_now(),
+        arrays,
+        pass,
+    )
+    .map_err(PrepareError::Skip)
+}
+
 /// Bytes per bandwidth array at `profile`: 4x the LLC (at least one pass),
 /// capped by the profile and by half the available memory over `arrays`
 /// arrays alive at once; with the reason when a cap kept it below 4x the LLC.
@@ -299,14 +316,7 @@ fn dynamic_benches() -> Vec<Box<dyn Bench>> {
                 },
                 move |ctx: &Ctx| {
                     every_cpu_usable(ctx, &cpus)?;
-                    let (array, note) = array_bytes(
-                        ctx.host.llc_bytes(),
-                        ctx.profile,
-                        crate::host::mem_available_now(),
-                        kernel.arrays(),
-                        pass,
-                    )
-                    .map_err(PrepareError::Skip)?;
+                    let (array, note) = array_bytes_for(ctx, kernel.arrays(), pass)?;
                     dynamic::Dynamic::new(
                         kernel,
                         array,
@@ -456,14 +466,7 @@ fn bandwidth_benches(host: &Host) -> Vec<Box<dyn Bench>> {
                         0
                     };
                     let alive = kernel.arrays() * (2 + ladder);
-                    let (array, note) = array_bytes(
-                        ctx.host.llc_bytes(),
-                        ctx.profile,
-                        crate::host::mem_available_now(),
-                        alive,
-                        pass,
-                    )
-                    .map_err(PrepareError::Skip)?;
+                    let (array, note) = array_bytes_for(ctx, alive, pass)?;
                     bandwidth::prepare(Plan {
                         kernel,
                         array_bytes: array,

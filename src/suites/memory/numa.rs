@@ -27,7 +27,7 @@ use super::bandwidth::{self, Kernel, Plan};
 use super::findings::finding;
 use super::latency::{self, Chase};
 use super::region::{Pages, Region, bind, verify};
-use super::{BANDWIDTH_BUDGET, LATENCY_BUDGET, array_bytes};
+use super::{BANDWIDTH_BUDGET, LATENCY_BUDGET, array_bytes_for};
 use crate::harness::affinity::Pinned;
 use crate::harness::claims::{Est, Verdict, compare, with_typical_width};
 use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Timed, Unit};
@@ -138,14 +138,7 @@ fn needs_cpu(ctx: &Ctx, cpu: usize) -> Result<(), PrepareError> {
 /// bandwidth arrays are sized, 4x the last-level cache within the profile's
 /// cap, `alive` of them at once; with the caveat when a cap kept it smaller.
 fn entry_bytes(ctx: &Ctx, alive: usize) -> Result<(usize, Option<String>), PrepareError> {
-    array_bytes(
-        ctx.host.llc_bytes(),
-        ctx.profile,
-        crate::host::mem_available_now(),
-        alive,
-        bandwidth::PASS,
-    )
-    .map_err(PrepareError::Skip)
+    array_bytes_for(ctx, alive, bandwidth::PASS)
 }
 
 /// Prepares the latency entry `e`; `alive` entries share its interleaved group.
@@ -193,43 +186,52 @@ pub fn benches(host: &Host) -> Vec<Box<dyn Bench>> {
     for e in &entries {
         let row = entries.iter().filter(|x| x.cpu_node == e.cpu_node).count();
         let quick = Some(e.cpu_node) == first;
+        let (cpu, mem) = (e.cpu_node, e.mem_node);
         let le = e.clone();
-        let lat = FnBench::new(
-            latency_id(e.cpu_node, e.mem_node),
-            format!(
-                "dependent loads in random order from a CPU of node {} through memory bound to node {} (4 KiB pages)",
-                e.cpu_node, e.mem_node
-            ),
+        let lat = entry_bench(
+            e,
+            latency_id(cpu, mem),
+            "latency",
+            format!("dependent loads in random order from a CPU of node {cpu} through memory bound to node {mem} (4 KiB pages)"),
             Unit::Latency,
             move |ctx: &Ctx| prepare_latency(&le, ctx, row),
         )
-        .param("cpu_node", e.cpu_node)
-        .param("mem_node", e.mem_node)
-        .interleave(format!("memory.numa.latency/cpu_node={}", e.cpu_node))
         .budget_scale(LATENCY_BUDGET);
         let re = e.clone();
-        let read = FnBench::new(
-            read_id(e.cpu_node, e.mem_node),
-            format!(
-                "sum of 64-bit words streamed by one thread on node {} from memory bound to node {} (bytes read)",
-                e.cpu_node, e.mem_node
-            ),
+        let read = entry_bench(
+            e,
+            read_id(cpu, mem),
+            "read",
+            format!("sum of 64-bit words streamed by one thread on node {cpu} from memory bound to node {mem} (bytes read)"),
             Unit::Throughput {
                 bytes_per_op: bandwidth::pass_bytes(1) as f64,
             },
             move |ctx: &Ctx| prepare_read(&re, ctx, row),
         )
-        .param("cpu_node", e.cpu_node)
-        .param("mem_node", e.mem_node)
         .param("threads", 1)
         .param("accounting", Kernel::Read.accounting())
-        .interleave(format!("memory.numa.read/cpu_node={}", e.cpu_node))
         .with_budget(BANDWIDTH_BUDGET);
         for b in [lat, read] {
             out.push(if quick { b } else { b.on_request() }.boxed());
         }
     }
     out
+}
+
+/// The row `id` of entry `e` in the matrix `kind` (`latency`, `read`): its
+/// nodes as parameters, interleaved with the other rows of its CPU's node.
+fn entry_bench(
+    e: &Entry,
+    id: String,
+    kind: &str,
+    summary: String,
+    unit: Unit,
+    prepare: impl Fn(&Ctx) -> Result<Box<dyn Timed>, PrepareError> + Send + Sync + 'static,
+) -> FnBench {
+    FnBench::new(id, summary, unit, prepare)
+        .param("cpu_node", e.cpu_node)
+        .param("mem_node", e.mem_node)
+        .interleave(format!("memory.numa.{kind}/cpu_node={}", e.cpu_node))
 }
 
 /// The entries of one matrix (`memory.numa.KIND/`) measured in a run:

@@ -16,9 +16,9 @@ use serde_json::json;
 
 use super::bandwidth::{self, Kernel, Plan};
 use super::findings::finding;
-use super::{BANDWIDTH_BUDGET, array_bytes, every_cpu_usable};
+use super::{BANDWIDTH_BUDGET, array_bytes_for, every_cpu_usable};
 use crate::harness::claims::{Est, Ratio, speedup, with_typical_width};
-use crate::harness::{Bench, Ctx, Finding, Measurement, PrepareError, Unit};
+use crate::harness::{Bench, Ctx, Finding, Measurement, Unit};
 use crate::host::Topology;
 use crate::suites::bench::FnBench;
 use crate::units::{BaseUnit, human};
@@ -100,14 +100,7 @@ pub fn benches(t: &Topology) -> Vec<Box<dyn Bench>> {
                 },
                 move |ctx: &Ctx| {
                     every_cpu_usable(ctx, &cpus)?;
-                    let (array, note) = array_bytes(
-                        ctx.host.llc_bytes(),
-                        ctx.profile,
-                        crate::host::mem_available_now(),
-                        alive,
-                        pass,
-                    )
-                    .map_err(PrepareError::Skip)?;
+                    let (array, note) = array_bytes_for(ctx, alive, pass)?;
                     let mut extra = serde_json::Map::new();
                     extra.insert("nodes".into(), json!(nodes));
                     extra.insert("cores".into(), json!(cores));

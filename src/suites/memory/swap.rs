@@ -160,22 +160,9 @@ impl Mapping {
     fn new(bytes: u64) -> anyhow::Result<Mapping> {
         let page = swap::page_size();
         let pages = bytes as usize / page;
-        // SAFETY: an anonymous private mapping; checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                pages * page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            anyhow::bail!("mmap: {}", std::io::Error::last_os_error());
-        }
-        // SAFETY: the mapping just made; 4 KiB pages, each swapped alone.
-        unsafe { libc::madvise(ptr, pages * page, libc::MADV_NOHUGEPAGE) };
+        // Base pages, each swapped alone.
+        let ptr = crate::os::sys::map_base_pages(pages * page)
+            .map_err(|e| anyhow::anyhow!("mmap: {e}"))?;
         Ok(Mapping {
             ptr: ptr.cast(),
             pages,

@@ -106,7 +106,7 @@ fn touch(bytes: usize) -> anyhow::Result<Option<(*mut libc::c_void, usize)>> {
     }
     // Base pages, as in the parent-side growth region: one entry per page.
     let p =
-        super::spawn::map_base_pages(bytes).with_context(|| format!("mmap of {bytes} bytes"))?;
+        crate::os::sys::map_base_pages(bytes).with_context(|| format!("mmap of {bytes} bytes"))?;
     let page = super::spawn::page_size();
     for off in (0..bytes).step_by(page) {
         // SAFETY: inside the mapping.

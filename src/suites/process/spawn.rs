@@ -130,7 +130,7 @@ impl Region {
         }
         let len = usize::try_from(bytes)
             .map_err(|_| PrepareError::Skip("region larger than the address space".into()))?;
-        let p = map_base_pages(len).map_err(|e| {
+        let p = crate::os::sys::map_base_pages(len).map_err(|e| {
             PrepareError::Skip(format!(
                 "cannot map {} for the parent: {e}",
                 human_bytes(bytes as f64)
@@ -151,29 +151,6 @@ impl Region {
         }
         Ok(region)
     }
-}
-
-/// Maps `len` bytes of private anonymous memory in base pages on every
-/// machine, whatever its THP setting: the fork curves are about copying
-/// page tables, one entry per base page. The caller unmaps it.
-pub fn map_base_pages(len: usize) -> std::io::Result<*mut libc::c_void> {
-    // SAFETY: a fresh private anonymous mapping; checked below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: advice on our own mapping; failure only leaves the default.
-    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-    Ok(p)
 }
 
 /// The size of a base page.

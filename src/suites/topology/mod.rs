@@ -199,18 +199,18 @@ mod tests {
         }
     }
 
+    /// The plan of `sampling` at `profile` over every CPU of `h`.
+    fn every_cpu(h: &Host, sampling: Sampling, profile: crate::harness::Profile) -> Plan {
+        let allowed: Vec<usize> = h.topology.cpus.iter().map(|p| p.cpu).collect();
+        Plan::new(&h.topology, &allowed, sampling, profile)
+    }
+
     #[test]
     fn the_matrix_is_bounded_on_256_cpus_and_ordered_by_the_topology() {
         let mut tree = Tree::default();
         tree.smt_server(128, 32, 8, ["32K", "512K", "32768K"]);
         let h = host(&tree);
-        let allowed: Vec<usize> = h.topology.cpus.iter().map(|p| p.cpu).collect();
-        let cores = Plan::new(
-            &h.topology,
-            &allowed,
-            Sampling::Cores,
-            crate::harness::Profile::Quick,
-        );
+        let cores = every_cpu(&h, Sampling::Cores, crate::harness::Profile::Quick);
         assert_eq!(cores.cpus.len(), 128);
         assert_eq!(cores.pairs(), 128 * 127 / 2);
         assert!(
@@ -219,12 +219,7 @@ mod tests {
             cores.estimate()
         );
         assert!(cores.estimate() <= std::time::Duration::from_secs(120));
-        let all = Plan::new(
-            &h.topology,
-            &allowed,
-            Sampling::All,
-            crate::harness::Profile::Quick,
-        );
+        let all = every_cpu(&h, Sampling::All, crate::harness::Profile::Quick);
         assert_eq!(all.cpus.len(), 256);
         assert!(
             all.estimate() <= std::time::Duration::from_secs(120),
@@ -241,20 +236,9 @@ mod tests {
         assert!(cores.cpus.windows(2).all(|w| pkg(w[0]) <= pkg(w[1])));
         // On the EPYC, SMT siblings sit next to each other with `all`.
         let e = host(&fixtures::epyc(1));
-        let allowed: Vec<usize> = e.topology.cpus.iter().map(|p| p.cpu).collect();
-        let p = Plan::new(
-            &e.topology,
-            &allowed,
-            Sampling::All,
-            crate::harness::Profile::Default,
-        );
+        let p = every_cpu(&e, Sampling::All, crate::harness::Profile::Default);
         assert_eq!(&p.cpus[..4], &[0, 64, 1, 65]);
-        let p = Plan::new(
-            &e.topology,
-            &allowed,
-            Sampling::Cores,
-            crate::harness::Profile::Default,
-        );
+        let p = every_cpu(&e, Sampling::Cores, crate::harness::Profile::Default);
         assert_eq!(&p.cpus[..3], &[0, 1, 2]);
         assert_eq!(p.cpus.len(), 64);
     }

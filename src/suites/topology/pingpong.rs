@@ -69,20 +69,7 @@ impl Page {
     fn new() -> anyhow::Result<Page> {
         // The kernel rounds the length up to its page size (4 KiB to 64 KiB).
         let len = 4096;
-        // SAFETY: a fresh private anonymous mapping; checked for failure.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mapping the line's page");
-        }
+        let ptr = crate::os::sys::map_anon(len).context("mapping the line's page")?;
         Ok(Page { ptr, len })
     }
 
