@@ -2,7 +2,9 @@
 # Builds the release bundles a fleet installs from: for x86_64 and aarch64,
 # opcost linked against glibc 2.17 (it starts on any Linux host with glibc
 # 2.17 or newer: RHEL/CentOS 7, Amazon Linux 2, Debian 8, Ubuntu 14.04 and
-# everything since), each packed with README.md and the licence into
+# everything since), each packed with README.md, the licence files
+# (LICENSE-MIT, LICENSE-APACHE) and THIRD-PARTY.txt (the crates and C
+# libraries linked into the binary, with their licences) into
 #   DIR/opcost-VERSION-x86_64-linux.tar.gz
 #   DIR/opcost-VERSION-aarch64-linux.tar.gz
 #   DIR/SHA256SUMS            (sha256sum's format: check with sha256sum -c)
@@ -157,9 +159,40 @@ licence_files() {
   find "$root" -maxdepth 1 -type f \( -iname 'LICEN[CS]E*' -o -iname 'COPYING*' \) -printf '%f\n' | sort
 }
 
+# third_party TRIPLE: the notice of what the binary for TRIPLE carries that
+# others wrote: every crate linked into it (from `cargo metadata`: name,
+# version and the licence it declares) and the C libraries some of them
+# compile in.
+third_party() {
+  local list
+  list=$(cargo metadata --format-version 1 --locked --filter-platform "$1" | jq -r -f "$root/scripts/third-party.jq" |
+    sort -f | column -t -s $'\t') || return 1
+  [ -n "$list" ] || return 1
+  cat <<EOF
+opcost $version ($1) contains code written by others, under their licences.
+
+The Rust standard library: MIT OR Apache-2.0.
+
+C and assembly code compiled into the binary by the crates that carry it:
+  SQLite      (libsqlite3-sys)  public domain
+  Zstandard   (zstd-sys)        BSD-3-Clause
+  LZ4         (lz4-sys)         BSD-2-Clause
+  liblzma     (liblzma-sys)     0BSD (from XZ Utils)
+  BoringSSL   (ring)            Apache-2.0 AND ISC, as ring declares
+  BLAKE3      (blake3)          CC0-1.0 OR Apache-2.0
+OpenSSL's libcrypto is not in the binary: the crypto suite loads the
+host's own, when there is one, at run time.
+
+The crates linked into the binary (name, version, licence as declared by
+the crate; each from https://crates.io/crates/NAME/VERSION):
+
+$list
+EOF
+}
+
 install_tools
 if [ -n "$install_only" ]; then exit 0; fi
-need objdump sha256sum tar jq
+need objdump sha256sum tar jq column
 version=$(awk -F'"' '/^\[/ {p = ($0 == "[package]")} p && /^version *=/ {print $2; exit}' Cargo.toml)
 [ -n "$version" ] || fail "no version in Cargo.toml's [package]"
 mapfile -t licences < <(licence_files)
@@ -179,6 +212,8 @@ for arch in "${archs[@]}"; do
   install -m 755 "$bin" "$stage/$name/opcost"
   install -m 644 README.md "$stage/$name/"
   for f in "${licences[@]}"; do install -m 644 "$f" "$stage/$name/"; done
+  third_party "$arch-unknown-linux-gnu" >"$stage/$name/THIRD-PARTY.txt" ||
+    fail "cargo metadata could not list the crates of the $arch binary"
   tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$stamp" \
     -cf - "$name" | gzip -n -9 >"$out/$name.tar.gz"
   rm -rf "$stage"
