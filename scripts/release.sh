@@ -14,8 +14,9 @@
 # TRIPLE.2.17` (cargo-zigbuild, from crates.io) links with Zig (the
 # ziglang package, from PyPI), which carries the symbol lists of every glibc
 # since 2.17 and links against the oldest one asked for; the C code of the
-# bundled libraries (SQLite, zstd, lz4, xz, ring) is compiled by Zig's
-# clang against that glibc's headers. The binary calls the host's own glibc
+# bundled libraries (SQLite, ring) is compiled by Zig's clang against that
+# glibc's headers, the codecs' (zstd, lz4, xz) by gcc as in a local build
+# (scripts/release-cc.sh). The binary calls the host's own glibc
 # at run time (memcpy, malloc, the vDSO...), as a binary built on the host
 # does. The x86_64 build uses the rustup toolchain, the aarch64 one Debian's
 # rustc-web and its arm64 standard library (rustup cannot add targets where
@@ -49,6 +50,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
 FLOOR=2.17
+# Flags for the C code Zig's clang compiles (see build()).
+CFLAGS_ZIG="-fomit-frame-pointer"
 # A binary larger than this many (decimal) megabytes fails the build: it
 # is copied to every host of a fleet. The goal is 15 MB; the x86_64 bundle
 # is 15.1 MB (2026-11-28), so the guard stands a megabyte above it until
@@ -106,7 +109,15 @@ build() {
     # Debian's toolchain: its rustc has the arm64 standard library.
     cargo=(env PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo)
   fi
-  "${cargo[@]}" zigbuild --quiet --locked --release --target "$triple.$FLOOR" ||
+  # The C compiler: scripts/release-cc.sh (gcc for the codecs, Zig's clang
+  # for the rest; cc-rs reads CC_<target> with dashes before the
+  # underscored one cargo-zigbuild sets). Zig's clang keeps frame pointers
+  # in optimised code where gcc omits them: said here, it omits them too.
+  local gcc=gcc
+  if [ "$arch" != "$(uname -m)" ]; then gcc="$arch-linux-gnu-gcc"; fi
+  need "$gcc"
+  env "CC_$triple=$root/scripts/release-cc.sh" "RELEASE_GCC=$gcc" "CFLAGS_${triple//-/_}=$CFLAGS_ZIG" \
+    "${cargo[@]}" zigbuild --quiet --locked --release --target "$triple.$FLOOR" ||
     fail "the $arch build failed"
   took=$(($(date +%s) - start))
   bin="$target_dir/$triple/release/opcost"
