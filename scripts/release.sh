@@ -13,9 +13,9 @@
 # The floor comes from the linker: `cargo zigbuild --target
 # TRIPLE.2.17` (cargo-zigbuild, from crates.io) links with Zig (the
 # ziglang package, from PyPI), which carries the symbol lists of every glibc
-# since 2.17 and links against the oldest one asked for; the C code of the
-# bundled libraries (SQLite, ring) is compiled by Zig's clang against that
-# glibc's headers, the codecs' (zstd, lz4, xz) by gcc as in a local build
+# since 2.17 and links against the oldest one asked for; the bundled SQLite
+# is compiled by Zig's clang against that glibc's headers, the C code a
+# benchmark times (zstd, lz4, xz, ring) by gcc as in a local build
 # (scripts/release-cc.sh). The binary calls the host's own glibc
 # at run time (memcpy, malloc, the vDSO...), as a binary built on the host
 # does. The x86_64 build uses the rustup toolchain, the aarch64 one Debian's
@@ -107,8 +107,8 @@ build() {
     # Debian's toolchain: its rustc has the arm64 standard library.
     cargo=(env PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo)
   fi
-  # The C compiler: scripts/release-cc.sh (gcc for the codecs, Zig's clang
-  # for the rest; cc-rs reads CC_<target> with dashes before the
+  # The C compiler: scripts/release-cc.sh (gcc for the codecs and ring,
+  # Zig's clang for the rest; cc-rs reads CC_<target> with dashes before the
   # underscored one cargo-zigbuild sets). Zig's clang keeps frame pointers
   # in optimised code where gcc omits them: said here, it omits them too.
   local gcc=gcc
