@@ -3,12 +3,6 @@
 //! empty outside a git checkout or without git) and `OPCOST_RUSTC_VERSION`
 //! (`$RUSTC --version`). Neither failure stops the build. `OPCOST_TARGET`
 //! is the target triple (`opcost --version` prints it).
-//!
-//! The executable is linked position-dependent (`-no-pie`): its code is
-//! compiled position-independent as ever (the same instructions), but the
-//! linker resolves its addresses instead of leaving ~20,000 relocations for
-//! the loader, 0.5 MB of the release binary. The executable's own load
-//! address is then fixed; libraries, stack, heap and mmap stay randomised.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,7 +16,6 @@ fn main() {
     println!("cargo:rustc-env=OPCOST_RUSTC_VERSION={version}");
     let target = std::env::var("TARGET").unwrap_or_default();
     println!("cargo:rustc-env=OPCOST_TARGET={target}");
-    println!("cargo:rustc-link-arg-bins=-no-pie");
     for path in git_files_to_watch() {
         println!("cargo:rerun-if-changed={}", path.display());
     }
