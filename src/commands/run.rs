@@ -10,7 +10,7 @@ use crate::cli::{Format, RunArgs};
 use crate::document::{RunDoc, Sink, sink_of};
 use crate::harness::round::Event;
 use crate::harness::worker::WorkerCmd;
-use crate::harness::{Bench, Ctx, RunOptions, RunOutcome, runner, scratch};
+use crate::harness::{self, Bench, Ctx, RunOptions, RunOutcome, runner, scratch};
 use crate::host::Host;
 use crate::os::signals::{OnCtrlC, on_ctrl_c};
 use crate::plan::{self, RunPlan, RunRequest};
@@ -45,7 +45,9 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         false => Vec::new(),
     };
     // The two-stage rule reads each benchmark's run-to-run spread there.
-    opts.history = Arc::new(plan::row_histories(&earlier));
+    opts.history = Arc::new(harness::row_histories(
+        earlier.iter().flat_map(|d| &d.results),
+    ));
     let estimate = plan.estimate(&opts, &earlier);
     announce(req, plan.benches.len(), &estimate, &plan.host);
     let shared = match (&targets.shared, req.save) {

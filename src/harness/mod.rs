@@ -37,8 +37,9 @@ use crate::host::Host;
 use crate::units::ValueUnit;
 
 pub use crate::stats::Summary;
+pub use crate::stats::stages::{RoundsDecision, RowHistory};
 pub use crate::units::BaseUnit;
-pub use round::{RunOptions, RunOutcome, Skipped};
+pub use round::{RunOptions, RunOutcome, Skipped, row_histories};
 
 /// Named parameters of a benchmark (the sweep point: size, placement...).
 pub type Params = BTreeMap<String, serde_json::Value>;

@@ -53,6 +53,21 @@ pub struct RunOptions {
     pub history: Arc<HashMap<String, RowHistory>>,
 }
 
+/// What the `results` of earlier runs of the host (newest run first) say
+/// about each benchmark for the two-stage rule: each run's median and its
+/// used rounds' medians.
+pub fn row_histories<'a>(
+    results: impl IntoIterator<Item = &'a Measurement>,
+) -> HashMap<String, RowHistory> {
+    let mut out: HashMap<String, RowHistory> = HashMap::new();
+    for m in results {
+        let h = out.entry(m.id.clone()).or_default();
+        h.medians.push(m.median);
+        h.rounds.push(m.used_round_medians());
+    }
+    out
+}
+
 impl RunOptions {
     /// Options with the profile's own counts.
     pub fn new(profile: Profile) -> RunOptions {

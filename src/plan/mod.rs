@@ -13,7 +13,6 @@
 
 pub mod request;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -30,7 +29,6 @@ use crate::harness::{
     Bench, Ctx, Finding, Given, Measurement, Profile, RunOptions, affinity, canary,
 };
 use crate::host::Host;
-use crate::stats::stages::RowHistory;
 use crate::suites::{self, UserData, net};
 pub use request::{AbRequest, DataPaths, FarEnd, RunRequest, Sampling, Setting};
 
@@ -250,19 +248,6 @@ impl RunPlan {
         let rounds = |id: &str| opts.expected_rounds(id);
         estimate(&planned, earlier, (opts.rounds(), &rounds))
     }
-}
-
-/// What `earlier` runs of the host (newest first, as many as given) say
-/// about each benchmark for the two-stage rule: each run's median and its
-/// used rounds' medians.
-pub fn row_histories(earlier: &[RunDoc]) -> HashMap<String, RowHistory> {
-    let mut out: HashMap<String, RowHistory> = HashMap::new();
-    for m in earlier.iter().flat_map(|d| &d.results) {
-        let h = out.entry(m.id.clone()).or_default();
-        h.medians.push(m.median);
-        h.rounds.push(m.used_round_medians());
-    }
-    out
 }
 
 /// A run's time estimate, and how much of it the host's history gave.
@@ -529,9 +514,9 @@ mod tests {
         // A run that recorded taking 3 rounds: its time is for 3 rounds.
         let mut run = earlier(&[("a", 6.0)]);
         let mut m = Measurement::point("a", "ns/op", 1.0);
-        m.rounds_decision = Some(crate::stats::stages::RoundsDecision {
+        m.rounds_decision = Some(crate::harness::RoundsDecision {
             taken: 3,
-            ..crate::stats::stages::RoundsDecision::planned(5)
+            ..crate::harness::RoundsDecision::planned(5)
         });
         run.results.push(m);
         let e = estimate(&planned, &[run], PLANNED);
@@ -554,7 +539,7 @@ mod tests {
         a.results.push(m);
         let mut b = earlier(&[]);
         b.results.push(Measurement::point("x", "ns/op", 12.0));
-        let h = row_histories(&[a, b]);
+        let h = crate::harness::row_histories([&a, &b].into_iter().flat_map(|d| &d.results));
         let x = &h["x"];
         assert_eq!(x.medians, vec![10.0, 12.0]);
         assert_eq!(x.rounds[0], vec![9.0, 10.0, 11.0]);
