@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
+use crate::analysis;
 use crate::cli::{Format, RunArgs};
 use crate::document::{RunDoc, Sink, sink_of};
 use crate::harness::round::Event;
@@ -34,16 +35,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
     let mut opts = hello.opts(plan.seed);
     let workers = plan.worker_cmd(&hello)?;
     let mut doc = plan.document(chrono::Utc::now());
-    // Earlier runs of this host at this profile: what their benchmarks
-    // took tells this run's time and how many rounds each will take (the
-    // two-stage rule, crate::stats::stages), and they settle the findings' words
-    // (analysis::history_words); a history that cannot be read only means none.
-    let earlier = match req.history {
-        true => super::source::Loader::new(db)
-            .history(&doc, &[], EARLIER_RUNS)
-            .unwrap_or_default(),
-        false => Vec::new(),
-    };
+    let earlier = earlier_runs(req, db, &doc);
     // The two-stage rule reads each benchmark's run-to-run spread there.
     opts.history = Arc::new(harness::row_histories(
         earlier.iter().flat_map(|d| &d.results),
@@ -64,9 +56,7 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         doc.matrix = Some(core_matrix(req, &plan.host, sampling, &ctx.stop)?);
     }
     let interrupted = outcome.interrupted;
-    let settle = &earlier[..earlier
-        .len()
-        .min(crate::analysis::history_words::EARLIER_RUNS)];
+    let settle = &earlier[..earlier.len().min(analysis::history_words::EARLIER_RUNS)];
     doc.fill(outcome, |ms| plan::findings(ms, settle));
     // Saved before printing, so the table shows what the history holds.
     let saved = match (store.as_mut(), save_error) {
@@ -82,6 +72,20 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         code = 1;
     }
     Ok(if code == 0 && interrupted { 130 } else { code })
+}
+
+/// Earlier runs of this host at this profile (none without `--history`):
+/// what their benchmarks took tells this run's time and how many rounds
+/// each will take (the two-stage rule, `crate::stats::stages`), and they
+/// settle the findings' words (`analysis::history_words`); a history that
+/// cannot be read only means none.
+fn earlier_runs(req: &RunRequest, db: Option<&Location>, doc: &RunDoc) -> Vec<RunDoc> {
+    match req.history {
+        true => super::source::Loader::new(db)
+            .history(doc, &[], EARLIER_RUNS)
+            .unwrap_or_default(),
+        false => Vec::new(),
+    }
 }
 
 /// Measures the core-to-core matrix after the benchmarks, with a bar.
