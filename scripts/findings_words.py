@@ -28,7 +28,8 @@ import sys
 # a number.
 NUM = r"(?<![A-Za-z_\d])(?<![A-Za-z_\d]-)[-+]?\d+(?:[.,]\d+)*"
 UNIT = r"(?:\s?(?:[kMGT]?B/s|[kMG]?bit/s|[kMGT]?op/s|[nµm]?s|[KMGT]iB|[kMG]?Hz|B|×|%))?"
-PAT = re.compile(NUM + UNIT)
+# An open bound of an interval ("(1.1–∞)") is a figure too.
+PAT = re.compile(f"(?:{NUM}{UNIT}|∞)")
 
 # Words whose swap for the other turns a claim into its opposite.
 OPPOSITES = {

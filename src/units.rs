@@ -263,7 +263,10 @@ pub fn fmt_ratio(r: f64) -> String {
 /// A ratio's number as [`fmt_ratio`] shows it, without the sign (the ends
 /// of an interval beside it): `14.2`, `1.05`, `312`.
 pub fn fmt_ratio_number(r: f64) -> String {
-    if r >= 100.0 {
+    if r == f64::INFINITY {
+        // An open bound (too few operations to close it).
+        "∞".to_string()
+    } else if r >= 100.0 {
         format!("{r:.0}")
     } else if r >= 10.0 {
         format!("{r:.1}")

@@ -123,6 +123,12 @@ pub struct Row {
     /// (0.08 = 8%), when the history had enough earlier runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_floor: Option<f64>,
+    /// The spread between runs that this row's family showed in this pair,
+    /// relative (0.03 = 3%): how far its rows' log ratios scatter around
+    /// their median beyond what their rounds explain ([`family_spreads`]),
+    /// added to the interval. Only for one run a side without a noise floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family_spread: Option<f64>,
     /// Rounds behind A's and B's values (0 for documents made before rounds).
     pub rounds: (usize, usize),
     /// The minimal detectable effect: the smallest change in time, relative
@@ -130,6 +136,10 @@ pub struct Row {
     /// its interval's half-width and the threshold (or noise floor) in
     /// force. A row called the same saw no change larger than this.
     pub mde: f64,
+    /// Welch's squared standard error of the log ratio and its degrees of
+    /// freedom, when the interval came from the rounds of one run a side.
+    #[serde(skip)]
+    welch: Option<(f64, f64)>,
 }
 
 impl Row {
@@ -521,6 +531,7 @@ fn compare_with(
             }),
         }
     }
+    widen_by_family(&mut rows, threshold);
     let only_b = b_ids
         .iter()
         .filter(|id| !a_ids.contains(id))
@@ -636,9 +647,9 @@ fn side_value(side: &[Measurement]) -> f64 {
     (logs / side.len() as f64).exp()
 }
 
-/// Welch's 95% interval of `exp(mean(B) - mean(A))` for log values, centred
-/// on `ratio`; `None` without at least two values per side.
-fn welch_ratio_ci(la: &[f64], lb: &[f64], ratio: f64) -> Option<(f64, f64)> {
+/// Welch's squared standard error of `mean(lb) - mean(la)` and its
+/// degrees of freedom; `None` without two values a side.
+fn welch(la: &[f64], lb: &[f64]) -> Option<(f64, f64)> {
     let var = |x: &[f64]| {
         let n = x.len() as f64;
         let m = x.iter().sum::<f64>() / n;
@@ -650,12 +661,21 @@ fn welch_ratio_ci(la: &[f64], lb: &[f64], ratio: f64) -> Option<(f64, f64)> {
     let (va, vb) = (var(la) / la.len() as f64, var(lb) / lb.len() as f64);
     let se2 = va + vb;
     if se2 == 0.0 {
-        return Some((ratio, ratio));
+        return Some((0.0, f64::INFINITY));
     }
     let df =
         se2.powi(2) / (va.powi(2) / (la.len() as f64 - 1.0) + vb.powi(2) / (lb.len() as f64 - 1.0));
+    Some((se2, df))
+}
+
+/// The 95% interval of a ratio whose log has squared standard error
+/// `se2` with `df` degrees of freedom.
+fn ratio_ci(ratio: f64, se2: f64, df: f64) -> (f64, f64) {
+    if se2 == 0.0 {
+        return (ratio, ratio);
+    }
     let hw = stats::t975(df) * se2.sqrt();
-    Some((ratio * (-hw).exp(), ratio * hw.exp()))
+    (ratio * (-hw).exp(), ratio * hw.exp())
 }
 
 /// Student's 95% interval of `exp(mean(lb_k - la_k))` for paired log
@@ -705,9 +725,10 @@ fn compare_one_sides(
     let pairs = (paired && a.len() == 1 && b.len() == 1 && la.len() == lb.len())
         .then(|| paired_ratio_ci(&la, &lb, ratio))
         .flatten();
+    let welch = welch(&la, &lb).filter(|_| pairs.is_none());
     let (ci_low, ci_high, method) = if let Some((lo, hi)) = pairs {
         (lo, hi, CiMethod::PairedRounds)
-    } else if let Some((lo, hi)) = welch_ratio_ci(&la, &lb, ratio) {
+    } else if let Some((lo, hi)) = welch.map(|(se2, df)| ratio_ci(ratio, se2, df)) {
         let m = if as_measured {
             CiMethod::RoundsAsMeasured
         } else {
@@ -749,9 +770,88 @@ fn compare_one_sides(
         noisy_a: a.iter().any(|m| m.noisy),
         noisy_b: b.iter().any(|m| m.noisy),
         noise_floor: floor,
+        family_spread: None,
         rounds: (la.len(), lb.len()),
         mde,
+        welch: welch.filter(|_| a.len() == 1 && b.len() == 1 && floor.is_none()),
     })
+}
+
+/// Fewest rows of a family in a pair before their scatter is read as the
+/// family's spread between runs.
+pub const FAMILY_MIN_ROWS: usize = 6;
+
+/// The median of the chi-square distribution with one degree of freedom:
+/// the median of `(z - m)²` is `0.4549 σ²` for normal `z` of spread `σ`.
+const CHI2_1_MEDIAN: f64 = 0.454_936_4;
+
+/// A benchmark's family: the first two parts of its id (`net.veth`,
+/// `memory.latency`, `syscall.io`).
+pub fn family(id: &str) -> &str {
+    match id.match_indices('.').nth(1) {
+        Some((i, _)) => &id[..i],
+        None => id,
+    }
+}
+
+/// The spread between runs of each family of the rows compared from one
+/// run a side without a noise floor, as a variance of the log ratio.
+///
+/// What moves between runs for longer than a run lasts (a file system's
+/// state, a process's memory layout, the L3's share of the host) is in no
+/// run's rounds, but a pair shows it where it matters: the log time ratios
+/// of a family's rows scatter around their common shift by more than their
+/// rounds explain. Robustly (a real change of a few rows of the family
+/// moves neither median): `median((z - median z)²) / 0.4549 - median(se²)`,
+/// the random-effects variance of the family, at least 0, from
+/// [`FAMILY_MIN_ROWS`] rows on. A change of the whole family shifts the
+/// median and leaves the spread as it was.
+pub fn family_spreads(rows: &[Row]) -> Vec<(String, f64)> {
+    let mut families: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in rows {
+        let Some((se2, _)) = r.welch else { continue };
+        let z = r.time_ratio().ln();
+        let f = family(&r.id);
+        match families.iter_mut().find(|(name, _)| name == f) {
+            Some((_, v)) => v.push((z, se2)),
+            None => families.push((f.to_string(), vec![(z, se2)])),
+        }
+    }
+    families
+        .into_iter()
+        .filter(|(_, v)| v.len() >= FAMILY_MIN_ROWS)
+        .filter_map(|(name, v)| {
+            let z: Vec<f64> = v.iter().map(|p| p.0).collect();
+            let m = stats::median(&z)?;
+            let d: Vec<f64> = z.iter().map(|x| (x - m).powi(2)).collect();
+            let se2: Vec<f64> = v.iter().map(|p| p.1).collect();
+            let tau2 = stats::median(&d)? / CHI2_1_MEDIAN - stats::median(&se2)?;
+            Some((name, tau2.max(0.0)))
+        })
+        .collect()
+}
+
+/// Widens each row's interval by its family's spread between runs
+/// ([`family_spreads`]) and decides its verdict and detectable effect again.
+fn widen_by_family(rows: &mut [Row], threshold: f64) {
+    let spreads = family_spreads(rows);
+    for r in rows.iter_mut() {
+        let (Some((se2, df)), Some((_, tau2))) =
+            (r.welch, spreads.iter().find(|(f, _)| f == family(&r.id)))
+        else {
+            continue;
+        };
+        if *tau2 <= 0.0 {
+            continue;
+        }
+        let (lo, hi) = ratio_ci(r.ratio, se2 + tau2, df);
+        r.ci_low = lo.min(r.ratio);
+        r.ci_high = hi.max(r.ratio);
+        r.family_spread = Some(tau2.sqrt().exp() - 1.0);
+        r.mde = mde(r.ratio, r.ci_low, r.ci_high, threshold);
+        let (t, (t_lo, t_hi)) = (r.time_ratio(), r.time_ci());
+        r.verdict = verdict(t, t_lo, t_hi, threshold);
+    }
 }
 
 /// The minimal detectable effect of a ratio's interval: a change is called
@@ -1021,6 +1121,84 @@ mod tests {
         }
         assert_eq!(called_aa, 0);
         assert!(called_shift >= 195, "{called_shift} of 200");
+    }
+
+    /// Two runs of a family of 12 rows (`fam.x.0`...), 3 rounds each with
+    /// 1% noise per round; each row of B moved by `between(k)` for the
+    /// whole run (a state that lasts a run) times `shift(k)`.
+    fn family_pair(
+        seed: u64,
+        between: impl Fn(usize) -> f64,
+        shift: impl Fn(usize) -> f64,
+    ) -> (RunDoc, RunDoc) {
+        let side = |offset: u64, b: bool| {
+            let ms = (0..12)
+                .map(|k| {
+                    let f = if b { between(k) * shift(k) } else { 1.0 };
+                    let mut m = noisy(100.0 + k as f64, 0.01, 3, seed * 100 + offset + k as u64, f);
+                    m.id = format!("fam.x.{k}");
+                    m.area = "fam".into();
+                    m
+                })
+                .collect();
+            run_of(ms)
+        };
+        (side(0, false), side(50, true))
+    }
+
+    #[test]
+    fn a_family_that_scatters_between_runs_widens_its_rows_and_a_whole_family_change_does_not() {
+        // Rows moved by ±10% between the runs (a state of the run, not of
+        // any round): unwidened, most of them are called changed.
+        let scatter = |k: usize| if k % 2 == 0 { 1.10 } else { 0.91 };
+        let (a, b) = family_pair(1, scatter, |_| 1.0);
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        let spread = c
+            .rows
+            .iter()
+            .filter_map(|r| r.family_spread)
+            .fold(0.0, f64::max);
+        assert!(spread > 0.05, "{spread}");
+        let called = c.rows.iter().filter(|r| r.verdict != Change::Same).count();
+        assert!(called <= 2, "{called} of 12 called after widening");
+        assert!(family_spreads(&c.rows).iter().any(|(f, _)| f == "fam.x"));
+        // The whole family 20% slower, nothing between the runs besides:
+        // no spread is read, every row is called slower.
+        let (a, b) = family_pair(2, |_| 1.0, |_| 1.20);
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        assert!(
+            c.rows.iter().all(|r| r.verdict == Change::Slower),
+            "{:?}",
+            c.rows
+        );
+        assert!(
+            c.rows
+                .iter()
+                .all(|r| r.family_spread.is_none_or(|s| s < 0.01))
+        );
+        // Three of twelve rows 20% slower: the median keeps them out of the
+        // spread, and they are called.
+        let (a, b) = family_pair(3, |_| 1.0, |k| if k < 3 { 1.20 } else { 1.0 });
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        let slower: Vec<&str> = c
+            .rows
+            .iter()
+            .filter(|r| r.verdict == Change::Slower)
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(slower, ["fam.x.0", "fam.x.1", "fam.x.2"]);
+        // Paired rounds (`ab`) and sides of several runs are left as they are.
+        let (a, b) = family_pair(1, scatter, |_| 1.0);
+        let paired = compare_paired(&a, &b, DEFAULT_THRESHOLD);
+        assert!(paired.rows.iter().all(|r| r.family_spread.is_none()));
+        let sides = compare_sides(
+            &[a.clone(), a.clone()],
+            &[b.clone(), b],
+            &[],
+            DEFAULT_THRESHOLD,
+            &[],
+        );
+        assert!(sides.rows.iter().all(|r| r.family_spread.is_none()));
     }
 
     #[test]

@@ -313,15 +313,33 @@ pub fn load_note(c: &Comparison) -> Option<String> {
 /// what moves between runs for longer than a run lasts is in none of its
 /// intervals.
 pub fn floor_note(c: &Comparison) -> Option<String> {
-    use crate::analysis::compare::{CiMethod, FLOOR_MIN_RUNS};
+    use crate::analysis::compare::{CiMethod, FLOOR_MIN_RUNS, family};
     let by_rounds = c
         .rows
         .iter()
         .any(|r| matches!(r.method, CiMethod::Rounds | CiMethod::RoundsAsMeasured));
     let single = c.a_runs.len() == 1 && c.b_runs.len() == 1;
     (by_rounds && single && c.floor_runs == 0).then(|| {
+        let widened: Vec<&str> = c
+            .rows
+            .iter()
+            .filter(|r| r.family_spread.is_some())
+            .map(|r| r.id.as_str())
+            .collect();
+        let families = {
+            let mut f: Vec<&str> = widened.iter().map(|id| family(id)).collect();
+            f.dedup();
+            f.len()
+        };
+        let seen = match widened.len() {
+            0 => "no family of benchmarks scattered in this pair by more than its rounds explain".to_string(),
+            n => format!(
+                "where a family of benchmarks scattered in this pair by more than its rounds explain, that scatter was added to its rows' intervals ({n} rows in {families} famil{})",
+                if families == 1 { "y" } else { "ies" }
+            ),
+        };
         format!(
-            "no noise floor (one run a side, and fewer than {FLOOR_MIN_RUNS} earlier runs of {} in the history or --no-history): what moves between runs for longer than a run lasts, such as the state of a file system or a process's memory layout, is in none of these intervals, so a few rows may be called changed that did not change (0–7% of rows in A/A pairs at the default profile); several runs a side (`A1,A2,A3` or `host:NAME@N`) or {FLOOR_MIN_RUNS} earlier runs in the history take it in",
+            "no noise floor from the history (one run a side, and fewer than {FLOOR_MIN_RUNS} earlier runs of {} in the history or --no-history): what moves between runs for longer than a run lasts, such as the state of a file system or a process's memory layout, is in no run's rounds; {seen}, so a few rows may be called changed that did not change (up to 5% of rows in A/A pairs); several runs a side (`A1,A2,A3` or `host:NAME@N`) or {FLOOR_MIN_RUNS} earlier runs in the history take it in",
             c.a.host
         )
     })
