@@ -1150,7 +1150,7 @@ mod tests {
     fn a_family_that_scatters_between_runs_widens_its_rows_and_a_whole_family_change_does_not() {
         // Rows moved by ±10% between the runs (a state of the run, not of
         // any round): unwidened, most of them are called changed.
-        let scatter = |k: usize| if k % 2 == 0 { 1.10 } else { 0.91 };
+        let scatter = |k: usize| if k.is_multiple_of(2) { 1.10 } else { 0.91 };
         let (a, b) = family_pair(1, scatter, |_| 1.0);
         let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
         let spread = c
