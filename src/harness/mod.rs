@@ -278,11 +278,18 @@ pub trait Bench: Send {
         profile.default_budget()
     }
     /// The time a run should expect it to take at `profile`, all rounds
-    /// with their preparation: its budget, unless it knows that its
-    /// operations outlast it (one operation of seconds still runs its
-    /// preparation, calibration and a sample in every round).
+    /// with their preparation: by default that of an operation far shorter
+    /// than the sample target with nothing to prepare
+    /// ([`round::expected_slow`]), which stops at its samples long before
+    /// its budget; a benchmark that knows its preparation or operations
+    /// take longer says so.
     fn expected(&self, profile: Profile) -> Duration {
-        self.budget(profile)
+        round::expected_slow(
+            profile,
+            self.budget(profile),
+            Duration::ZERO,
+            Duration::ZERO,
+        )
     }
     /// Benchmarks with the same key, selected together, have their samples
     /// interleaved (A B A B) so that drift cannot fake a difference.

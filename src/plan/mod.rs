@@ -245,7 +245,7 @@ impl RunPlan {
             .iter()
             .map(|b| (b.id(), opts.expected_of(b.as_ref())))
             .collect();
-        let rounds = |id: &str| opts.expected_rounds(id);
+        let rounds = |id: &str| opts.expected_rounds_mean(id);
         estimate(&planned, earlier, (opts.rounds(), &rounds))
     }
 }
@@ -275,11 +275,12 @@ const LEARNED_FACTOR: (f64, f64) = (0.5, 4.0);
 /// Both follow the rounds: `rounds` is the planned count and each
 /// benchmark's expected count, a learned time is scaled from the rounds it
 /// took then (the planned count in runs that did not record them) to those
-/// expected now, and a budget from the planned count.
+/// expected now (on average: a first run cannot know them), and a budget
+/// from the planned count.
 pub fn estimate(
     planned: &[(&str, Duration)],
     earlier: &[RunDoc],
-    (rounds, expected): (usize, &dyn Fn(&str) -> usize),
+    (rounds, expected): (usize, &dyn Fn(&str) -> f64),
 ) -> Estimate {
     // The time it took and the rounds it took them in.
     let learned = |id: &str| {
@@ -297,12 +298,12 @@ pub fn estimate(
             })
             .filter(|(s, _)| s.is_finite() && *s >= 0.0)
     };
-    let share = |n: usize, of: usize| n as f64 / of.max(1) as f64;
+    let share = |n: f64, of: usize| n / of.max(1) as f64;
     let (mut took, mut budgeted, mut n) = (0.0, 0.0, 0);
     for (id, budget) in planned {
         if let Some((s, then)) = learned(id) {
             took += s;
-            budgeted += budget.as_secs_f64() * share(then, rounds);
+            budgeted += budget.as_secs_f64() * share(then as f64, rounds);
             n += 1;
         }
     }
@@ -449,7 +450,7 @@ mod tests {
     use super::*;
 
     /// Five rounds planned and expected for every benchmark.
-    const PLANNED: (usize, &dyn Fn(&str) -> usize) = (5, &|_| 5);
+    const PLANNED: (usize, &dyn Fn(&str) -> f64) = (5, &|_| 5.0);
 
     /// An earlier run that recorded `wall` seconds per benchmark.
     fn earlier(wall: &[(&str, f64)]) -> RunDoc {
@@ -504,7 +505,7 @@ mod tests {
     fn the_estimate_follows_the_rounds_each_benchmark_will_take() {
         let planned = [("a", Duration::from_secs(5)), ("b", Duration::from_secs(5))];
         // "a" is expected to take 3 of its 5 rounds, "b" all five.
-        let three_for_a = |id: &str| if id == "a" { 3 } else { 5 };
+        let three_for_a = |id: &str| if id == "a" { 3.0 } else { 5.0 };
         let e = estimate(&planned, &[], (5, &three_for_a));
         assert!((e.total.as_secs_f64() - 8.0).abs() < 1e-9, "{e:?}");
         // An earlier run took 10 s for "a" in 5 rounds (it recorded none):

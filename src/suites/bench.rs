@@ -69,6 +69,7 @@ pub struct FnBench {
     paced: bool,
     on_request: bool,
     expected: Option<ExpectedFn>,
+    setup: Duration,
     prepare: PrepareFn,
 }
 
@@ -93,6 +94,7 @@ impl FnBench {
             paced: false,
             on_request: false,
             expected: None,
+            setup: Duration::ZERO,
             prepare: Box::new(prepare),
         }
     }
@@ -134,6 +136,15 @@ impl FnBench {
         f: impl Fn(Profile, Duration) -> Duration + Send + Sync + 'static,
     ) -> Self {
         self.expected = Some(Box::new(f));
+        self
+    }
+
+    /// Says that each round spends about `per_round` setting it up and
+    /// tearing it down (a peer, a socket pair, a file, arrays to fill)
+    /// besides its samples: the run-time estimate counts it
+    /// ([`Bench::expected`]), nothing else does.
+    pub fn setup_time(mut self, per_round: Duration) -> Self {
+        self.setup = per_round;
         self
     }
 
@@ -189,9 +200,12 @@ impl Bench for FnBench {
     }
     fn expected(&self, profile: Profile) -> Duration {
         let budget = self.budget.at(profile);
-        self.expected
-            .as_ref()
-            .map_or(budget, |f| f(profile, budget))
+        match &self.expected {
+            Some(f) => f(profile, budget),
+            None => {
+                crate::harness::round::expected_slow(profile, budget, self.setup, Duration::ZERO)
+            }
+        }
     }
     fn interleave(&self) -> Option<&str> {
         self.interleave.as_deref()

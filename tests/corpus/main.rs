@@ -120,6 +120,7 @@ fn corpus_sets(prefixes: &[&str]) -> BTreeMap<String, BTreeMap<String, Vec<Run>>
 
 mod compare;
 mod emulated;
+mod estimate;
 mod trend;
 mod words;
 

@@ -449,7 +449,8 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
             .param("method", method.name(op))
             .param("block", size_label(block as u64))
             .param("accounting", op.accounting())
-            .budget_scale(METHOD_BUDGET);
+            .budget_scale(METHOD_BUDGET)
+            .setup_time(super::BANDWIDTH_SETUP);
             out.push(b.boxed());
         }
     }
