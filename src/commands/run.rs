@@ -47,7 +47,8 @@ pub fn execute(args: &RunArgs, db: Option<&Location>) -> anyhow::Result<i32> {
         _ => None,
     };
     doc.run.estimate_s = Some(estimate.total.as_secs_f64());
-    let mut live = Live::new(store.as_mut(), &mut doc, estimate.total);
+    // The bar moves by each benchmark's expected time per planned round.
+    let mut live = Live::new(store.as_mut(), &mut doc, plan.budget(&opts));
     let outcome = live.measure(plan.benches, &ctx, &opts, workers);
     let save_error = live.save_error;
     plan::sweep_swap();
