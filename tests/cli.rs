@@ -47,14 +47,10 @@ fn unknown_pattern_exits_2_and_suggests_the_nearest_ids() {
 
 #[test]
 fn a_mistyped_flag_suggests_the_fix_with_the_plain_usage_line() {
-    let out = opcost()
-        .args(["run", "--profil", "quick", "syscall.getpid"])
-        .assert()
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(out).unwrap();
+    let (_, err) = common::exits_with(
+        opcost().args(["run", "--profil", "quick", "syscall.getpid"]),
+        2,
+    );
     assert!(err.contains("'--profile'"), "the fix is suggested: {err}");
     assert!(
         err.contains("Usage: opcost run [OPTIONS] [PATTERNS]..."),
@@ -95,16 +91,14 @@ fn pinning_to_a_cpu_that_does_not_exist_exits_2() {
 fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
     // A history of its own: the refusal must leave it empty.
     let home = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("opcost")
-        .unwrap()
-        .env("XDG_DATA_HOME", home.path())
-        .args(common::QUICK_RUN)
-        .args(["--matrix", "--cpu", "0"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (out, err) = common::exits_with(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .env("XDG_DATA_HOME", home.path())
+            .args(common::QUICK_RUN)
+            .args(["--matrix", "--cpu", "0"]),
+        2,
+    );
     assert!(
         err.contains("--matrix measures pairs of CPUs, and --cpu 0 pins the run to one"),
         "{err}"
@@ -112,7 +106,7 @@ fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
     // Refused before the plan: no benchmark announced, no row printed,
     // nothing saved.
     assert!(!err.contains("benchmarks, quick profile"), "{err}");
-    assert!(out.stdout.is_empty());
+    assert!(out.is_empty());
     assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
 }
 

@@ -293,6 +293,15 @@ pub fn fails_saying(cmd: &mut assert_cmd::Command, code: i32, needles: &[&str]) 
     }
 }
 
+/// Runs `cmd`, asserts that it exits with `code`, and returns its standard
+/// output and error as text.
+#[track_caller]
+pub fn exits_with(cmd: &mut assert_cmd::Command, code: i32) -> (String, String) {
+    let out = cmd.assert().code(code).get_output().clone();
+    let text = |b: Vec<u8>| String::from_utf8(b).expect("UTF-8 output");
+    (text(out.stdout), text(out.stderr))
+}
+
 /// Runs `cmd` and asserts that it succeeds and that its stdout holds each of `needles`.
 #[track_caller]
 pub fn prints(cmd: &mut assert_cmd::Command, needles: &[&str]) {
@@ -390,6 +399,16 @@ pub fn strings_of<'a>(doc: &'a serde_json::Value, list: &str, field: &str) -> Ve
         .unwrap()
         .iter()
         .map(|e| e[field].as_str().unwrap())
+        .collect()
+}
+
+/// The whole number `field` of every entry of the list `list` of `doc` (`caches` of a host, `cpus` of a topology).
+pub fn numbers_of(doc: &serde_json::Value, list: &str, field: &str) -> Vec<u64> {
+    doc[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[field].as_u64().unwrap())
         .collect()
 }
 
