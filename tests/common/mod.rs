@@ -311,6 +311,24 @@ pub fn prints(cmd: &mut assert_cmd::Command, needles: &[&str]) {
     }
 }
 
+/// Starts `opcost run ARGS --no-save --dir DIR` in the background, its
+/// standard output discarded and its standard error as `stderr` says.
+pub fn spawn_run(
+    args: &[&str],
+    dir: &std::path::Path,
+    stderr: std::process::Stdio,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_opcost"))
+        .arg("run")
+        .args(args)
+        .args(["--no-save", "--dir"])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
 /// The first words of the quickest real run: one cheap benchmark at the quick profile.
 pub const QUICK_RUN: [&str; 4] = ["run", "syscall.function_call", "--profile", "quick"];
 
