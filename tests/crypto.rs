@@ -86,12 +86,7 @@ fn findings_compare_aes_with_chacha_and_name_the_instructions() {
         .iter()
         .map(|f| f["text"].as_str().expect("text"))
         .collect();
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.contains("ChaCha20-Poly1305") && t.contains("AES-256-GCM")),
-        "{texts:?}"
-    );
+    common::assert_one_says(&texts, &["ChaCha20-Poly1305", "AES-256-GCM"]);
     assert!(
         texts
             .iter()

@@ -302,6 +302,16 @@ pub fn exits_with(cmd: &mut assert_cmd::Command, code: i32) -> (String, String) 
     (text(out.stdout), text(out.stderr))
 }
 
+/// Asserts that one of `lines` contains every one of `parts` (all the
+/// lines are the message otherwise).
+#[track_caller]
+pub fn assert_one_says(lines: &[&str], parts: &[&str]) {
+    assert!(
+        lines.iter().any(|l| parts.iter().all(|p| l.contains(p))),
+        "no line says all of {parts:?}: {lines:?}"
+    );
+}
+
 /// Runs `cmd` and asserts that it succeeds and that its stdout holds each of `needles`.
 #[track_caller]
 pub fn prints(cmd: &mut assert_cmd::Command, needles: &[&str]) {
