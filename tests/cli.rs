@@ -225,15 +225,22 @@ fn json_document_has_the_documented_layout() {
     assert_eq!(r["samples"].as_array().unwrap().len(), 7);
 }
 
+/// The quickest run with `samples` samples, its document written to `json`,
+/// started without assert_cmd (to be signalled, or its output discarded).
+fn quick_run_to(samples: &str, json: &std::path::Path) -> StdCommand {
+    let mut c = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"));
+    c.args(common::QUICK_RUN)
+        .args(["--samples", samples, "--json"])
+        .arg(json);
+    c
+}
+
 #[test]
 fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
     let (dir, path) = common::scratch("run.json");
     // --samples far beyond the budget: the run would take many minutes.
-    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
+    let child = quick_run_to("100000", &path)
         .env("XDG_DATA_HOME", dir.path())
-        .args(common::QUICK_RUN)
-        .args(["--samples", "100000", "--json"])
-        .arg(&path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -293,13 +300,9 @@ fn json_to_dev_full_fails_with_exit_1_and_leaves_the_device() {
 fn export_and_report_write_to_dash_devices_and_through_symlinks() {
     let (dir, db) = common::scratch("h.db");
     let json = dir.path().join("run.json");
-    let mut s = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"));
-    let st = s
-        .args(["--db"])
+    let st = quick_run_to("5", &json)
+        .arg("--db")
         .arg(&db)
-        .args(common::QUICK_RUN)
-        .args(["--samples", "5", "--json"])
-        .arg(&json)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
