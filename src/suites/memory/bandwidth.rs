@@ -256,8 +256,8 @@ pub struct Plan {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The arrays of a prepared bandwidth benchmark and where its next pass
-/// starts, however the work is handed to the threads.
+/// The arrays of a prepared bandwidth benchmark, where its next pass
+/// starts and what it reports, however the work is handed to the threads.
 pub(super) struct Passes {
     /// The kernel.
     pub(super) kernel: Kernel,
@@ -269,15 +269,21 @@ pub(super) struct Passes {
     window: usize,
     /// CPUs to run on, one thread each; empty for the calling thread alone.
     pub(super) cpus: Vec<usize>,
+    /// Caveats to attach.
+    pub(super) warnings: Vec<String>,
+    /// Facts recorded with the result.
+    pub(super) details: serde_json::Value,
 }
 
 impl Passes {
-    /// `kernel`'s passes of `pass` bytes over `arrays`, from the first window.
+    /// `kernel`'s passes of `pass` bytes over `arrays`, from the first
+    /// window, with `warnings` and no details yet.
     pub(super) fn new(
         kernel: Kernel,
         arrays: Vec<Region>,
         pass: usize,
         cpus: Vec<usize>,
+        warnings: Vec<String>,
     ) -> Passes {
         Passes {
             kernel,
@@ -285,6 +291,8 @@ impl Passes {
             pass,
             window: 0,
             cpus,
+            warnings,
+            details: serde_json::Value::Null,
         }
     }
 
@@ -310,8 +318,6 @@ impl Passes {
 /// A prepared bandwidth benchmark; one operation is one pass.
 pub struct Bandwidth {
     passes: Passes,
-    warnings: Vec<String>,
-    details: serde_json::Value,
     /// Per sample, the slowest thread's time over the fastest's.
     spreads: Vec<f64>,
 }
@@ -353,9 +359,7 @@ impl Bandwidth {
             arrays.push(region);
         }
         let mut b = Bandwidth {
-            passes: Passes::new(kernel, arrays, pass_bytes, cpus),
-            warnings,
-            details: serde_json::Value::Null,
+            passes: Passes::new(kernel, arrays, pass_bytes, cpus, warnings),
             spreads: Vec::new(),
         };
         b.fill().map_err(PrepareError::Fail)?;
@@ -363,7 +367,7 @@ impl Bandwidth {
             Some(node) => Some(super::region::verify(&b.passes.arrays, node)?),
             None => None,
         };
-        b.details = json!({
+        b.passes.details = json!({
             "array_bytes": array_bytes,
             "arrays": kernel.arrays(),
             "pass_bytes": pass_bytes,
@@ -371,7 +375,7 @@ impl Bandwidth {
             "cpus": b.passes.cpus,
             "accounting": kernel.accounting(),
         });
-        if let Some(d) = b.details.as_object_mut() {
+        if let Some(d) = b.passes.details.as_object_mut() {
             d.extend(extra);
             if let Some(p) = placement {
                 d.insert("placement".into(), p.details());
@@ -490,7 +494,7 @@ impl Timed for Bandwidth {
         wall_of(&spans)
     }
     fn warnings(&self) -> Vec<String> {
-        let mut w = self.warnings.clone();
+        let mut w = self.passes.warnings.clone();
         let mut spreads = self.spreads.clone();
         spreads.sort_by(f64::total_cmp);
         if let Some(&typical) = spreads.get(spreads.len() / 2)
@@ -501,7 +505,7 @@ impl Timed for Bandwidth {
         w
     }
     fn details(&self) -> Option<serde_json::Value> {
-        Some(self.details.clone())
+        Some(self.passes.details.clone())
     }
 }
 

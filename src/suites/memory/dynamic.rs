@@ -30,8 +30,6 @@ unsafe impl Sync for Base {}
 /// A prepared dynamic all-CPU benchmark; one operation is one pass.
 pub struct Dynamic {
     passes: Passes,
-    warnings: Vec<String>,
-    details: serde_json::Value,
 }
 
 impl Dynamic {
@@ -71,11 +69,9 @@ impl Dynamic {
             "hand_out": "dynamic",
             "accounting": kernel.accounting(),
         });
-        Ok(Dynamic {
-            passes: Passes::new(kernel, arrays, pass, cpus),
-            warnings,
-            details,
-        })
+        let mut passes = Passes::new(kernel, arrays, pass, cpus, warnings);
+        passes.details = details;
+        Ok(Dynamic { passes })
     }
 }
 
@@ -135,10 +131,10 @@ impl Timed for Dynamic {
         wall_of(&spans)
     }
     fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+        self.passes.warnings.clone()
     }
     fn details(&self) -> Option<serde_json::Value> {
-        Some(self.details.clone())
+        Some(self.passes.details.clone())
     }
 }
 
