@@ -1515,4 +1515,29 @@ mod tests {
         // The most common value on each side: one stray run does not count.
         assert!(env_changes(&[&a, &a, &b], &[&a, &a]).is_empty());
     }
+
+    #[test]
+    fn a_change_point_is_written_with_its_split_in_place() {
+        let c = ChangePoint {
+            run: "00000008".into(),
+            started: "2026-03-17T10:00:00Z".into(),
+            split: Split {
+                index: 8,
+                ratio: 1.5,
+                ci_low: 1.25,
+                ci_high: 1.75,
+                p: 0.5,
+                recorded: true,
+            },
+            env_changes: Vec::new(),
+        };
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            concat!(
+                r#"{"run":"00000008","started":"2026-03-17T10:00:00Z","index":8,"ratio":1.5,"#,
+                r#""ci_low":1.25,"ci_high":1.75,"p":0.5,"recorded":true,"env_changes":[]}"#
+            )
+        );
+        assert_eq!(c.index, c.split.index);
+    }
 }

@@ -806,6 +806,21 @@ mod tests {
     }
 
     #[test]
+    fn a_stability_is_written_back_field_for_field_with_its_phase_counts_in_place() {
+        let doc = concat!(
+            r#"{"stable":true,"verdict":"steady","checks":58,"canary_ns":3853.0,"#,
+            r#""user_canary":true,"spread":0.0625,"drift":-0.5,"rounds":78,"slow_rounds":9,"#,
+            r#""remeasured":1,"set_aside":2,"corrected":3,"unpredicted":4,"responses":[{"#,
+            r#""area":"ipc","slope":-0.125,"fitted":true,"low":-0.75,"high":0.5,"rounds":36,"#,
+            r#""slow":5,"slow_canary":7.5,"predicts":false}],"steal_share":0.0,"nivcsw":3,"#,
+            r#""others_share":0.0}"#
+        );
+        let s: Stability = serde_json::from_str(doc).unwrap();
+        assert_eq!((s.phases.slow, s.phases.unpredicted), (9, 4));
+        assert_eq!(serde_json::to_string(&s).unwrap(), doc);
+    }
+
+    #[test]
     fn an_older_document_without_a_verdict_is_graded_from_its_figures() {
         // written before verdicts: `stable` false from the old spread rule
         let old = r#"{"stable": false, "checks": 289, "canary_ns": 21720.8, "spread": 0.25,
