@@ -150,10 +150,7 @@ fn topology_on_one_cpu_says_it_needs_two_and_names_the_cpu() {
 fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     let (dir, missing) = common::scratch("no/such/dir/out.json");
     common::fails_saying(
-        opcost()
-            .args(common::QUICK_RUN)
-            .args(["--json"])
-            .arg(&missing),
+        opcost().args(common::QUICK_RUN).arg("--json").arg(&missing),
         2,
         &["does not exist"],
     );
@@ -162,7 +159,7 @@ fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     common::fails_saying(
         opcost()
             .args(common::QUICK_RUN)
-            .args(["--json"])
+            .arg("--json")
             .arg(dir.path()),
         2,
         &["is a directory"],
