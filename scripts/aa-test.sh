@@ -16,9 +16,7 @@
 # see which results were called and why.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-repeats=5
-profile=quick
-keep=""
+repeats=5 profile=quick keep=""
 usage() { echo "usage: $0 [-r REPEATS] [-p PROFILE] [-k DIR] [PATTERN...]" >&2; }
 parse_options "r:repeats p:profile k:keep" "$@"
 if [ -n "$keep" ]; then mkdir -p "$keep"; fi

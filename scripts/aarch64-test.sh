@@ -115,11 +115,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
-install_only=""
-release=""
-unit_tests=""
-quick=""
-keep=""
+install_only="" release="" unit_tests="" quick="" keep=""
 usage() { echo "usage: $0 [-i] [-r] [-t] [-q] [-k]" >&2; }
 parse_options "i=install_only r=release t=unit_tests q=quick k=keep h" "$@"
 shift $((OPTIND - 1))

@@ -17,11 +17,7 @@
 # PROFILE (default: default), not saved; -k DIR keeps them there.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-shifts=0,2,3,5,10,20
-threshold=""
-make=0
-profile=default
-keep=""
+shifts=0,2,3,5,10,20 threshold="" make=0 profile=default keep=""
 usage() { echo "usage: $0 [-s SHIFTS] [-t PCT] A.json B.json | $0 [-s SHIFTS] [-t PCT] -m [-p PROFILE] [-k DIR] [PATTERN...]" >&2; }
 parse_options "s:shifts t:threshold m=make p:profile k:keep" "$@"
 shift $((OPTIND - 1))

@@ -25,10 +25,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-shape=""
-arm=""
-opcost=""
-name=""
+shape="" arm="" opcost="" name=""
 usage() { echo "usage: $0 -s SHAPE | -a  [-b OPCOST] [-n NAME]" >&2; }
 parse_options "s:shape a=arm b:opcost n:name h" "$@"
 shift $((OPTIND - 1))

@@ -33,26 +33,21 @@ cd "$(dirname "$0")/.."
 rounds=3 profile=default secs=1
 usage() { sed -n '2,24p' "$0"; }
 parse_options "r:rounds p:profile s:secs h" "$@"
-for c in openssl sysbench python3; do
-  command -v "$c" >/dev/null || { echo "$c not found: apt-get install -y $c" >&2; exit 1; }
-done
-
-cargo build --release --quiet
-seal_dir=$(mktemp -d)
-trap 'rm -rf "$seal_dir"' EXIT
+need openssl sysbench python3
+build_release
+temp_dir seal_dir
 seal=""
 if cc -O2 -o "$seal_dir/evp_seal" scripts/peer/evp_seal.c -lcrypto 2>/dev/null; then
   seal="$seal_dir/evp_seal"
 else
   echo "scripts/peer/evp_seal.c did not compile (libssl-dev?): AEAD rows against openssl speed -aead" >&2
 fi
-python3 - "$rounds" "$profile" "$secs" "$seal" <<'PY'
+python3 - "$rounds" "$profile" "$secs" "$seal" "$bin" <<'PY'
 import json, os, statistics as st, subprocess, sys, tempfile
 
-rounds, profile, secs, seal = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+rounds, profile, secs, seal, opcost = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 seal_names = {"aes-128-gcm": "AES-128-GCM", "aes-256-gcm": "AES-256-GCM",
               "chacha20-poly1305": "ChaCha20-Poly1305"}
-opcost = "target/release/opcost"
 ciphers = {"aes128gcm": "aes-128-gcm", "aes256gcm": "aes-256-gcm",
            "chacha20poly1305": "chacha20-poly1305", "aes128ctr": "aes-128-ctr",
            "aes256ctr": "aes-256-ctr"}

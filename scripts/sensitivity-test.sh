@@ -20,9 +20,7 @@
 # stopped when its run ends, also on Ctrl-C.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-repeats=3
-profile=quick
-stressors=""
+repeats=3 profile=quick stressors=""
 usage() { echo "usage: $0 [-r REPEATS] [-p PROFILE] [-l STRESSORS] [PATTERN...]" >&2; }
 parse_options "r:repeats p:profile l:stressors" "$@"
 shift $((OPTIND - 1))

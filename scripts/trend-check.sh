@@ -19,11 +19,7 @@
 # ci_low, ci_high), unchanged, as a history for tests/fixtures/trend/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-runs=30
-profile=quick
-keep=""
-alpha=""
-fixture=""
+runs=30 profile=quick keep="" alpha="" fixture=""
 usage() { echo "usage: $0 [-n RUNS] [-p PROFILE] [-k DIR] [-a ALPHA] [-x CSV] [PATTERN...]" >&2; }
 parse_options "n:runs p:profile k:keep a:alpha x:fixture" "$@"
 shift $((OPTIND - 1))

@@ -265,14 +265,20 @@ pub fn fmt_ratio(r: f64) -> String {
 pub fn fmt_ratio_number(r: f64) -> String {
     if r == f64::INFINITY {
         // An open bound (too few operations to close it).
-        "∞".to_string()
-    } else if r >= 100.0 {
-        format!("{r:.0}")
-    } else if r >= 10.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.2}")
+        return "∞".to_string();
     }
+    fmt_decimals_by_size(r, &[(100.0, 0), (10.0, 1)], 2)
+}
+
+/// `x` with the decimals of the first `(from, decimals)` step it reaches
+/// (steps largest first), else with `rest` decimals: the figures shown
+/// stay about as many as the value grows.
+pub fn fmt_decimals_by_size(x: f64, steps: &[(f64, usize)], rest: usize) -> String {
+    let decimals = steps
+        .iter()
+        .find(|(from, _)| x >= *from)
+        .map_or(rest, |(_, d)| *d);
+    format!("{x:.decimals$}")
 }
 
 /// Formats a byte count as a sweep label: `64B`, `4KiB`, `1MiB`, `1GiB`.

@@ -47,14 +47,10 @@ fn unknown_pattern_exits_2_and_suggests_the_nearest_ids() {
 
 #[test]
 fn a_mistyped_flag_suggests_the_fix_with_the_plain_usage_line() {
-    let out = opcost()
-        .args(["run", "--profil", "quick", "syscall.getpid"])
-        .assert()
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(out).unwrap();
+    let (_, err) = common::exits_with(
+        opcost().args(["run", "--profil", "quick", "syscall.getpid"]),
+        2,
+    );
     assert!(err.contains("'--profile'"), "the fix is suggested: {err}");
     assert!(
         err.contains("Usage: opcost run [OPTIONS] [PATTERNS]..."),
@@ -95,16 +91,14 @@ fn pinning_to_a_cpu_that_does_not_exist_exits_2() {
 fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
     // A history of its own: the refusal must leave it empty.
     let home = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("opcost")
-        .unwrap()
-        .env("XDG_DATA_HOME", home.path())
-        .args(common::QUICK_RUN)
-        .args(["--matrix", "--cpu", "0"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (out, err) = common::exits_with(
+        Command::cargo_bin("opcost")
+            .unwrap()
+            .env("XDG_DATA_HOME", home.path())
+            .args(common::QUICK_RUN)
+            .args(["--matrix", "--cpu", "0"]),
+        2,
+    );
     assert!(
         err.contains("--matrix measures pairs of CPUs, and --cpu 0 pins the run to one"),
         "{err}"
@@ -112,7 +106,7 @@ fn a_matrix_with_a_pinned_cpu_is_refused_before_any_benchmark_runs() {
     // Refused before the plan: no benchmark announced, no row printed,
     // nothing saved.
     assert!(!err.contains("benchmarks, quick profile"), "{err}");
-    assert!(out.stdout.is_empty());
+    assert!(out.is_empty());
     assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
 }
 
@@ -156,10 +150,7 @@ fn topology_on_one_cpu_says_it_needs_two_and_names_the_cpu() {
 fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     let (dir, missing) = common::scratch("no/such/dir/out.json");
     common::fails_saying(
-        opcost()
-            .args(common::QUICK_RUN)
-            .args(["--json"])
-            .arg(&missing),
+        opcost().args(common::QUICK_RUN).arg("--json").arg(&missing),
         2,
         &["does not exist"],
     );
@@ -168,7 +159,7 @@ fn unwritable_json_path_is_refused_before_running_and_leaves_nothing() {
     common::fails_saying(
         opcost()
             .args(common::QUICK_RUN)
-            .args(["--json"])
+            .arg("--json")
             .arg(dir.path()),
         2,
         &["is a directory"],
@@ -231,15 +222,22 @@ fn json_document_has_the_documented_layout() {
     assert_eq!(r["samples"].as_array().unwrap().len(), 7);
 }
 
+/// The quickest run with `samples` samples, its document written to `json`,
+/// started without assert_cmd (to be signalled, or its output discarded).
+fn quick_run_to(samples: &str, json: &std::path::Path) -> StdCommand {
+    let mut c = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"));
+    c.args(common::QUICK_RUN)
+        .args(["--samples", samples, "--json"])
+        .arg(json);
+    c
+}
+
 #[test]
 fn ctrl_c_stops_cleanly_and_still_writes_what_finished() {
     let (dir, path) = common::scratch("run.json");
     // --samples far beyond the budget: the run would take many minutes.
-    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"))
+    let child = quick_run_to("100000", &path)
         .env("XDG_DATA_HOME", dir.path())
-        .args(common::QUICK_RUN)
-        .args(["--samples", "100000", "--json"])
-        .arg(&path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -299,13 +297,9 @@ fn json_to_dev_full_fails_with_exit_1_and_leaves_the_device() {
 fn export_and_report_write_to_dash_devices_and_through_symlinks() {
     let (dir, db) = common::scratch("h.db");
     let json = dir.path().join("run.json");
-    let mut s = StdCommand::new(assert_cmd::cargo::cargo_bin("opcost"));
-    let st = s
-        .args(["--db"])
+    let st = quick_run_to("5", &json)
+        .arg("--db")
         .arg(&db)
-        .args(common::QUICK_RUN)
-        .args(["--samples", "5", "--json"])
-        .arg(&json)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()

@@ -82,19 +82,11 @@ fn bulk_rows_are_bytes_per_second_and_public_key_rows_operations() {
 
 #[test]
 fn findings_compare_aes_with_chacha_and_name_the_instructions() {
-    let texts: Vec<&str> = doc()["findings"]
-        .as_array()
-        .expect("findings is an array")
+    let texts: Vec<&str> = common::findings_of(doc(), "crypto")
         .iter()
-        .filter(|f| f["area"] == "crypto")
         .map(|f| f["text"].as_str().expect("text"))
         .collect();
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.contains("ChaCha20-Poly1305") && t.contains("AES-256-GCM")),
-        "{texts:?}"
-    );
+    common::assert_one_says(&texts, &["ChaCha20-Poly1305", "AES-256-GCM"]);
     assert!(
         texts
             .iter()

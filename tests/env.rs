@@ -79,12 +79,7 @@ fn env_json_agrees_with_sysfs() {
     }
     if let Some(size) = read("/sys/devices/system/cpu/cpu0/cache/index0/size") {
         let kib: u64 = size.trim_end_matches('K').parse().unwrap();
-        let sizes: Vec<u64> = h["caches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["size_bytes"].as_u64().unwrap())
-            .collect();
+        let sizes = common::numbers_of(&h, "caches", "size_bytes");
         assert!(sizes.contains(&(kib * 1024)), "{sizes:?} lacks {kib} KiB");
     }
 }
@@ -125,12 +120,7 @@ fn env_text_has_every_section() {
         .skip_while(|l| *l != "Topology")
         .take_while(|l| !l.is_empty())
         .collect();
-    assert!(
-        topology
-            .iter()
-            .any(|l| l.contains("placement classes") && l.contains("same-cpu (")),
-        "{topology:?}"
-    );
+    common::assert_one_says(&topology, &["placement classes", "same-cpu ("]);
     assert!(
         topology.iter().any(|l| l.contains("CPUs ")),
         "the picture lists the CPUs: {topology:?}"
@@ -152,12 +142,7 @@ fn cpu_list(text: &str) -> Vec<u64> {
 fn env_json_topology_is_the_usable_cpus_as_sysfs_groups_them() {
     let h = env_json();
     let t = &h["topology"];
-    let cpus: Vec<u64> = t["cpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["cpu"].as_u64().unwrap())
-        .collect();
+    let cpus = common::numbers_of(t, "cpus", "cpu");
     // The child inherits this test's affinity mask.
     let status = read("/proc/self/status").unwrap();
     let allowed = status

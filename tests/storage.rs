@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command as StdCommand, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -221,15 +221,7 @@ fn interrupt(dir: &Path, signals: usize) -> Option<i32> {
 
 /// [`interrupt`] for the run `args`, `delay` after its scratch directory appears.
 fn interrupt_run(dir: &Path, args: &[&str], signals: usize, delay: Duration) -> Option<i32> {
-    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_opcost"))
-        .arg("run")
-        .args(args)
-        .args(["--no-save", "--dir"])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = common::spawn_run(args, dir, Stdio::null());
     let start = Instant::now();
     while entries(dir).is_empty() && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));

@@ -696,16 +696,13 @@ fn compare_fail_on_gates_the_exit_code_and_prints_the_offenders_first() {
     let a = write(&common::run_a(), dir.path(), "a.json");
     let b = write(&common::run_b(), dir.path(), "b.json");
     // B's getpid takes twice A's time: the gate fails, and says why first.
-    let out = opcost(&db)
-        .args(["compare", "--fail-on", "slower:10"])
-        .arg(&a)
-        .arg(&b)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let (text, _) = common::exits_with(
+        opcost(&db)
+            .args(["compare", "--fail-on", "slower:10"])
+            .arg(&a)
+            .arg(&b),
+        1,
+    );
     assert!(text.starts_with("gate FAILED"), "{text}");
     let gate = text.split("\n\n").next().unwrap();
     assert!(gate.contains("syscall.getpid.raw"), "{gate}");

@@ -3,6 +3,8 @@
 //! test skips, saying why, where a temporary swap area cannot be enabled
 //! (not root, no swap in the kernel, a container refusing swapon).
 
+mod common;
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -81,15 +83,8 @@ fn zram_devices() -> Vec<String> {
 /// The caller waits for the run.
 #[allow(clippy::zombie_processes)]
 fn start_measuring(dir: &Path, ids: &[&str]) -> (Child, (String, u32)) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opcost"))
-        .arg("run")
-        .args(ids)
-        .args(["--profile", "default", "--no-save", "--dir"])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let args = [ids, &["--profile", "default"]].concat();
+    let mut child = common::spawn_run(&args, dir, Stdio::piped());
     let start = Instant::now();
     loop {
         if let Some(a) = opcost_swaps().into_iter().next() {

@@ -543,7 +543,7 @@ mod tests {
 
     #[test]
     fn a_change_point_only_one_host_of_a_group_has_is_flagged() {
-        use crate::analysis::trend::{ChangePoint, HistoryTrend, Method, Series};
+        use crate::analysis::trend::{ChangePoint, HistoryTrend, Method, Series, Split};
         let docs: Vec<RunDoc> = ["a", "b", "c"]
             .iter()
             .map(|h| run(h, 100.0, "tsc"))
@@ -552,12 +552,14 @@ mod tests {
         let cp = |ratio: f64| ChangePoint {
             run: "7e000011".into(),
             started: "2026-03-17T10:00:00Z".into(),
-            index: 16,
-            ratio,
-            ci_low: ratio * 0.98,
-            ci_high: ratio * 1.02,
-            p: 0.002,
-            recorded: false,
+            split: Split {
+                index: 16,
+                ratio,
+                ci_low: ratio * 0.98,
+                ci_high: ratio * 1.02,
+                p: 0.002,
+                recorded: false,
+            },
             env_changes: Vec::new(),
         };
         let series = |host: &str, id: &str, c: Vec<ChangePoint>| Series {

@@ -266,13 +266,7 @@ mod tests {
         // Four earlier runs: a and b cost the same. This run alone sees a
         // 6% gap, just past the material 5%; pooled, it is a tie.
         let same = tied_runs([0.99, 1.01, 1.0, 1.005]);
-        let earlier: Vec<Earlier> = same
-            .iter()
-            .map(|r| Earlier {
-                results: r,
-                findings: &[],
-            })
-            .collect();
+        let earlier = history(&same, &[]);
         let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
         let alone = words_of(&now);
         assert!(
@@ -391,13 +385,7 @@ mod tests {
         let earlier_runs: Vec<Vec<Measurement>> = (0..3)
             .map(|_| vec![lat("syscall.a", 50.0, 0.02), lat("syscall.b", 100.0, 0.02)])
             .collect();
-        let earlier: Vec<Earlier> = earlier_runs
-            .iter()
-            .map(|r| Earlier {
-                results: r,
-                findings: &[],
-            })
-            .collect();
+        let earlier = history(&earlier_runs, &[]);
         let now = vec![lat("syscall.a", 60.0, 0.02), lat("syscall.b", 100.0, 0.02)];
         let f = findings_with_history(&now, &earlier, words_of);
         assert_eq!(f, words_of(&now));

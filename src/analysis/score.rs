@@ -228,13 +228,7 @@ pub fn score(doc: &RunDoc, reference: &Reference) -> Score {
 
 /// A score as shown: `1.00`, `2.37`, `0.418`.
 pub fn fmt_score(s: f64) -> String {
-    if s >= 10.0 {
-        format!("{s:.1}")
-    } else if s >= 1.0 {
-        format!("{s:.2}")
-    } else {
-        format!("{s:.3}")
-    }
+    crate::units::fmt_decimals_by_size(s, &[(10.0, 1), (1.0, 2)], 3)
 }
 
 #[cfg(test)]

@@ -139,7 +139,7 @@ pub struct Point {
 }
 
 /// A change point found in a series.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Split {
     /// Index of the first point after it.
     pub index: usize,
@@ -709,21 +709,23 @@ pub struct ChangePoint {
     pub run: String,
     /// That run's start time.
     pub started: String,
-    /// Its position in the series (0: the first run).
-    pub index: usize,
-    /// After / before, in the unit's own terms (for ns/op above 1 is slower).
-    pub ratio: f64,
-    /// 95% interval of the ratio.
-    pub ci_low: f64,
-    /// 95% interval of the ratio.
-    pub ci_high: f64,
-    /// The test's p-value (see [`Split::p`]).
-    pub p: f64,
-    /// True when it is at a run where a recorded fact of the host
-    /// changed and was tested there alone, false when the scan found it.
-    pub recorded: bool,
+    /// The split: its position in the series (0: the first run), the
+    /// ratio after / before in the unit's own terms (for ns/op above 1 is
+    /// slower) with its interval, the test's p-value, and whether a
+    /// recorded fact of the host changed there.
+    #[serde(flatten)]
+    pub split: Split,
     /// What changed in the host description then.
     pub env_changes: Vec<EnvChange>,
+}
+
+impl std::ops::Deref for ChangePoint {
+    type Target = Split;
+
+    /// The split this change point extends with its run and what changed.
+    fn deref(&self) -> &Split {
+        &self.split
+    }
 }
 
 /// Splits the results into series (host, profile, benchmark; runs in the
@@ -771,12 +773,7 @@ pub fn analyse(
                     ChangePoint {
                         run: first.id.clone(),
                         started: first.started.clone(),
-                        index: k,
-                        ratio: s.ratio,
-                        ci_low: s.ci_low,
-                        ci_high: s.ci_high,
-                        p: s.p,
-                        recorded: s.recorded,
+                        split: s.clone(),
                         env_changes: env_changes(before, after),
                     }
                 })
@@ -1517,5 +1514,30 @@ mod tests {
         assert!(env_changes(&[&a], &[&a]).is_empty());
         // The most common value on each side: one stray run does not count.
         assert!(env_changes(&[&a, &a, &b], &[&a, &a]).is_empty());
+    }
+
+    #[test]
+    fn a_change_point_is_written_with_its_split_in_place() {
+        let c = ChangePoint {
+            run: "00000008".into(),
+            started: "2026-03-17T10:00:00Z".into(),
+            split: Split {
+                index: 8,
+                ratio: 1.5,
+                ci_low: 1.25,
+                ci_high: 1.75,
+                p: 0.5,
+                recorded: true,
+            },
+            env_changes: Vec::new(),
+        };
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            concat!(
+                r#"{"run":"00000008","started":"2026-03-17T10:00:00Z","index":8,"ratio":1.5,"#,
+                r#""ci_low":1.25,"ci_high":1.75,"p":0.5,"recorded":true,"env_changes":[]}"#
+            )
+        );
+        assert_eq!(c.index, c.split.index);
     }
 }

@@ -97,19 +97,51 @@ pub struct Request {
     pub hooks: HookLines,
 }
 
-/// The untimed commands around the runs, as typed (hyperfine's
-/// `--setup`, `--prepare`, `--conclude`, `--cleanup`).
-#[derive(Clone, Debug, Default)]
-pub struct HookLines {
+/// The untimed commands around the runs, by when they run (hyperfine's
+/// `--setup`, `--prepare`, `--conclude`, `--cleanup`): the lines as typed
+/// ([`HookLines`]) or ready to run ([`Hooks`]).
+#[derive(Clone, Debug)]
+pub struct HookSet<T> {
     /// Once before the runs of each command.
-    pub setup: Option<String>,
+    pub setup: Option<T>,
     /// Before every run.
-    pub prepare: Option<String>,
+    pub prepare: Option<T>,
     /// After every run.
-    pub conclude: Option<String>,
+    pub conclude: Option<T>,
     /// Once after the runs of each command.
-    pub cleanup: Option<String>,
+    pub cleanup: Option<T>,
 }
+
+impl<T> Default for HookSet<T> {
+    fn default() -> Self {
+        HookSet {
+            setup: None,
+            prepare: None,
+            conclude: None,
+            cleanup: None,
+        }
+    }
+}
+
+impl<T> HookSet<T> {
+    /// Each hook given through `f`, with its flag (`--setup`...); the
+    /// first error stops it.
+    pub fn try_map<U, E>(
+        &self,
+        mut f: impl FnMut(&'static str, &T) -> Result<U, E>,
+    ) -> Result<HookSet<U>, E> {
+        let mut one = |flag, h: &Option<T>| h.as_ref().map(|h| f(flag, h)).transpose();
+        Ok(HookSet {
+            setup: one("--setup", &self.setup)?,
+            prepare: one("--prepare", &self.prepare)?,
+            conclude: one("--conclude", &self.conclude)?,
+            cleanup: one("--cleanup", &self.cleanup)?,
+        })
+    }
+}
+
+/// The untimed commands around the runs, as typed.
+pub type HookLines = HookSet<String>;
 
 /// An untimed command, ready to run.
 #[derive(Clone, Debug)]
@@ -123,17 +155,7 @@ pub struct Hook {
 }
 
 /// The untimed commands of one measured command.
-#[derive(Clone, Debug, Default)]
-pub struct Hooks {
-    /// Once before its runs.
-    pub setup: Option<Hook>,
-    /// Before every run.
-    pub prepare: Option<Hook>,
-    /// After every run.
-    pub conclude: Option<Hook>,
-    /// Once after its runs.
-    pub cleanup: Option<Hook>,
-}
+pub type Hooks = HookSet<Hook>;
 
 impl Hooks {
     /// The command lines, for a result's details.
@@ -334,24 +356,14 @@ impl<'a> Command<'a> {
 /// The request's hooks, each line passed through `subst` (the scan value)
 /// and checked like a command; a hook reads no `--input`.
 fn hooks(r: &Request, subst: &dyn Fn(&str) -> String) -> Result<Hooks, String> {
-    let hook = |flag: &'static str, line: &Option<String>| {
-        line.as_deref()
-            .map(|l| {
-                if l.trim().is_empty() {
-                    return Err(format!("{flag}: an empty command"));
-                }
-                let line = subst(l);
-                let mut run = launch(&line, r).map_err(|e| format!("{flag}: {e}"))?;
-                run.input = None;
-                Ok(Hook { flag, line, run })
-            })
-            .transpose()
-    };
-    Ok(Hooks {
-        setup: hook("--setup", &r.hooks.setup)?,
-        prepare: hook("--prepare", &r.hooks.prepare)?,
-        conclude: hook("--conclude", &r.hooks.conclude)?,
-        cleanup: hook("--cleanup", &r.hooks.cleanup)?,
+    r.hooks.try_map(|flag, l: &String| {
+        if l.trim().is_empty() {
+            return Err(format!("{flag}: an empty command"));
+        }
+        let line = subst(l);
+        let mut run = launch(&line, r).map_err(|e| format!("{flag}: {e}"))?;
+        run.input = None;
+        Ok(Hook { flag, line, run })
     })
 }
 

@@ -160,30 +160,10 @@ pub struct Stability {
     /// slower at the end); absent without rounds spread over time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<f64>,
-    /// Benchmark rounds measured.
-    pub rounds: usize,
-    /// Rounds that ran in a slow phase.
-    pub slow_rounds: usize,
-    /// Slow rounds measured again in a fast phase and replaced.
-    pub remeasured: usize,
-    /// Slow rounds left out of the estimate because enough fast rounds of
-    /// the same benchmark remained.
-    #[serde(default)]
-    pub set_aside: usize,
-    /// Slow rounds kept in the estimate and corrected for the phase.
-    #[serde(default)]
-    pub corrected: usize,
-    /// Rounds the canary called slow in areas where the run's own rounds
-    /// did not measure slower with it (see [`response`]): kept as measured,
-    /// neither measured again, set aside nor corrected.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unpredicted: usize,
-    /// How each area's rounds responded to the canary.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub responses: Vec<Response>,
-    /// The clearest state tied to where rounds ran, when one showed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<PlacementEffect>,
+    /// What became of the rounds in slow phases (`rounds`, `slow_rounds`,
+    /// `remeasured`... in the document, beside the other fields).
+    #[serde(flatten)]
+    pub phases: PhaseCounts,
     /// Time stolen by the hypervisor during the run, as a share of the CPUs' time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_share: Option<f64>,
@@ -246,24 +226,33 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// What became of a run's rounds in slow phases.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseCounts {
     /// Benchmark rounds measured.
     pub rounds: usize,
     /// Rounds that ran in a slow phase.
+    #[serde(rename = "slow_rounds")]
     pub slow: usize,
     /// Slow rounds measured again in a fast phase and replaced.
     pub remeasured: usize,
-    /// Slow rounds left out of the estimate.
+    /// Slow rounds left out of the estimate because enough fast rounds of
+    /// the same benchmark remained.
+    #[serde(default)]
     pub set_aside: usize,
     /// Slow rounds kept in the estimate and corrected for the phase.
+    #[serde(default)]
     pub corrected: usize,
-    /// Slow rounds of areas the canary was not shown to predict, kept as
-    /// measured.
+    /// Rounds the canary called slow in areas where the run's own rounds
+    /// did not measure slower with it (see [`response`]): kept as measured,
+    /// neither measured again, set aside nor corrected.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub unpredicted: usize,
-    /// Each area's response to the canary.
+    /// How each area's rounds responded to the canary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub responses: Vec<Response>,
-    /// The clearest state tied to placement (see [`response::placement_effect`]).
+    /// The clearest state tied to where rounds ran, when one showed (see
+    /// [`response::placement_effect`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<PlacementEffect>,
 }
 
@@ -277,16 +266,6 @@ impl Stability {
         counts: PhaseCounts,
         interference: &Interference,
     ) -> Option<Stability> {
-        let PhaseCounts {
-            rounds,
-            slow: slow_rounds,
-            remeasured,
-            set_aside,
-            corrected,
-            unpredicted,
-            responses,
-            placement,
-        } = counts;
         let base = baseline(checks)?;
         let p10 = quantile(checks, 0.10)?;
         let p90 = quantile(checks, 0.90)?;
@@ -299,14 +278,7 @@ impl Stability {
             user_canary: true,
             spread,
             drift: drift(timeline),
-            rounds,
-            slow_rounds,
-            remeasured,
-            set_aside,
-            corrected,
-            unpredicted,
-            responses,
-            placement,
+            phases: counts,
             steal_share: interference.steal_share,
             nivcsw: interference.nivcsw,
             others_share: interference.others_share,
@@ -335,16 +307,17 @@ impl Stability {
     /// set aside (the corrected ones among them), in areas the canary
     /// predicts (the others' rounds are no slow phase of theirs).
     pub fn slow_left(&self) -> usize {
-        self.slow_rounds
-            .saturating_sub(self.remeasured + self.set_aside + self.unpredicted)
+        self.phases.slow.saturating_sub(
+            self.phases.remeasured + self.phases.set_aside + self.phases.unpredicted,
+        )
     }
 
     /// [`Stability::slow_left`] as a share of the rounds.
     pub fn slow_left_share(&self) -> f64 {
-        if self.rounds == 0 {
+        if self.phases.rounds == 0 {
             0.0
         } else {
-            self.slow_left() as f64 / self.rounds as f64
+            self.slow_left() as f64 / self.phases.rounds as f64
         }
     }
 
@@ -397,22 +370,22 @@ impl Stability {
         }
         s.push_str(&format!(
             "; {} of {} rounds ran in a slow phase: {} measured again, {} set aside, {} left in the estimate ({} of them corrected for the phase)",
-            self.slow_rounds,
-            self.rounds,
-            self.remeasured,
-            self.set_aside,
+            self.phases.slow,
+            self.phases.rounds,
+            self.phases.remeasured,
+            self.phases.set_aside,
             self.slow_left(),
-            self.corrected,
+            self.phases.corrected,
         ));
-        if self.unpredicted > 0 {
-            let areas = response::unpredicted_words(&self.responses)
+        if self.phases.unpredicted > 0 {
+            let areas = response::unpredicted_words(&self.phases.responses)
                 .unwrap_or_else(|| "some areas".to_string());
             s.push_str(&format!(
                 ", {} kept as measured: the canary's slow rounds did not measure slower in {areas}",
-                self.unpredicted
+                self.phases.unpredicted
             ));
         }
-        if let Some(p) = &self.placement {
+        if let Some(p) = &self.phases.placement {
             s.push_str(&format!("; {}", p.words()));
         }
         if let Some(st) = self.steal_share {
@@ -830,6 +803,21 @@ mod tests {
         ])
         .unwrap();
         assert!((d2 - 0.1).abs() < 1e-9, "{d2}");
+    }
+
+    #[test]
+    fn a_stability_is_written_back_field_for_field_with_its_phase_counts_in_place() {
+        let doc = concat!(
+            r#"{"stable":true,"verdict":"steady","checks":58,"canary_ns":3853.0,"#,
+            r#""user_canary":true,"spread":0.0625,"drift":-0.5,"rounds":78,"slow_rounds":9,"#,
+            r#""remeasured":1,"set_aside":2,"corrected":3,"unpredicted":4,"responses":[{"#,
+            r#""area":"ipc","slope":-0.125,"fitted":true,"low":-0.75,"high":0.5,"rounds":36,"#,
+            r#""slow":5,"slow_canary":7.5,"predicts":false}],"steal_share":0.0,"nivcsw":3,"#,
+            r#""others_share":0.0}"#
+        );
+        let s: Stability = serde_json::from_str(doc).unwrap();
+        assert_eq!((s.phases.slow, s.phases.unpredicted), (9, 4));
+        assert_eq!(serde_json::to_string(&s).unwrap(), doc);
     }
 
     #[test]

@@ -167,15 +167,16 @@ pub fn replay(
         super::levels::note(m);
     }
     if let Some(s) = stability {
-        s.remeasured = s.remeasured.saturating_sub(out.undone);
+        s.phases.remeasured = s.phases.remeasured.saturating_sub(out.undone);
         // What is neither measured again, kept as measured nor left in was
         // set aside.
-        s.set_aside = s
-            .slow_rounds
-            .saturating_sub(s.remeasured + out.unpredicted + out.left);
-        s.corrected = out.corrected;
-        s.unpredicted = out.unpredicted;
-        s.responses = responses.clone();
+        s.phases.set_aside = s
+            .phases
+            .slow
+            .saturating_sub(s.phases.remeasured + out.unpredicted + out.left);
+        s.phases.corrected = out.corrected;
+        s.phases.unpredicted = out.unpredicted;
+        s.phases.responses = responses.clone();
         s.regrade();
     }
     out.responses = responses;
@@ -271,7 +272,7 @@ mod tests {
             assert!((m.median / (100.0 + b) - 1.0).abs() < 0.01, "{m:?}");
             assert!(m.ci_rel() < 0.02, "as measured the rounds agree: {m:?}");
         }
-        assert_eq!(s.unpredicted, 24);
+        assert_eq!(s.phases.unpredicted, 24);
         assert_ne!(s.grade(), Grade::Unstable, "{}", s.line());
         assert!(s.line().contains("kept as measured"), "{}", s.line());
         // and one that anti-predicts (slow canary, faster rounds) likewise

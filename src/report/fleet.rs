@@ -71,6 +71,16 @@ fn differences_text(h: &HostRow) -> String {
         .join("; ")
 }
 
+/// A flagged host in words: its flags, then what differs in its description.
+fn flagged_text(f: &Fleet, h: &HostRow) -> String {
+    let figures: Vec<String> = h.flags.iter().map(|x| flag_text(f, x)).collect();
+    format!(
+        "{}; differs in: {}",
+        figures.join("; "),
+        differences_text(h)
+    )
+}
+
 /// The rule in words.
 fn rule_text(f: &Fleet) -> String {
     format!(
@@ -182,14 +192,8 @@ pub fn render_md(f: &Fleet) -> String {
     if !flagged.is_empty() {
         out.push_str("## Outside their group's spread\n\n");
         for (_, h) in flagged {
-            let figures: Vec<String> = h.flags.iter().map(|x| flag_text(f, x)).collect();
-            let _ = writeln!(
-                out,
-                "- **{}**: {}; differs in: {}",
-                cell(&h.hostname),
-                cell(&figures.join("; ")),
-                cell(&differences_text(h))
-            );
+            let text = flagged_text(f, h);
+            let _ = writeln!(out, "- **{}**: {}", cell(&h.hostname), cell(&text));
         }
         out.push('\n');
     }
@@ -284,14 +288,8 @@ pub fn html_section(h: &mut String, f: &Fleet) {
     if !flagged.is_empty() {
         h.push_str("<ul class=\"findings\">\n");
         for (_, r) in flagged {
-            let figures: Vec<String> = r.flags.iter().map(|x| flag_text(f, x)).collect();
-            let _ = writeln!(
-                h,
-                "<li><b>{}</b>: {}; differs in: {}</li>",
-                esc(&r.hostname),
-                esc(&figures.join("; ")),
-                esc(&differences_text(r))
-            );
+            let text = flagged_text(f, r);
+            let _ = writeln!(h, "<li><b>{}</b>: {}</li>", esc(&r.hostname), esc(&text));
         }
         h.push_str("</ul>\n");
     }

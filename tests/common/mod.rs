@@ -293,6 +293,25 @@ pub fn fails_saying(cmd: &mut assert_cmd::Command, code: i32, needles: &[&str]) 
     }
 }
 
+/// Runs `cmd`, asserts that it exits with `code`, and returns its standard
+/// output and error as text.
+#[track_caller]
+pub fn exits_with(cmd: &mut assert_cmd::Command, code: i32) -> (String, String) {
+    let out = cmd.assert().code(code).get_output().clone();
+    let text = |b: Vec<u8>| String::from_utf8(b).expect("UTF-8 output");
+    (text(out.stdout), text(out.stderr))
+}
+
+/// Asserts that one of `lines` contains every one of `parts` (all the
+/// lines are the message otherwise).
+#[track_caller]
+pub fn assert_one_says(lines: &[&str], parts: &[&str]) {
+    assert!(
+        lines.iter().any(|l| parts.iter().all(|p| l.contains(p))),
+        "no line says all of {parts:?}: {lines:?}"
+    );
+}
+
 /// Runs `cmd` and asserts that it succeeds and that its stdout holds each of `needles`.
 #[track_caller]
 pub fn prints(cmd: &mut assert_cmd::Command, needles: &[&str]) {
@@ -300,6 +319,24 @@ pub fn prints(cmd: &mut assert_cmd::Command, needles: &[&str]) {
     for n in needles {
         a = a.stdout(predicates::str::contains(*n));
     }
+}
+
+/// Starts `opcost run ARGS --no-save --dir DIR` in the background, its
+/// standard output discarded and its standard error as `stderr` says.
+pub fn spawn_run(
+    args: &[&str],
+    dir: &std::path::Path,
+    stderr: std::process::Stdio,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_opcost"))
+        .arg("run")
+        .args(args)
+        .args(["--no-save", "--dir"])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
 }
 
 /// The first words of the quickest real run: one cheap benchmark at the quick profile.
@@ -390,6 +427,16 @@ pub fn strings_of<'a>(doc: &'a serde_json::Value, list: &str, field: &str) -> Ve
         .unwrap()
         .iter()
         .map(|e| e[field].as_str().unwrap())
+        .collect()
+}
+
+/// The whole number `field` of every entry of the list `list` of `doc` (`caches` of a host, `cpus` of a topology).
+pub fn numbers_of(doc: &serde_json::Value, list: &str, field: &str) -> Vec<u64> {
+    doc[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[field].as_u64().unwrap())
         .collect()
 }
 

@@ -236,20 +236,20 @@ mod tests {
     fn aes_against_chacha_names_the_faster_or_a_tie() {
         let chacha = cipher_id(Cipher::ChaCha20Poly1305, "16KiB");
         let f = findings(&[rate(AES_ID, 7e9, 0.02), rate(&chacha, 2.3e9, 0.02)]);
-        let t = &find_saying(&f, "ChaCha20").text;
-        assert!(t.starts_with("AES-256-GCM encrypts 3.0"), "{t}");
-        assert!(t.contains("do better with AES-GCM"), "{t}");
+        let t = &find_saying(&f, "ChaCha20");
+        t.assert_starts_with("AES-256-GCM encrypts 3.0");
+        t.assert_says("do better with AES-GCM");
         let f = findings(&[rate(AES_ID, 0.5e9, 0.02), rate(&chacha, 1.5e9, 0.02)]);
-        let t = &find_saying(&f, "ChaCha20").text;
-        assert!(t.starts_with("ChaCha20-Poly1305 encrypts 3.0"), "{t}");
+        let t = &find_saying(&f, "ChaCha20");
+        t.assert_starts_with("ChaCha20-Poly1305 encrypts 3.0");
         assert!(
             (f[0].value - 1.0 / 3.0).abs() < 0.05,
             "AES over ChaCha: {}",
             f[0].value
         );
         let f = findings(&[rate(AES_ID, 1.01e9, 0.05), rate(&chacha, 1e9, 0.05)]);
-        let t = &find_saying(&f, "ChaCha20").text;
-        assert!(t.contains("within noise"), "{t}");
+        let t = &find_saying(&f, "ChaCha20");
+        t.assert_says("within noise");
     }
 
     #[test]
@@ -257,9 +257,9 @@ mod tests {
         let a = with_flags(rate(AES_ID, 7e9, 0.02), "aes pclmulqdq vaes");
         let s = with_flags(rate(SHA_ID, 1.5e9, 0.02), "");
         let f = findings(&[a, s]);
-        let t = &find_starting(&f, "CPU crypto instructions").text;
-        assert!(t.contains("AES rows aes pclmulqdq vaes"), "{t}");
-        assert!(t.contains("SHA-256/SHA-1 rows none"), "{t}");
+        let t = &find_starting(&f, "CPU crypto instructions");
+        t.assert_says("AES rows aes pclmulqdq vaes");
+        t.assert_says("SHA-256/SHA-1 rows none");
         let n = f
             .iter()
             .find(|f| f.unit == ValueUnit::Flags)
@@ -301,12 +301,12 @@ mod tests {
         );
         let small = cipher_id(Cipher::Aes256Gcm, "64B");
         let f = findings(&[rate(&small, 0.7e9, 0.02), rate(AES_ID, 7e9, 0.02)]);
-        let t = &find_saying(&f, "64 B").text;
-        assert!(t.starts_with("AES-256-GCM moves 10"), "{t}");
-        assert!(t.contains("per-message cost"), "{t}");
+        let t = &find_saying(&f, "64 B");
+        t.assert_starts_with("AES-256-GCM moves 10");
+        t.assert_says("per-message cost");
         let f = findings(&[rate(&small, 7e9, 0.05), rate(AES_ID, 7e9, 0.05)]);
-        let t = &find_saying(&f, "64 B").text;
-        assert!(t.contains("no per-message cost shows"), "{t}");
+        let t = &find_saying(&f, "64 B");
+        t.assert_says("no per-message cost shows");
     }
 
     #[test]

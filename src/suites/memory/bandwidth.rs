@@ -256,16 +256,68 @@ pub struct Plan {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
-/// A prepared bandwidth benchmark; one operation is one pass.
-pub struct Bandwidth {
-    kernel: Kernel,
-    arrays: Vec<Region>,
-    pass: usize,
+/// The arrays of a prepared bandwidth benchmark, where its next pass
+/// starts and what it reports, however the work is handed to the threads.
+pub(super) struct Passes {
+    /// The kernel.
+    pub(super) kernel: Kernel,
+    /// Its arrays, a whole number of passes each.
+    pub(super) arrays: Vec<Region>,
+    /// Bytes of each array one pass covers.
+    pub(super) pass: usize,
     /// Index of the next pass's window.
     window: usize,
-    cpus: Vec<usize>,
-    warnings: Vec<String>,
-    details: serde_json::Value,
+    /// CPUs to run on, one thread each; empty for the calling thread alone.
+    pub(super) cpus: Vec<usize>,
+    /// Caveats to attach.
+    pub(super) warnings: Vec<String>,
+    /// Facts recorded with the result.
+    pub(super) details: serde_json::Value,
+}
+
+impl Passes {
+    /// `kernel`'s passes of `pass` bytes over `arrays`, from the first
+    /// window, with `warnings` and no details yet.
+    pub(super) fn new(
+        kernel: Kernel,
+        arrays: Vec<Region>,
+        pass: usize,
+        cpus: Vec<usize>,
+        warnings: Vec<String>,
+    ) -> Passes {
+        Passes {
+            kernel,
+            arrays,
+            pass,
+            window: 0,
+            cpus,
+            warnings,
+            details: serde_json::Value::Null,
+        }
+    }
+
+    /// How many windows of a pass the arrays hold.
+    pub(super) fn windows(&self) -> usize {
+        self.arrays
+            .first()
+            .map_or(1, |a| a.len() / self.pass)
+            .max(1)
+    }
+
+    /// Takes the windows of the next `ops` passes: the first one's index
+    /// and the number of windows (pass `op` uses window
+    /// `(first + op) % windows`); the passes after them start where these end.
+    pub(super) fn take(&mut self, ops: u64) -> (usize, usize) {
+        let windows = self.windows();
+        let first = self.window;
+        self.window = (first + (ops % windows as u64) as usize) % windows;
+        (first, windows)
+    }
+}
+
+/// A prepared bandwidth benchmark; one operation is one pass.
+pub struct Bandwidth {
+    passes: Passes,
     /// Per sample, the slowest thread's time over the fastest's.
     spreads: Vec<f64>,
 }
@@ -307,29 +359,23 @@ impl Bandwidth {
             arrays.push(region);
         }
         let mut b = Bandwidth {
-            kernel,
-            arrays,
-            pass: pass_bytes,
-            window: 0,
-            cpus,
-            warnings,
-            details: serde_json::Value::Null,
+            passes: Passes::new(kernel, arrays, pass_bytes, cpus, warnings),
             spreads: Vec::new(),
         };
         b.fill().map_err(PrepareError::Fail)?;
         let placement = match bind {
-            Some(node) => Some(super::region::verify(&b.arrays, node)?),
+            Some(node) => Some(super::region::verify(&b.passes.arrays, node)?),
             None => None,
         };
-        b.details = json!({
+        b.passes.details = json!({
             "array_bytes": array_bytes,
             "arrays": kernel.arrays(),
             "pass_bytes": pass_bytes,
-            "threads": b.cpus.len().max(1),
-            "cpus": b.cpus,
+            "threads": b.passes.cpus.len().max(1),
+            "cpus": b.passes.cpus,
             "accounting": kernel.accounting(),
         });
-        if let Some(d) = b.details.as_object_mut() {
+        if let Some(d) = b.passes.details.as_object_mut() {
             d.extend(extra);
             if let Some(p) = placement {
                 d.insert("placement".into(), p.details());
@@ -339,25 +385,18 @@ impl Bandwidth {
     }
 
     fn threads(&self) -> usize {
-        self.cpus.len().max(1)
-    }
-
-    fn windows(&self) -> usize {
-        self.arrays
-            .first()
-            .map_or(1, |a| a.len() / self.pass)
-            .max(1)
+        self.passes.cpus.len().max(1)
     }
 
     /// Every thread's slices: `slices[thread][window][array]`.
     fn slices(&mut self) -> Vec<Vec<Vec<&mut [u8]>>> {
         let t = self.threads();
-        let windows = self.windows();
-        let slice = self.pass / t;
+        let windows = self.passes.windows();
+        let slice = self.passes.pass / t;
         let mut out: Vec<Vec<Vec<&mut [u8]>>> = (0..t)
             .map(|_| (0..windows).map(|_| Vec::new()).collect())
             .collect();
-        for region in &mut self.arrays {
+        for region in &mut self.passes.arrays {
             for (i, part) in region
                 .as_mut_slice::<u8>()
                 .chunks_exact_mut(slice)
@@ -371,8 +410,8 @@ impl Bandwidth {
 
     /// Writes the initial values, each slice from the thread that will use it.
     fn fill(&mut self) -> anyhow::Result<()> {
-        let kernel = self.kernel;
-        let cpus = self.cpus.clone();
+        let kernel = self.passes.kernel;
+        let cpus = self.passes.cpus.clone();
         let init = move |mine: Vec<Vec<&mut [u8]>>| {
             for window in mine {
                 for (i, part) in window.into_iter().enumerate() {
@@ -408,11 +447,9 @@ impl Bandwidth {
 
 impl Timed for Bandwidth {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        let kernel = self.kernel;
-        let windows = self.windows();
-        let first = self.window;
-        self.window = (first + (ops % windows as u64) as usize) % windows;
-        let cpus = self.cpus.clone();
+        let kernel = self.passes.kernel;
+        let (first, windows) = self.passes.take(ops);
+        let cpus = self.passes.cpus.clone();
         let mut slices = self.slices();
         let pass = move |mine: &mut Vec<Vec<&mut [u8]>>| {
             for op in 0..ops {
@@ -457,7 +494,7 @@ impl Timed for Bandwidth {
         wall_of(&spans)
     }
     fn warnings(&self) -> Vec<String> {
-        let mut w = self.warnings.clone();
+        let mut w = self.passes.warnings.clone();
         let mut spreads = self.spreads.clone();
         spreads.sort_by(f64::total_cmp);
         if let Some(&typical) = spreads.get(spreads.len() / 2)
@@ -468,7 +505,7 @@ impl Timed for Bandwidth {
         w
     }
     fn details(&self) -> Option<serde_json::Value> {
-        Some(self.details.clone())
+        Some(self.passes.details.clone())
     }
 }
 
@@ -539,7 +576,7 @@ mod tests {
         for k in [Kernel::StreamScale, Kernel::StreamAdd, Kernel::StreamTriad] {
             let mut b = Bandwidth::new(plan(k, pass * 2, pass, Vec::new())).unwrap();
             b.run(2).unwrap();
-            let dst = b.arrays.last_mut().unwrap().as_mut_slice::<f64>();
+            let dst = b.passes.arrays.last_mut().unwrap().as_mut_slice::<f64>();
             let want = match k {
                 Kernel::StreamScale => SCALAR * 1.0,
                 Kernel::StreamAdd => 1.0 + 2.0,
@@ -565,7 +602,7 @@ mod tests {
                 let d = b.details().unwrap();
                 assert_eq!(d["arrays"], 2);
                 assert_eq!(d["accounting"], k.accounting());
-                let dst = b.arrays[1].as_mut_slice::<f64>();
+                let dst = b.passes.arrays[1].as_mut_slice::<f64>();
                 assert!(dst.iter().all(|&x| x == 1.0), "{k:?} on {cpus:?}");
             }
         }
@@ -594,7 +631,7 @@ mod tests {
             let mut b =
                 Bandwidth::new(plan(k, 8 * SLICE_ALIGN, 4 * SLICE_ALIGN, vec![0, 0])).unwrap();
             assert!(b.run(5).unwrap() > Duration::ZERO);
-            assert_eq!(b.window, 1);
+            assert_eq!(b.passes.window, 1);
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 use serde_json::json;
 
-use super::bandwidth::{Kernel, join_spans, wall_of};
+use super::bandwidth::{Kernel, Passes, join_spans, wall_of};
 use super::region::{Pages, Region};
 use crate::harness::affinity;
 use crate::harness::{PrepareError, Timed};
@@ -29,13 +29,7 @@ unsafe impl Sync for Base {}
 
 /// A prepared dynamic all-CPU benchmark; one operation is one pass.
 pub struct Dynamic {
-    kernel: Kernel,
-    arrays: Vec<Region>,
-    pass: usize,
-    window: usize,
-    cpus: Vec<usize>,
-    warnings: Vec<String>,
-    details: serde_json::Value,
+    passes: Passes,
 }
 
 impl Dynamic {
@@ -75,32 +69,31 @@ impl Dynamic {
             "hand_out": "dynamic",
             "accounting": kernel.accounting(),
         });
-        Ok(Dynamic {
-            kernel,
-            arrays,
-            pass,
-            window: 0,
-            cpus,
-            warnings,
-            details,
-        })
+        let mut passes = Passes::new(kernel, arrays, pass, cpus, warnings);
+        passes.details = details;
+        Ok(Dynamic { passes })
     }
 }
 
 impl Timed for Dynamic {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        let windows = (self.arrays[0].len() / self.pass).max(1);
-        let per_pass = self.pass / BLOCK;
+        let (first, windows) = self.passes.take(ops);
+        let Passes {
+            kernel,
+            arrays,
+            pass,
+            cpus,
+            ..
+        } = &self.passes;
+        let per_pass = pass / BLOCK;
         let total = (ops as usize).saturating_mul(per_pass);
-        let first = self.window;
-        self.window = (first + (ops % windows as u64) as usize) % windows;
-        let bases: Vec<Base> = self.arrays.iter().map(|r| Base(r.as_ptr())).collect();
+        let bases: Vec<Base> = arrays.iter().map(|r| Base(r.as_ptr())).collect();
         let next = AtomicUsize::new(0);
         let arrived = AtomicUsize::new(0);
-        let (kernel, pass, n) = (self.kernel, self.pass, self.cpus.len());
+        let (kernel, pass, n) = (*kernel, *pass, cpus.len());
         let spans = std::thread::scope(|s| {
             let mut handles = Vec::new();
-            for &cpu in &self.cpus {
+            for &cpu in cpus {
                 let (next, arrived, bases) = (&next, &arrived, &bases);
                 let h = std::thread::Builder::new()
                     .name("opcost-bw-dyn".into())
@@ -138,10 +131,10 @@ impl Timed for Dynamic {
         wall_of(&spans)
     }
     fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+        self.passes.warnings.clone()
     }
     fn details(&self) -> Option<serde_json::Value> {
-        Some(self.details.clone())
+        Some(self.passes.details.clone())
     }
 }
 
@@ -160,7 +153,12 @@ mod tests {
         )
         .unwrap();
         assert!(d.run(2).unwrap() > Duration::ZERO);
-        assert!(d.arrays[1].as_mut_slice::<f64>().iter().all(|&x| x == 1.0));
+        assert!(
+            d.passes.arrays[1]
+                .as_mut_slice::<f64>()
+                .iter()
+                .all(|&x| x == 1.0)
+        );
         assert_eq!(d.details().unwrap()["hand_out"], "dynamic");
         for k in [Kernel::Read, Kernel::Write] {
             let mut d = Dynamic::new(k, 2 * BLOCK, 2 * BLOCK, vec![0, 0], Vec::new()).unwrap();

@@ -369,16 +369,10 @@ mod tests {
         ];
         let f = findings(&ms);
         assert_eq!(f.len(), 1);
-        let t = &f[0].text;
-        assert!(
-            t.starts_with("read bandwidth saturates at 4 threads (all on node 0): 8 threads add less than 10% (1.03× ("),
-            "{t}"
-        );
-        assert!(
-            t.contains("; up to it each step adds (1 to 2: 1.90× ("),
-            "{t}"
-        );
-        assert!(t.contains(", 2 to 4: 1.58× ("), "{t}");
+        let t = &f[0];
+        t.assert_starts_with("read bandwidth saturates at 4 threads (all on node 0): 8 threads add less than 10% (1.03× (");
+        t.assert_says("; up to it each step adds (1 to 2: 1.90× (");
+        t.assert_says(", 2 to 4: 1.58× (");
         assert_eq!(f[0].value, 30e9);
     }
 
@@ -389,11 +383,8 @@ mod tests {
             rung("2", 10.1e9, 0.01, &[0]),
             rung("all", 10.2e9, 0.01, &[0]),
         ];
-        let t = &findings(&ms)[0].text;
-        assert!(
-            t.starts_with("read bandwidth saturates at 1 thread: 2 threads add less than 10% ("),
-            "{t}"
-        );
+        let t = &findings(&ms)[0];
+        t.assert_starts_with("read bandwidth saturates at 1 thread: 2 threads add less than 10% (");
     }
 
     #[test]
@@ -404,13 +395,10 @@ mod tests {
             rung("4", 10.6e9, 0.05, &[0]),
             rung("all", 10.6e9, 0.05, &[0]),
         ];
-        let t = &findings(&ms)[0].text;
-        assert!(
-            t.starts_with("read bandwidth saturates by 2 threads: "),
-            "{t}"
-        );
-        assert!(t.contains("; the step 1 to 2: 1.06× ("), "{t}");
-        assert!(t.contains(") adds no clear amount"), "{t}");
+        let t = &findings(&ms)[0];
+        t.assert_starts_with("read bandwidth saturates by 2 threads: ");
+        t.assert_says("; the step 1 to 2: 1.06× (");
+        t.assert_says(") adds no clear amount");
     }
 
     #[test]
@@ -420,21 +408,20 @@ mod tests {
             rung("2", 20e9, 0.02, &[0]),
             rung("all", 38e9, 0.02, &[0]),
         ];
-        let t = &findings(&ms)[0].text;
-        assert!(
-            t.starts_with("read bandwidth: no saturation seen up to 16 threads (the last step, 2 to 16: 1.90× ("),
-            "{t}"
+        let t = &findings(&ms)[0];
+        t.assert_starts_with(
+            "read bandwidth: no saturation seen up to 16 threads (the last step, 2 to 16: 1.90× (",
         );
-        assert!(!t.contains("flat"), "{t}");
+        assert!(!t.text.contains("flat"), "{}", t.text);
         // A tie too wide to call flat is no saturation either.
         let ms = vec![
             rung("1", 10e9, 0.2, &[0]),
             rung("2", 10e9, 0.2, &[0]),
             rung("all", 10e9, 0.2, &[0]),
         ];
-        let t = &findings(&ms)[0].text;
-        assert!(t.contains("no saturation seen up to 16 threads"), "{t}");
-        assert!(t.contains(", not told apart from flat)"), "{t}");
+        let t = &findings(&ms)[0];
+        t.assert_says("no saturation seen up to 16 threads");
+        t.assert_says(", not told apart from flat)");
     }
 
     #[test]

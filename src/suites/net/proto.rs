@@ -93,28 +93,28 @@ pub struct Request {
     pub test: Test,
 }
 
-/// The server's answer to a [`Request`].
+/// The server's answer to a [`Request`]; a field it leaves out is false,
+/// absent or zero.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Reply {
     /// True when the test is being served.
     pub ok: bool,
     /// Why it is not, when `ok` is false.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The data port (TCP listener or UDP sockets), for tests that have one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// The key every data connection sends first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// The server's machine description (only for `hello`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<serde_json::Value>,
     /// Longest time the server serves one session (s).
-    #[serde(default)]
     pub max_secs: u64,
     /// Most bytes the server moves in one session.
-    #[serde(default)]
     pub max_bytes: u64,
 }
 

@@ -262,46 +262,29 @@ fn measured(ms: &[Measurement], points: &[u64], id: impl Fn(u64) -> String) -> V
         .collect()
 }
 
-/// A sweep of one row over `points` (ids from `id`): its trend, judged
-/// against `material`, with its first and last points measured.
-fn sweep(
-    ms: &[Measurement],
-    points: &[u64],
-    id: impl Fn(u64) -> String,
-    material: f64,
-) -> Option<(Trend, Point, Point)> {
-    let pts = measured(ms, points, id);
+/// The trend through every one of `pts`, judged against `material`, with
+/// the first and last of them.
+fn line_of(pts: &[Point], material: f64) -> Option<(Trend, Point, Point)> {
     let (&first, &last) = (pts.first()?, pts.last()?);
-    Some((trend(&pts, material)?, first, last))
+    Some((trend(pts, material)?, first, last))
 }
 
-/// A sweep judged from its two ends: the slope from the first to the last
-/// point measured, with its interval from theirs. For rows that do not
-/// rise in a straight line (a spawn pays little for 1000 descriptors and
-/// much for 10 000), where a line through every point misfits and the
-/// misfit widens its interval past any word.
-fn ends(
-    ms: &[Measurement],
-    points: &[u64],
-    id: impl Fn(u64) -> String,
-    material: f64,
-) -> Option<(Trend, Point, Point)> {
-    ends_of(&measured(ms, points, id), material)
-}
-
-/// The trend from the first to the last of `pts` (see [`ends`]), with those two points.
+/// The trend from the first to the last of `pts`, with those two points:
+/// a sweep judged from its two ends rather than through every point
+/// ([`line_of`]), for rows that do not rise in a straight line (a spawn
+/// pays little for 1000 descriptors and much for 10 000), where a line
+/// through every point misfits and the misfit widens its interval past
+/// any word.
 fn ends_of(pts: &[Point], material: f64) -> Option<(Trend, Point, Point)> {
-    let (&first, &last) = (pts.first()?, pts.last()?);
-    Some((trend(&[first, last], material)?, first, last))
+    line_of(&[*pts.first()?, *pts.last()?], material)
 }
 
 /// Per spawn method: does it grow with the descriptors the parent holds,
 /// and by how much per 1000 of them, judged from the sweep's ends.
 fn fds_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
     for (_, name, what) in FD_SPAWNS {
-        let Some((t, (n0, lo), (n1, hi))) =
-            ends(ms, &fds::FD_POINTS, |n| fds_id(name, n), FDS_MATERIAL)
-        else {
+        let pts = measured(ms, &fds::FD_POINTS, |n| fds_id(name, n));
+        let Some((t, (n0, lo), (n1, hi))) = ends_of(&pts, FDS_MATERIAL) else {
             continue;
         };
         out.push(finding(
@@ -331,12 +314,8 @@ fn nofile_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
         if how == nofile::Close::None {
             continue;
         }
-        let Some((t, (n0, lo), (n1, hi))) = sweep(
-            ms,
-            &nofile::NOFILE_POINTS,
-            |n| nofile_id(name, n),
-            NOFILE_MATERIAL,
-        ) else {
+        let pts = measured(ms, &nofile::NOFILE_POINTS, |n| nofile_id(name, n));
+        let Some((t, (n0, lo), (n1, hi))) = line_of(&pts, NOFILE_MATERIAL) else {
             continue;
         };
         out.push(finding(

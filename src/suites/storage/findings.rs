@@ -620,24 +620,18 @@ mod tests {
         ];
         let f = stalls(&ms);
         assert_eq!(f.len(), 1);
-        let t = &f[0].text;
-        assert!(
-            t.starts_with("a 4 KiB write + fsync waits up to 2.00 s (p99 2.00 s)"),
-            "{t}"
-        );
-        assert!(t.contains("the flood stretches its p99"), "{t}");
-        assert!(
-            t.contains("dirty limit 20%, background 10%, expire 30 s"),
-            "{t}"
-        );
-        assert!(t.contains("peaked at 1.00 GiB"), "{t}");
+        let t = &f[0];
+        t.assert_starts_with("a 4 KiB write + fsync waits up to 2.00 s (p99 2.00 s)");
+        t.assert_says("the flood stretches its p99");
+        t.assert_says("dirty limit 20%, background 10%, expire 30 s");
+        t.assert_says("peaked at 1.00 GiB");
         // 15 operations each: the p99's upper side is open, no stall word.
         let ms = [
             stall_row("storage.stall.fsync.idle", &idle[..15], false),
             stall_row("storage.stall.fsync.flood", &flood[..15], false),
         ];
-        let t = &stalls(&ms)[0].text;
-        assert!(t.contains("cannot be told"), "{t}");
+        let t = &stalls(&ms)[0];
+        t.assert_says("cannot be told");
     }
 
     #[test]

@@ -34,12 +34,16 @@ pub fn suite() -> Suite {
 }
 
 fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
-    let mut v = seq::benches();
-    v.extend(rand::benches());
-    v.extend(sync::benches());
-    v.extend(meta::benches());
-    v.extend(tree::benches());
-    v.extend(bonnie::benches());
-    v.extend(stall::benches());
-    v
+    [
+        seq::benches(),
+        rand::benches(),
+        sync::benches(),
+        meta::benches(),
+        tree::benches(),
+        bonnie::benches(),
+        stall::benches(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }

@@ -31,9 +31,10 @@ pub fn suite() -> Suite {
 }
 
 fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
-    let mut v = calls::benches();
-    v.extend(io::benches());
-    v
+    [calls::benches(), io::benches()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 #[cfg(test)]

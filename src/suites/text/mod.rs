@@ -32,7 +32,8 @@ pub fn suite() -> Suite {
 }
 
 fn benches(_host: &Host) -> Vec<Box<dyn Bench>> {
-    let mut v = collate::benches();
-    v.extend(lines::benches());
-    v
+    [collate::benches(), lines::benches()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
