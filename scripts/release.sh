@@ -116,7 +116,8 @@ build() {
   local gcc=gcc
   if [ "$arch" != "$(uname -m)" ]; then gcc="$arch-linux-gnu-gcc"; fi
   need "$gcc"
-  env "CC_$triple=$root/scripts/release-cc.sh" "RELEASE_GCC=$gcc" "CFLAGS_${triple//-/_}=$CFLAGS_ZIG" \
+  # OPCOST_LINK_ICF=0: Zig's linker refuses --icf (build.rs).
+  env OPCOST_LINK_ICF=0 "CC_$triple=$root/scripts/release-cc.sh" "RELEASE_GCC=$gcc" "CFLAGS_${triple//-/_}=$CFLAGS_ZIG" \
     "${cargo[@]}" zigbuild --quiet --locked --release --target "$triple.$FLOOR" ||
     fail "the $arch build failed"
   took=$(($(date +%s) - start))
