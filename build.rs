@@ -3,6 +3,14 @@
 //! empty outside a git checkout or without git) and `OPCOST_RUSTC_VERSION`
 //! (`$RUSTC --version`). Neither failure stops the build. `OPCOST_TARGET`
 //! is the target triple (`opcost --version` prints it).
+//!
+//! On x86_64 Linux the executable is linked with identical code folding
+//! (`--icf=all`, rustc's own lld): generic functions instantiated for
+//! different types often compile to the same machine code (drop glue, `Vec`
+//! and iterator methods), and the linker keeps one copy. Rust promises no
+//! distinct addresses for distinct functions, so nothing can tell. Set
+//! `OPCOST_LINK_ICF=0` for a linker without it (GNU ld, Zig's:
+//! scripts/release.sh).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,6 +24,11 @@ fn main() {
     println!("cargo:rustc-env=OPCOST_RUSTC_VERSION={version}");
     let target = std::env::var("TARGET").unwrap_or_default();
     println!("cargo:rustc-env=OPCOST_TARGET={target}");
+    println!("cargo:rerun-if-env-changed=OPCOST_LINK_ICF");
+    let icf = std::env::var("OPCOST_LINK_ICF");
+    if icf.as_deref() != Ok("0") && target == "x86_64-unknown-linux-gnu" {
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    }
     for path in git_files_to_watch() {
         println!("cargo:rerun-if-changed={}", path.display());
     }

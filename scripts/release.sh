@@ -4,7 +4,8 @@
 # 2.17 or newer: RHEL/CentOS 7, Amazon Linux 2, Debian 8, Ubuntu 14.04 and
 # everything since), each packed with README.md, the licence files
 # (LICENSE-MIT, LICENSE-APACHE) and THIRD-PARTY.txt (the crates and C
-# libraries linked into the binary, with their licences) into
+# libraries linked into the binary, their licences, and the full text of
+# every licence file they carry, each distinct text once) into
 #   DIR/opcost-VERSION-x86_64-linux.tar.gz
 #   DIR/opcost-VERSION-aarch64-linux.tar.gz
 #   DIR/SHA256SUMS            (sha256sum's format: check with sha256sum -c)
@@ -115,7 +116,8 @@ build() {
   local gcc=gcc
   if [ "$arch" != "$(uname -m)" ]; then gcc="$arch-linux-gnu-gcc"; fi
   need "$gcc"
-  env "CC_$triple=$root/scripts/release-cc.sh" "RELEASE_GCC=$gcc" "CFLAGS_${triple//-/_}=$CFLAGS_ZIG" \
+  # OPCOST_LINK_ICF=0: Zig's linker refuses --icf (build.rs).
+  env OPCOST_LINK_ICF=0 "CC_$triple=$root/scripts/release-cc.sh" "RELEASE_GCC=$gcc" "CFLAGS_${triple//-/_}=$CFLAGS_ZIG" \
     "${cargo[@]}" zigbuild --quiet --locked --release --target "$triple.$FLOOR" ||
     fail "the $arch build failed"
   took=$(($(date +%s) - start))
@@ -169,15 +171,99 @@ licence_files() {
   find "$root" -maxdepth 1 -type f \( -iname 'LICEN[CS]E*' -o -iname 'COPYING*' \) -printf '%f\n' | sort
 }
 
+# The licence files of a package directory (its top level).
+package_licences() {
+  find "$1" -maxdepth 1 -type f \( -iname 'LICEN[CS]E*' -o -iname 'COPYING*' -o -iname 'UNLICEN[CS]E*' \
+    -o -iname 'NOTICE*' \) | sort
+}
+
+# The C libraries compiled in and their licence files, in the source
+# directory of the crate that carries them: LIBRARY<TAB>CRATE<TAB>FILE...
+# (ring's BoringSSL code and BLAKE3's C and assembly are under the licence
+# files at their crates' top level, taken with the crates.)
+C_LIBRARIES=(
+  $'Zstandard\tzstd-sys\tzstd/LICENSE'
+  $'LZ4\tlz4-sys\tliblz4/lib/LICENSE'
+  $'liblzma (XZ Utils)\tliblzma-sys\txz/COPYING xz/COPYING.0BSD'
+)
+
+# licence_texts LIST: the text of every licence file of the linked crates
+# (LIST: name, version, licence, directory, tab-separated, a crate a line)
+# and of the C libraries, each distinct text once, headed by everything
+# that carries it. A crate without a licence file takes the one
+# scripts/third-party-licences.tsv names. Fails, naming them, when a crate
+# or a C library has no text.
+licence_texts() {
+  local list=$1 name version dir f lib crate files fallback other sum
+  local -a missing=() found=() order=()
+  local -A dirs=() holders=() first=()
+  while IFS=$'\t' read -r name version _ dir; do dirs[$name]=$dir; done <<<"$list"
+  add_text() { # add_text FILE LABEL
+    sum=$(sha256sum "$1" | cut -d' ' -f1)
+    if [ -z "${first[$sum]:-}" ]; then
+      first[$sum]=$1
+      order+=("$sum")
+      holders[$sum]=$2
+    else
+      holders[$sum]+=", $2"
+    fi
+  }
+  while IFS=$'\t' read -r name version _ dir; do
+    mapfile -t found < <(package_licences "$dir")
+    if [ ${#found[@]} -eq 0 ]; then
+      fallback=$(awk -F'\t' -v n="$name" '$1 == n {print $2}' "$root/scripts/third-party-licences.tsv")
+      other=""
+      if [ -n "$fallback" ]; then other=${dirs[$fallback]:-}; fi
+      if [ -n "$other" ]; then mapfile -t found < <(package_licences "$other"); fi
+    fi
+    if [ ${#found[@]} -eq 0 ]; then
+      missing+=("$name $version ($dir)")
+      continue
+    fi
+    for f in "${found[@]}"; do add_text "$f" "$name $version (${f##*/})"; done
+  done <<<"$list"
+  for lib in "${C_LIBRARIES[@]}"; do
+    IFS=$'\t' read -r name crate files <<<"$lib"
+    dir=${dirs[$crate]:-}
+    if [ -z "$dir" ]; then
+      missing+=("$name: $crate is not linked")
+      continue
+    fi
+    for f in $files; do
+      if [ -f "$dir/$f" ]; then add_text "$dir/$f" "$name ($crate: $f)"; else missing+=("$name ($dir/$f)"); fi
+    done
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "release: no licence text found for:" >&2
+    printf '  %s\n' "${missing[@]}" >&2
+    echo "release: a line in scripts/third-party-licences.tsv may name a linked package whose file holds the text" >&2
+    return 1
+  fi
+  echo "The licence texts (${#order[@]} distinct), each after the list of what carries it."
+  echo "SQLite carries no licence file: it is in the public domain; its source"
+  echo "(sqlite3.c, in libsqlite3-sys) says: \"The author disclaims copyright to this"
+  echo "source code. In place of a legal notice, here is a blessing: May you do"
+  echo "good and not evil. May you find forgiveness for yourself and forgive"
+  echo "others. May you share freely, never taking more than you give.\""
+  for sum in "${order[@]}"; do
+    printf '\n%s\n' "=========================================================================="
+    fold -s -w 76 <<<"${holders[$sum]}"
+    printf '%s\n\n' "--------------------------------------------------------------------------"
+    cat "${first[$sum]}"
+  done
+}
+
 # third_party TRIPLE: the notice of what the binary for TRIPLE carries that
 # others wrote: every crate linked into it (from `cargo metadata`: name,
-# version and the licence it declares) and the C libraries some of them
-# compile in.
+# version and the licence it declares), the C libraries some of them
+# compile in, and the texts of their licences (licence_texts).
 third_party() {
-  local list
-  list=$(cargo metadata --format-version 1 --locked --filter-platform "$1" | jq -r -f "$root/scripts/third-party.jq" |
-    sort -f | column -t -s $'\t') || return 1
+  local list table texts
+  list=$(cargo metadata --format-version 1 --locked --filter-platform "$1" | jq -r -f "$root/scripts/third-party.jq") ||
+    return 1
   [ -n "$list" ] || return 1
+  table=$(cut -f1-3 <<<"$list" | sort -f | column -t -s $'\t')
+  texts=$(licence_texts "$list") || return 1
   cat <<EOF
 opcost $version ($1) contains code written by others, under their licences.
 
@@ -196,7 +282,9 @@ host's own, when there is one, at run time.
 The crates linked into the binary (name, version, licence as declared by
 the crate; each from https://crates.io/crates/NAME/VERSION):
 
-$list
+$table
+
+$texts
 EOF
 }
 
@@ -223,7 +311,7 @@ for arch in "${archs[@]}"; do
   install -m 644 README.md "$stage/$name/"
   for f in "${licences[@]}"; do install -m 644 "$f" "$stage/$name/"; done
   third_party "$arch-unknown-linux-gnu" >"$stage/$name/THIRD-PARTY.txt" ||
-    fail "cargo metadata could not list the crates of the $arch binary"
+    fail "THIRD-PARTY.txt for $arch: cargo metadata listed no crates, or a licence text is missing (above)"
   tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$stamp" \
     -cf - "$name" | gzip -n -9 >"$out/$name.tar.gz"
   rm -rf "$stage"

@@ -1,6 +1,8 @@
 # The packages linked into the root package's binary: its normal
 # dependencies, transitively, without proc-macros (they run in the compiler
-# and leave no code of their own) nor build dependencies.
+# and leave no code of their own) nor build dependencies. One line each:
+# name, version, the licence it declares, and its package directory (where
+# scripts/release.sh looks for its licence texts).
 (.packages | map({key: .id, value: .}) | from_entries) as $pkg
 | (.resolve.nodes | map({key: .id, value: [.deps[] | select(any(.dep_kinds[]; .kind == null)) | .pkg]})
    | from_entries) as $deps
@@ -12,4 +14,5 @@
     end;
   .resolve.root as $root
 | reach({($root): true}; [$root]) | keys[] | select(. != $root) | $pkg[.]
-| [.name, .version, (.license // ("see " + (.license_file // "its source")))] | @tsv
+| [.name, .version, (.license // ("see " + (.license_file // "its source"))),
+   (.manifest_path | sub("/[^/]*$"; ""))] | @tsv
