@@ -48,7 +48,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 if [ -z "${TEMPLATE:-}" ]; then
   TEMPLATE=$work/template.json
-  zcat reference/quick.json.gz >"$TEMPLATE"
+  xzcat reference/quick.json.xz >"$TEMPLATE"
 fi
 
 (cd "$work" && "${AS[@]}" "$PGBIN/initdb" -D "$work/data" -U opcost --auth=trust -E UTF8 >/dev/null)
