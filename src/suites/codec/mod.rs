@@ -466,31 +466,31 @@ fn source_benches(source: &Arc<Source>, tier: Tier, quick: Quick) -> Vec<Box<dyn
 /// of incompressible ones (random bytes, an already compressed file), on
 /// which most coders go many times faster and xz and bzip2 slower. Each is
 /// the harmonic mean (the one whose times add up right) over the inputs of
-/// its kind and both sizes of each result's median over three default runs
-/// on a 2-vCPU AMD EPYC (Zen 4) KVM guest, made in three sittings: the
-/// slow coders on 16 MiB ran 0.54-0.96x as fast in the later two as in the
-/// first (a neighbour busy with the shared cache), and an estimate set by
-/// the fastest sitting came out 19-27% short of the others. Only the
-/// run-time estimate uses them (a first run has no history of the host); a
-/// host's own runs replace them.
+/// its kind and both sizes of each result's median in a default run on a
+/// quiet 2-vCPU AMD EPYC (Zen 4) KVM guest (2026-11-28: steal 0, other
+/// programs 1% of the CPUs). The figures they replace came from sittings
+/// with a busy neighbour, 1.4-2.8x slower: a quiet first run took 0.61x of
+/// what they announced. A busy host's first run takes longer than
+/// announced. Only the run-time estimate uses them (a first run has no
+/// history of the host); a host's own runs replace them.
 fn nominal_mbps(codec: Codec, level: u32, incompressible: bool) -> (f64, f64) {
     let (c, x) = match (codec, level) {
-        (Codec::Lz4, _) => ((412.0, 2380.0), (6820.0, 9770.0)),
-        (Codec::Snappy, _) => ((436.0, 1170.0), (7770.0, 11400.0)),
-        (Codec::Zstd, 1) => ((285.0, 813.0), (2700.0, 10700.0)),
-        (Codec::Zstd, 3) => ((136.0, 631.0), (1570.0, 10600.0)),
-        (Codec::Zstd, 9) => ((25.5, 580.0), (164.0, 10700.0)),
-        (Codec::Zstd, _) => ((1.3, 804.0), (4.2, 29300.0)),
-        (Codec::Gzip, 1) => ((158.0, 350.0), (65.6, 268.0)),
-        (Codec::Gzip, 6) => ((42.4, 379.0), (30.2, 1320.0)),
-        (Codec::Gzip, _) => ((18.5, 390.0), (28.9, 1830.0)),
-        (Codec::Brotli, 1) => ((113.0, 285.0), (1300.0, 3520.0)),
-        (Codec::Brotli, 5) => ((14.2, 349.0), (92.3, 4270.0)),
-        (Codec::Brotli, _) => ((0.4, 298.0), (0.8, 8390.0)),
-        (Codec::Xz, 0) => ((12.9, 72.3), (3.9, 843.0)),
-        (Codec::Xz, 6) => ((1.5, 82.8), (2.6, 860.0)),
-        (Codec::Xz, _) => ((1.4, 78.3), (2.1, 492.0)),
-        (Codec::Bzip2, _) => ((8.3, 11.5), (4.5, 6.7)),
+        (Codec::Lz4, _) => ((762.0, 4260.0), (15400.0, 33300.0)),
+        (Codec::Snappy, _) => ((726.0, 1930.0), (20700.0, 30400.0)),
+        (Codec::Zstd, 1) => ((522.0, 1560.0), (4450.0, 30500.0)),
+        (Codec::Zstd, 3) => ((315.0, 1350.0), (3130.0, 30500.0)),
+        (Codec::Zstd, 9) => ((59.0, 1390.0), (770.0, 29600.0)),
+        (Codec::Zstd, _) => ((3.9, 1370.0), (25.7, 46900.0)),
+        (Codec::Gzip, 1) => ((322.0, 680.0), (125.0, 415.0)),
+        (Codec::Gzip, 6) => ((71.7, 711.0), (60.6, 2510.0)),
+        (Codec::Gzip, _) => ((26.9, 704.0), (52.5, 3110.0)),
+        (Codec::Brotli, 1) => ((199.0, 503.0), (599.0, 7660.0)),
+        (Codec::Brotli, 5) => ((36.1, 630.0), (252.0, 8420.0)),
+        (Codec::Brotli, _) => ((0.8, 513.0), (2.6, 10400.0)),
+        (Codec::Xz, 0) => ((26.8, 110.0), (10.1, 1150.0)),
+        (Codec::Xz, 6) => ((5.2, 131.0), (7.9, 1170.0)),
+        (Codec::Xz, _) => ((2.1, 121.0), (0.7, 609.0)),
+        (Codec::Bzip2, _) => ((16.7, 51.8), (12.1, 23.5)),
     };
     if incompressible { x } else { c }
 }

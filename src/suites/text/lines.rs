@@ -259,19 +259,19 @@ fn bench(
 }
 
 /// Typical speed of each way over the files of a default run, GB/s (the
-/// harmonic mean over shapes, warm and cold, on a 2-vCPU AMD EPYC (Zen 4)
-/// KVM guest). Only the run-time estimate uses them.
+/// harmonic mean over shapes, warm and cold, on a quiet 2-vCPU AMD EPYC
+/// (Zen 4) KVM guest, 2026-11-28). Only the run-time estimate uses them.
 fn nominal_gbps(m: Method) -> f64 {
     match m {
-        Method::Lines => 0.67,
-        Method::ReadLine => 0.78,
-        Method::ReadUntil => 1.16,
-        Method::Getline => 1.31,
-        Method::Fgets => 0.76,
-        Method::MemchrBlock => 2.27,
-        Method::MemchrMmap => 2.51,
-        Method::WholeSplit => 0.45,
-        Method::WcL => 3.62,
+        Method::Lines => 0.99,
+        Method::ReadLine => 1.34,
+        Method::ReadUntil => 1.80,
+        Method::Getline => 2.16,
+        Method::Fgets => 1.29,
+        Method::MemchrBlock => 3.20,
+        Method::MemchrMmap => 3.34,
+        Method::WholeSplit => 0.86,
+        Method::WcL => 4.12,
     }
 }
 
