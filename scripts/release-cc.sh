@@ -18,6 +18,9 @@
 set -euo pipefail
 case ${CARGO_PKG_NAME:-} in
   zstd-sys | lz4-sys | liblzma-sys | ring) exec "${RELEASE_GCC:?}" "$@" ;;
+  # SQLite asks for 64-bit file offsets, which glibc 2.28's headers give by
+  # fcntl64 (no such symbol in 2.17); off_t is 64 bits on both targets.
+  libsqlite3-sys) exec "${RELEASE_GCC:?}" -DSQLITE_DISABLE_LFS "$@" ;;
 esac
 zig_cc="CC_${TARGET//-/_}"
 exec "${!zig_cc:?cargo-zigbuild set no $zig_cc}" "$@"

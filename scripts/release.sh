@@ -117,8 +117,15 @@ build() {
   local gcc=gcc
   if [ "$arch" != "$(uname -m)" ]; then gcc="$arch-linux-gnu-gcc"; fi
   need "$gcc"
-  # OPCOST_LINK_ICF=0: Zig's linker refuses --icf (build.rs).
-  env OPCOST_LINK_ICF=0 "CC_$triple=$root/scripts/release-cc.sh" "RELEASE_GCC=$gcc" "CFLAGS_${triple//-/_}=$CFLAGS_ZIG" \
+  # OPCOST_LINK_ICF=0: Zig's driver refuses --icf (build.rs); for x86_64,
+  # scripts/release-link.sh links again with it (the local build has it
+  # there only).
+  local link=()
+  if [ "$arch" = x86_64 ]; then
+    local var="CARGO_TARGET_${triple^^}_LINKER"
+    link=("${var//-/_}=$root/scripts/release-link.sh" "RELEASE_ZIG_TARGET=$arch-linux-gnu.$FLOOR")
+  fi
+  env OPCOST_LINK_ICF=0 "${link[@]}" "CC_$triple=$root/scripts/release-cc.sh" "RELEASE_GCC=$gcc" "CFLAGS_${triple//-/_}=$CFLAGS_ZIG" \
     "${cargo[@]}" zigbuild --quiet --locked --release --target "$triple.$FLOOR" ||
     fail "the $arch build failed"
   took=$(($(date +%s) - start))
