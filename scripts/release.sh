@@ -14,9 +14,10 @@
 # The floor comes from the linker: `cargo zigbuild --target
 # TRIPLE.2.17` (cargo-zigbuild, from crates.io) links with Zig (the
 # ziglang package, from PyPI), which carries the symbol lists of every glibc
-# since 2.17 and links against the oldest one asked for; the bundled SQLite
-# is compiled by Zig's clang against that glibc's headers, the C code a
-# benchmark times (zstd, lz4, xz, ring) by gcc as in a local build
+# since 2.17 and links against the oldest one asked for (for x86_64 linked
+# once more with identical code folding: scripts/release-link.sh); the C
+# code a benchmark times (zstd, lz4, xz, ring) and the bundled SQLite are
+# compiled by gcc as in a local build, the rest by Zig's clang
 # (scripts/release-cc.sh). The binary calls the host's own glibc
 # at run time (memcpy, malloc, the vDSO...), as a binary built on the host
 # does. The x86_64 build uses the rustup toolchain, the aarch64 one Debian's
