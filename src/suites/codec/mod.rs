@@ -662,11 +662,15 @@ mod tests {
             let b = all.iter().find(|b| b.id() == id).expect(id);
             (b.budget(Profile::Default), b.expected(Profile::Default))
         };
-        // brotli-11 compresses ~0.5 MB/s: 1 MiB is seconds per operation,
-        // one a round (the calibration kept as its sample), five rounds.
+        // brotli-11 compresses ~0.8 MB/s: 1 MiB is over a second per
+        // operation, one a round (the calibration kept as its sample), five
+        // rounds.
         let (budget, expected) = of("codec.json.brotli-11.compress/1MiB");
         assert!(expected > budget * 10, "{expected:?} against {budget:?}");
-        assert!(expected > Duration::from_secs(8) && expected < Duration::from_secs(30));
+        assert!(
+            expected > Duration::from_secs(5) && expected < Duration::from_secs(30),
+            "{expected:?}"
+        );
         // Decompressing the same is quick: the round is its budget's share
         // plus, in half the rounds, making the compressed form.
         let (budget, expected) = of("codec.json.brotli-11.decompress/1MiB");

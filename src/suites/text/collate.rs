@@ -567,10 +567,10 @@ mod tests {
             let b = b.iter().find(|b| b.id() == id).expect(id);
             (b.budget(Profile::Default), b.expected(Profile::Default))
         };
-        // ICU collation of 100 000 German words: ~0.4 s a sort, sorted to
+        // ICU collation of 100 000 German words: ~0.24 s a sort, sorted to
         // check the order, calibrated and sampled in each of five rounds.
         let (budget, expected) = of("text.sort.icu.tertiary/de/n=100000");
-        assert!(expected > budget * 5, "{expected:?} against {budget:?}");
+        assert!(expected > budget * 3, "{expected:?} against {budget:?}");
         assert!(expected < budget * 20, "{expected:?} against {budget:?}");
         // A byte compare of the same: about its budget.
         let (budget, expected) = of("text.sort.bytes/de/n=100000");
