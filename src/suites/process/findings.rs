@@ -15,8 +15,8 @@ use super::{
 };
 use super::{CLONE_VFORK_EXEC, FORK_EXEC, POPEN, POSIX_SPAWN, SYSTEM};
 use crate::harness::claims::{
-    CLEAR_GAP, Est, Ratio, Trend, TrendKind, Verdict, Widths, compare, compare_text, speedup,
-    tiers_apart_text, trend,
+    CLEAR_GAP, Est, MATERIAL, Ratio, Trend, TrendKind, Verdict, Widths, compare, compare_text,
+    speedup, tiers_apart_text, trend,
 };
 use crate::harness::{Finding, Measurement};
 use crate::suites::bench::{get, ratio_finding};
@@ -199,17 +199,12 @@ fn top_pair(ms: &[Measurement], a: &str, b: &str) -> Option<(u64, Est, Est)> {
 /// (clone+vfork+exec with a stdout pipe), whether popen pays for the
 /// parent's memory, and what the shell adds per child.
 fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
-    if let (Some((rss, p, c)), Some((pt, _, _))) = (
+    if let (Some((rss, p, c)), Some((pt, p0, p1))) = (
         top_pair(ms, POPEN, CLONE_VFORK_EXEC),
         growth_trend(ms, POPEN),
     ) {
-        let memory = match pt.kind {
-            TrendKind::Flat => "popen here does not pay for the parent's memory",
-            TrendKind::Grows => "popen here pays for the parent's memory as fork does",
-            TrendKind::Falls | TrendKind::Unclear => {
-                "whether popen here pays for the parent's memory is not clear"
-            }
-        };
+        let fork = growth_trend(ms, FORK_EXEC).map(|(_, f0, f1)| Ratio::of(&f1.1, &f0.1));
+        let memory = pays_as_fork(&pt, &Ratio::of(&p1.1, &p0.1), fork.as_ref());
         out.push(ratio_finding(
             AREA,
             format!(
@@ -248,6 +243,31 @@ fn popen_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
             p.value - c.value,
             BaseUnit::NsPerOp,
         ));
+    }
+}
+
+/// Whether popen pays for the parent's memory as fork does, from the
+/// intervals of their growth over the curve (`popen` and `fork`, each its
+/// cost at the most memory over its cost at the least, as the growth
+/// findings print them): "pays clearly less … than fork+exec" when all of
+/// popen's interval is below all of fork+exec's by more than [`MATERIAL`];
+/// otherwise, by popen's own `trend`, "pays … as fork does" when it grows,
+/// "does not pay" when it stays flat, "not clear" else. popen's own trend
+/// alone read "does not pay" in the quick run whose interval came out
+/// within its dead zone (0.83–0.98×) and "not clear" in the two where it
+/// straddled it (0.69–1.30×), while fork+exec grew 12–100× in all three:
+/// the clause answers the comparison it names. (The slopes' intervals
+/// compare worse: fork's, from two ends 40× apart, reached near zero.)
+fn pays_as_fork(trend: &Trend, popen: &Ratio, fork: Option<&Ratio>) -> &'static str {
+    if fork.is_some_and(|f| popen.high * MATERIAL < f.low) {
+        return "popen here pays clearly less for the parent's memory than fork+exec";
+    }
+    match trend.kind {
+        TrendKind::Grows => "popen here pays for the parent's memory as fork does",
+        TrendKind::Flat => "popen here does not pay for the parent's memory",
+        TrendKind::Falls | TrendKind::Unclear => {
+            "whether popen here pays for the parent's memory is not clear"
+        }
     }
 }
 
@@ -735,7 +755,7 @@ mod tests {
             p.value
         );
         p.assert_says("the clone way is ");
-        p.assert_says("popen here does not pay for the parent's memory");
+        p.assert_says("popen here pays clearly less for the parent's memory than fork+exec");
         let sh = find_starting(&f, "the shell adds");
         assert_eq!((sh.value, sh.unit), (750_000.0, BaseUnit::NsPerOp.into()));
         sh.assert_says("system()");
@@ -748,6 +768,49 @@ mod tests {
         find_starting(
             &findings(&tie),
             "the shell adds no cost per child that can be told from noise",
+        );
+    }
+
+    #[test]
+    fn popen_pays_clearly_less_than_fork_only_when_the_growths_intervals_part() {
+        let r = |ratio: f64, low: f64, high: f64| Ratio { ratio, low, high };
+        let t = |kind: TrendKind| Trend {
+            slope: 0.0,
+            low: -1.0,
+            high: 1.0,
+            start: 1.0,
+            span: 1.0,
+            kind,
+        };
+        let fork = r(35.0, 12.0, 104.0);
+        // popen's growth 0.69–1.30× against fork's 12–104×: clearly less,
+        // whether popen's own trend is flat or unclear.
+        for kind in [TrendKind::Flat, TrendKind::Unclear] {
+            assert_eq!(
+                pays_as_fork(&t(kind), &r(0.95, 0.69, 1.30), Some(&fork)),
+                "popen here pays clearly less for the parent's memory than fork+exec"
+            );
+        }
+        // At the edge: popen's upper end 5% below fork's lower end is not
+        // clearly less; just past it is.
+        let edge = 12.0 / MATERIAL;
+        assert_eq!(
+            pays_as_fork(&t(TrendKind::Unclear), &r(5.0, 1.0, edge), Some(&fork)),
+            "whether popen here pays for the parent's memory is not clear"
+        );
+        assert_eq!(
+            pays_as_fork(&t(TrendKind::Grows), &r(5.0, 2.0, edge * 0.99), Some(&fork)),
+            "popen here pays clearly less for the parent's memory than fork+exec"
+        );
+        // Overlapping fork's: popen's own trend says it.
+        assert_eq!(
+            pays_as_fork(&t(TrendKind::Grows), &r(20.0, 10.0, 40.0), Some(&fork)),
+            "popen here pays for the parent's memory as fork does"
+        );
+        // Without fork's curve: popen's own trend.
+        assert_eq!(
+            pays_as_fork(&t(TrendKind::Flat), &r(0.95, 0.83, 0.98), None),
+            "popen here does not pay for the parent's memory"
         );
     }
 

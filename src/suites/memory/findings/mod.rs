@@ -791,7 +791,7 @@ mod tests {
             &f,
             "copy bandwidth: glibc memcpy below its non-temporal threshold: ",
         );
-        below.assert_says("(not clearly 1.25× apart from the top tier: 0.98× (");
+        below.assert_says("(in the top tier: 0.98× (");
         let above = find_starting(
             &f,
             "copy bandwidth: glibc memcpy above its non-temporal threshold: ",
@@ -808,6 +808,44 @@ mod tests {
                 .collect::<String>()
         };
         assert_eq!(words(&method_findings(&swapped)[0].text), words(t));
+    }
+
+    #[test]
+    fn glibc_stands_where_the_ranking_puts_it_at_the_gaps_edge() {
+        let copy = |m: Method, v: f64| bw(&methods::method_id(Op::Copy, m), v, 0.03);
+        let glibc = |f: &[Finding]| {
+            find_starting(
+                f,
+                "copy bandwidth: glibc memcpy below its non-temporal threshold: ",
+            )
+            .text
+            .clone()
+        };
+        // 1.4× below the fastest with ±3%: the gap's whole interval clears
+        // 1.25×, a tier of its own, slower than the top tier.
+        let apart = method_findings(&[
+            copy(Method::Avx2, 20e9),
+            copy(Method::GlibcBelow, 20e9 / 1.4),
+        ]);
+        assert!(
+            glibc(&apart).contains("slower than the top tier)"),
+            "{apart:?}"
+        );
+        // 1.25× below: the gap's interval straddles 1.25×, the ranking
+        // cannot set it apart, so it is in the top tier, though its ratio's
+        // interval is below 1.
+        let edge = method_findings(&[
+            copy(Method::Avx2, 20e9),
+            copy(Method::GlibcBelow, 20e9 / 1.25),
+        ]);
+        edge[0].assert_says("no clear 1.25× gap between");
+        assert!(
+            glibc(&edge).contains("(in the top tier: 0.80× ("),
+            "{edge:?}"
+        );
+        // glibc the fastest: in the top tier at 1.00×.
+        let top = method_findings(&[copy(Method::Avx2, 15e9), copy(Method::GlibcBelow, 20e9)]);
+        assert!(glibc(&top).contains("(in the top tier: 1.00× ("), "{top:?}");
     }
 
     #[test]
@@ -839,7 +877,7 @@ mod tests {
             &f,
             "copy bandwidth: glibc memcpy below its non-temporal threshold: ",
         )
-        .assert_says("(not clearly 1.25× apart from the top tier: ");
+        .assert_says("(in the top tier: ");
     }
 
     #[test]
@@ -856,7 +894,7 @@ mod tests {
         let f = method_findings(&ms);
         f[0].assert_says("(no clear 1.25× gap between rep_stosb and avx2)");
         // Every interval ±90%: glibc at half the top is not told apart from
-        // it, and not called within 1.25× of it either.
+        // it by the ranking, so it is in the top tier, its ratio printed.
         let ms = vec![
             bw(&methods::method_id(Op::Write, Method::Avx2), 10.6e9, 0.9),
             bw(&methods::method_id(Op::Write, Method::RepString), 10e9, 0.9),
@@ -864,7 +902,7 @@ mod tests {
         ];
         let f = method_findings(&ms);
         let below = find_starting(&f, "write bandwidth: glibc memset below");
-        below.assert_says("not clearly 1.25× apart from the top tier: ");
+        below.assert_says("(in the top tier: 0.47× (");
         assert!(!below.text.contains("within"), "{}", below.text);
     }
 
