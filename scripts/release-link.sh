@@ -28,5 +28,6 @@ case " $line " in
 esac
 read -r -a args <<<"$line"
 # --hash-style=gnu: only the GNU symbol hash table (glibc has read it since
-# 2.5), not the older one Zig adds beside it.
-exec "${zig[@]}" ld.lld "${args[@]:1}" --icf=all --hash-style=gnu
+# 2.5), not the older one Zig adds beside it; -O2: strings that end another
+# string are kept once.
+exec "${zig[@]}" ld.lld "${args[@]:1}" --icf=all --hash-style=gnu -O2
