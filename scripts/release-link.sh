@@ -8,11 +8,11 @@
 # writes the same output file.
 #
 # Environment: RELEASE_ZIG_TARGET (Zig's target, e.g.
-# x86_64-linux-gnu.2.17).
+# x86_64-linux-gnu.2.17); zig and cargo-zigbuild on PATH (release.sh puts
+# them there).
 set -euo pipefail
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-zig=(python3 -m ziglang)
 # Zig prints its command unquoted: a path with a space could not be read back.
 for a in "$@" "$HOME"; do
   case $a in *" "*) echo "release-link: '$a' holds a space" >&2 && exit 1 ;; esac
@@ -30,4 +30,4 @@ read -r -a args <<<"$line"
 # --hash-style=gnu: only the GNU symbol hash table (glibc has read it since
 # 2.5), not the older one Zig adds beside it; -O2: strings that end another
 # string are kept once.
-exec "${zig[@]}" ld.lld "${args[@]:1}" --icf=all --hash-style=gnu -O2
+exec zig ld.lld "${args[@]:1}" --icf=all --hash-style=gnu -O2
