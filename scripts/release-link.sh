@@ -18,6 +18,7 @@ for a in "$@" "$HOME"; do
   case $a in *" "*) echo "release-link: '$a' holds a space" >&2 && exit 1 ;; esac
 done
 status=0
+# The flags of cargo-zigbuild's own zig cc wrapper, with Zig's commands shown.
 ZIG_VERBOSE_LINK=1 cargo-zigbuild zig cc -- -g -fno-sanitize=all \
   -target "${RELEASE_ZIG_TARGET:?}" "$@" 2>"$log" || status=$?
 grep -v -e '^ld\.lld ' -e '^ar ' "$log" >&2 || true
@@ -27,6 +28,7 @@ case " $line " in
   "  " | *" -shared "* | *" -r "*) exit 0 ;;
 esac
 read -r -a args <<<"$line"
+rm -f "$log"
 # --hash-style=gnu: only the GNU symbol hash table (glibc has read it since
 # 2.5), not the older one Zig adds beside it; -O2: strings that end another
 # string are kept once.
