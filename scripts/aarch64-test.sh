@@ -26,7 +26,8 @@
 #     each saying why; every other test must pass. The crate has no doc
 #     tests (no code block in its doc comments). Each test binary runs
 #     watched: one silent for TEST_SILENCE seconds has hung in the emulator
-#     and is killed and run once more (a second hang fails the script).
+#     and is killed and run once more, its tests one at a time (a second
+#     hang fails the script).
 #   - with -q, the quick profile over every area (`opcost run --profile
 #     quick`, rounds in worker processes as by default) under emulation,
 #     with --samples 3 --rounds 1 (the whole quick profile takes too long
@@ -180,14 +181,18 @@ install_tools() {
 }
 
 # Under qemu-user a process that forks while other threads run can hang in
-# the emulator (seen once in CI: two tests of one binary waited for ever on
-# a child that never ran). A test binary that prints nothing for this many
-# seconds is taken as hung, killed and run once more. libtest prints a line
-# when a test passes 60 s, and under emulation on 2 cores no binary here
-# went more than about 70 s without printing (the slowest binaries, text,
-# memory_cpu and storage, took 100-125 s with a few tests each): 600 s
-# leaves room for a machine several times slower.
-TEST_SILENCE=${TEST_SILENCE:-600}
+# the emulator (seen twice in CI: two tests of one binary waited for ever on
+# a child that never ran; later the library's PID cache check, a raw clone,
+# hung in both attempts of one CI run, and never in 8 runs here). A test
+# binary that prints nothing for this many seconds is taken as hung, killed
+# and run once more with one test at a time (--test-threads=1: no other
+# test's thread starts or ends while a test forks; the library's 752 tests
+# take 86 s so, 49 s two at a time). libtest prints a line when a test
+# passes 60 s, and under emulation on 2 cores no binary here went more than
+# about 70 s without printing (the slowest binaries, text, memory_cpu and
+# storage, took 100-125 s with a few tests each): 300 s leaves room for a
+# machine four times slower, and a hang costs 5 minutes, not 10.
+TEST_SILENCE=${TEST_SILENCE:-300}
 QUICK_LIMIT=${QUICK_LIMIT:-900}
 # run_watched LOG SILENCE CMD...: runs CMD in a session of its own, its
 # output shown and written to LOG; when CMD prints nothing for SILENCE
@@ -462,14 +467,16 @@ if [ -n "$unit_tests" ]; then
   hung=0
   for exe in "${test_bins[@]}"; do
     name=$(basename "$exe")
+    threads=()
     for attempt in 1 2; do
-      echo "== aarch64: tests of ${name%-*} (attempt $attempt)"
+      echo "== aarch64: tests of ${name%-*} (attempt $attempt${threads[*]:+, ${threads[*]}})"
       rc=0
-      OPCOST_EMULATED=1 run_watched "$work/attempt.txt" "$TEST_SILENCE" qemu-aarch64 "$exe" || rc=$?
+      OPCOST_EMULATED=1 run_watched "$work/attempt.txt" "$TEST_SILENCE" qemu-aarch64 "$exe" "${threads[@]}" || rc=$?
       if [ "$rc" -ne 124 ]; then break; fi
       hung=$((hung + 1))
       echo "aarch64: ${name%-*} printed nothing for $TEST_SILENCE s: the emulator hung (killed); running then:" >&2
       grep 'has been running for over' "$work/attempt.txt" >&2 || echo "  (no test named)" >&2
+      threads=(--test-threads=1)
     done
     cat "$work/attempt.txt" >>"$work/tests.txt"
     if [ "$rc" -ne 0 ]; then failed_bins+=("${name%-*} (exit $rc)"); fi
