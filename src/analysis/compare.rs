@@ -129,6 +129,14 @@ pub struct Row {
     /// added to the interval. Only for one run a side without a noise floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub family_spread: Option<f64>,
+    /// The spread between runs that whole conditions of this row's class
+    /// showed in this pair, relative: how far the shared shifts of the
+    /// conditions several families are measured at (`512B/cross`,
+    /// `64B/cross`...) scatter beyond what their rounds explain
+    /// ([`condition_spreads`]), added to the interval. Only for one run a
+    /// side without a noise floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition_spread: Option<f64>,
     /// Rounds behind A's and B's values (0 for documents made before rounds).
     pub rounds: (usize, usize),
     /// The minimal detectable effect: the smallest change in time, relative
@@ -531,7 +539,7 @@ fn compare_with(
             }),
         }
     }
-    widen_by_family(&mut rows, threshold);
+    widen_between_runs(&mut rows, threshold);
     let only_b = b_ids
         .iter()
         .filter(|id| !a_ids.contains(id))
@@ -771,6 +779,7 @@ fn compare_one_sides(
         noisy_b: b.iter().any(|m| m.noisy),
         noise_floor: floor,
         family_spread: None,
+        condition_spread: None,
         rounds: (la.len(), lb.len()),
         mde,
         welch: welch.filter(|_| a.len() == 1 && b.len() == 1 && floor.is_none()),
@@ -831,23 +840,138 @@ pub fn family_spreads(rows: &[Row]) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// Widens each row's interval by its family's spread between runs
-/// ([`family_spreads`]) and decides its verdict and detectable effect again.
-fn widen_by_family(rows: &mut [Row], threshold: f64) {
-    let spreads = family_spreads(rows);
-    for r in rows.iter_mut() {
-        let (Some((se2, df)), Some((_, tau2))) =
-            (r.welch, spreads.iter().find(|(f, _)| f == family(&r.id)))
-        else {
+/// Fewest families measured at one condition before the condition's
+/// shared shift in a pair is read ([`condition_spreads`]).
+pub const CONDITION_MIN_FAMILIES: usize = 3;
+
+/// Fewest conditions of one class (of an area and unit) before their
+/// scatter is read as the spread of that class's conditions between runs.
+pub const CONDITION_MIN_GROUPS: usize = 3;
+
+/// A benchmark's condition: what its id says after the first `/`
+/// (`512B/cross` of `ipc.pipe.tput/512B/cross`, `rss=256MiB` of
+/// `process.posix_spawn/rss=256MiB`), the setting a family is measured at.
+pub fn condition(id: &str) -> Option<&str> {
+    id.split_once('/').map(|(_, c)| c)
+}
+
+/// A condition's class: the condition without its sizes (`cross` of
+/// `512B/cross`, `rss` of `rss=256MiB`, `idle` of `1ms/idle`, empty for
+/// `64KiB`). The conditions of a class differ in size only, so their
+/// scatter tells how far one of them moves as a whole between runs.
+pub fn condition_class(condition: &str) -> String {
+    condition
+        .split('/')
+        .filter(|part| !part.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|part| part.split_once('=').map_or(part, |(key, _)| key))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A class of conditions: its area, its unit and [`condition_class`].
+pub type ConditionClass = (String, BaseUnit, String);
+
+/// The spread between runs of whole conditions, per class of conditions,
+/// of the rows compared from one run a side without a noise floor, as a
+/// variance of the log ratio.
+///
+/// Some states of a machine hold for a whole run and fall on one condition
+/// of every family measured at it: every transport's cross-CPU throughput
+/// of 512-byte messages 1.2-3.5× apart in two runs of one binary, while
+/// their other sizes, and each family's other rows, agree. A family's
+/// spread ([`family_spreads`]) is robust to a few of its rows moving, so it
+/// does not see it; the conditions do. The rows are grouped by area, unit
+/// and [`condition`]; a group of at least [`CONDITION_MIN_FAMILIES`]
+/// families has a shift (the median of its log time ratios, of variance
+/// `π/2 · mean(se²) / n`). With at least [`CONDITION_MIN_GROUPS`] groups in
+/// a class ([`condition_class`]: the cross-CPU sizes, the same-CPU sizes,
+/// the parent's sizes), the variance of their shifts beyond what their
+/// rounds explain, `Σ(s - s̄)² / (k - 1) - mean(v)` at least 0, is that
+/// class's spread, added to each row of the class. It is not robust on
+/// purpose: one condition that moved as a whole is the state a pair cannot
+/// tell from a change. A change of the whole class moves every shift alike
+/// and leaves it; a class whose sizes agree (the same-CPU ones) keeps its
+/// rows' intervals.
+pub fn condition_spreads(rows: &[Row]) -> Vec<(ConditionClass, f64)> {
+    type Groups<'a> = Vec<(&'a str, Vec<(&'a str, f64, f64)>)>;
+    let mut classes: Vec<(ConditionClass, Groups)> = Vec::new();
+    for r in rows {
+        let (Some((se2, _)), Some(c)) = (r.welch, condition(&r.id)) else {
             continue;
         };
-        if *tau2 <= 0.0 {
+        let key = (r.area.clone(), r.unit, condition_class(c));
+        let groups = match classes.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g,
+            None => {
+                classes.push((key, Vec::new()));
+                &mut classes.last_mut().expect("just pushed").1
+            }
+        };
+        let row = (family(&r.id), r.time_ratio().ln(), se2);
+        match groups.iter_mut().find(|(name, _)| *name == c) {
+            Some((_, v)) => v.push(row),
+            None => groups.push((c, vec![row])),
+        }
+    }
+    classes
+        .into_iter()
+        .filter_map(|(key, groups)| {
+            let shifts: Vec<(f64, f64)> = groups
+                .iter()
+                .filter(|(_, v)| {
+                    let mut fams: Vec<&str> = v.iter().map(|x| x.0).collect();
+                    fams.sort_unstable();
+                    fams.dedup();
+                    fams.len() >= CONDITION_MIN_FAMILIES
+                })
+                .filter_map(|(_, v)| {
+                    let z: Vec<f64> = v.iter().map(|x| x.1).collect();
+                    let n = v.len() as f64;
+                    let se2 = v.iter().map(|x| x.2).sum::<f64>() / n;
+                    Some((stats::median(&z)?, std::f64::consts::FRAC_PI_2 * se2 / n))
+                })
+                .collect();
+            if shifts.len() < CONDITION_MIN_GROUPS {
+                return None;
+            }
+            let k = shifts.len() as f64;
+            let mean = shifts.iter().map(|s| s.0).sum::<f64>() / k;
+            let scatter = shifts.iter().map(|s| (s.0 - mean).powi(2)).sum::<f64>() / (k - 1.0);
+            let rounds = shifts.iter().map(|s| s.1).sum::<f64>() / k;
+            Some((key, (scatter - rounds).max(0.0)))
+        })
+        .collect()
+}
+
+/// Widens each row's interval by its family's spread between runs
+/// ([`family_spreads`]) and its class's spread of conditions
+/// ([`condition_spreads`]), and decides its verdict and detectable effect
+/// again.
+fn widen_between_runs(rows: &mut [Row], threshold: f64) {
+    let families = family_spreads(rows);
+    let conditions = condition_spreads(rows);
+    for r in rows.iter_mut() {
+        let Some((se2, df)) = r.welch else { continue };
+        let family_tau2 = families
+            .iter()
+            .find(|(f, _)| f == family(&r.id))
+            .map_or(0.0, |(_, t)| *t);
+        let condition_tau2 = condition(&r.id).map_or(0.0, |c| {
+            let class = condition_class(c);
+            conditions
+                .iter()
+                .find(|((area, unit, k), _)| *area == r.area && *unit == r.unit && *k == class)
+                .map_or(0.0, |(_, t)| *t)
+        });
+        if family_tau2 <= 0.0 && condition_tau2 <= 0.0 {
             continue;
         }
-        let (lo, hi) = ratio_ci(r.ratio, se2 + tau2, df);
+        let (lo, hi) = ratio_ci(r.ratio, se2 + family_tau2 + condition_tau2, df);
         r.ci_low = lo.min(r.ratio);
         r.ci_high = hi.max(r.ratio);
-        r.family_spread = Some(tau2.sqrt().exp() - 1.0);
+        let relative = |tau2: f64| (tau2 > 0.0).then(|| tau2.sqrt().exp() - 1.0);
+        r.family_spread = relative(family_tau2);
+        r.condition_spread = relative(condition_tau2);
         r.mde = mde(r.ratio, r.ci_low, r.ci_high, threshold);
         let (t, (t_lo, t_hi)) = (r.time_ratio(), r.time_ci());
         r.verdict = verdict(t, t_lo, t_hi, threshold);
@@ -1144,6 +1268,100 @@ mod tests {
             run_of(ms)
         };
         (side(0, false), side(50, true))
+    }
+
+    /// Two runs of five families (`cond.f0`..`cond.f4`), each measured at
+    /// four sizes on the same CPU and on two: `factor(family, condition)`
+    /// multiplies B's times.
+    fn condition_pair(seed: u64, factor: impl Fn(usize, &str) -> f64) -> (RunDoc, RunDoc) {
+        let conditions = [
+            "64B/same",
+            "512B/same",
+            "4KiB/same",
+            "64KiB/same",
+            "64B/cross",
+            "512B/cross",
+            "4KiB/cross",
+            "64KiB/cross",
+        ];
+        let side = |offset: u64, b: bool| {
+            let mut ms = Vec::new();
+            for f in 0..5 {
+                for (i, c) in conditions.iter().enumerate() {
+                    let k = f * conditions.len() + i;
+                    let x = if b { factor(f, c) } else { 1.0 };
+                    let mut m = noisy(
+                        100.0 + k as f64,
+                        0.01,
+                        3,
+                        seed * 1000 + offset + k as u64,
+                        x,
+                    );
+                    m.id = format!("cond.f{f}.tput/{c}");
+                    m.area = "cond".into();
+                    ms.push(m);
+                }
+            }
+            run_of(ms)
+        };
+        (side(0, false), side(500, true))
+    }
+
+    #[test]
+    fn a_condition_that_moves_as_a_whole_widens_its_class_and_a_whole_class_change_is_called() {
+        assert_eq!(condition_class("512B/cross"), "cross");
+        assert_eq!(condition_class("rss=256MiB"), "rss");
+        assert_eq!(condition_class("1ms/idle"), "idle");
+        assert_eq!(condition_class("64KiB"), "");
+        assert_eq!(condition("ipc.pipe.tput/512B/cross"), Some("512B/cross"));
+        assert_eq!(condition("process.fork_exit"), None);
+        // Every family's cross-CPU 512 B 30% slower, nothing else: a state of
+        // the run that one pair cannot tell from a change. The cross-CPU
+        // class is widened and its rows are not called; the same-CPU rows
+        // keep their intervals.
+        let (a, b) = condition_pair(1, |_, c| if c == "512B/cross" { 1.30 } else { 1.0 });
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        let called: Vec<&str> = c
+            .rows
+            .iter()
+            .filter(|r| r.verdict != Change::Same)
+            .map(|r| r.id.as_str())
+            .collect();
+        assert!(called.len() <= 1, "{called:?}");
+        for r in &c.rows {
+            let cross = r.id.ends_with("/cross");
+            assert_eq!(r.condition_spread.is_some(), cross, "{}", r.id);
+        }
+        let spreads = condition_spreads(&c.rows);
+        let widened: Vec<&str> = spreads
+            .iter()
+            .filter(|(_, tau2)| *tau2 > 0.0)
+            .map(|(class, _)| class.2.as_str())
+            .collect();
+        assert_eq!(widened, ["cross"], "{spreads:?}");
+        // Every cross-CPU row 20% slower: the class moved as a whole and its
+        // conditions agree, so no condition's spread is read (half of each
+        // family moved, which the families' spread answers for).
+        let (a, b) = condition_pair(2, |_, c| if c.ends_with("cross") { 1.20 } else { 1.0 });
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        assert!(
+            c.rows
+                .iter()
+                .all(|r| r.condition_spread.is_none_or(|s| s < 0.01)),
+            "{:?}",
+            condition_spreads(&c.rows)
+        );
+        // One family slower at every condition: its own change, called.
+        let (a, b) = condition_pair(3, |f, _| if f == 0 { 1.20 } else { 1.0 });
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        for r in &c.rows {
+            let want = if r.id.starts_with("cond.f0.") {
+                Change::Slower
+            } else {
+                Change::Same
+            };
+            assert_eq!(r.verdict, want, "{}", r.id);
+        }
     }
 
     #[test]

@@ -313,7 +313,7 @@ pub fn load_note(c: &Comparison) -> Option<String> {
 /// what moves between runs for longer than a run lasts is in none of its
 /// intervals.
 pub fn floor_note(c: &Comparison) -> Option<String> {
-    use crate::analysis::compare::{CiMethod, FLOOR_MIN_RUNS, family};
+    use crate::analysis::compare::{CiMethod, FLOOR_MIN_RUNS, condition, condition_class, family};
     let by_rounds = c
         .rows
         .iter()
@@ -331,13 +331,33 @@ pub fn floor_note(c: &Comparison) -> Option<String> {
             f.dedup();
             f.len()
         };
-        let seen = match widened.len() {
+        let mut seen = match widened.len() {
             0 => "no family of benchmarks scattered in this pair by more than its rounds explain".to_string(),
             n => format!(
                 "where a family of benchmarks scattered in this pair by more than its rounds explain, that scatter was added to its rows' intervals ({n} rows in {families} famil{})",
                 if families == 1 { "y" } else { "ies" }
             ),
         };
+        let by_condition: Vec<&str> = c
+            .rows
+            .iter()
+            .filter(|r| r.condition_spread.is_some())
+            .filter_map(|r| condition(&r.id))
+            .collect();
+        if !by_condition.is_empty() {
+            let mut classes: Vec<String> = by_condition.iter().map(|c| condition_class(c)).collect();
+            classes.sort();
+            classes.dedup();
+            let named: Vec<String> = classes
+                .iter()
+                .map(|k| if k.is_empty() { "by size".to_string() } else { format!("`{k}`") })
+                .collect();
+            seen.push_str(&format!(
+                "; where whole conditions shared by several families moved apart by more than their rounds explain (one size of every transport at once), that spread was added to the rows of their class ({} rows; {})",
+                by_condition.len(),
+                named.join(", ")
+            ));
+        }
         format!(
             "no noise floor from the history (one run a side, and fewer than {FLOOR_MIN_RUNS} earlier runs of {} in the history or --no-history): what moves between runs for longer than a run lasts, such as the state of a file system or a process's memory layout, is in no run's rounds; {seen}, so a few rows may be called changed that did not change (up to 5% of rows in A/A pairs); several runs a side (`A1,A2,A3` or `host:NAME@N`) or {FLOOR_MIN_RUNS} earlier runs in the history take it in",
             c.a.host

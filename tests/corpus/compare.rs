@@ -7,8 +7,9 @@ use opcost::analysis::compare::{Change, DEFAULT_THRESHOLD, SEE_REFERENCE, compar
 /// The sets compared pair by pair (run i with run i + 1): back-to-back
 /// runs of one binary and one command, so that every change `compare`
 /// calls between them is a false one.
-const AA_SETS: [&str; 5] = [
+const AA_SETS: [&str; 6] = [
     "default-aa",
+    "syscall-ipc-process-default",
     "syscall-ipc-process-codec-text-timer-quick",
     "memory-storage-net-cpu-crypto-quick",
     "latency-quick",
@@ -111,9 +112,9 @@ const CAUGHT: f64 = 80.0;
 /// calls (percent, one more row would exceed it), held as a ceiling so
 /// that it does not get worse.
 /// - The AMD guest's default pair made while other programs used 43% and
-///   36% of the CPUs: 32 of 566 rows (5.7%). The same guest's quiet pair
-///   calls 4.1%.
-const AA_CEILINGS: [(&str, &str, f64); 1] = [("amd-kvm-2026-11-28", "default-aa", 5.7)];
+///   36% of the CPUs: 30 of 566 rows (5.3%; 32 before the conditions'
+///   spread). The same guest's quiet pair calls 4.1%.
+const AA_CEILINGS: [(&str, &str, f64); 1] = [("amd-kvm-2026-11-28", "default-aa", 5.4)];
 
 /// Where a machine's set misses [`CAUGHT`] today: the share it catches
 /// (percent, one row fewer would fall below it), held as a floor.
