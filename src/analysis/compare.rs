@@ -758,7 +758,11 @@ fn compare_one_sides(
     // The interval always contains the point estimate.
     let (ci_low, ci_high) = (ci_low.min(ratio), ci_high.max(ratio));
     let limit = threshold.max(floor.unwrap_or(0.0));
-    let mde = mde(ratio, ci_low, ci_high, limit);
+    let t_df = match method {
+        CiMethod::Rounds | CiMethod::RoundsAsMeasured => welch.map(|(_, df)| df),
+        _ => None,
+    };
+    let mde = mde(ratio, (ci_low, ci_high), threshold, floor, t_df);
     let (t, t_lo, t_hi) = if a0.unit.higher_is_better() {
         (1.0 / ratio, 1.0 / ci_high, 1.0 / ci_low)
     } else {
@@ -972,23 +976,41 @@ fn widen_between_runs(rows: &mut [Row], threshold: f64) {
         let relative = |tau2: f64| (tau2 > 0.0).then(|| tau2.sqrt().exp() - 1.0);
         r.family_spread = relative(family_tau2);
         r.condition_spread = relative(condition_tau2);
-        r.mde = mde(r.ratio, r.ci_low, r.ci_high, threshold);
+        r.mde = mde(r.ratio, (r.ci_low, r.ci_high), threshold, None, Some(df));
         let (t, (t_lo, t_hi)) = (r.time_ratio(), r.time_ci());
         r.verdict = verdict(t, t_lo, t_hi, threshold);
     }
 }
 
-/// The minimal detectable effect of a ratio's interval: a change is called
-/// when the interval, shifted by it, excludes 1 and it exceeds `limit`, so
-/// the smallest such change is the larger of the interval's half-width
-/// (log scale, the wider side) and `limit`.
-pub fn mde(ratio: f64, ci_low: f64, ci_high: f64, limit: f64) -> f64 {
+/// The minimal detectable effect of a row: the smallest change in time
+/// that its verdict calls in 80% of pairs like this one (the usual power
+/// of an MDE), relative.
+///
+/// A change is called when the interval excludes 1 and the ratio is beyond
+/// the threshold or noise floor in force. The interval's half-width `hw`
+/// (log scale, the wider side) is `q975 · se`; a true change `δ` is then
+/// called in 80% of pairs when `δ ≥ hw · (1 + q80 / q975)`, with Student's
+/// quantiles at `df` degrees of freedom when the interval came from a t
+/// (normal ones otherwise). A noise floor (a run-to-run 95% range) asks the
+/// same of its own spread; the threshold alone is a fixed bar.
+pub fn mde(
+    ratio: f64,
+    (ci_low, ci_high): (f64, f64),
+    threshold: f64,
+    floor: Option<f64>,
+    df: Option<f64>,
+) -> f64 {
     let hw = if ratio > 0.0 && ci_low > 0.0 {
         (ci_high / ratio).ln().max((ratio / ci_low).ln()).max(0.0)
     } else {
         f64::INFINITY
     };
-    (hw.exp() - 1.0).max(limit.max(0.0))
+    let (q975, q80) = df.map_or((stats::Z95, stats::Z80), |d| {
+        (stats::t975(d), stats::t80(d))
+    });
+    let by_interval = (hw * (1.0 + q80 / q975)).exp() - 1.0;
+    let by_floor = floor.map_or(0.0, |f| f * (1.0 + stats::Z80 / stats::Z95));
+    by_interval.max(by_floor).max(threshold.max(0.0))
 }
 
 /// The verdict from a time ratio B/A and its interval.
@@ -1469,8 +1491,16 @@ mod tests {
         // Never below the threshold in force.
         let a = noisy(100.0, 0.001, 10, 1, 1.0);
         assert!((compare_one(&a, &a.clone(), 0.05).unwrap().mde - 0.05).abs() < 1e-12);
-        assert!((mde(1.0, 0.9, 1.2, 0.0) - 0.2).abs() < 1e-12);
-        assert!((mde(1.0, 0.8, 1.1, 0.0) - 0.25).abs() < 1e-12);
+        // The wider side, scaled to 80% power: by (1 + 0.8416 / 1.96) with
+        // normal quantiles, by (1 + 1.0607 / 4.303) with Student's at 2.
+        let wide = 1.2_f64.ln();
+        let normal = (wide * (1.0 + stats::Z80 / stats::Z95)).exp() - 1.0;
+        assert!((mde(1.0, (0.9, 1.2), 0.0, None, None) - normal).abs() < 1e-12);
+        let student = (wide * (1.0 + 1.0607 / 4.303)).exp() - 1.0;
+        assert!((mde(1.0, (0.9, 1.2), 0.0, None, Some(2.0)) - student).abs() < 1e-9);
+        assert!(student < normal && normal > 0.2);
+        // A noise floor of 8% asks for 8% · 1.43 at 80% power.
+        assert!((mde(1.0, (1.0, 1.0), 0.02, Some(0.08), None) - 0.08 * 1.429_4).abs() < 1e-4);
     }
 
     #[test]

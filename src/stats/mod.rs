@@ -20,6 +20,9 @@ pub const NOISE_THRESHOLD: f64 = 0.05;
 
 /// The normal quantile of a two-sided 95% interval, Φ⁻¹(0.975).
 pub const Z95: f64 = 1.959_963_985;
+/// The normal quantile one-sided at 80%: the power the minimal detectable
+/// effects are stated at.
+pub const Z80: f64 = 0.841_621_234;
 
 /// MAD × this estimates the standard deviation of normal data (1 / Φ⁻¹(0.75)).
 pub const MAD_TO_SIGMA: f64 = 1.4826;
@@ -269,6 +272,32 @@ pub fn t975(df: f64) -> f64 {
         + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
 }
 
+/// One-sided 80% quantiles of Student's t for 1..=30 degrees of freedom.
+const T80: [f64; 30] = [
+    1.3764, 1.0607, 0.9785, 0.9410, 0.9195, 0.9057, 0.8960, 0.8889, 0.8834, 0.8791, 0.8755, 0.8726,
+    0.8702, 0.8681, 0.8662, 0.8647, 0.8633, 0.8620, 0.8610, 0.8600, 0.8591, 0.8583, 0.8575, 0.8569,
+    0.8562, 0.8557, 0.8551, 0.8546, 0.8542, 0.8538,
+];
+
+/// The 80th percentile of Student's t with `df` degrees of freedom
+/// (interpolated in 1/df like [`t975`]; beyond 30 the Cornish-Fisher
+/// expansion around [`Z80`]).
+pub fn t80(df: f64) -> f64 {
+    let df = df.max(1.0);
+    if df <= 30.0 {
+        let lo = df.floor() as usize;
+        let hi = df.ceil() as usize;
+        if lo == hi {
+            return T80[lo - 1];
+        }
+        let w = (1.0 / lo as f64 - 1.0 / df) / (1.0 / lo as f64 - 1.0 / hi as f64);
+        return T80[lo - 1] + w * (T80[hi - 1] - T80[lo - 1]);
+    }
+    let z = Z80;
+    z + (z.powi(3) + z) / (4.0 * df)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
+}
+
 /// Mean and sample variance of the logarithms of positive values; `None`
 /// with fewer than two or any value that is not positive and finite.
 pub fn log_mean_var(values: &[f64]) -> Option<(f64, f64)> {
@@ -432,6 +461,13 @@ mod tests {
         assert_eq!((s.ci_low, s.median, s.ci_high), (7.0, 7.0, 7.0));
         assert_eq!(s.ci_rel(), 0.0);
         assert_eq!(s.outliers, Outliers::default());
+    }
+
+    #[test]
+    fn t80_is_continuous_at_30_and_tends_to_the_normal() {
+        assert!((t80(30.0) - t80(30.000_001)).abs() < 1e-3);
+        assert!((t80(1e6) - Z80).abs() < 1e-5);
+        assert!((t80(2.5) - 1.0607).abs() < 0.05 && t80(2.5) < 1.0607);
     }
 
     #[test]
