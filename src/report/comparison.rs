@@ -328,6 +328,7 @@ pub fn floor_note(c: &Comparison) -> Option<String> {
             .collect();
         let families = {
             let mut f: Vec<&str> = widened.iter().map(|id| family(id)).collect();
+            f.sort_unstable();
             f.dedup();
             f.len()
         };
