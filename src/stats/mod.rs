@@ -257,17 +257,23 @@ const T975: [f64; 30] = [
 /// fractional `df`, as Welch's test gives, interpolates in 1/df; beyond 30
 /// the Cornish-Fisher expansion around the normal quantile).
 pub fn t975(df: f64) -> f64 {
+    t_quantile(&T975, Z95, df)
+}
+
+/// A quantile of Student's t from its table for 1..=30 degrees of freedom
+/// (interpolated in 1/df) and, beyond 30, the Cornish-Fisher expansion
+/// around the normal quantile `z`.
+fn t_quantile(table: &[f64; 30], z: f64, df: f64) -> f64 {
     let df = df.max(1.0);
     if df <= 30.0 {
         let lo = df.floor() as usize;
         let hi = df.ceil() as usize;
         if lo == hi {
-            return T975[lo - 1];
+            return table[lo - 1];
         }
         let w = (1.0 / lo as f64 - 1.0 / df) / (1.0 / lo as f64 - 1.0 / hi as f64);
-        return T975[lo - 1] + w * (T975[hi - 1] - T975[lo - 1]);
+        return table[lo - 1] + w * (table[hi - 1] - table[lo - 1]);
     }
-    let z = Z95;
     z + (z.powi(3) + z) / (4.0 * df)
         + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
 }
@@ -283,19 +289,7 @@ const T80: [f64; 30] = [
 /// (interpolated in 1/df like [`t975`]; beyond 30 the Cornish-Fisher
 /// expansion around [`Z80`]).
 pub fn t80(df: f64) -> f64 {
-    let df = df.max(1.0);
-    if df <= 30.0 {
-        let lo = df.floor() as usize;
-        let hi = df.ceil() as usize;
-        if lo == hi {
-            return T80[lo - 1];
-        }
-        let w = (1.0 / lo as f64 - 1.0 / df) / (1.0 / lo as f64 - 1.0 / hi as f64);
-        return T80[lo - 1] + w * (T80[hi - 1] - T80[lo - 1]);
-    }
-    let z = Z80;
-    z + (z.powi(3) + z) / (4.0 * df)
-        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
+    t_quantile(&T80, Z80, df)
 }
 
 /// Mean and sample variance of the logarithms of positive values; `None`
