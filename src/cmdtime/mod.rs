@@ -397,6 +397,7 @@ fn measurement(
         details,
         rounds: Vec::new(),
         rounds_decision: None,
+        between_runs: None,
         samples,
     })
 }

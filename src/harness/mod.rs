@@ -527,6 +527,13 @@ pub struct Measurement {
     /// documents made before rounds were decided after a first stage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds_decision: Option<crate::stats::stages::RoundsDecision>,
+    /// How far the benchmark's median moves from one of the host's runs to
+    /// the next beyond what its rounds explain (log-scale standard
+    /// deviation, from its earlier runs at this profile and this one:
+    /// [`crate::stats::stages::RowHistory::between_runs_var`]), when the
+    /// history had enough runs; `1.96 ×` it is in the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_runs: Option<f64>,
     /// The samples, in the base unit.
     pub samples: Vec<f64>,
 }
@@ -574,6 +581,7 @@ impl Measurement {
             details: None,
             rounds: Vec::new(),
             rounds_decision: None,
+            between_runs: None,
             samples: vec![median],
         }
     }
@@ -694,6 +702,35 @@ impl Measurement {
     /// a mark).
     pub fn other_warnings(&self) -> impl Iterator<Item = &String> {
         self.warnings.iter().filter(|w| !warnings::is_noise(w))
+    }
+
+    /// Puts the run-to-run spread the host's history shows (`history`, its
+    /// earlier runs of this benchmark) into the interval, as a run does:
+    /// records it in `between_runs` and marks the row noisy if it now is.
+    /// Nothing without enough history.
+    pub fn add_between_runs(&mut self, history: &crate::stats::stages::RowHistory) {
+        let rounds = self.used_round_medians();
+        if let Some(var) = history.between_runs_var(self.median, &rounds) {
+            self.between_runs = Some(var.sqrt());
+            self.apply_between_runs();
+        }
+    }
+
+    /// Widens the interval by `between_runs` (after it was made from the
+    /// rounds) and refreshes the noise mark and warning.
+    pub fn apply_between_runs(&mut self) {
+        let Some(tau) = self.between_runs.filter(|t| *t > 0.0) else {
+            return;
+        };
+        (self.summary.ci_low, self.summary.ci_high) = crate::stats::widen_interval(
+            self.median,
+            (self.ci_low, self.ci_high),
+            crate::stats::Z95 * tau,
+        );
+        self.noisy = self.summary.is_noisy();
+        self.warnings.retain(|w| !warnings::is_noise(w));
+        let noise = warnings::Warning::noise_of(&self.summary).map(|w| w.to_string());
+        self.warnings.extend(noise);
     }
 
     /// The medians of the rounds that count toward the estimate.

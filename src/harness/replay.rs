@@ -162,6 +162,8 @@ pub fn replay(
         m.warnings
             .extend(super::warnings::Warning::noise_of(&summary).map(|w| w.to_string()));
         m.summary = summary;
+        // the spread between the host's runs the run read from its history
+        m.apply_between_runs();
         m.samples = values;
         m.rounds = rounds;
         super::levels::note(m);

@@ -668,8 +668,13 @@ fn summarise(
         ),
         rounds: t.rounds.clone(),
         rounds_decision: Some(decision),
+        between_runs: None,
         samples: values,
     };
+    // What the host's earlier runs say varies from run to run.
+    if let Some(h) = opts.history.get(&t.id) {
+        m.add_between_runs(h);
+    }
     super::levels::note(&mut m);
     Some(m)
 }
@@ -961,6 +966,49 @@ mod tests {
         // not run are reported finished; with it, they were never counted.
         let (counted, uncounted) = (finished(false), finished(true));
         assert!(counted > uncounted, "{counted:?} vs {uncounted:?}");
+    }
+
+    #[test]
+    fn a_history_whose_runs_disagree_widens_the_interval_and_says_so() {
+        use crate::stats::stages::RowHistory;
+        let measure = |history: Option<RowHistory>| {
+            let mut opts = RunOptions::fixed(Profile::Quick, Some(5), Some(3));
+            if let Some(h) = history {
+                opts.history = std::sync::Arc::new([("t.row".to_string(), h)].into());
+            }
+            let out = run(
+                vec![fake("t.row", 1000, None)],
+                &test_ctx(),
+                &opts,
+                None,
+                &mut |_| {},
+            );
+            out.measurements.into_iter().next().unwrap()
+        };
+        let alone = measure(None);
+        assert_eq!(alone.between_runs, None);
+        // Two earlier runs 20% apart, each with rounds that agreed: the
+        // spread is between runs, and it is in the interval.
+        let m = measure(Some(RowHistory {
+            medians: vec![alone.median * 0.9, alone.median * 1.1],
+            rounds: vec![vec![alone.median * 0.9; 3], vec![alone.median * 1.1; 3]],
+        }));
+        let tau = m.between_runs.expect("two earlier runs are enough");
+        assert!((0.08..0.12).contains(&tau), "{tau}");
+        assert!(m.ci_rel() >= 1.9 * tau, "{} vs {tau}", m.ci_rel());
+        assert!(
+            m.noisy
+                && m.warnings
+                    .iter()
+                    .any(|w| super::super::warnings::is_noise(w))
+        );
+        // Earlier runs that agreed: recorded, nothing added.
+        let same = measure(Some(RowHistory {
+            medians: vec![alone.median; 2],
+            rounds: vec![vec![alone.median; 3]; 2],
+        }));
+        assert!(same.between_runs.unwrap() < 0.01, "{:?}", same.between_runs);
+        assert!(same.ci_rel() < 0.05, "{}", same.ci_rel());
     }
 
     #[test]

@@ -106,10 +106,22 @@ fn rounds_note(doc: &RunDoc) -> String {
     let used = |m: &crate::harness::Measurement| m.rounds.iter().filter(|r| r.used).count();
     let lo = doc.results.iter().map(used).min().unwrap_or(0);
     let hi = doc.results.iter().map(used).max().unwrap_or(0);
-    match (lo, hi) {
-        (_, 0 | 1) => String::new(),
-        (lo, hi) if lo == hi => format!(" (from the spread of its {hi} rounds)"),
-        (lo, hi) => format!(" (from the spread of its {lo}-{hi} rounds)"),
+    let rounds = match (lo, hi) {
+        (_, 0 | 1) => return String::new(),
+        (lo, hi) if lo == hi => format!("{hi}"),
+        (lo, hi) => format!("{lo}-{hi}"),
+    };
+    // the rows whose interval holds the spread between the host's runs
+    let between = doc
+        .results
+        .iter()
+        .filter(|m| m.between_runs.is_some_and(|t| t > 0.0))
+        .count();
+    match between {
+        0 => format!(" (from the spread of its {rounds} rounds)"),
+        n => format!(
+            " (from the spread of its {rounds} rounds and, for {n}, of this host's earlier runs)"
+        ),
     }
 }
 
@@ -330,6 +342,28 @@ mod tests {
         {
             assert!(f.text.contains("(the plateau's fast end)"), "{}", f.text);
         }
+    }
+
+    #[test]
+    fn the_last_line_counts_the_rows_whose_interval_holds_the_spread_between_runs() {
+        let mut doc: RunDoc = serde_json::from_str(crate::analysis::score::reference_json())
+            .expect("the reference parses");
+        let round = crate::harness::Round {
+            median: 1.0,
+            used: true,
+            ..Default::default()
+        };
+        for m in &mut doc.results {
+            m.rounds = vec![round.clone(); 3];
+        }
+        assert!(doc.results.iter().all(|m| m.between_runs.is_none()));
+        assert_eq!(rounds_note(&doc), " (from the spread of its 3 rounds)");
+        doc.results[0].between_runs = Some(0.04);
+        doc.results[1].between_runs = Some(0.0);
+        assert_eq!(
+            rounds_note(&doc),
+            " (from the spread of its 3 rounds and, for 1, of this host's earlier runs)"
+        );
     }
 
     #[test]

@@ -319,6 +319,28 @@ pub fn round_interval(round_medians: &[f64], point: f64) -> Option<(f64, f64)> {
     Some((point * (-hw).exp(), point * hw.exp()))
 }
 
+/// The interval `(lo, hi)` around `point` with `extra` (a half-width on
+/// the log scale) added in quadrature to each side's own: a second,
+/// independent source of variation (the spread between runs) on top of
+/// the one the interval came from. An end at 0 or infinity stays.
+pub fn widen_interval(point: f64, (lo, hi): (f64, f64), extra: f64) -> (f64, f64) {
+    if !(point > 0.0 && point.is_finite()) {
+        return (lo, hi);
+    }
+    let side = |end: f64| (end / point).ln().abs().hypot(extra);
+    let lo = if lo > 0.0 {
+        point * (-side(lo)).exp()
+    } else {
+        lo
+    };
+    let hi = if hi.is_finite() {
+        point * side(hi).exp()
+    } else {
+        hi
+    };
+    (lo, hi)
+}
+
 /// Tukey's fences on sorted data: mild beyond 1.5 IQR, severe beyond 3 IQR.
 pub fn tukey_sorted(s: &[f64]) -> Outliers {
     let q1 = quantile_sorted(s, 0.25);
@@ -482,6 +504,23 @@ mod tests {
         assert!(normal_quantile(0.5).abs() < 1e-6);
         assert!((normal_cdf(normal_quantile(0.01)) - 0.01).abs() < 1e-7);
         assert_eq!(normal_quantile(1.0), f64::INFINITY);
+    }
+
+    #[test]
+    fn a_second_source_widens_each_side_in_quadrature() {
+        let (lo, hi) = widen_interval(
+            100.0,
+            (100.0 * (-0.03f64).exp(), 100.0 * 0.04f64.exp()),
+            0.04,
+        );
+        assert!(close((100.0 / lo).ln(), 0.05) && close((hi / 100.0).ln(), 0.04f64.hypot(0.04)));
+        // no width of its own: the second source alone; open ends stay open
+        assert_eq!(
+            widen_interval(100.0, (0.0, f64::INFINITY), 0.1),
+            (0.0, f64::INFINITY)
+        );
+        let (lo, _) = widen_interval(100.0, (100.0, 100.0), 0.1);
+        assert!(close(lo, 100.0 * (-0.1f64).exp()));
     }
 
     #[test]

@@ -134,6 +134,36 @@ impl RowHistory {
         Some(((hi - lo) / 2.0).exp_m1())
     }
 
+    /// The variance of a benchmark's run median from one run to the next
+    /// beyond what each run's rounds explain (log scale, τ²): the variance
+    /// of the earlier runs' log medians and this run's (`median`), less the
+    /// mean over those runs of their rounds' variance over their count
+    /// (this run's `rounds` among them), at least 0. States of the machine
+    /// that last a whole run (the page cache, where the run's processes
+    /// sit) are in it and in no run's rounds. `None` with fewer than
+    /// [`MIN_HISTORY_RUNS`] earlier medians.
+    pub fn between_runs_var(&self, median: f64, rounds: &[f64]) -> Option<f64> {
+        let runs: Vec<(f64, &[f64])> = self
+            .medians
+            .iter()
+            .zip(&self.rounds)
+            .filter(|(m, _)| m.is_finite() && **m > 0.0)
+            .map(|(m, r)| (*m, r.as_slice()))
+            .collect();
+        if runs.len() < MIN_HISTORY_RUNS || !(median.is_finite() && median > 0.0) {
+            return None;
+        }
+        let all: Vec<(f64, &[f64])> = runs.into_iter().chain([(median, rounds)]).collect();
+        let medians: Vec<f64> = all.iter().map(|(m, _)| *m).collect();
+        let (_, between) = log_mean_var(&medians)?;
+        let within: Vec<f64> = all
+            .iter()
+            .filter_map(|(_, r)| log_mean_var(r).map(|(_, v)| v / r.len() as f64))
+            .collect();
+        let within = within.iter().sum::<f64>() / within.len().max(1) as f64;
+        Some((between - within).max(0.0))
+    }
+
     /// The standard deviation of the log round medians within a run,
     /// pooled over the earlier runs that have two rounds or more; `None`
     /// when none has.
@@ -219,6 +249,35 @@ pub fn expected_rounds(planned: usize, target: f64, history: Option<&RowHistory>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_spread_between_runs_is_what_their_rounds_do_not_explain() {
+        let h = |medians: &[f64], rounds: &[&[f64]]| RowHistory {
+            medians: medians.to_vec(),
+            rounds: rounds.iter().map(|r| r.to_vec()).collect(),
+        };
+        // one earlier run: no spread between runs to read
+        assert_eq!(
+            h(&[100.0], &[&[100.0; 3]]).between_runs_var(100.0, &[100.0; 3]),
+            None
+        );
+        // runs at 90, 100 and 110 whose rounds agreed: all of it is between runs
+        let v = h(&[90.0, 110.0], &[&[90.0; 3], &[110.0; 3]])
+            .between_runs_var(100.0, &[100.0; 3])
+            .unwrap();
+        assert!((v.sqrt() - 0.1).abs() < 0.01, "{}", v.sqrt());
+        // the same medians from rounds spread as widely: none of it is
+        let wide: &[f64] = &[80.0, 100.0, 125.0];
+        let v = h(&[90.0, 110.0], &[wide, wide])
+            .between_runs_var(100.0, wide)
+            .unwrap();
+        assert_eq!(v, 0.0);
+        // a median that is not a time is not read
+        assert_eq!(
+            h(&[90.0, 110.0], &[&[], &[]]).between_runs_var(f64::NAN, &[]),
+            None
+        );
+    }
 
     /// A normal deviate (Box–Muller) from `rng`.
     fn normal(rng: &mut fastrand::Rng) -> f64 {

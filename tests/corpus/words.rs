@@ -288,6 +288,26 @@ fn findings_keep_their_words_across_each_set_of_runs() {
             for (a, b) in &s.opposed {
                 println!("  contradiction: {a}\n    vs {b}");
             }
+            // as a host that keeps its history makes them: the third run's
+            // intervals hold the spread between the runs
+            let h = stability(&super::with_history(runs));
+            println!(
+                "  with the history: {} of {} the same ({:.1}%), {} contradictions",
+                h.same,
+                h.all,
+                100.0 * h.share(),
+                h.opposed.len()
+            );
+            for (w, seen) in h.flips.iter().filter(|f| !s.flips.contains(f)) {
+                println!("  (history) {seen:?} {w}");
+            }
+            if h.share() < SAME_WORDS - 1e-9 || !h.opposed.is_empty() {
+                failures.push(format!(
+                    "{machine}/{set} with the history: {:.1}% the same, {} contradictions",
+                    100.0 * h.share(),
+                    h.opposed.len()
+                ));
+            }
             if s.share() < SAME_WORDS - 1e-9 || !s.opposed.is_empty() {
                 failures.push(format!(
                     "{machine}/{set}: {:.1}% the same, {} contradictions",
