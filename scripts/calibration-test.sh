@@ -11,7 +11,9 @@
 #   scripts/calibration-test.sh [-n RUNS] [-d DEFAULT_RUNS] [PATTERN...]
 #
 # Defaults: 5 quick runs, 2 default runs, the `syscall` suite. Uses a
-# throw-away history. Prints one line per run and the totals.
+# throw-away history, which the runs read as a host's own: from the third
+# quick run on, intervals hold the spread between the runs before it
+# (`between_runs`). Prints one line per run and the totals.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 runs=5
