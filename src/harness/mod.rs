@@ -722,15 +722,24 @@ impl Measurement {
         let Some(tau) = self.between_runs.filter(|t| *t > 0.0) else {
             return;
         };
-        (self.summary.ci_low, self.summary.ci_high) = crate::stats::widen_interval(
-            self.median,
-            (self.ci_low, self.ci_high),
-            crate::stats::Z95 * tau,
-        );
+        let own = self.ci_rel();
+        let between = crate::stats::Z95 * tau;
+        (self.summary.ci_low, self.summary.ci_high) =
+            crate::stats::widen_interval(self.median, (self.ci_low, self.ci_high), between);
         self.noisy = self.summary.is_noisy();
         self.warnings.retain(|w| !warnings::is_noise(w));
-        let noise = warnings::Warning::noise_of(&self.summary).map(|w| w.to_string());
-        self.warnings.extend(noise);
+        let noise = warnings::Warning::noise_of(&self.summary).map(|w| match w {
+            // more rounds narrow the rounds' part, not this one
+            warnings::Warning::Noisy { ci_rel, threshold } if between.exp_m1() > own => {
+                warnings::Warning::NoisyBetweenRuns {
+                    ci_rel,
+                    threshold,
+                    between: between.exp_m1(),
+                }
+            }
+            w => w,
+        });
+        self.warnings.extend(noise.map(|w| w.to_string()));
     }
 
     /// The medians of the rounds that count toward the estimate.

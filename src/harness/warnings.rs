@@ -29,6 +29,16 @@ pub enum Warning {
         /// The threshold.
         threshold: f64,
     },
+    /// The CI of the median is wider than the noise threshold, mostly by
+    /// the spread between the host's runs its history shows.
+    NoisyBetweenRuns {
+        /// CI half-width relative to the median.
+        ci_rel: f64,
+        /// The threshold.
+        threshold: f64,
+        /// The part of the half-width from the spread between runs.
+        between: f64,
+    },
     /// Per-op timings fall into two separate clusters.
     Bimodal {
         /// Median per-op time (ns).
@@ -255,7 +265,7 @@ impl Warning {
     pub fn code(&self) -> &'static str {
         match self {
             Warning::BelowOneCycle { .. } => "below_one_cycle",
-            Warning::Noisy { .. } => "noisy",
+            Warning::Noisy { .. } | Warning::NoisyBetweenRuns { .. } => "noisy",
             Warning::Bimodal { .. } => "bimodal",
             Warning::TwoLevels { .. } => "two_levels",
             Warning::Interrupted { .. } => "interrupted",
@@ -315,6 +325,17 @@ impl fmt::Display for Warning {
                 "{NOISY_PREFIX} 95% CI of the median is ±{:.1}% (threshold ±{:.0}%); rerun with --profile thorough, pin with --cpu, or quieten the machine",
                 ci_rel * 100.0,
                 threshold * 100.0
+            ),
+            Warning::NoisyBetweenRuns {
+                ci_rel,
+                threshold,
+                between,
+            } => write!(
+                f,
+                "{NOISY_PREFIX} 95% CI of the median is ±{:.1}% (threshold ±{:.0}%), most of it the spread between this host's runs (±{:.1}%), which more rounds in one run do not narrow; pin with --cpu or quieten the machine",
+                ci_rel * 100.0,
+                threshold * 100.0,
+                between * 100.0
             ),
             Warning::Bimodal { p50, p99 } => write!(
                 f,
