@@ -108,6 +108,25 @@ fn flood_time(p: Profile) -> Duration {
     }
 }
 
+/// What an idle read or stat round spends besides its samples: the
+/// operation's files laid out (a 16 MiB file to read, 64 to stat) and
+/// dropped from the page cache; those rows took 0.09-0.23 s at quick where
+/// their samples take 0.04 s (the idle fsync row 0.045-0.09 s).
+const IDLE_SETUP: Duration = Duration::from_millis(25);
+
+/// What a flood round spends besides its samples, per profile: the
+/// writer's file laid out, its dirty pages written back when it stops and
+/// the file removed. Traced on the AMD and Xeon guests: a flood row took
+/// 0.24-1.4 s at quick (median 0.35 s over 9 runs, 0.04 s of it samples)
+/// and 3.5-4.2 s at default; thorough's 4 GiB file scaled from default's.
+fn flood_setup(p: Profile) -> Duration {
+    match p {
+        Profile::Quick => Duration::from_millis(100),
+        Profile::Default => Duration::from_millis(750),
+        Profile::Thorough => Duration::from_secs(3),
+    }
+}
+
 /// What the writer did, shared with the benchmark.
 #[derive(Default)]
 struct Tally {
@@ -404,6 +423,14 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
                 .param("op", op.label())
                 .param("flood", flood)
                 .with_budget(budget)
+                .expected_by(move |p, budget| {
+                    let prep = match (flood, op) {
+                        (true, _) => flood_setup(p),
+                        (false, Op::Fsync) => Duration::ZERO,
+                        (false, _) => IDLE_SETUP,
+                    };
+                    crate::harness::round::expected_slow(p, budget, prep, Duration::ZERO)
+                })
                 .cpu_cost()
                 .on_request()
                 .boxed(),
