@@ -338,6 +338,11 @@ pub struct Comparison {
     /// when either did not record them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub settings_changes: Vec<crate::host::SettingChange>,
+    /// B's time over A's over every row ([`whole_shift`]) when the runs are
+    /// of one host and every area moved the same way (1.2 = B took 20%
+    /// longer everywhere); `None` otherwise and in `ab`'s paired rounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub whole_shift: Option<f64>,
 }
 
 impl Comparison {
@@ -377,6 +382,48 @@ fn others_share(side: &[RunDoc]) -> Option<f64> {
         .map(|d| d.stability.as_ref()?.others_share)
         .collect::<Option<_>>()?;
     (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
+}
+
+/// Fewest areas, each of at least [`WHOLE_MIN_ROWS`] rows, that must all
+/// have moved the same way before compare says the whole run moved.
+pub const WHOLE_MIN_AREAS: usize = 3;
+
+/// Fewest rows an area needs to count towards [`WHOLE_MIN_AREAS`].
+pub const WHOLE_MIN_ROWS: usize = 5;
+
+/// The shift of the whole run: the geometric mean of every row's time
+/// ratio, when every run is of one host and at least [`WHOLE_MIN_AREAS`]
+/// areas of [`WHOLE_MIN_ROWS`] rows or more were each called faster (or
+/// each slower) as a whole, none of them the other way or the same.
+///
+/// A shared machine's state can hold for a whole run and move everything
+/// it measures alike: two runs of one binary on a guest whose system
+/// calls, IPC, process creation and memory all ran 1.15-1.23x faster in
+/// the second, while the stability canary (arithmetic on one core) read
+/// the same. No run's rounds see such a state, and one run a side cannot
+/// tell it from a change that reaches every area, so it is named, not
+/// taken out of the rows. `None` for `ab`'s paired rounds, where both
+/// sides share the machine's states.
+fn whole_shift(a: &[RunDoc], b: &[RunDoc], summaries: &[Summary], paired: bool) -> Option<f64> {
+    let host = &a.first()?.host.hostname;
+    if paired || a.iter().chain(b).any(|d| &d.host.hostname != host) {
+        return None;
+    }
+    let areas: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| s.area != "all" && s.n >= WHOLE_MIN_ROWS)
+        .collect();
+    let way = areas.first()?.verdict;
+    if areas.len() < WHOLE_MIN_AREAS
+        || way == Change::Same
+        || areas.iter().any(|s| s.verdict != way)
+    {
+        return None;
+    }
+    summaries
+        .iter()
+        .find(|s| s.area == "all")
+        .map(|s| s.geomean_time_ratio)
 }
 
 /// B's canary over A's (geometric means over each side's runs), when
@@ -560,6 +607,7 @@ fn compare_with(
     }
     let refs = |side: &[RunDoc]| side.iter().map(RunRef::of).collect::<Vec<_>>();
     let (a_runs, b_runs) = (refs(a), refs(b));
+    let whole_shift = whole_shift(a, b, &summaries, paired);
     Comparison {
         a: a_runs[0].clone(),
         b: b_runs[0].clone(),
@@ -578,6 +626,7 @@ fn compare_with(
             &a[0].host.settings,
             &b[0].host.settings,
         ),
+        whole_shift,
     }
 }
 
@@ -1248,6 +1297,93 @@ mod tests {
         let mut m = Measurement::point("t.x", "ns/op", ns * shift);
         m.rounds = rounds;
         m
+    }
+
+    /// A run of host `host` with `per` rows in each of `areas`, every row
+    /// 100 ns × `shift(area)` in 5 rounds of 1% noise.
+    fn areas_run(
+        host: &str,
+        areas: &[&str],
+        per: usize,
+        seed: u64,
+        shift: impl Fn(&str) -> f64,
+    ) -> RunDoc {
+        let h = crate::host::Host {
+            hostname: host.into(),
+            ..Default::default()
+        };
+        let mut d = RunDoc::started_now(h, crate::harness::Profile::Quick);
+        for (k, area) in areas.iter().enumerate() {
+            for i in 0..per {
+                let s = seed * 1000 + (k * per + i) as u64;
+                let mut m = noisy(100.0, 0.01, 5, s, shift(area));
+                m.id = format!("{area}.fam{}.x/{i}", i % 2);
+                m.area = area.to_string();
+                d.results.push(m);
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn a_whole_run_that_moved_alike_is_named_and_its_rows_kept() {
+        let areas = ["syscall", "ipc", "memory", "process"];
+        let a = areas_run("h", &areas, 6, 1, |_| 1.0);
+        let b = areas_run("h", &areas, 6, 2, |_| 0.83);
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        let shift = c.whole_shift.expect("every area faster alike");
+        assert!((shift - 0.83).abs() < 0.02, "{shift}");
+        // the rows stay as measured: the note names the shift, no row is taken out
+        assert!(c.rows.iter().all(|r| r.verdict == Change::Faster));
+        let note = crate::report::comparison::whole_note(&c).expect("a note");
+        assert!(note.starts_with("the whole run moved: B ran 1.2"), "{note}");
+        assert!(
+            note.contains("syscall 1.2") && note.contains("process 1.2"),
+            "{note}"
+        );
+        assert!(crate::report::comparison::render(&c).contains("the whole run moved"));
+        // one area the other way, or one that did not move: not the whole run
+        let mixed = areas_run(
+            "h",
+            &areas,
+            6,
+            3,
+            |a| if a == "memory" { 1.2 } else { 0.83 },
+        );
+        assert_eq!(
+            compare(&a, &mixed, &[], DEFAULT_THRESHOLD).whole_shift,
+            None
+        );
+        let held = areas_run("h", &areas, 6, 4, |a| if a == "ipc" { 1.0 } else { 0.83 });
+        assert_eq!(compare(&a, &held, &[], DEFAULT_THRESHOLD).whole_shift, None);
+        // two areas are too few; an area of 4 rows does not count
+        let two = |seed, k| areas_run("h", &areas[..2], 6, seed, move |_| k);
+        assert_eq!(
+            compare(&two(5, 1.0), &two(6, 0.83), &[], DEFAULT_THRESHOLD).whole_shift,
+            None
+        );
+        let small = |seed, k| {
+            let mut d = areas_run("h", &areas[..2], 6, seed, move |_| k);
+            d.results
+                .extend(areas_run("h", &["memory"], 4, seed + 50, move |_| k).results);
+            d
+        };
+        assert_eq!(
+            compare(&small(7, 1.0), &small(8, 0.83), &[], DEFAULT_THRESHOLD).whole_shift,
+            None
+        );
+        // two hosts are expected to differ everywhere; ab's pairs share the states
+        let other = areas_run("g", &areas, 6, 9, |_| 0.83);
+        assert_eq!(
+            compare(&a, &other, &[], DEFAULT_THRESHOLD).whole_shift,
+            None
+        );
+        assert_eq!(compare_paired(&a, &b, DEFAULT_THRESHOLD).whole_shift, None);
+        // runs that agree say nothing
+        let same = areas_run("h", &areas, 6, 10, |_| 1.0);
+        let c = compare(&a, &same, &[], DEFAULT_THRESHOLD);
+        assert_eq!(c.whole_shift, None);
+        assert!(crate::report::comparison::whole_note(&c).is_none());
     }
 
     #[test]

@@ -233,6 +233,39 @@ fn notes(c: &Comparison) -> impl Iterator<Item = String> {
         .chain(settings_note(c))
         .chain(phase_note(c))
         .chain(load_note(c))
+        .chain(whole_note(c))
+}
+
+/// The warning that the whole run moved: every area of one host faster
+/// (or slower) alike ([`Comparison::whole_shift`]), with what the stability
+/// canary made of it.
+pub fn whole_note(c: &Comparison) -> Option<String> {
+    use crate::analysis::compare::WHOLE_MIN_ROWS;
+    let shift = c.whole_shift?;
+    let faster = shift < 1.0;
+    let word = if faster { "faster" } else { "slower" };
+    let factor = |t: f64| if faster { 1.0 / t } else { t };
+    let areas: Vec<String> = c
+        .summaries
+        .iter()
+        .filter(|s| s.area != "all" && s.n >= WHOLE_MIN_ROWS)
+        .map(|s| format!("{} {}", s.area, fmt_ratio(factor(s.geomean_time_ratio))))
+        .collect();
+    let canary = match c.machine_shift {
+        Some(_) if c.phase_changed().is_some() => {
+            ", as the stability canary saw (above)".to_string()
+        }
+        Some(m) => format!(
+            ", while the stability canary, arithmetic on one core, read the same speed ({:.1}% apart): the core's own speed held, and what moved is what a run shares beyond it (caches and memory shared with other guests, the kernel's paths, where the host placed the run)",
+            ((m.ln().abs()).exp() - 1.0) * 100.0
+        ),
+        None => String::new(),
+    };
+    Some(format!(
+        "the whole run moved: B ran {} {word} in every area alike ({}){canary}. A shared machine's state can move a whole run like this, which no run's rounds see, and so can a change that reaches every area; the rows below are as measured. To tell the two apart, give each side several runs (`A1,A2,A3`), or let the history hold 3 earlier runs of this host (a noise floor per row)",
+        fmt_ratio(factor(shift)),
+        areas.join(", ")
+    ))
 }
 
 /// What differs between the sides' run settings, in words: `B ran with
