@@ -343,6 +343,12 @@ pub struct Comparison {
     /// longer everywhere); `None` otherwise and in `ab`'s paired rounds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub whole_shift: Option<f64>,
+    /// The kernel canary of B over A's ([`crate::harness::canary::kernel_check`],
+    /// geometric means over each side's runs; 0.85 = system calls took 15%
+    /// less time in B) when every run is of one host and one kernel (its
+    /// release, version and command line) and recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_shift: Option<f64>,
 }
 
 impl Comparison {
@@ -362,6 +368,14 @@ impl Comparison {
             .filter(|a| self.b_runs.iter().any(|b| b.id == a.id))
             .map(|a| a.id.as_str())
             .collect()
+    }
+
+    /// The kernel canary's shift when it exceeds what the stability canary
+    /// calls a slow phase: the machine's system calls ran at another speed
+    /// in A and B, on one kernel.
+    pub fn kernel_changed(&self) -> Option<f64> {
+        self.kernel_shift
+            .filter(|s| s.ln().abs() > crate::harness::canary::SLOW_PHASE.ln())
     }
 
     /// Other programs' share of the CPUs on each side, when one side shared
@@ -424,6 +438,29 @@ fn whole_shift(a: &[RunDoc], b: &[RunDoc], summaries: &[Summary], paired: bool) 
         .iter()
         .find(|s| s.area == "all")
         .map(|s| s.geomean_time_ratio)
+}
+
+/// B's kernel canary over A's (geometric means over each side's runs),
+/// when every run is of one host and one kernel and recorded one.
+fn kernel_shift(a: &[RunDoc], b: &[RunDoc]) -> Option<f64> {
+    let first = a.first()?;
+    if a.iter()
+        .chain(b)
+        .any(|d| d.host.hostname != first.host.hostname || d.host.kernel != first.host.kernel)
+    {
+        return None;
+    }
+    let geomean = |side: &[RunDoc]| -> Option<f64> {
+        let logs = side
+            .iter()
+            .map(|d| {
+                let k = d.stability.as_ref()?.kernel_canary_ns?;
+                (k > 0.0).then(|| k.ln())
+            })
+            .collect::<Option<Vec<f64>>>()?;
+        (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+    };
+    Some(geomean(b)? / geomean(a)?)
 }
 
 /// B's canary over A's (geometric means over each side's runs), when
@@ -627,6 +664,7 @@ fn compare_with(
             &b[0].host.settings,
         ),
         whole_shift,
+        kernel_shift: kernel_shift(a, b),
     }
 }
 
@@ -1786,6 +1824,46 @@ mod tests {
         let c = compare(&old, &doc("h", 50.0), &[], 0.05);
         assert_eq!(c.machine_shift, None);
         assert!(c.phase_changed().is_none());
+    }
+
+    #[test]
+    fn the_kernel_canary_is_compared_between_runs_of_one_host_and_kernel() {
+        use crate::harness::canary::Stability;
+        let doc = |host: &str, release: &str, kernel_ns: Option<f64>| {
+            let mut h = crate::host::Host {
+                hostname: host.into(),
+                ..Default::default()
+            };
+            h.kernel.release = Some(release.into());
+            let mut d = RunDoc::started_now(h, crate::harness::Profile::Quick);
+            let checks = vec![2700.0; 20];
+            let mut s = Stability::of(&checks, &[], rounds10(), &Default::default()).unwrap();
+            s.kernel_canary_ns = kernel_ns;
+            d.stability = Some(s);
+            d
+        };
+        let a = doc("h", "6.18", Some(8000.0));
+        let c = compare(&a, &doc("h", "6.18", Some(6480.0)), &[], 0.05);
+        assert!((c.kernel_shift.unwrap() - 0.81).abs() < 1e-9);
+        assert!(c.kernel_changed().is_some());
+        let note = crate::report::comparison::kernel_note(&c).expect("a note");
+        assert!(note.contains("took 19% less time in B"), "{note}");
+        assert!(crate::report::comparison::render(&c).contains("the kernel canary"));
+        // a few per cent is a check's noise, not a state
+        let c = compare(&a, &doc("h", "6.18", Some(8300.0)), &[], 0.05);
+        assert!(c.kernel_shift.is_some() && c.kernel_changed().is_none());
+        assert!(crate::report::comparison::kernel_note(&c).is_none());
+        // another kernel moves system calls by itself; another host too;
+        // a run without the canary (older documents) says nothing
+        for b in [
+            doc("h", "6.19", Some(6600.0)),
+            doc("g", "6.18", Some(6600.0)),
+            doc("h", "6.18", None),
+        ] {
+            let c = compare(&a, &b, &[], 0.05);
+            assert_eq!(c.kernel_shift, None);
+            assert!(crate::report::comparison::kernel_note(&c).is_none());
+        }
     }
 
     #[test]

@@ -93,6 +93,32 @@ pub fn check() -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// Raw `getppid` system calls in one pass of the kernel canary.
+const KERNEL_CALLS: usize = 64;
+
+/// The kernel canary: the time of [`KERNEL_CALLS`] raw `getppid` system
+/// calls in ns, the fastest of a few passes. Recorded beside the stability
+/// canary ([`Stability::kernel_canary_ns`]), never used to judge a round:
+/// a state of a shared machine can hold for a whole run and slow what
+/// enters the kernel or touches memory while a loop of arithmetic on one
+/// core reads the same (two runs of one binary on an AMD guest 1.15-1.23x
+/// apart in every area, their stability canaries equal to the
+/// nanosecond), and `compare` reads this one to tell such a state from a
+/// change of the benchmarks. A kernel change moves it too, so `compare`
+/// reads it only between runs of one kernel.
+pub fn kernel_check() -> f64 {
+    (0..PASSES)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..KERNEL_CALLS {
+                // SAFETY: getppid takes no argument and cannot fail.
+                black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+            }
+            t.elapsed().as_nanos() as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// The fast phase of a set of canary checks: their 10th percentile, so a
 /// machine that was slow for most of a run is still judged against the part
 /// in which it was fast (on a host whose phases switch every second or so,
@@ -174,6 +200,11 @@ pub struct Stability {
     /// (0.5 = one CPU's worth of two); absent when /proc/stat is unreadable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub others_share: Option<f64>,
+    /// The kernel canary's fast-phase time, ns ([`kernel_check`], the 10th
+    /// percentile of the checks taken in the run's own process); absent
+    /// in documents written before it and in runs that took none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_canary_ns: Option<f64>,
 }
 
 /// The drift of a run's canary: the mean canary of the rounds that began in
@@ -282,6 +313,7 @@ impl Stability {
             steal_share: interference.steal_share,
             nivcsw: interference.nivcsw,
             others_share: interference.others_share,
+            kernel_canary_ns: None,
         };
         let v = grade_of(&s);
         s.verdict = Some(v);

@@ -41,6 +41,9 @@ pub struct RunOptions {
     /// The stability canary ([`canary::check`]; tests give a fixed one, so
     /// that no round of theirs is judged by the machine's phase).
     pub canary: fn() -> f64,
+    /// The kernel canary ([`canary::kernel_check`]), recorded once a unit
+    /// in the run's own process; `None` in tests, whose runs record none.
+    pub kernel_canary: Option<fn() -> f64>,
     /// Seed of the order in which each pass measures the benchmarks (a new
     /// shuffle every pass, all drawn from this seed): recorded in the run,
     /// so an order can be repeated (`run --seed`).
@@ -76,6 +79,7 @@ impl RunOptions {
             samples: None,
             rounds: None,
             canary: canary::check,
+            kernel_canary: Some(canary::kernel_check),
             seed: fastrand::u64(..),
             target_precision: None,
             history: Arc::default(),
@@ -95,6 +99,7 @@ impl RunOptions {
             samples,
             rounds,
             canary: || 20_000.0,
+            kernel_canary: None,
             seed: 1,
             target_precision: None,
             history: Arc::default(),

@@ -49,6 +49,10 @@ fn pass_order(rng: &mut fastrand::Rng, n: usize) -> Vec<usize> {
 struct CanaryRecord {
     units: Vec<(usize, usize, f64)>,
     checks: Vec<f64>,
+    /// The kernel canary's checks ([`canary::kernel_check`]), one a unit,
+    /// taken in the run's own process; empty where the run's stability
+    /// canary is fixed (tests: [`RunOptions::kernel_canary`]).
+    kernel: Vec<f64>,
 }
 
 /// Runs `benches` in rounds (interleaving those with the same
@@ -256,6 +260,9 @@ fn measure_unit(
     side.last_after = measured.map(|m| m.after);
     side.record.checks.push(c);
     side.record.units.push((g, pass, c));
+    if let Some(kernel) = opts.kernel_canary {
+        side.record.kernel.push(kernel());
+    }
     for &i in group {
         if let Some(m) = interim(&side.tracks[i], ctx, opts, side.overhead) {
             progress(Event::Result(i, &m));
@@ -289,7 +296,9 @@ fn stability(
         .flat_map(|t| t.rounds.iter().take(rounds))
         .filter_map(|r| Some((r.at_s, r.canary?)))
         .collect();
-    Stability::of(&record.checks, &timeline, counts, &interference)
+    let mut s = Stability::of(&record.checks, &timeline, counts, &interference)?;
+    s.kernel_canary_ns = canary::baseline(&record.kernel);
+    Some(s)
 }
 
 /// The rounds a benchmark takes: those decided after the first stage, else
@@ -436,7 +445,7 @@ fn judge_and_remeasure(
             ..PhaseCounts::default()
         };
     };
-    let CanaryRecord { units, checks } = record;
+    let CanaryRecord { units, checks, .. } = record;
     // The canary of a unit is the slower of the check before it and the one after.
     let mut slow_units = Vec::new();
     for (k, &(g, pass, before)) in units.iter().enumerate() {
@@ -771,6 +780,20 @@ mod tests {
             fail: false,
             skip: false,
         })
+    }
+
+    #[test]
+    fn the_kernel_canary_is_recorded_only_where_the_run_takes_it() {
+        let benches = || vec![fake("t.a", 1000, None), fake("t.b", 2000, None)];
+        let mut opts = RunOptions::fixed(Profile::Quick, Some(6), Some(3));
+        let out = run(benches(), &test_ctx(), &opts, None, &mut |_| {});
+        assert_eq!(out.stability.unwrap().kernel_canary_ns, None);
+        opts.kernel_canary = Some(|| 6400.0);
+        let out = run(benches(), &test_ctx(), &opts, None, &mut |_| {});
+        assert_eq!(out.stability.unwrap().kernel_canary_ns, Some(6400.0));
+        // the real one: 64 system calls take some time, and not a second
+        let k = super::canary::kernel_check();
+        assert!(k.is_finite() && k > 0.0 && k < 1e9, "{k}");
     }
 
     #[test]

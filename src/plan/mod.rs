@@ -105,6 +105,7 @@ impl Hello {
             samples: self.samples,
             rounds: self.rounds,
             canary: canary::check,
+            kernel_canary: Some(canary::kernel_check),
             seed,
             target_precision: self.target_precision,
             history: Default::default(),

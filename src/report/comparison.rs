@@ -234,6 +234,40 @@ fn notes(c: &Comparison) -> impl Iterator<Item = String> {
         .chain(phase_note(c))
         .chain(load_note(c))
         .chain(whole_note(c))
+        .chain(kernel_note(c))
+}
+
+/// The warning that the machine's system calls ran at another speed in A
+/// and B, as the kernel canary saw it, when the whole run's line does not
+/// already say it.
+pub fn kernel_note(c: &Comparison) -> Option<String> {
+    let k = c.kernel_changed()?;
+    if c.whole_shift.is_some() {
+        return None;
+    }
+    Some(format!(
+        "the machine's system calls changed speed: the kernel canary (64 raw getppid calls between the rounds, one kernel on both sides) took {:.0}% {} in B than in A, so rows that enter the kernel may differ by that much with no change of theirs: measure again, or compare several runs per side",
+        (k - 1.0).abs() * 100.0,
+        if k > 1.0 { "longer" } else { "less time" },
+    ))
+}
+
+/// What the kernel canary made of a whole run that moved, for
+/// [`whole_note`]: ", and the kernel canary took 19% less time in B" or
+/// "…read the same (2.0% apart)".
+fn kernel_clause(c: &Comparison) -> String {
+    match c.kernel_shift {
+        Some(k) if c.kernel_changed().is_some() => format!(
+            "; the kernel canary (system calls between the rounds) took {:.0}% {} in B",
+            (k - 1.0).abs() * 100.0,
+            if k > 1.0 { "longer" } else { "less time" },
+        ),
+        Some(k) => format!(
+            "; the kernel canary (system calls between the rounds) read the same ({:.1}% apart)",
+            (k.ln().abs().exp() - 1.0) * 100.0
+        ),
+        None => String::new(),
+    }
 }
 
 /// The warning that the whole run moved: every area of one host faster
@@ -262,9 +296,10 @@ pub fn whole_note(c: &Comparison) -> Option<String> {
         None => String::new(),
     };
     Some(format!(
-        "the whole run moved: B ran {} {word} in every area alike ({}){canary}. A shared machine's state can move a whole run like this, which no run's rounds see, and so can a change that reaches every area; the rows below are as measured. To tell the two apart, give each side several runs (`A1,A2,A3`), or let the history hold 3 earlier runs of this host (a noise floor per row)",
+        "the whole run moved: B ran {} {word} in every area alike ({}){canary}{}. A shared machine's state can move a whole run like this, which no run's rounds see, and so can a change that reaches every area; the rows below are as measured. To tell the two apart, give each side several runs (`A1,A2,A3`), or let the history hold 3 earlier runs of this host (a noise floor per row)",
         fmt_ratio(factor(shift)),
-        areas.join(", ")
+        areas.join(", "),
+        kernel_clause(c)
     ))
 }
 
