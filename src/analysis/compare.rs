@@ -1380,6 +1380,8 @@ mod tests {
             "{note}"
         );
         assert!(crate::report::comparison::render(&c).contains("the whole run moved"));
+        let md = crate::report::render_comparison(&c, crate::report::Format::Md).unwrap();
+        assert!(md.contains("the whole run moved"), "{md}");
         // one area the other way, or one that did not move: not the whole run
         let mixed = areas_run(
             "h",

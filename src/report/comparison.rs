@@ -225,9 +225,9 @@ pub fn gate_report(c: &Comparison, f: &GateFailures) -> String {
     out
 }
 
-/// The warnings about the sides themselves, shown above the tables and in
-/// every format's footer.
-fn notes(c: &Comparison) -> impl Iterator<Item = String> {
+/// The warnings about the sides themselves, shown above the tables of the
+/// text and Markdown formats.
+pub fn notes(c: &Comparison) -> impl Iterator<Item = String> {
     same_run_note(c)
         .into_iter()
         .chain(settings_note(c))

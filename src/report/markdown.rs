@@ -100,7 +100,7 @@ pub fn render_compare(c: &Comparison) -> String {
     let _ = writeln!(out, "# opcost compare\n");
     let _ = writeln!(out, "- A: {} ({})", cell(&c.a.describe()), c.a.started);
     let _ = writeln!(out, "- B: {} ({})\n", cell(&c.b.describe()), c.b.started);
-    if let Some(note) = super::comparison::settings_note(c) {
+    for note in super::comparison::notes(c) {
         let _ = writeln!(out, "{}\n", cell(&note));
     }
     compare_rows(&mut out, c);
