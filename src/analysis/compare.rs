@@ -32,6 +32,7 @@
 use serde::Serialize;
 
 use crate::document::RunDoc;
+use crate::harness::canary::Stability;
 use crate::harness::{BaseUnit, Measurement};
 use crate::stats;
 
@@ -450,17 +451,21 @@ fn kernel_shift(a: &[RunDoc], b: &[RunDoc]) -> Option<f64> {
     {
         return None;
     }
-    let geomean = |side: &[RunDoc]| -> Option<f64> {
-        let logs = side
-            .iter()
-            .map(|d| {
-                let k = d.stability.as_ref()?.kernel_canary_ns?;
-                (k > 0.0).then(|| k.ln())
-            })
-            .collect::<Option<Vec<f64>>>()?;
-        (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
-    };
-    Some(geomean(b)? / geomean(a)?)
+    let kernel = |s: &Stability| s.kernel_canary_ns;
+    Some(canary_geomean(b, kernel)? / canary_geomean(a, kernel)?)
+}
+
+/// The geometric mean over a side's runs of a canary figure of their
+/// stability (`figure`); `None` when a run lacks it or it is not positive.
+fn canary_geomean(side: &[RunDoc], figure: impl Fn(&Stability) -> Option<f64>) -> Option<f64> {
+    let logs = side
+        .iter()
+        .map(|d| {
+            let v = figure(d.stability.as_ref()?)?;
+            (v > 0.0).then(|| v.ln())
+        })
+        .collect::<Option<Vec<f64>>>()?;
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
 /// B's canary over A's (geometric means over each side's runs), when
@@ -476,19 +481,8 @@ fn machine_shift(a: &[RunDoc], b: &[RunDoc]) -> Option<f64> {
     {
         return None;
     }
-    let geomean = |side: &[RunDoc]| -> Option<f64> {
-        let logs: Vec<f64> = side
-            .iter()
-            .map(|d| d.stability.as_ref().map(|s| s.canary_ns))
-            .collect::<Option<Vec<f64>>>()?
-            .into_iter()
-            .filter(|c| *c > 0.0)
-            .map(f64::ln)
-            .collect();
-        (logs.len() == side.len() && !logs.is_empty())
-            .then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
-    };
-    Some(geomean(b)? / geomean(a)?)
+    let cpu = |s: &Stability| Some(s.canary_ns);
+    Some(canary_geomean(b, cpu)? / canary_geomean(a, cpu)?)
 }
 
 /// Which run a side of a comparison is.
