@@ -94,7 +94,7 @@ pub fn check() -> f64 {
 }
 
 /// Raw `getppid` system calls in one pass of the kernel canary.
-const KERNEL_CALLS: usize = 64;
+pub const KERNEL_CALLS: usize = 64;
 
 /// The kernel canary: the time of [`KERNEL_CALLS`] raw `getppid` system
 /// calls in ns, the fastest of a few passes. Recorded beside the stability

@@ -246,15 +246,16 @@ pub fn kernel_note(c: &Comparison) -> Option<String> {
         return None;
     }
     Some(format!(
-        "the machine's system calls changed speed: the kernel canary (64 raw getppid calls between the rounds, one kernel on both sides) took {:.0}% {} in B than in A, so rows that enter the kernel may differ by that much with no change of theirs: measure again, or compare several runs per side",
+        "the machine's system calls changed speed: the kernel canary ({} raw getppid calls between the rounds, one kernel on both sides) took {:.0}% {} in B than in A, so rows that enter the kernel may differ by that much with no change of theirs: measure again, or compare several runs per side",
+        crate::harness::canary::KERNEL_CALLS,
         (k - 1.0).abs() * 100.0,
         if k > 1.0 { "longer" } else { "less time" },
     ))
 }
 
 /// What the kernel canary made of a whole run that moved, for
-/// [`whole_note`]: ", and the kernel canary took 19% less time in B" or
-/// "…read the same (2.0% apart)".
+/// [`whole_note`]: "; the kernel canary (…) took 19% less time in B" or
+/// "; the kernel canary (…) read the same (2.0% apart)".
 fn kernel_clause(c: &Comparison) -> String {
     match c.kernel_shift {
         Some(k) if c.kernel_changed().is_some() => format!(
