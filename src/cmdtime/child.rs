@@ -334,6 +334,7 @@ mod tests {
 
     #[test]
     fn true_and_false_report_their_status() {
+        let _g = crate::os::child::test_lock();
         let u = run_once(&launch(&["true"])).unwrap();
         assert_eq!(u.exit, Exit::Code(0));
         assert!(u.wall > 0.0 && u.max_rss > 0.0);
@@ -342,6 +343,7 @@ mod tests {
 
     #[test]
     fn every_run_sees_a_padding_variable_of_at_most_a_page() {
+        let _g = crate::os::child::test_lock();
         let probe = format!(
             "test ${{#{ENV_OFFSET_VAR}}} -le {ENV_OFFSET_MAX} && test -n \"${{{ENV_OFFSET_VAR}+set}}\""
         );
@@ -351,6 +353,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_named() {
+        let _g = crate::os::child::test_lock();
         if crate::emulation_exception(
             "qemu-user runs posix_spawn's clone(CLONE_VM | CLONE_VFORK) as a fork: the failed exec is not passed back, the child exits 127",
         ) {
@@ -364,6 +367,7 @@ mod tests {
 
     #[test]
     fn a_run_starts_in_its_working_directory() {
+        let _g = crate::os::child::test_lock();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("marker"), "x").unwrap();
         let mut l = launch(&["test", "-f", "marker"]);
@@ -374,6 +378,7 @@ mod tests {
 
     #[test]
     fn a_time_limit_kills_the_run() {
+        let _g = crate::os::child::test_lock();
         let mut l = launch(&["sleep", "30"]);
         l.timeout = Some(Duration::from_millis(100));
         let u = run_once(&l).unwrap();

@@ -575,6 +575,7 @@ mod tests {
 
     #[test]
     fn a_worker_answers_each_request_with_the_round_of_each_member() {
+        let _g = crate::os::child::test_lock();
         let benches: Vec<Box<dyn Bench>> =
             vec![Box::new(Fake("w.a", 100)), Box::new(Fake("w.b", 0))];
         let requests = [
@@ -632,6 +633,7 @@ mod tests {
 
     #[test]
     fn a_worker_refuses_a_benchmark_it_does_not_have() {
+        let _g = crate::os::child::test_lock();
         let benches: Vec<Box<dyn Bench>> = vec![Box::new(Fake("w.a", 100))];
         let req = serde_json::to_string(&Request {
             group: vec![3],
@@ -645,6 +647,7 @@ mod tests {
 
     #[test]
     fn a_worker_that_dies_fails_its_benchmarks_not_the_run() {
+        let _g = crate::os::child::test_lock();
         // `false` reads no hello and answers nothing: every round's worker is gone.
         let cmd = WorkerCmd {
             exe: PathBuf::from("false"),

@@ -236,7 +236,9 @@ pub fn fork_peer<F: FnMut() -> i32>(
     Ok(pid)
 }
 
-/// Serialises the tests that start children, so that the slot count they see is their own.
+/// Serialises the tests that start children, so that the slot count they see is their own
+/// and a test that reaps any child (`waitpid(-1)`) reaps no other test's: every unit test
+/// that starts a process takes it.
 #[cfg(test)]
 pub(crate) fn test_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());

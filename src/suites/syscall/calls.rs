@@ -716,6 +716,8 @@ mod tests {
 
     #[test]
     fn every_bench_prepares_and_runs_here_or_skips_with_a_reason() {
+        // getpid's preparation checks libc's PID cache in a child.
+        let _g = crate::os::child::test_lock();
         let ctx = Ctx {
             profile: crate::harness::Profile::Quick,
             host: std::sync::Arc::new(crate::host::Host::default()),

@@ -860,6 +860,7 @@ mod tests {
 
     #[test]
     fn every_method_counts_the_same_lines_and_bytes() {
+        let _g = crate::os::child::test_lock();
         let dir = tempfile::tempdir().unwrap();
         for shape in Shape::ALL {
             let (block, want) = line_block(shape, 300_000);
