@@ -235,7 +235,7 @@ pub fn expected_slow(
     prep: Duration,
     batch: Duration,
 ) -> Duration {
-    expected_rounds(profile, budget, prep, batch, false)
+    expected_rounds(profile, budget, prep, batch, Fit::Batched)
 }
 
 /// [`expected_slow`] for a benchmark whose first batch counts
@@ -247,7 +247,37 @@ pub fn expected_slow_counted(
     prep: Duration,
     batch: Duration,
 ) -> Duration {
-    expected_rounds(profile, budget, prep, batch, true)
+    expected_rounds(profile, budget, prep, batch, Fit::FirstCounts)
+}
+
+/// [`expected_slow`] for a benchmark whose batches hold one operation
+/// whatever its length ([`Timed::max_ops`] of 1: a spawn per sample): the
+/// samples are `op` long, not grown to the sample target, and calibration
+/// stops at the first batch and its confirmation.
+pub fn expected_one_op(
+    profile: Profile,
+    budget: Duration,
+    prep: Duration,
+    op: Duration,
+) -> Duration {
+    expected_rounds(
+        profile,
+        budget,
+        prep,
+        op.max(Duration::from_nanos(1)),
+        Fit::OneOp,
+    )
+}
+
+/// How a benchmark's batches fit the sample target.
+#[derive(Clone, Copy, PartialEq)]
+enum Fit {
+    /// Batched up to the target while shorter; the first batch thrown away.
+    Batched,
+    /// As `Batched`, and a long first batch kept as a sample.
+    FirstCounts,
+    /// One operation a batch, however short.
+    OneOp,
 }
 
 fn expected_rounds(
@@ -255,7 +285,7 @@ fn expected_rounds(
     budget: Duration,
     prep: Duration,
     batch: Duration,
-    first_counts: bool,
+    fit: Fit,
 ) -> Duration {
     let rounds = profile.rounds();
     let share = (budget / rounds as u32).as_secs_f64();
@@ -268,7 +298,7 @@ fn expected_rounds(
     // Samples of `each` after `spent`: until the share is spent, at least
     // one, at most the round's.
     let samples = |spent: f64, each: f64| ((share - spent) / each).ceil().clamp(1.0, wanted);
-    let round = if batch < target {
+    let round = if batch < target && fit != Fit::OneOp {
         let sample = target * SAMPLE_TARGETS;
         // The warm-up runs whole batches until it has lasted its time.
         let spent = prep + target * CALIBRATION_TARGETS + warmup + sample / 2.0;
@@ -285,7 +315,7 @@ fn expected_rounds(
             0.0
         };
         let spent = prep + calibrate + warm;
-        let n = if first_counts && batch >= share / 3.0 && batch >= warmup {
+        let n = if fit == Fit::FirstCounts && batch >= share / 3.0 && batch >= warmup {
             // The calibration batch is the first sample; more while the share lasts.
             if spent >= share {
                 0.0
@@ -872,6 +902,28 @@ mod tests {
             let tenth = p.sample_target() / 10;
             assert_eq!(expected_slow(p, budget, Duration::ZERO, tenth), e);
         }
+    }
+
+    #[test]
+    fn one_operation_samples_take_their_operations_not_the_target() {
+        // Default, a 150 µs spawn a sample: calibration runs it twice, the
+        // warm-up its 10 ms and half an operation, then 8 samples; five rounds.
+        let p = Profile::Default;
+        let op = Duration::from_micros(150);
+        let e = expected_one_op(p, p.default_budget(), Duration::ZERO, op);
+        let round = 2.0 * 0.15 + 10.0 + 0.075 + 8.0 * 0.15;
+        assert!(
+            off(e, 5 * Duration::from_secs_f64(round * 1e-3)) < 1e-6,
+            "{e:?}"
+        );
+        // Far less than the same operation batched up to the target; alike
+        // once an operation is past the target.
+        assert!(e < expected_slow(p, p.default_budget(), Duration::ZERO, op) / 3);
+        let long = p.sample_target() * 2;
+        assert_eq!(
+            expected_one_op(p, p.default_budget(), Duration::ZERO, long),
+            expected_slow(p, p.default_budget(), Duration::ZERO, long)
+        );
     }
 
     #[test]

@@ -70,6 +70,9 @@ pub struct FnBench {
     on_request: bool,
     expected: Option<ExpectedFn>,
     setup: Duration,
+    one_op: Option<Duration>,
+    refused: Option<fn(u64) -> bool>,
+    refused_arg: u64,
     prepare: PrepareFn,
 }
 
@@ -95,6 +98,9 @@ impl FnBench {
             on_request: false,
             expected: None,
             setup: Duration::ZERO,
+            one_op: None,
+            refused: None,
+            refused_arg: 0,
             prepare: Box::new(prepare),
         }
     }
@@ -145,6 +151,23 @@ impl FnBench {
     /// ([`Bench::expected`]), nothing else does.
     pub fn setup_time(mut self, per_round: Duration) -> Self {
         self.setup = per_round;
+        self
+    }
+
+    /// Says that each of its samples is one operation of about `op`
+    /// (its `Timed::max_ops` is 1): the run-time estimate counts samples of
+    /// that length, not grown to the sample target
+    /// ([`crate::harness::round::expected_one_op`]).
+    pub fn one_op_samples(mut self, op: Duration) -> Self {
+        self.one_op = Some(op);
+        self
+    }
+
+    /// Says that its preparation will skip it when `refused(arg)` holds (a
+    /// limit read at plan time): the run-time estimate counts no time then.
+    pub fn refused_when(mut self, refused: fn(u64) -> bool, arg: u64) -> Self {
+        self.refused = Some(refused);
+        self.refused_arg = arg;
         self
     }
 
@@ -199,12 +222,21 @@ impl Bench for FnBench {
         self.budget.at(profile)
     }
     fn expected(&self, profile: Profile) -> Duration {
+        if self.refused.is_some_and(|f| f(self.refused_arg)) {
+            return Duration::ZERO;
+        }
         let budget = self.budget.at(profile);
         match &self.expected {
             Some(f) => f(profile, budget),
-            None => {
-                crate::harness::round::expected_slow(profile, budget, self.setup, Duration::ZERO)
-            }
+            None => match self.one_op {
+                Some(op) => crate::harness::round::expected_one_op(profile, budget, self.setup, op),
+                None => crate::harness::round::expected_slow(
+                    profile,
+                    budget,
+                    self.setup,
+                    Duration::ZERO,
+                ),
+            },
         }
     }
     fn interleave(&self) -> Option<&str> {
@@ -430,6 +462,37 @@ mod tests {
             "cpu_sys_share": share * 0.9, "cpu_share_per_100mbps": share, "cpu_cpus": 2,
         }));
         m
+    }
+
+    #[test]
+    fn a_one_operation_bench_and_a_refused_one_say_so_in_their_expected_time() {
+        let plain = || {
+            FnBench::new("t.x", "x", Unit::Latency, |_| {
+                Err(PrepareError::Skip("never prepared".into()))
+            })
+        };
+        let p = Profile::Default;
+        let op = Duration::from_micros(150);
+        let one = plain()
+            .setup_time(Duration::from_millis(2))
+            .one_op_samples(op);
+        assert_eq!(
+            one.expected(p),
+            crate::harness::round::expected_one_op(
+                p,
+                p.default_budget(),
+                Duration::from_millis(2),
+                op
+            )
+        );
+        assert!(one.expected(p) < plain().expected(p));
+        let refused = plain().one_op_samples(op).refused_when(|n| n > 10, 11);
+        assert_eq!(refused.expected(p), Duration::ZERO);
+        let allowed = plain().one_op_samples(op).refused_when(|n| n > 10, 10);
+        assert_eq!(
+            allowed.expected(p),
+            one.expected(p) - 5 * Duration::from_millis(2)
+        );
     }
 
     #[test]

@@ -84,6 +84,13 @@ pub fn over_hard_limit(want: u64, hard: u64) -> Option<String> {
     })
 }
 
+/// Whether holding `total` descriptors will be refused here (the hard
+/// limit is too low), as far as the limit read now says: the run-time
+/// estimate counts no time for such a point.
+pub fn refused_here(total: u64) -> bool {
+    nofile().is_ok_and(|(_, hard)| over_hard_limit(total, hard).is_some())
+}
+
 impl FdSet {
     /// The set for `total` descriptors open in all, shared with the other
     /// benchmarks of the same point.

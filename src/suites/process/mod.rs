@@ -30,6 +30,7 @@ use crate::units::size_label;
 use fault::{Faults, Kind};
 use nofile::Close;
 use spawn::{Method, Region, Spawner};
+use std::time::Duration;
 use switch::{Peer, PingPong};
 
 /// The area name.
@@ -145,7 +146,7 @@ fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
     } else {
         "opcost itself with"
     };
-    FnBench::new(
+    let b = FnBench::new(
         fds_id(name, fds),
         format!(
             "{what} of the static program from {parent} {fds} close-on-exec descriptors open, waitpid"
@@ -163,13 +164,26 @@ fn fds_bench(method: Method, name: &str, what: &str, fds: u64) -> FnBench {
         },
     )
     .param("fds", fds)
-    .interleave(format!("{AREA}.fds/fds={fds}"))
-    .budget_scale(0.5)
-    .min_profile(if fds > FDS_QUICK_MAX {
-        Profile::Default
+    .setup_time(Duration::from_nanos(match method {
+        // the helper holds its own; posix_spawn, first of the group, opens
+        // the set Command shares
+        Method::ForkExec => FD_OPEN_IN_HELPER_NS * fds,
+        Method::PosixSpawn => FD_OPEN_IN_OPCOST_NS * fds,
+        _ => 0,
+    }));
+    let b = if method == Method::ForkExec {
+        b
     } else {
-        Profile::Quick
-    })
+        b.one_op_samples(nominal_spawn(method, false) + Duration::from_nanos(FD_SPAWN_NS * fds))
+    };
+    b.refused_when(fds::refused_here, fds)
+        .interleave(format!("{AREA}.fds/fds={fds}"))
+        .budget_scale(0.5)
+        .min_profile(if fds > FDS_QUICK_MAX {
+            Profile::Default
+        } else {
+            Profile::Quick
+        })
 }
 
 /// The most descriptors a quick run holds: the 100 000 point costs
@@ -226,6 +240,7 @@ fn nofile_bench(how: Close, name: &str, what: &str, limit: u64) -> FnBench {
     )
     .param("nofile", limit)
     .param("close", how.name())
+    .refused_when(nofile::refused_here, limit)
     .on_request()
     .interleave(format!("{AREA}.nofile/nofile={limit}"))
     .min_profile(if limit > nofile::NOFILE_QUICK_MAX {
@@ -315,6 +330,11 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
         Ok(Box::new(s) as Box<dyn crate::harness::Timed>)
     })
     .interleave(interleave_key(method, touched));
+    let b = if method == Method::ForkExit && !from_opcost || method == Method::ForkExec {
+        b
+    } else {
+        b.one_op_samples(nominal_spawn(method, exe == Exe::True))
+    };
     // The parent's memory is touched (and unmapped) once a round per group:
     // fork+exec's helper holds its own, vfork+exec's group shares one.
     let b = if touched > 0 && matches!(method, Method::ForkExec | Method::VforkExec) {
@@ -332,15 +352,43 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
     }
 }
 
+/// About how long one spawn by `method` of the static target takes (of
+/// `true` through the dynamic loader with `dynamic`), as a sample holds one
+/// ([`FnBench::one_op_samples`]): medians of a quick run on the 2-vCPU
+/// Zen 4 guest, which the run-time estimate uses and nothing else.
+fn nominal_spawn(method: Method, dynamic: bool) -> Duration {
+    let us = match method {
+        Method::VforkExit => 40,
+        Method::Thread => 65,
+        Method::CloneVforkExec => 110,
+        Method::VforkExec => 120,
+        Method::PosixSpawn | Method::Command => 150,
+        Method::ForkExit | Method::ForkExec => 350,
+        Method::System => 850,
+        Method::Popen => 900,
+    };
+    Duration::from_micros(us + if dynamic { 450 } else { 0 })
+}
+
+/// What each descriptor open in the parent adds to a spawn (75 ns: 0.9 ms at
+/// 10 000 on the same guest), and to a round's set-up: opening and closing
+/// them in opcost (10 µs, its descriptor table grown while threads share it)
+/// or in the fork helper (4.5 µs).
+const FD_SPAWN_NS: u64 = 75;
+/// See [`FD_SPAWN_NS`].
+const FD_OPEN_IN_OPCOST_NS: u64 = 10_000;
+/// See [`FD_SPAWN_NS`].
+const FD_OPEN_IN_HELPER_NS: u64 = 4_500;
+
 /// Time a round spends touching a growth-curve parent's memory page by page
 /// and unmapping it after, per MiB: 0.42–0.57 ms to touch and about 0.09 ms
 /// to unmap on the 2-vCPU Zen 4 guest (16 to 256 MiB, base pages). Only the
 /// run-time estimate uses it ([`FnBench::setup_time`]).
-const TOUCH_PER_MIB: std::time::Duration = std::time::Duration::from_micros(600);
+const TOUCH_PER_MIB: Duration = Duration::from_micros(600);
 
 /// The set-up a round of a growth-curve group spends on `touched` bytes of
 /// parent memory.
-fn touch_setup(touched: u64) -> std::time::Duration {
+fn touch_setup(touched: u64) -> Duration {
     TOUCH_PER_MIB.mul_f64(touched as f64 / (1u64 << 20) as f64)
 }
 

@@ -148,6 +148,31 @@ impl Closer {
     }
 }
 
+/// The capability that raises a hard limit (linux/capability.h).
+const CAP_SYS_RESOURCE: u32 = 24;
+
+/// Whether [`set_own`] of `n` will be refused here, as far as can be told
+/// without trying: `n` above the kernel's fs.nr_open, or above the hard
+/// limit without CAP_SYS_RESOURCE in the effective set. The run-time
+/// estimate counts no time for such a point.
+pub fn refused_here(n: u64) -> bool {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let nr_open = read("/proc/sys/fs/nr_open").trim().parse::<u64>().ok();
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid out-pointer.
+    let hard = (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0).then_some(r.rlim_max);
+    let cap_sys_resource = read("/proc/self/status")
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .map(|caps| caps & (1 << CAP_SYS_RESOURCE) != 0);
+    nr_open.is_some_and(|max| n > max)
+        || hard.is_some_and(|h| n > h) && cap_sys_resource == Some(false)
+}
+
 /// Sets this process's soft RLIMIT_NOFILE to `n`, raising the hard limit
 /// to `n` when it is lower (CAP_SYS_RESOURCE); the error says what to do.
 pub fn set_own(n: u64) -> anyhow::Result<()> {
@@ -231,6 +256,13 @@ mod tests {
             assert!(libc::WIFEXITED(st));
             assert_eq!(libc::WEXITSTATUS(st), 0, "{how:?} left fd {fd} open");
         }
+    }
+
+    #[test]
+    fn a_point_above_the_kernel_maximum_is_known_refused_before_it_runs() {
+        assert!(refused_here(u64::MAX));
+        assert!(!refused_here(0));
+        assert!(!super::super::fds::refused_here(0));
     }
 
     #[test]
