@@ -49,7 +49,7 @@ pub fn open_now() -> std::io::Result<u64> {
 }
 
 /// The soft and hard RLIMIT_NOFILE.
-fn nofile() -> std::io::Result<(libc::rlim_t, libc::rlim_t)> {
+pub(super) fn nofile() -> std::io::Result<(libc::rlim_t, libc::rlim_t)> {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

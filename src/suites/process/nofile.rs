@@ -156,35 +156,31 @@ const CAP_SYS_RESOURCE: u32 = 24;
 /// limit without CAP_SYS_RESOURCE in the effective set. The run-time
 /// estimate counts no time for such a point.
 pub fn refused_here(n: u64) -> bool {
-    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let nr_open = read("/proc/sys/fs/nr_open").trim().parse::<u64>().ok();
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid out-pointer.
-    let hard = (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0).then_some(r.rlim_max);
-    let cap_sys_resource = read("/proc/self/status")
+    let hard = super::fds::nofile().ok().map(|(_, hard)| hard);
+    let cap_sys_resource = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         .map(|caps| caps & (1 << CAP_SYS_RESOURCE) != 0);
-    nr_open.is_some_and(|max| n > max)
+    nr_open().is_some_and(|max| n > max)
         || hard.is_some_and(|h| n > h) && cap_sys_resource == Some(false)
+}
+
+/// The kernel's most descriptors a process may have (fs.nr_open).
+fn nr_open() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
 }
 
 /// Sets this process's soft RLIMIT_NOFILE to `n`, raising the hard limit
 /// to `n` when it is lower (CAP_SYS_RESOURCE); the error says what to do.
 pub fn set_own(n: u64) -> anyhow::Result<()> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let hard = match super::fds::nofile() {
+        Ok((_, hard)) => hard,
+        Err(e) => bail!("getrlimit: {e}"),
     };
-    // SAFETY: a valid out-pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-        bail!("getrlimit: {}", std::io::Error::last_os_error());
-    }
-    let hard = r.rlim_max;
     let want = libc::rlimit {
         rlim_cur: n,
         rlim_max: hard.max(n),
@@ -194,10 +190,7 @@ pub fn set_own(n: u64) -> anyhow::Result<()> {
         return Ok(());
     }
     let e = std::io::Error::last_os_error();
-    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok());
-    match nr_open {
+    match nr_open() {
         Some(max) if n > max => bail!(
             "a soft RLIMIT_NOFILE of {n} is above the kernel's fs.nr_open ({max}) ({e}); raise it with `sysctl fs.nr_open={n}` as root"
         ),
