@@ -13,6 +13,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use nix::fcntl::{Flock, FlockArg};
@@ -25,25 +26,73 @@ pub const LOCK_FILE: &str = ".opcost-lock";
 pub const STALE_EMPTY_AGE: Duration = Duration::from_secs(600);
 
 /// Scratch directories alive now, for [`remove_all`].
-static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static LIVE: Registry = Registry::new();
 
-fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+/// A list of live scratch directories that can be closed: once closed (the
+/// process is exiting), no directory is made through it, so none can appear
+/// behind the exit path's back.
+struct Registry {
+    dirs: Mutex<Vec<PathBuf>>,
+    closed: AtomicBool,
 }
+
+impl Registry {
+    const fn new() -> Registry {
+        Registry {
+            dirs: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn dirs(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+        self.dirs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes `parent/<prefix><random>` and lists it, under the list's lock
+    /// (so [`Registry::close`] never misses one made but not yet listed);
+    /// `Interrupted` once closed.
+    fn make(&self, parent: &Path, prefix: &str) -> std::io::Result<tempfile::TempDir> {
+        let mut dirs = self.dirs();
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "the run is being aborted",
+            ));
+        }
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
+        dirs.push(dir.path().to_path_buf());
+        Ok(dir)
+    }
+
+    fn unlist(&self, p: &Path) {
+        self.dirs().retain(|x| x != p);
+    }
+
+    /// Closes the list and returns what was on it.
+    fn close(&self) -> Vec<PathBuf> {
+        let mut dirs = self.dirs();
+        self.closed.store(true, Ordering::SeqCst);
+        dirs.drain(..).collect()
+    }
+}
+
+/// Directories where this process's children make scratch directories of
+/// their own, swept by [`remove_all`] once those children are gone.
+static PARENTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// A private directory inside a parent, removed with its contents when dropped.
 #[derive(Debug)]
 pub struct ScratchDir {
-    // Dropped in this order: the tree first, then the lock is released.
+    // Removed in this order: the tree first (in `drop`), then the lock is released.
     dir: tempfile::TempDir,
     _lock: Option<Flock<File>>,
 }
 
 impl ScratchDir {
-    /// Creates `parent/<prefix><random>`, with its lock file held.
+    /// Creates `parent/<prefix><random>`, with its lock file held (refused,
+    /// `Interrupted`, once [`remove_all`] has run).
     pub fn new_in(parent: &Path, prefix: &str) -> std::io::Result<ScratchDir> {
-        let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
-        live().push(dir.path().to_path_buf());
+        let dir = LIVE.make(parent, prefix)?;
         let lock = hold_lock(dir.path());
         Ok(ScratchDir { dir, _lock: lock })
     }
@@ -56,9 +105,13 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
+        // The tree goes while it is still listed: a second Ctrl-C's abort
+        // that comes meanwhile removes it too before it exits the process,
+        // which would otherwise end this removal half done. (The TempDir
+        // field, dropped next, finds nothing left.)
         let p = self.dir.path();
-        live().retain(|x| x != p);
-        // The TempDir field is dropped next and removes the tree.
+        let _ = std::fs::remove_dir_all(p);
+        LIVE.unlist(p);
     }
 }
 
@@ -159,11 +212,23 @@ pub fn queue_removed(id: i32) {
     queues().retain(|&q| q != id);
 }
 
+/// Lists `parent` as a directory where this process's children (round
+/// workers) make scratch directories, for [`remove_all`] to sweep.
+pub fn watch_parent(parent: &Path) {
+    let mut p = PARENTS.lock().unwrap_or_else(|e| e.into_inner());
+    if !p.iter().any(|x| x == parent) {
+        p.push(parent.to_path_buf());
+    }
+}
+
 /// Removes every live scratch directory and System V message queue: for an
 /// exit that skips destructors. A benchmark's threads may still be creating
 /// files in a directory while it goes (the write-back flood's writers are),
 /// so each removal is retried for up to [`REMOVE_FOR`], briefly pausing
-/// between tries; three immediate tries once lost that race.
+/// between tries; three immediate tries once lost that race. No scratch
+/// directory can be made after it. Last, the [`watch_parent`] directories
+/// are swept of what children killed outright left ([`sweep_stale`]: only
+/// directories whose owner is gone).
 pub fn remove_all() {
     // Swap areas first: a swap file removed while enabled cannot be
     // disabled by name any more.
@@ -172,12 +237,15 @@ pub fn remove_all() {
         // SAFETY: IPC_RMID takes no buffer; an id already gone fails harmlessly.
         unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
     }
-    let paths: Vec<PathBuf> = live().drain(..).collect();
-    for p in paths {
+    for p in LIVE.close() {
         let start = std::time::Instant::now();
         while std::fs::remove_dir_all(&p).is_err() && p.exists() && start.elapsed() < REMOVE_FOR {
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+    let parents = PARENTS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for parent in parents {
+        sweep_stale(&parent, "opcost-", false);
     }
 }
 
@@ -194,10 +262,10 @@ mod tests {
         let s = ScratchDir::new_in(parent.path(), "t-").unwrap();
         std::fs::write(s.path().join("f"), b"x").unwrap();
         let p = s.path().to_path_buf();
-        assert!(live().contains(&p));
+        assert!(LIVE.dirs().contains(&p));
         drop(s);
         assert!(!p.exists());
-        assert!(!live().contains(&p));
+        assert!(!LIVE.dirs().contains(&p));
         assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
     }
 
@@ -266,6 +334,19 @@ mod tests {
         }
         assert!(p.join("opcost-file").exists());
         assert!(std::fs::symlink_metadata(p.join("opcost-link00")).is_ok());
+    }
+
+    #[test]
+    fn a_closed_list_makes_nothing_and_gives_back_what_it_held() {
+        let parent = tempfile::tempdir().unwrap();
+        let reg = Registry::new();
+        let a = reg.make(parent.path(), "t-").unwrap();
+        assert_eq!(reg.close(), [a.path().to_path_buf()]);
+        let e = reg.make(parent.path(), "t-").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted);
+        assert!(reg.close().is_empty());
+        drop(a);
+        assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -34,6 +34,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -153,27 +154,56 @@ fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
 }
 
 /// How long [`abort_all`] waits for the workers to remove their scratch
-/// files and exit (a write-back flood's file can take a moment to unlink).
+/// files and exit (a write-back flood's file can take a moment to unlink)
+/// before it kills them and removes what they left itself.
 const ABORT_WAIT: Duration = Duration::from_secs(5);
+
+/// How often [`abort_all`] sends a worker that has not exited `SIGINT`
+/// again: two signals sent close together can arrive as one, which a
+/// worker reads as the first Ctrl-C (finish the round), not the second.
+const ABORT_RESEND: Duration = Duration::from_millis(100);
+
+/// After this long, [`abort_all`] says on standard error what it waits for.
+const ABORT_SAY_AFTER: Duration = Duration::from_secs(1);
 
 /// Aborts every worker (the exit path of a second Ctrl-C, which skips
 /// destructors): the second `SIGINT` a worker sees removes its scratch
-/// files and exits it, so each gets two, a moment apart. Returns once every
-/// worker has exited (or after [`ABORT_WAIT`]), so that the run, which
-/// exits next, never leaves before its workers' files are gone.
+/// files and exits it, so each gets two, a moment apart, and more while it
+/// lives. No worker starts after it. Returns once every worker has exited,
+/// so that the run, which exits next, never leaves before its workers'
+/// files are gone: one still alive after [`ABORT_WAIT`] is killed, and
+/// [`crate::harness::scratch::remove_all`] then sweeps what it left.
 pub fn abort_all() {
-    let pids = live().clone();
-    for round in 0..2 {
-        if round == 1 {
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        for &p in &pids {
-            let _ = kill(Pid::from_raw(p), Signal::SIGINT);
-        }
-    }
+    let pids = {
+        let live = live();
+        ABORTING.store(true, Ordering::SeqCst);
+        live.clone()
+    };
+    end_workers(pids, ABORT_WAIT);
+}
+
+/// Sends the workers `pids` `SIGINT` until they exit, for up to `wait`,
+/// then kills and reaps those left, and returns them.
+fn end_workers(pids: Vec<i32>, wait: Duration) -> Vec<i32> {
     let start = Instant::now();
     let mut left = pids;
-    while !left.is_empty() && start.elapsed() < ABORT_WAIT {
+    let mut signals = 0u32;
+    let mut next_signal = start;
+    let mut said = false;
+    while !left.is_empty() && start.elapsed() < wait {
+        if Instant::now() >= next_signal {
+            for &p in &left {
+                let _ = kill(Pid::from_raw(p), Signal::SIGINT);
+            }
+            signals += 1;
+            // The first two 30 ms apart, then every ABORT_RESEND.
+            next_signal = Instant::now()
+                + if signals == 1 {
+                    Duration::from_millis(30)
+                } else {
+                    ABORT_RESEND
+                };
+        }
         // Reaped here or by its owner (ECHILD): gone. The run exits next,
         // so taking the status from the owner's `wait` costs nothing.
         left.retain(|&p| {
@@ -182,11 +212,25 @@ pub fn abort_all() {
                 Ok(WaitStatus::StillAlive)
             )
         });
+        if !left.is_empty() && !said && start.elapsed() >= ABORT_SAY_AFTER {
+            eprintln!("opcost: waiting for the round workers to remove their files");
+            said = true;
+        }
         if !left.is_empty() {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+    for &p in &left {
+        // Killed outright, its scratch directories' locks are free for the
+        // sweep; reaped, so they are free before it runs.
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+        let _ = waitpid(Pid::from_raw(p), None);
+    }
+    left
 }
+
+/// Set by [`abort_all`]: no worker starts after it.
+static ABORTING: AtomicBool = AtomicBool::new(false);
 
 /// One worker process.
 struct Worker {
@@ -201,6 +245,12 @@ struct Worker {
 impl Worker {
     /// Starts `cmd` as a worker in a process group of its own.
     fn spawn(cmd: &WorkerCmd, serial: u32) -> anyhow::Result<Worker> {
+        // Started and listed under the list's lock, so abort_all never
+        // misses one started but not yet listed.
+        let mut live = live();
+        if ABORTING.load(Ordering::SeqCst) {
+            bail!("the run is being aborted");
+        }
         let mut child = cmd
             .launch
             .command(&cmd.exe)
@@ -211,7 +261,8 @@ impl Worker {
             .process_group(0)
             .spawn()
             .with_context(|| format!("starting {}", cmd.exe.display()))?;
-        live().push(child.id() as i32);
+        live.push(child.id() as i32);
+        drop(live);
         let (Some(mut to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
             unreachable!("both ends are piped");
         };
@@ -669,6 +720,53 @@ mod tests {
                 s.reason
                     .starts_with("the process measuring its round failed"),
                 "{s:?}"
+            );
+        }
+    }
+
+    /// Starts `sh -c script` and waits until it has set its SIGINT trap
+    /// (`field` is `SigCgt` for a trap, `SigIgn` for an ignored signal).
+    fn shell_with_trap(script: &str, field: &str) -> std::process::Child {
+        let child = Command::new("sh").args(["-c", script]).spawn().unwrap();
+        let status = format!("/proc/{}/status", child.id());
+        let start = Instant::now();
+        let set = || {
+            let text = std::fs::read_to_string(&status).unwrap_or_default();
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{field}:")))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+                .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
+        };
+        while !set() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{script}: no trap"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child
+    }
+
+    #[test]
+    fn an_abort_signals_each_worker_until_it_is_gone_and_kills_one_that_stays() {
+        let _g = crate::os::child::test_lock();
+        // Exits at its fourth SIGINT only: two signals are not enough.
+        let slow = shell_with_trap(
+            "n=0; trap 'n=$((n+1)); [ $n -ge 4 ] && exit 0' INT; while :; do sleep 0.01; done",
+            "SigCgt",
+        );
+        // Never exits on SIGINT.
+        let deaf = shell_with_trap("trap '' INT; while :; do sleep 0.01; done", "SigIgn");
+        let pids = [slow.id() as i32, deaf.id() as i32];
+        let start = Instant::now();
+        let killed = end_workers(pids.to_vec(), Duration::from_secs(2));
+        assert_eq!(killed, [pids[1]]);
+        assert!(start.elapsed() >= Duration::from_secs(2));
+        // Both are gone and reaped.
+        for p in pids {
+            assert_eq!(
+                waitpid(Pid::from_raw(p), Some(WaitPidFlag::WNOHANG)),
+                Err(nix::errno::Errno::ECHILD)
             );
         }
     }

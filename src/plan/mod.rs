@@ -337,6 +337,10 @@ pub fn scratch_dir(dir: Option<&Path>) -> anyhow::Result<ScratchDir> {
     let temp = std::env::temp_dir();
     let dirs = std::iter::once((temp.as_path(), true)).chain(dir.map(|d| (d, false)));
     for (parent, is_temp) in dirs {
+        if !is_temp {
+            // A worker killed by an abort leaves its directories here.
+            scratch::watch_parent(parent);
+        }
         let swept = scratch::sweep_stale(parent, "opcost-", is_temp);
         match swept.as_slice() {
             [] => {}
