@@ -751,23 +751,21 @@ mod tests {
     fn an_abort_signals_each_worker_until_it_is_gone_and_kills_one_that_stays() {
         let _g = crate::os::child::test_lock();
         // Exits at its fourth SIGINT only: two signals are not enough.
-        let slow = shell_with_trap(
+        let mut slow = shell_with_trap(
             "n=0; trap 'n=$((n+1)); [ $n -ge 4 ] && exit 0' INT; while :; do sleep 0.01; done",
             "SigCgt",
         );
         // Never exits on SIGINT.
-        let deaf = shell_with_trap("trap '' INT; while :; do sleep 0.01; done", "SigIgn");
+        let mut deaf = shell_with_trap("trap '' INT; while :; do sleep 0.01; done", "SigIgn");
         let pids = [slow.id() as i32, deaf.id() as i32];
         let start = Instant::now();
         let killed = end_workers(pids.to_vec(), Duration::from_secs(2));
         assert_eq!(killed, [pids[1]]);
         assert!(start.elapsed() >= Duration::from_secs(2));
-        // Both are gone and reaped.
-        for p in pids {
-            assert_eq!(
-                waitpid(Pid::from_raw(p), Some(WaitPidFlag::WNOHANG)),
-                Err(nix::errno::Errno::ECHILD)
-            );
+        // Both are gone and reaped: there is nothing left to wait for.
+        for c in [&mut slow, &mut deaf] {
+            let e = c.wait().unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ECHILD));
         }
     }
 }
