@@ -34,20 +34,24 @@ fn main() -> anyhow::Result<()> {
         let profile = d.run.profile;
         let mut areas: BTreeMap<String, (f64, f64, f64, usize)> = BTreeMap::new();
         let mut by_group: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
-        for b in opcost::suites::all_benches(&d.host) {
-            let Some(&took) = d.run.wall_s.get(b.id()) else {
-                continue;
-            };
+        let ran: Vec<_> = opcost::suites::all_benches(&d.host)
+            .into_iter()
+            .filter(|b| d.run.wall_s.contains_key(b.id()))
+            .collect();
+        let opts = opcost::harness::RunOptions::new(profile);
+        let expected = opcost::plan::expected_each(&ran, &opts);
+        for (b, (_, x)) in ran.iter().zip(&expected) {
+            let took = d.run.wall_s[b.id()];
             let g = by_group
                 .entry(b.interleave().unwrap_or(b.id()).to_string())
                 .or_default();
-            g.0 += b.expected(profile).as_secs_f64();
+            g.0 += x.as_secs_f64();
             g.1 += took;
             g.2 += 1;
             let area = b.id().split('.').next().unwrap_or("").to_string();
             let e = areas.entry(area).or_default();
             e.0 += b.budget(profile).as_secs_f64();
-            e.1 += b.expected(profile).as_secs_f64();
+            e.1 += x.as_secs_f64();
             e.2 += took;
             e.3 += 1;
         }

@@ -291,6 +291,14 @@ pub trait Bench: Send {
             Duration::ZERO,
         )
     }
+    /// Set-up its interleave group shares, over all rounds at `profile`:
+    /// spent once a round whichever of the group's members are selected
+    /// (a parent's memory touched for all of them). The run-time estimate
+    /// counts it once per group ([`crate::plan::Plan::budget`]).
+    fn group_setup(&self, profile: Profile) -> Duration {
+        let _ = profile;
+        Duration::ZERO
+    }
     /// Benchmarks with the same key, selected together, have their samples
     /// interleaved (A B A B) so that drift cannot fake a difference.
     fn interleave(&self) -> Option<&str> {

@@ -228,11 +228,12 @@ impl RunPlan {
     }
 
     /// The time the run is planned to take: what each benchmark expects
-    /// ([`crate::harness::Bench::expected`]).
+    /// ([`crate::harness::Bench::expected`]), and each interleave group's
+    /// shared set-up once ([`crate::harness::Bench::group_setup`]).
     pub fn budget(&self, opts: &RunOptions) -> Duration {
-        self.benches
+        expected_each(&self.benches, opts)
             .iter()
-            .map(|b| opts.expected_of(b.as_ref()))
+            .map(|(_, d)| *d)
             .sum()
     }
 
@@ -241,11 +242,7 @@ impl RunPlan {
     /// benchmarks, each benchmark's rounds as the two-stage rule is
     /// expected to decide them from `opts.history` (see [`estimate`]).
     pub fn estimate(&self, opts: &RunOptions, earlier: &[RunDoc]) -> Estimate {
-        let planned: Vec<(&str, Duration)> = self
-            .benches
-            .iter()
-            .map(|b| (b.id(), opts.expected_of(b.as_ref())))
-            .collect();
+        let planned = expected_each(&self.benches, opts);
         let rounds = |id: &str| opts.expected_rounds_mean(id);
         estimate(&planned, earlier, (opts.rounds(), &rounds))
     }
@@ -260,6 +257,26 @@ pub struct Estimate {
     pub learned: usize,
     /// Benchmarks in the run.
     pub of: usize,
+}
+
+/// Each of `benches`' expected time at `opts`, the first selected member of
+/// an interleave group carrying the group's shared set-up
+/// ([`crate::harness::Bench::group_setup`]).
+pub fn expected_each<'a>(
+    benches: &'a [Box<dyn crate::harness::Bench>],
+    opts: &RunOptions,
+) -> Vec<(&'a str, Duration)> {
+    let mut groups = std::collections::HashSet::new();
+    benches
+        .iter()
+        .map(|b| {
+            let shared = b.group_setup(opts.profile);
+            let first = shared > Duration::ZERO
+                && b.interleave().is_none_or(|k| groups.insert(k.to_string()));
+            let extra = if first { shared } else { Duration::ZERO };
+            (b.id(), opts.expected_of(b.as_ref()) + extra)
+        })
+        .collect()
 }
 
 /// Bounds of the factor by which budgets are scaled to what this host's
@@ -479,6 +496,31 @@ mod tests {
         assert!(e.contains("this run may use one (CPU 1)"), "{e}");
         let dir = crate::host::fixtures::two_vcpu_guest().write();
         assert!(matrix_needs_two(&Host::detect_at(dir.path())).is_ok());
+    }
+
+    #[test]
+    fn a_groups_shared_set_up_is_counted_once_whichever_members_are_selected() {
+        use crate::harness::{Bench, PrepareError, Unit};
+        use crate::suites::bench::FnBench;
+        let member = |id: &str, key: &str| -> Box<dyn Bench> {
+            FnBench::new(id, "x", Unit::Latency, |_| {
+                Err(PrepareError::Skip("never prepared".into()))
+            })
+            .interleave(key)
+            .group_setup_time(Duration::from_millis(10))
+            .boxed()
+        };
+        let opts = RunOptions::fixed(Profile::Quick, None, None);
+        let alone = |b: &Box<dyn Bench>| opts.expected_of(b.as_ref());
+        let shared = Duration::from_millis(10) * Profile::Quick.rounds() as u32;
+        let all = [member("g.a", "g"), member("g.b", "g"), member("h.a", "h")];
+        let each = expected_each(&all, &opts);
+        assert_eq!(each[0], ("g.a", alone(&all[0]) + shared));
+        assert_eq!(each[1], ("g.b", alone(&all[1])));
+        assert_eq!(each[2], ("h.a", alone(&all[2]) + shared));
+        // One member alone still spends the set-up.
+        let one = [member("g.b", "g")];
+        assert_eq!(expected_each(&one, &opts)[0].1, alone(&one[0]) + shared);
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub struct FnBench {
     on_request: bool,
     expected: Option<ExpectedFn>,
     setup: Duration,
+    group_setup: Duration,
     one_op: Option<Duration>,
     refused: Option<fn(u64) -> bool>,
     refused_arg: u64,
@@ -98,6 +99,7 @@ impl FnBench {
             on_request: false,
             expected: None,
             setup: Duration::ZERO,
+            group_setup: Duration::ZERO,
             one_op: None,
             refused: None,
             refused_arg: 0,
@@ -151,6 +153,15 @@ impl FnBench {
     /// ([`Bench::expected`]), nothing else does.
     pub fn setup_time(mut self, per_round: Duration) -> Self {
         self.setup = per_round;
+        self
+    }
+
+    /// Says that each round spends about `per_round` on a set-up its whole
+    /// interleave group shares (a parent's memory touched once for every
+    /// member): the run-time estimate counts it once per group, whichever
+    /// members are selected ([`Bench::group_setup`]).
+    pub fn group_setup_time(mut self, per_round: Duration) -> Self {
+        self.group_setup = per_round;
         self
     }
 
@@ -238,6 +249,12 @@ impl Bench for FnBench {
                 ),
             },
         }
+    }
+    fn group_setup(&self, profile: Profile) -> Duration {
+        if self.refused.is_some_and(|f| f(self.refused_arg)) {
+            return Duration::ZERO;
+        }
+        self.group_setup * profile.rounds() as u32
     }
     fn interleave(&self) -> Option<&str> {
         self.interleave.as_deref()

@@ -27,23 +27,25 @@ struct Replanned {
 /// Plans a recorded run again; `None` when this tree no longer has one of
 /// its benchmarks.
 fn replan(doc: &RunDoc) -> Option<Replanned> {
-    let all = opcost::suites::catalog(&doc.host, &opcost::suites::UserData::default());
+    let mut all = opcost::suites::catalog(&doc.host, &opcost::suites::UserData::default());
     let opts = RunOptions::new(doc.run.profile);
     let ids = doc
         .results
         .iter()
         .map(|m| m.id.as_str())
         .chain(doc.skipped.iter().map(|s| s.id.as_str()));
-    let mut planned = Vec::new();
-    let mut areas: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut chosen = Vec::new();
     for id in ids {
-        let b = all.iter().find(|b| b.id() == id)?;
-        let e = opts.expected_of(b.as_ref());
+        let k = all.iter().position(|b| b.id() == id)?;
+        chosen.push(all.swap_remove(k));
+    }
+    let planned = opcost::plan::expected_each(&chosen, &opts);
+    let mut areas: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for &(id, e) in &planned {
         let area = id.split('.').next().unwrap_or(id).to_string();
         let a = areas.entry(area).or_default();
         a.0 += e.as_secs_f64();
         a.1 += doc.run.wall_s.get(id).copied().unwrap_or(0.0);
-        planned.push((id, e));
     }
     // A run made before the two-stage rule took the planned rounds.
     let decided = doc.results.iter().any(|m| m.rounds_decision.is_some());

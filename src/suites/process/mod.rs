@@ -335,12 +335,13 @@ fn spawn_bench(id: String, summary: &str, method: Method, exe: Exe, rss: Option<
     } else {
         b.one_op_samples(nominal_spawn(method, exe == Exe::True))
     };
-    // The parent's memory is touched (and unmapped) once a round per group:
-    // fork+exec's helper holds its own, vfork+exec's group shares one.
-    let b = if touched > 0 && matches!(method, Method::ForkExec | Method::VforkExec) {
-        b.setup_time(touch_setup(touched))
-    } else {
-        b
+    // The parent's memory is touched (and unmapped) once a round: by
+    // fork+exec's helper for itself, and once for the rest of its point,
+    // which share one region.
+    let b = match (touched, method) {
+        (0, _) => b,
+        (_, Method::ForkExec) => b.setup_time(touch_setup(touched)),
+        _ => b.group_setup_time(touch_setup(touched)),
     };
     match rss {
         Some(r) if r > QUICK_MAX_RSS => b
