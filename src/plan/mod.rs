@@ -511,16 +511,19 @@ mod tests {
             .boxed()
         };
         let opts = RunOptions::fixed(Profile::Quick, None, None);
-        let alone = |b: &Box<dyn Bench>| opts.expected_of(b.as_ref());
+        let alone = |b: &dyn Bench| opts.expected_of(b);
         let shared = Duration::from_millis(10) * Profile::Quick.rounds() as u32;
         let all = [member("g.a", "g"), member("g.b", "g"), member("h.a", "h")];
         let each = expected_each(&all, &opts);
-        assert_eq!(each[0], ("g.a", alone(&all[0]) + shared));
-        assert_eq!(each[1], ("g.b", alone(&all[1])));
-        assert_eq!(each[2], ("h.a", alone(&all[2]) + shared));
+        assert_eq!(each[0], ("g.a", alone(all[0].as_ref()) + shared));
+        assert_eq!(each[1], ("g.b", alone(all[1].as_ref())));
+        assert_eq!(each[2], ("h.a", alone(all[2].as_ref()) + shared));
         // One member alone still spends the set-up.
         let one = [member("g.b", "g")];
-        assert_eq!(expected_each(&one, &opts)[0].1, alone(&one[0]) + shared);
+        assert_eq!(
+            expected_each(&one, &opts)[0].1,
+            alone(one[0].as_ref()) + shared
+        );
     }
 
     #[test]
