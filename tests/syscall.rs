@@ -128,6 +128,7 @@ fn findings_state_each_ratio_with_a_finite_value() {
         "raw syscall gettimeofday = ",
         "getpid syscall = ",
         "libc getpid = ",
+        "getpid syscall in a function of its own = ",
         "stdio batching (fread vs read, file): ",
         "stdio batching (fwrite vs write, file): ",
     ] {

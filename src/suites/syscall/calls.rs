@@ -23,6 +23,8 @@ use crate::suites::undisturbed::Undisturbed;
 pub const FUNCTION_CALL: &str = "syscall.function_call";
 /// Id of getpid through the raw instruction.
 pub const GETPID_RAW: &str = "syscall.getpid.raw";
+/// Id of getpid through the raw instruction inside a function of its own.
+pub const GETPID_RAW_FN: &str = "syscall.getpid.raw_in_fn";
 /// Id of getpid through libc.
 pub const GETPID_LIBC: &str = "syscall.getpid.libc";
 /// Id of getppid through the raw instruction (the call of `perf bench syscall basic`).
@@ -242,6 +244,25 @@ fn prepare_pid_raw(c: PidCall) -> Result<Box<dyn Timed>, PrepareError> {
     ))
 }
 
+/// getpid through the raw instruction in a function that is never inlined:
+/// the raw call with a call and a return around it, as a libc wrapper has.
+#[inline(never)]
+fn getpid_in_fn() -> isize {
+    // SAFETY: getpid takes no arguments and touches no memory.
+    unsafe { raw::syscall0(nr::GETPID) }
+}
+
+/// The raw getpid in a function of its own ([`getpid_in_fn`]).
+fn prepare_getpid_in_fn() -> Result<Box<dyn Timed>, PrepareError> {
+    probe(getpid_in_fn(), "getpid")?;
+    Ok(looped(
+        || {
+            black_box(getpid_in_fn());
+        },
+        raw_warnings(),
+    ))
+}
+
 /// Whether libc's getpid asks the kernel each time, checked: a child made
 /// by a raw clone system call (which bypasses libc's fork, so a PID cache
 /// would not be reset) compares libc getpid with the raw system call and
@@ -429,6 +450,19 @@ pub fn benches() -> Vec<Box<dyn Bench>> {
                 .interleave(c.key)
                 .boxed(),
         );
+        if c.which == Pid::Own {
+            v.push(
+                FnBench::new(
+                    GETPID_RAW_FN,
+                    "getpid through the raw system-call instruction in a function of its own (never inlined): a call and a return around it, as a C library wrapper has",
+                    Unit::Latency,
+                    |_| prepare_getpid_in_fn(),
+                )
+                .subtract_loop()
+                .interleave(c.key)
+                .boxed(),
+            );
+        }
         v.push(
             FnBench::new(c.libc.0, c.libc.1, Unit::Latency, move |_| {
                 Ok(prepare_pid_libc(c))

@@ -24,6 +24,14 @@ const STDIO_GAIN_FLOOR: f64 = 1.1;
 /// system call each time; far below it, it answers from memory.
 const PID_CACHE_RATIO: f64 = 0.5;
 
+/// A system call in a function of its own within this many times the
+/// inline one, either way (its whole interval), adds little for the call.
+const IN_FUNCTION_LITTLE: f64 = 1.1;
+/// At least this many times the inline one (its whole interval), the
+/// return after the system call is slow: a call and a return alone cost a
+/// few nanoseconds, under a tenth of the cheapest system call.
+const IN_FUNCTION_SLOW: f64 = 1.15;
+
 /// The estimate of `id`, when the run measured it and it is usable.
 fn est(ms: &[Measurement], id: &str) -> Option<Est> {
     get(ms, id)
@@ -67,6 +75,9 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
     if let Some(r) = times(ms, calls::GETPID_LIBC, calls::GETPID_RAW) {
         out.push(ratio_finding(AREA, pid_cache_text(ms, &r), r.ratio));
     }
+    if let Some(r) = times(ms, calls::GETPID_RAW_FN, calls::GETPID_RAW) {
+        out.push(ratio_finding(AREA, in_function_text(&r), r.ratio));
+    }
     out.extend(stdio_finding(ms, Dir::Read));
     out.extend(stdio_finding(ms, Dir::Write));
     out
@@ -107,6 +118,26 @@ fn pid_cache_text(ms: &[Measurement], r: &Ratio) -> String {
         }
     };
     format!("{head}: {verdict}")
+}
+
+/// "getpid syscall in a function of its own = R× inline", and what the
+/// function's call and return around the system call cost.
+fn in_function_text(r: &Ratio) -> String {
+    let verdict = match r.direction() {
+        Some(true) if r.at_least(IN_FUNCTION_SLOW) => {
+            "returning from a function right after a system call is slow here (as under a kernel's return-stack mitigation), and every C library wrapper pays it"
+        }
+        Some(true) => "a function's call and return add a few per cent to a system call here",
+        Some(false) => "cheaper in a function: the inline loop pays for something else here",
+        None if r.within(IN_FUNCTION_LITTLE) => {
+            "a function's call and return add little to a system call here"
+        }
+        None => "the timing cannot tell what a function's call and return add to a system call",
+    };
+    format!(
+        "getpid syscall in a function of its own = {} inline: {verdict}",
+        r.text()
+    )
 }
 
 /// "stdio batching (fread vs read, file): 30× (28–32) faster at 4B; no
@@ -276,6 +307,30 @@ mod tests {
         // A ratio whose interval straddles the line: the timing cannot tell.
         let t = text(&with(false, 50.0, 0.9));
         assert!(t.contains("the timing cannot tell"), "{t}");
+    }
+
+    #[test]
+    fn a_system_call_in_a_function_says_what_the_return_costs_only_when_clear() {
+        let text = |fn_ns: f64, rel: f64| {
+            let mut f = lat(calls::GETPID_RAW_FN, fn_ns);
+            f.summary.ci_low = fn_ns * (1.0 - rel);
+            f.summary.ci_high = fn_ns * (1.0 + rel);
+            findings(&[lat(calls::GETPID_RAW, 120.0), f])
+                .into_iter()
+                .find(|f| f.text.starts_with("getpid syscall in a function"))
+                .unwrap()
+        };
+        // 118 ns inline, 166 ns in a function: the return is slow here.
+        let f = text(166.0, 0.02);
+        f.assert_starts_with("getpid syscall in a function of its own = 1.38× (");
+        f.assert_says("returning from a function right after a system call is slow here");
+        // A couple of nanoseconds more: nothing to say about the return.
+        text(122.0, 0.02).assert_says("add little to a system call here");
+        // Clearly more, but not past the line of a slow return.
+        text(130.0, 0.02).assert_says("add a few per cent");
+        // Clearly more by its point, but the interval reaches 1: no claim.
+        text(166.0, 0.5).assert_says("the timing cannot tell");
+        text(100.0, 0.02).assert_says("cheaper in a function");
     }
 
     #[test]
