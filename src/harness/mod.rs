@@ -294,7 +294,7 @@ pub trait Bench: Send {
     /// Set-up its interleave group shares, over all rounds at `profile`:
     /// spent once a round whichever of the group's members are selected
     /// (a parent's memory touched for all of them). The run-time estimate
-    /// counts it once per group ([`crate::plan::Plan::budget`]).
+    /// counts it once per group ([`crate::plan::RunPlan::budget`]).
     fn group_setup(&self, profile: Profile) -> Duration {
         let _ = profile;
         Duration::ZERO
