@@ -27,7 +27,10 @@ pub const EARLIER_RUNS: usize = 4;
 /// interval from both the runs' own intervals and their spread (the mean
 /// of n runs: within-run half-widths in quadrature over n, plus the
 /// between-run spread over √n); with how many runs went in. Everything
-/// else (samples, rounds, details) stays this run's.
+/// else (samples, rounds, details) stays this run's, but the rounds lose
+/// their start (`at_s` not a number), so no ratio pairs them round by
+/// round ([`crate::harness::claims::paired_log_half_width`]): the pooled
+/// median is the runs' mean, not this run's rounds'.
 pub fn pool_runs(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, usize) {
     let usable = |x: &&Measurement| {
         x.id == m.id && x.unit == m.unit && x.median.is_finite() && x.median > 0.0
@@ -54,6 +57,9 @@ pub fn pool_runs(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, u
     p.summary.median = mean.exp();
     p.summary.ci_low = (mean - hw).exp();
     p.summary.ci_high = (mean + hw).exp();
+    for r in &mut p.rounds {
+        r.at_s = f64::NAN;
+    }
     (p, runs.len())
 }
 
@@ -393,11 +399,23 @@ mod tests {
 
     #[test]
     fn pooling_is_the_geometric_mean_with_the_runs_spread_in_the_interval() {
-        let m = lat("syscall.a", 100.0, 0.01);
+        let mut m = lat("syscall.a", 100.0, 0.01);
+        m.rounds = (0..3)
+            .map(|k| {
+                serde_json::from_value(serde_json::json!({
+                    "median": 100.0, "n": 5, "ops": 1, "at_s": f64::from(k)
+                }))
+                .unwrap()
+            })
+            .collect();
+        assert_eq!(Est::of(&m).rounds.len(), 3);
         let e1 = vec![lat("syscall.a", 121.0, 0.01)];
         let other_unit = vec![Measurement::within("syscall.a", "B/s", 5.0, 0.01)];
         let (p, n) = pool_runs(&m, &[&e1, &other_unit]);
         assert_eq!(n, 2);
+        // This run's rounds stay, but no ratio pairs a pooled median by them.
+        assert_eq!(p.rounds.len(), 3);
+        assert!(Est::of(&p).rounds.is_empty());
         assert!((p.median - 110.0).abs() < 1e-9, "{}", p.median);
         // The spread of 100 and 121 dominates the ±1% intervals.
         assert!(

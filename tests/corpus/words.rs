@@ -249,8 +249,9 @@ fn stability(runs: &[Run]) -> Stability {
 /// cheaper), the L3 "of which about … is usable here" (2 of 3 runs), cold
 /// buffered against O_DIRECT reads, posix_spawn, system() and popen
 /// "stay flat" (their two ends 0.80–1.13×) or "show no clear trend"
-/// (0.69–1.80×), fanotify against inotify (1.35× (1.32–1.38) or not
-/// clearly 1.25×), process_vm_readv against the pipe.
+/// (0.69–1.80×), process_vm_readv against the pipe. (Fanotify against
+/// inotify, 1.35× (1.32–1.38) or not clearly 1.25×, holds since the two
+/// are paired round by round: `claims::paired_log_half_width`.)
 const SAME_WORDS: f64 = 0.92;
 
 /// Sets held below [`SAME_WORDS`] at today's share. The AMD guest of

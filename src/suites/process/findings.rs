@@ -79,12 +79,17 @@ fn trend_verb(t: &Trend) -> &'static str {
 /// interval and the area's typical one. The typical width keeps a lucky
 /// narrow interval from deciding a word; the row's own keeps the spread it
 /// really has, so a median that picked one of two states is not read as a
-/// growth or an order.
+/// growth or an order. It keeps no rounds: a ratio of two is not paired
+/// round by round ([`claims::paired_log_half_width`]), since which state a
+/// round's spawn landed in is the row's own, not the pair's.
 fn spread_est(ms: &[Measurement], id: &str) -> Option<Est> {
     let m = get(ms, id)?;
     let (own, typical) = (Est::of(m), Widths::of(ms).est(m));
     Some(if own.log_half_width() > typical.log_half_width() {
-        own
+        Est {
+            rounds: Default::default(),
+            ..own
+        }
     } else {
         typical
     })

@@ -127,7 +127,12 @@ fn in_function_text(r: &Ratio) -> String {
         Some(true) if r.at_least(IN_FUNCTION_SLOW) => {
             "returning from a function right after a system call is slow here (as under a kernel's return-stack mitigation), and every C library wrapper pays it"
         }
-        Some(true) => "a function's call and return add a few per cent to a system call here",
+        Some(true) if r.at_most(IN_FUNCTION_SLOW) => {
+            "a function's call and return add a few per cent to a system call here"
+        }
+        Some(true) => {
+            "a function's call and return make a system call dearer here; the timing cannot tell whether by a few per cent or by a slow return"
+        }
         Some(false) => "cheaper in a function: the inline loop pays for something else here",
         None if r.within(IN_FUNCTION_LITTLE) => {
             "a function's call and return add little to a system call here"
@@ -328,6 +333,8 @@ mod tests {
         text(122.0, 0.02).assert_says("add little to a system call here");
         // Clearly more, but not past the line of a slow return.
         text(130.0, 0.02).assert_says("add a few per cent");
+        // Clearly more, the interval from a few per cent to past the line.
+        text(150.0, 0.12).assert_says("cannot tell whether by a few per cent or by a slow return");
         // Clearly more by its point, but the interval reaches 1: no claim.
         text(166.0, 0.5).assert_says("the timing cannot tell");
         text(100.0, 0.02).assert_says("cheaper in a function");

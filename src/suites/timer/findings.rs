@@ -54,6 +54,7 @@ pub fn p99_est(m: &Measurement) -> Option<Est> {
         low,
         high,
         higher_is_better: false,
+        rounds: claims::RoundLogs::default(),
     })
 }
 
