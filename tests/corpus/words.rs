@@ -408,3 +408,38 @@ fn contradictions_are_swaps_and_opposite_words_not_flips() {
     assert!(contradictions(&runs).is_empty());
     assert!(!contradicts(&w("# less payload"), &w("# more payload")));
 }
+
+/// A ratio of two rows measured in the same rounds keeps its word through
+/// a state of the machine that moves both rows of a round alike: on the
+/// AMD guest's day of such rounds (20-40% slower at random, unseen by the
+/// canary), the rounds' own ratios stayed 1.26-1.49, and the paired
+/// interval says "slow here" where the two rows' intervals in quadrature
+/// (0.76-2.8x) could not tell in 4 of 6 runs.
+#[test]
+fn a_ratio_of_rows_of_one_round_keeps_its_word_through_a_state_of_the_machine() {
+    let corpus = corpus_sets(&["syscall-vcpu-quick"]);
+    let runs = corpus
+        .get("amd-kvm-2026-11-29-vcpu")
+        .and_then(|s| s.get("syscall-vcpu-quick"))
+        .expect("the vCPU day's syscall runs");
+    assert_eq!(runs.len(), 6);
+    let texts: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            opcost::suites::findings(&r.doc.results)
+                .into_iter()
+                .find(|f| {
+                    f.text
+                        .starts_with("getpid syscall in a function of its own")
+                })
+                .map(|f| f.text)
+                .unwrap_or_else(|| panic!("{}: no finding on the return", r.file))
+        })
+        .collect();
+    for t in &texts {
+        println!("{t}");
+        assert!(!t.contains("cannot tell what"), "{t}");
+    }
+    let slow = texts.iter().filter(|t| t.contains("is slow here")).count();
+    assert!(slow >= 5, "{slow} of 6 say the return is slow");
+}
