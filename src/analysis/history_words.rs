@@ -408,14 +408,16 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        assert_eq!(Est::of(&m).rounds.len(), 3);
         let e1 = vec![lat("syscall.a", 121.0, 0.01)];
         let other_unit = vec![Measurement::within("syscall.a", "B/s", 5.0, 0.01)];
         let (p, n) = pool_runs(&m, &[&e1, &other_unit]);
         assert_eq!(n, 2);
         // This run's rounds stay, but no ratio pairs a pooled median by them.
         assert_eq!(p.rounds.len(), 3);
-        assert!(Est::of(&p).rounds.is_empty());
+        let (e, pe) = (Est::of(&m).scaled(2.0), Est::of(&p));
+        let paired = crate::harness::claims::paired_log_half_width;
+        assert!(paired(&Est::of(&m), &e).is_some());
+        assert!(paired(&pe, &e).is_none());
         assert!((p.median - 110.0).abs() < 1e-9, "{}", p.median);
         // The spread of 100 and 121 dominates the ±1% intervals.
         assert!(

@@ -26,8 +26,8 @@ use crate::stats::{Z95, normal_cdf, quantile_sorted, t975};
 pub const MATERIAL: f64 = 1.05;
 
 /// An estimate with its 95% interval, and which direction is better.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Est {
+#[derive(Clone, Copy, PartialEq)]
+pub struct Est<'a> {
     /// The point estimate (a median), in the result's base unit.
     pub value: f64,
     /// Lower end of its 95% interval.
@@ -36,13 +36,24 @@ pub struct Est {
     pub high: f64,
     /// True when a larger value is better (throughputs, rates).
     pub higher_is_better: bool,
-    /// The rounds the estimate came from, to pair with another's measured
-    /// in the same rounds ([`RoundLogs`]); empty for a derived estimate.
-    pub rounds: RoundLogs,
+    /// The measurement it is, whose rounds pair it with another measured
+    /// in the same rounds ([`paired_log_half_width`]); `None` for a
+    /// derived estimate or one given a pooled width.
+    pub source: Option<&'a Measurement>,
 }
 
-/// Most rounds an estimate keeps to pair with another's.
-pub const PAIRED_ROUNDS: usize = 16;
+impl std::fmt::Debug for Est<'_> {
+    /// The figures, and the id of the measurement it is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Est")
+            .field("value", &self.value)
+            .field("low", &self.low)
+            .field("high", &self.high)
+            .field("higher_is_better", &self.higher_is_better)
+            .field("source", &self.source.map(|m| &m.id))
+            .finish()
+    }
+}
 
 /// The part of a paired ratio's spread from one run to the next that the
 /// run's own rounds cannot see (log scale), added in quadrature to the
@@ -59,96 +70,45 @@ pub const PAIRED_ROUNDS: usize = 16;
 /// again the width.
 pub const PAIRED_FLOOR: f64 = 0.03;
 
-/// When each round of an estimate began and the log of its median as
-/// measured (a slow round's phase correction undone: a state of the
-/// machine moves both rows of a pair, so their ratio needs no model of
-/// it). The members of an interleaved group are measured in one unit that
-/// starts at one instant of the run's clock, so rounds with the same start
-/// were measured together, and the spread of their ratios gives the
-/// ratio's interval ([`paired_log_half_width`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RoundLogs {
-    len: usize,
-    /// How far the result moves between the host's runs beyond what its
-    /// rounds explain ([`Measurement::between_runs`], log scale), or 0.
-    between: f64,
-    at: [f64; PAIRED_ROUNDS],
-    log: [f64; PAIRED_ROUNDS],
-}
-
-impl Default for RoundLogs {
-    fn default() -> Self {
-        RoundLogs {
-            len: 0,
-            between: 0.0,
-            at: [0.0; PAIRED_ROUNDS],
-            log: [0.0; PAIRED_ROUNDS],
-        }
-    }
-}
-
-impl RoundLogs {
-    /// The used rounds of `m` with a positive median (the first
-    /// [`PAIRED_ROUNDS`]).
-    pub fn of(m: &Measurement) -> RoundLogs {
-        let hib = m.higher_is_better();
-        let mut out = RoundLogs {
-            between: m.between_runs.filter(|b| b.is_finite()).unwrap_or(0.0),
-            ..RoundLogs::default()
-        };
-        for r in m.rounds.iter().filter(|r| r.used) {
-            let f = r
-                .phase_factor
-                .filter(|f| f.is_finite() && *f > 0.0)
-                .unwrap_or(1.0);
-            // A corrected time was divided by f, a corrected rate multiplied.
-            let v = if hib { r.median / f } else { r.median * f };
-            if out.len == PAIRED_ROUNDS || !(v.is_finite() && v > 0.0 && r.at_s.is_finite()) {
-                continue;
-            }
-            out.at[out.len] = r.at_s;
-            out.log[out.len] = v.ln();
-            out.len += 1;
-        }
-        out
-    }
-
-    /// The number of rounds kept.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when no round is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The logs of `self / other` (`sign` −1) or `self · other` (`sign` 1)
-    /// in the rounds both began at the same instant.
-    fn paired_logs(&self, other: &RoundLogs, sign: f64) -> Vec<f64> {
-        (0..self.len)
-            .filter_map(|i| {
-                let j = (0..other.len).find(|&j| other.at[j] == self.at[i])?;
-                Some(self.log[i] + sign * other.log[j])
-            })
-            .collect()
-    }
+/// The log of each used round's median of `m` as measured (a slow round's
+/// phase correction undone: a state of the machine moves both rows of a
+/// pair, so their ratio needs no model of it), by when the round began.
+fn round_logs(m: &Measurement) -> impl Iterator<Item = (f64, f64)> + '_ {
+    let hib = m.higher_is_better();
+    m.rounds.iter().filter(|r| r.used).filter_map(move |r| {
+        let f = r
+            .phase_factor
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .unwrap_or(1.0);
+        // A corrected time was divided by f, a corrected rate multiplied.
+        let v = if hib { r.median / f } else { r.median * f };
+        (v.is_finite() && v > 0.0 && r.at_s.is_finite()).then(|| (r.at_s, v.ln()))
+    })
 }
 
 /// The 95% half-width (log scale) of the ratio of two estimates measured
-/// in the same rounds: Student's interval of the mean of the rounds' own
-/// log ratios, with [`PAIRED_FLOOR`] added in quadrature. `None` unless at
-/// least two rounds of each began together.
-pub fn paired_log_half_width(a: &Est, b: &Est) -> Option<f64> {
+/// in the same rounds. The members of an interleaved group are measured in
+/// one unit that starts at one instant of the run's clock
+/// ([`super::Round::at_s`]), so rounds with the same start were measured
+/// together: Student's interval of the mean of their own log ratios, with
+/// [`PAIRED_FLOOR`] (or the rows' spread between runs) added in
+/// quadrature. `None` unless at least two rounds of each began together.
+pub fn paired_log_half_width(a: &Est<'_>, b: &Est<'_>) -> Option<f64> {
     paired_half_width(a, b, false)
 }
 
 /// [`paired_log_half_width`] of `a / b`, or of `a · b` with `product` (a
 /// ratio of speeds between a time and a rate).
-fn paired_half_width(a: &Est, b: &Est, product: bool) -> Option<f64> {
-    let d = a
-        .rounds
-        .paired_logs(&b.rounds, if product { 1.0 } else { -1.0 });
+#[inline(never)]
+fn paired_half_width(a: &Est<'_>, b: &Est<'_>, product: bool) -> Option<f64> {
+    let (ma, mb) = (a.source?, b.source?);
+    let sign = if product { 1.0 } else { -1.0 };
+    let d: Vec<f64> = round_logs(ma)
+        .filter_map(|(at, la)| {
+            let (_, lb) = round_logs(mb).find(|&(bt, _)| bt == at)?;
+            Some(la + sign * lb)
+        })
+        .collect();
     if d.len() < 2 {
         return None;
     }
@@ -157,22 +117,23 @@ fn paired_half_width(a: &Est, b: &Est, product: bool) -> Option<f64> {
     let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
     // What moves the two between runs, from their histories when known
     // (as apart: each row's own), else the floor.
-    let between = (Z95 * a.rounds.between.hypot(b.rounds.between)).max(PAIRED_FLOOR);
+    let between_of = |m: &Measurement| m.between_runs.filter(|b| b.is_finite()).unwrap_or(0.0);
+    let between = (Z95 * between_of(ma).hypot(between_of(mb))).max(PAIRED_FLOOR);
     Some((t975(n - 1.0) * (var / n).sqrt()).hypot(between))
 }
 
-impl Est {
+impl<'a> Est<'a> {
     /// A measurement's median and interval (an interval that does not hold
     /// the median, as an old document may have, is widened to hold it).
-    pub fn of(m: &Measurement) -> Est {
+    pub fn of(m: &'a Measurement) -> Est<'a> {
         Est {
-            rounds: RoundLogs::of(m),
+            source: Some(m),
             ..Est::new(m.median, m.ci_low, m.ci_high, m.higher_is_better())
         }
     }
 
     /// An estimate from its parts; the interval is widened to hold `value`.
-    pub fn new(value: f64, low: f64, high: f64, higher_is_better: bool) -> Est {
+    pub fn new(value: f64, low: f64, high: f64, higher_is_better: bool) -> Est<'a> {
         let (low, high) = if low.is_finite() && high.is_finite() && low > 0.0 {
             (low.min(value), high.max(value))
         } else {
@@ -183,12 +144,12 @@ impl Est {
             low,
             high,
             higher_is_better,
-            rounds: RoundLogs::default(),
+            source: None,
         }
     }
 
     /// A cost in time (lower is better), e.g. a latency in ns.
-    pub fn cost(value: f64, low: f64, high: f64) -> Est {
+    pub fn cost(value: f64, low: f64, high: f64) -> Est<'a> {
         Est::new(value, low, high, false)
     }
 
@@ -203,8 +164,20 @@ impl Est {
             .max(0.0)
     }
 
+    /// The estimate without its measurement: a figure with no rounds to
+    /// pair, for a caller that chose another interval than the rounds'.
+    pub fn detached(self) -> Est<'static> {
+        Est {
+            value: self.value,
+            low: self.low,
+            high: self.high,
+            higher_is_better: self.higher_is_better,
+            source: None,
+        }
+    }
+
     /// The estimate scaled by a constant factor (its interval likewise).
-    pub fn scaled(&self, k: f64) -> Est {
+    pub fn scaled(&self, k: f64) -> Est<'a> {
         let (a, b) = (self.low * k, self.high * k);
         Est {
             value: self.value * k,
@@ -727,7 +700,7 @@ pub fn quantile_ranks(n: usize, q: f64) -> (Option<usize>, Option<usize>) {
 /// open (low `f64::MIN_POSITIVE`, high infinite), so any comparison with
 /// it is a tie: a p99 of 15 values says nothing about another's. `None`
 /// with no positive finite value.
-pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Est> {
+pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Est<'static>> {
     let mut s: Vec<f64> = values
         .iter()
         .copied()
@@ -744,7 +717,7 @@ pub fn quantile_est(values: &[f64], q: f64, higher_is_better: bool) -> Option<Es
         low: j.map_or(f64::MIN_POSITIVE, |j| s[j - 1].min(value)),
         high: k.map_or(f64::INFINITY, |k| s[k - 1].max(value)),
         higher_is_better,
-        rounds: RoundLogs::default(),
+        source: None,
     })
 }
 
@@ -869,10 +842,11 @@ fn tiers_words(t: &Tiers, names: &[&str], items: &[Est], best: &str, k: f64) -> 
 /// degrees of freedom) while the typical width of a set measured side by
 /// side is steady; ranking on the pooled width keeps a lucky narrow or an
 /// unlucky wide interval from moving a tier boundary. Estimates with no
-/// positive value are returned unchanged. The pooled estimates keep no
-/// rounds: their ratios take the pooled widths, not paired rounds (paired,
-/// words about sets flipped more on the corpus).
-pub fn with_typical_width(items: &[Est]) -> Vec<Est> {
+/// positive value are returned unchanged. Every one comes back detached
+/// from its measurement ([`Est::detached`]): their ratios take the pooled
+/// widths, not paired rounds (paired, words about sets flipped more on the
+/// corpus).
+pub fn with_typical_width(items: &[Est<'_>]) -> Vec<Est<'static>> {
     let mut hw: Vec<f64> = items
         .iter()
         .filter(|e| e.value.is_finite() && e.value > 0.0)
@@ -880,7 +854,7 @@ pub fn with_typical_width(items: &[Est]) -> Vec<Est> {
         .filter(|h| h.is_finite())
         .collect();
     if hw.is_empty() {
-        return items.to_vec();
+        return items.iter().map(|e| e.detached()).collect();
     }
     hw.sort_by(f64::total_cmp);
     let h = quantile_sorted(&hw, 0.5);
@@ -893,10 +867,10 @@ pub fn with_typical_width(items: &[Est]) -> Vec<Est> {
                     low: e.value * (-h).exp(),
                     high: e.value * h.exp(),
                     higher_is_better: e.higher_is_better,
-                    rounds: RoundLogs::default(),
+                    source: None,
                 }
             } else {
-                *e
+                e.detached()
             }
         })
         .collect()
@@ -907,7 +881,11 @@ pub fn with_typical_width(items: &[Est]) -> Vec<Est> {
 /// open: the interval then says what was observed, not 95% of anything,
 /// and suits a quantile near the end the runs are bounded by (the fast end
 /// of a time, which interference only ever slows).
-pub fn quantile_est_observed(values: &[f64], q: f64, higher_is_better: bool) -> Option<Est> {
+pub fn quantile_est_observed(
+    values: &[f64],
+    q: f64,
+    higher_is_better: bool,
+) -> Option<Est<'static>> {
     let e = quantile_est(values, q, higher_is_better)?;
     let finite = values.iter().copied().filter(|v| v.is_finite() && *v > 0.0);
     let (min, max) = finite.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
@@ -934,7 +912,7 @@ pub fn quantile_est_observed(values: &[f64], q: f64, higher_is_better: bool) -> 
 /// cipher's speed) on a shared machine, where interference only ever
 /// slows a sample down, this is the estimate that does not move with the
 /// neighbours' load.
-pub fn fast_end(m: &Measurement) -> Option<Est> {
+pub fn fast_end(m: &Measurement) -> Option<Est<'static>> {
     let hib = m.higher_is_better();
     quantile_est_observed(&measured_samples(m), if hib { 0.95 } else { 0.05 }, hib)
 }
@@ -1014,9 +992,9 @@ impl Widths {
     }
 
     /// `m`'s median with its area's typical interval (its own interval when
-    /// the area has no width). Given the typical width, it keeps no rounds
-    /// to pair (see [`with_typical_width`]).
-    pub fn est(&self, m: &Measurement) -> Est {
+    /// the area has no width), detached from `m`: its ratios take the
+    /// widths, not paired rounds (see [`with_typical_width`]).
+    pub fn est(&self, m: &Measurement) -> Est<'static> {
         let e = Est::of(m);
         match self.0.get(&m.area) {
             Some(&h) if e.value > 0.0 => Est {
@@ -1024,9 +1002,9 @@ impl Widths {
                 low: e.value * (-h).exp(),
                 high: e.value * h.exp(),
                 higher_is_better: e.higher_is_better,
-                rounds: RoundLogs::default(),
+                source: None,
             },
-            _ => e,
+            _ => e.detached(),
         }
     }
 }
@@ -1081,11 +1059,11 @@ pub fn words(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn cost(v: f64, rel: f64) -> Est {
+    fn cost(v: f64, rel: f64) -> Est<'static> {
         Est::cost(v, v * (1.0 - rel), v * (1.0 + rel))
     }
 
-    fn rate(v: f64, rel: f64) -> Est {
+    fn rate(v: f64, rel: f64) -> Est<'static> {
         Est::new(v, v * (1.0 - rel), v * (1.0 + rel), true)
     }
 
@@ -1125,7 +1103,6 @@ mod tests {
         let raw = rounds_of(107.0, &at, &[(107.0, 1.0), (132.0, 1.0), (107.0, 1.0)]);
         let inf = rounds_of(141.0, &at, &[(141.0, 1.0), (174.0, 1.0), (141.0, 1.0)]);
         let (a, b) = (Est::of(&inf), Est::of(&raw));
-        assert_eq!(a.rounds.len(), 3);
         let r = speedup(&b, &a);
         let floor = PAIRED_FLOOR.exp();
         assert!(
@@ -1140,9 +1117,10 @@ mod tests {
         let r = speedup(&b, &Est::of(&apart));
         assert!(r.low < 1.0 && r.high > 2.0, "{r}");
         assert_eq!(r.direction(), None);
-        // A derived estimate keeps no rounds, a scaled one keeps them.
-        assert!(Est::cost(1.0, 0.9, 1.1).rounds.is_empty());
-        assert_eq!(a.scaled(2.0).rounds, a.rounds);
+        // A derived estimate has no rounds to pair; a scaled one keeps them.
+        assert!(Est::cost(141.0, 140.0, 142.0).source.is_none());
+        assert!(paired_log_half_width(&a.scaled(2.0), &b).is_some());
+        assert!(paired_log_half_width(&Est::cost(141.0, 140.0, 142.0), &b).is_none());
     }
 
     #[test]
@@ -1178,7 +1156,7 @@ mod tests {
         ha.between_runs = Some(0.05);
         hb.between_runs = Some(0.05);
         let hw = paired_log_half_width(&Est::of(&hb), &Est::of(&ha)).unwrap();
-        assert!((hw - Z95 * 0.05f64.hypot(0.05)).abs() < 1e-9, "{hw}");
+        assert!((hw - Z95 * 0.05f64.hypot(0.05)).abs() < 1e-6, "{hw}");
         // One round in common is no pair.
         let d = rounds_of(200.0, &[0.5, 9.0, 9.5], &[(200.0, 1.0); 3]);
         assert!(paired_log_half_width(&Est::of(&d), &Est::of(&a)).is_none());

@@ -29,20 +29,20 @@ struct Row {
     /// Input size over output size (exact: the codecs are deterministic).
     ratio: f64,
     /// Compress speed, uncompressed B/s.
-    c: Est,
+    c: Est<'static>,
     /// Decompress speed, uncompressed B/s, when measured.
-    d: Option<Est>,
+    d: Option<Est<'static>>,
 }
 
 impl Row {
     /// Bytes of output avoided per second of compressing.
-    fn saved_per_s(&self) -> Est {
+    fn saved_per_s(&self) -> Est<'_> {
         self.c.scaled((1.0 - 1.0 / self.ratio).max(0.0))
     }
 
     /// Time to compress, send over `link` B/s and decompress one byte of
     /// input, a cost with its interval (the ends from the speeds' ends).
-    fn send_time(&self, link: f64) -> Option<Est> {
+    fn send_time(&self, link: f64) -> Option<Est<'_>> {
         let d = self.d?;
         let t = |c: f64, d: f64| 1.0 / c + 1.0 / (self.ratio * link) + 1.0 / d;
         Some(Est::cost(
@@ -55,7 +55,7 @@ impl Row {
     /// The link speed below which compress, send, decompress beats sending raw:
     /// 1/L > 1/c + 1/(rL) + 1/d, so L < (1 - 1/r) / (1/c + 1/d); a rate with
     /// its interval.
-    fn break_even(&self) -> Option<Est> {
+    fn break_even(&self) -> Option<Est<'_>> {
         let d = self.d?;
         if self.ratio <= 1.0 {
             return None;

@@ -78,7 +78,7 @@ pub fn findings(ms: &[Measurement]) -> Vec<Finding> {
 }
 
 /// A result with a positive median, as its fast end with its interval.
-fn fast(ms: &[Measurement], id: &str) -> Option<Est> {
+fn fast<'a>(ms: &'a [Measurement], id: &str) -> Option<Est<'a>> {
     get(ms, id)
         .filter(|m| m.median.is_finite() && m.median > 0.0)
         .map(est)
@@ -469,7 +469,7 @@ fn type_cycles(ms: &[Measurement], ty: Ty, ghz: Option<f64>) -> Option<Finding> 
 
 /// The fast end of a result with its interval (the median's when it has
 /// no samples).
-fn est(m: &Measurement) -> Est {
+fn est(m: &Measurement) -> Est<'_> {
     fast_end(m).unwrap_or_else(|| Est::of(m))
 }
 

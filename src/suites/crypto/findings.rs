@@ -26,7 +26,7 @@ fn implementation(m: &Measurement) -> String {
 }
 
 /// A rate read at its fast end (the point estimate when too few samples).
-fn est(m: &Measurement) -> Est {
+fn est(m: &Measurement) -> Est<'_> {
     fast_end(m).unwrap_or_else(|| Est::of(m))
 }
 

@@ -508,7 +508,7 @@ pub const IDLE_SLICES: usize = 15;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct IdleBurn {
     /// The share of one CPU (the loop's CPU time over wall time) per slice: median and interval.
-    pub share: claims::Est,
+    pub share: claims::Est<'static>,
     /// CPU time per look (`fstat` and `nanosleep`), ns.
     pub cpu_per_look_ns: f64,
     /// Looks in all.

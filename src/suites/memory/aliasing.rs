@@ -294,7 +294,7 @@ fn line_from(m: &Measurement) -> Option<u64> {
     (sets > 0).then(|| way / sets)
 }
 
-fn est(m: &Measurement) -> Est {
+fn est(m: &Measurement) -> Est<'_> {
     fast_end(m).unwrap_or_else(|| Est::of(m))
 }
 

@@ -34,7 +34,7 @@ const FDS_MATERIAL: f64 = 0.10;
 /// The estimate of the measurement with id `id`, if the run has it, with
 /// the area's typical interval ([`Widths`]): words about spawn costs are
 /// decided on it, so one result's luck with three rounds cannot flip them.
-fn est(ms: &[Measurement], id: &str) -> Option<Est> {
+fn est(ms: &[Measurement], id: &str) -> Option<Est<'static>> {
     get(ms, id).map(|m| Widths::of(ms).est(m))
 }
 
@@ -79,17 +79,14 @@ fn trend_verb(t: &Trend) -> &'static str {
 /// interval and the area's typical one. The typical width keeps a lucky
 /// narrow interval from deciding a word; the row's own keeps the spread it
 /// really has, so a median that picked one of two states is not read as a
-/// growth or an order. It keeps no rounds: a ratio of two is not paired
+/// growth or an order. It comes detached: a ratio of two is not paired
 /// round by round ([`claims::paired_log_half_width`]), since which state a
 /// round's spawn landed in is the row's own, not the pair's.
-fn spread_est(ms: &[Measurement], id: &str) -> Option<Est> {
+fn spread_est(ms: &[Measurement], id: &str) -> Option<Est<'static>> {
     let m = get(ms, id)?;
     let (own, typical) = (Est::of(m), Widths::of(ms).est(m));
     Some(if own.log_half_width() > typical.log_half_width() {
-        Est {
-            rounds: Default::default(),
-            ..own
-        }
+        own.detached()
     } else {
         typical
     })
@@ -192,7 +189,7 @@ fn growth_findings(ms: &[Measurement], out: &mut Vec<Finding>) {
 
 /// The largest growth point (above 0) where both `a` and `b` were measured:
 /// (bytes touched, estimate of a, estimate of b).
-fn top_pair(ms: &[Measurement], a: &str, b: &str) -> Option<(u64, Est, Est)> {
+fn top_pair(ms: &[Measurement], a: &str, b: &str) -> Option<(u64, Est<'static>, Est<'static>)> {
     RSS_POINTS.iter().rev().find_map(|&rss| {
         let x = est(ms, &growth_id(a, rss))?;
         let y = est(ms, &growth_id(b, rss))?;
@@ -277,7 +274,7 @@ fn pays_as_fork(trend: &Trend, popen: &Ratio, fork: Option<&Ratio>) -> &'static 
 }
 
 /// A point of a sweep: its x and the estimate there.
-type Point = (f64, Est);
+type Point = (f64, Est<'static>);
 
 /// The measured points of a sweep of one row over `points` (ids from `id`).
 fn measured(ms: &[Measurement], points: &[u64], id: impl Fn(u64) -> String) -> Vec<Point> {

@@ -93,7 +93,7 @@ fn stalls(ms: &[Measurement]) -> Vec<Finding> {
             low: p.p99_low.unwrap_or(f64::MIN_POSITIVE),
             high: p.p99_high.unwrap_or(f64::INFINITY),
             higher_is_better: false,
-            rounds: claims::RoundLogs::default(),
+            source: None,
         };
         let (fo, io) = (fp.count, ip.count);
         let verdict = match (Some(p99_est(fp)), Some(p99_est(ip))) {

@@ -33,7 +33,7 @@ const IN_FUNCTION_LITTLE: f64 = 1.1;
 const IN_FUNCTION_SLOW: f64 = 1.15;
 
 /// The estimate of `id`, when the run measured it and it is usable.
-fn est(ms: &[Measurement], id: &str) -> Option<Est> {
+fn est<'a>(ms: &'a [Measurement], id: &str) -> Option<Est<'a>> {
     get(ms, id)
         .filter(|m| m.median.is_finite() && m.median > 0.0)
         .map(Est::of)

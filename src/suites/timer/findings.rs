@@ -30,7 +30,7 @@ pub const MEDIAN_MATERIAL: f64 = 1.25;
 
 /// The p99 overshoot with its 95% interval (see the module's note), or
 /// `None` when the result has neither per-wake-up samples nor statistics.
-pub fn p99_est(m: &Measurement) -> Option<Est> {
+pub fn p99_est(m: &Measurement) -> Option<Est<'_>> {
     if m.ops_per_sample <= 1 && !m.samples.is_empty() {
         return claims::quantile_est(&m.samples, 0.99, false);
     }
@@ -54,7 +54,7 @@ pub fn p99_est(m: &Measurement) -> Option<Est> {
         low,
         high,
         higher_is_better: false,
-        rounds: claims::RoundLogs::default(),
+        source: None,
     })
 }
 

@@ -97,7 +97,7 @@ pub(super) fn slow_poll(ms: &[Measurement], p: Placement) -> Option<Finding> {
 
 /// A polling row's idle burn from its details: the share of a CPU as an
 /// estimate, and the CPU time per look (ns).
-fn idle_burn_of(m: &Measurement) -> Option<(Est, f64)> {
+fn idle_burn_of(m: &Measurement) -> Option<(Est<'_>, f64)> {
     let d = m.details.as_ref()?.get("idle_cpu")?;
     let f = |k: &str| d.get(k).and_then(serde_json::Value::as_f64);
     let share = f("share").filter(|v| v.is_finite() && *v > 0.0)?;

@@ -48,7 +48,7 @@ pub(super) fn vs_pipe(ms: &[Measurement], m: Mech, size: usize, p: Placement) ->
 /// across CPUs one of them often ran in another state of the machine, so
 /// its width is luck, and a two-way word decided on it flips from run to
 /// run; the set's typical width is steady.
-fn pooled_est(ms: &[Measurement], m: &Measurement, size: usize, p: Placement) -> Est {
+fn pooled_est<'a>(ms: &[Measurement], m: &'a Measurement, size: usize, p: Placement) -> Est<'a> {
     let set: Vec<&Measurement> = Mech::TPUT
         .iter()
         .filter_map(|&k| usable(ms, &tput_id(k, size, p)))

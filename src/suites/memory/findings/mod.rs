@@ -555,9 +555,9 @@ pub struct PageGap {
     /// Working set in bytes.
     pub size: u64,
     /// A load on 4 KiB pages, ns.
-    pub small: Est,
+    pub small: Est<'static>,
     /// A load on huge pages, ns.
-    pub huge: Est,
+    pub huge: Est<'static>,
     /// Huge pages' speed over 4 KiB pages', with its interval.
     pub ratio: Ratio,
 }
@@ -590,8 +590,8 @@ pub fn page_gaps(ms: &[Measurement]) -> Vec<PageGap> {
             }
             Some(PageGap {
                 size: n,
-                small,
-                huge,
+                small: small.detached(),
+                huge: huge.detached(),
                 ratio: speedup(&huge, &small),
             })
         })

@@ -28,7 +28,7 @@ struct LangSpeeds<'a> {
 impl LangSpeeds<'_> {
     /// The compare result of `method` for the language, with its area's
     /// typical interval.
-    fn cmp(&self, method: &str) -> Option<Est> {
+    fn cmp(&self, method: &str) -> Option<Est<'_>> {
         get(self.ms, &format!("text.cmp.{method}/{}", self.lang)).map(|m| self.widths.est(m))
     }
 
