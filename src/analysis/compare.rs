@@ -770,14 +770,11 @@ fn ratio_ci(ratio: f64, se2: f64, df: f64) -> (f64, f64) {
 /// Student's 95% interval of `exp(mean(lb_k - la_k))` for paired log
 /// values, centred on `ratio`; `None` without at least two pairs.
 fn paired_ratio_ci(la: &[f64], lb: &[f64], ratio: f64) -> Option<(f64, f64)> {
-    let d: Vec<f64> = la.iter().zip(lb).map(|(x, y)| y - x).collect();
-    if d.len() < 2 || la.len() != lb.len() {
+    if la.len() != lb.len() {
         return None;
     }
-    let n = d.len() as f64;
-    let mean = d.iter().sum::<f64>() / n;
-    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let hw = stats::t975(n - 1.0) * (var / n).sqrt();
+    let d: Vec<f64> = la.iter().zip(lb).map(|(x, y)| y - x).collect();
+    let (_, hw) = stats::mean_half_width(&d)?;
     Some((ratio * (-hw).exp(), ratio * hw.exp()))
 }
 

@@ -109,17 +109,12 @@ fn paired_half_width(a: &Est<'_>, b: &Est<'_>, product: bool) -> Option<f64> {
             Some(la + sign * lb)
         })
         .collect();
-    if d.len() < 2 {
-        return None;
-    }
-    let n = d.len() as f64;
-    let mean = d.iter().sum::<f64>() / n;
-    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let (_, hw) = crate::stats::mean_half_width(&d)?;
     // What moves the two between runs, from their histories when known
     // (as apart: each row's own), else the floor.
     let between_of = |m: &Measurement| m.between_runs.filter(|b| b.is_finite()).unwrap_or(0.0);
     let between = (Z95 * between_of(ma).hypot(between_of(mb))).max(PAIRED_FLOOR);
-    Some((t975(n - 1.0) * (var / n).sqrt()).hypot(between))
+    Some(hw.hypot(between))
 }
 
 impl<'a> Est<'a> {

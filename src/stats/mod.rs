@@ -292,6 +292,18 @@ pub fn t80(df: f64) -> f64 {
     t_quantile(&T80, Z80, df)
 }
 
+/// The mean of `values` and the half-width of its 95% interval (Student's
+/// t on n − 1 degrees of freedom); `None` with fewer than two.
+pub fn mean_half_width(values: &[f64]) -> Option<(f64, f64)> {
+    if values.len() < 2 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((mean, t975(n - 1.0) * (var / n).sqrt()))
+}
+
 /// Mean and sample variance of the logarithms of positive values; `None`
 /// with fewer than two or any value that is not positive and finite.
 pub fn log_mean_var(values: &[f64]) -> Option<(f64, f64)> {
@@ -521,6 +533,14 @@ mod tests {
         );
         let (lo, _) = widen_interval(100.0, (100.0, 100.0), 0.1);
         assert!(close(lo, 100.0 * (-0.1f64).exp()));
+    }
+
+    #[test]
+    fn a_means_half_width_is_students_and_needs_two_values() {
+        assert!(mean_half_width(&[1.0]).is_none());
+        let (m, hw) = mean_half_width(&[1.0, 2.0, 3.0]).unwrap();
+        assert!(close(m, 2.0) && (hw - t975(2.0) * (1.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(mean_half_width(&[0.5, 0.5]), Some((0.5, 0.0)));
     }
 
     #[test]
