@@ -15,31 +15,51 @@
 //! consecutive runs share most of their evidence for. A first run on a new
 //! machine has no history and keeps the rules of one run.
 
-use crate::harness::claims::{Est, words};
-use crate::harness::{Finding, Measurement};
+use crate::harness::claims::{Est, POOLED_RUN_SPAN_S, words};
+use crate::harness::{Finding, Measurement, Round};
 use crate::stats::{Z95, log_mean_var};
 
 /// Earlier runs of the host a run's findings are pooled with, at most.
 pub const EARLIER_RUNS: usize = 4;
 
 /// `m` pooled with the same benchmark in `earlier` runs (same id and unit,
-/// a positive median): the geometric mean of the runs' medians, and an
-/// interval from both the runs' own intervals and their spread (the mean
-/// of n runs: within-run half-widths in quadrature over n, plus the
-/// between-run spread over √n); with how many runs went in. Everything
-/// else (samples, rounds, details) stays this run's, but the rounds lose
-/// their start (`at_s` not a number), so no ratio pairs them round by
-/// round ([`crate::harness::claims::paired_log_half_width`]): the pooled
-/// median is the runs' mean, not this run's rounds'.
+/// a positive median, newest first): the geometric mean of the runs'
+/// medians, and an interval from both the runs' own intervals and their
+/// spread (the mean of n runs: within-run half-widths in quadrature over
+/// n, plus the between-run spread over √n); with how many runs went in.
+///
+/// An earlier run whose median is clearly not this run's (apart by more
+/// than their two intervals in quadrature allow: the row changed, or the
+/// machine is in another state) is left out: the history settles a word
+/// at its edge, it does not outvote a change this run shows.
+///
+/// The rounds are those of every run pooled, on one clock: the `k`-th
+/// earlier run's starts moved [`POOLED_RUN_SPAN_S`] × `k` back, so two
+/// rows measured in the same rounds of any of the runs pair round by
+/// round ([`crate::harness::claims::paired_log_half_width`]) over all of
+/// them, and rounds of different runs never pair. Everything else
+/// (samples, details) stays this run's.
 pub fn pool_runs(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, usize) {
     let usable = |x: &&Measurement| {
         x.id == m.id && x.unit == m.unit && x.median.is_finite() && x.median > 0.0
     };
-    let mut runs: Vec<&Measurement> = vec![m];
-    runs.extend(earlier.iter().filter_map(|ms| ms.iter().find(usable)));
-    if runs.len() < 2 || !(m.median.is_finite() && m.median > 0.0) {
+    if !(m.median.is_finite() && m.median > 0.0) {
         return (m.clone(), 1);
     }
+    let hw = Est::of(m).log_half_width();
+    let consistent =
+        |x: &Measurement| (x.median / m.median).ln().abs() <= Est::of(x).log_half_width().hypot(hw);
+    let pooled: Vec<(usize, &Measurement)> = earlier
+        .iter()
+        .enumerate()
+        .filter_map(|(k, ms)| ms.iter().find(usable).map(|x| (k + 1, x)))
+        .filter(|(_, x)| consistent(x))
+        .collect();
+    if pooled.is_empty() {
+        return (m.clone(), 1);
+    }
+    let mut runs: Vec<&Measurement> = vec![m];
+    runs.extend(pooled.iter().map(|(_, x)| *x));
     let medians: Vec<f64> = runs.iter().map(|x| x.median).collect();
     let Some((mean, var)) = log_mean_var(&medians) else {
         return (m.clone(), 1);
@@ -57,8 +77,12 @@ pub fn pool_runs(m: &Measurement, earlier: &[&[Measurement]]) -> (Measurement, u
     p.summary.median = mean.exp();
     p.summary.ci_low = (mean - hw).exp();
     p.summary.ci_high = (mean + hw).exp();
-    for r in &mut p.rounds {
-        r.at_s = f64::NAN;
+    for (k, x) in &pooled {
+        let back = POOLED_RUN_SPAN_S * *k as f64;
+        p.rounds.extend(x.rounds.iter().map(|r| Round {
+            at_s: r.at_s - back,
+            ..r.clone()
+        }));
     }
     (p, runs.len())
 }
@@ -254,26 +278,32 @@ mod tests {
     }
 
     /// Earlier runs in which a and b cost the same within noise: a at
-    /// 100 ns × the run's factor, b at 100 ns ÷ it.
+    /// 100 ns × the run's factor, b at 100 ns ÷ it, each ±6% (wide enough
+    /// to hold the 105.5 ns this run reads, so they are pooled with it).
     fn tied_runs(factors: [f64; 4]) -> Vec<Vec<Measurement>> {
         factors
             .iter()
             .map(|d| {
                 vec![
-                    lat("syscall.a", 100.0 * d, 0.02),
-                    lat("syscall.b", 100.0 / d, 0.02),
+                    lat("syscall.a", 100.0 * d, 0.06),
+                    lat("syscall.b", 100.0 / d, 0.06),
                 ]
             })
             .collect()
     }
 
+    /// This run: b 5.5% dearer than a, each ±3%.
+    fn now_at_the_edge() -> Vec<Measurement> {
+        vec![lat("syscall.a", 100.0, 0.03), lat("syscall.b", 105.5, 0.03)]
+    }
+
     #[test]
     fn a_word_at_its_edge_is_decided_on_the_pooled_runs_and_says_so() {
         // Four earlier runs: a and b cost the same. This run alone sees a
-        // 6% gap, just past the material 5%; pooled, it is a tie.
+        // 5.5% gap, just past the material 5%; pooled, it is a tie.
         let same = tied_runs([0.99, 1.01, 1.0, 1.005]);
         let earlier = history(&same, &[]);
-        let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
+        let now = now_at_the_edge();
         let alone = words_of(&now);
         assert!(
             alone[0].text.starts_with("a against b: a is "),
@@ -303,7 +333,7 @@ mod tests {
             printed[0].text
         );
         let earlier = history(&same, &printed);
-        let now = vec![lat("syscall.a", 100.0, 0.01), lat("syscall.b", 106.0, 0.01)];
+        let now = now_at_the_edge();
         assert_eq!(
             findings_with_history(&now, &earlier, words_of),
             words_of(&now)
@@ -357,23 +387,26 @@ mod tests {
         // either. Its 1 MiB sentence uses up the last run's "no clear
         // difference": the 64 KiB one is at its edge and the pooled runs
         // decide it, not the words the last run printed at the other size.
-        let run = |gap: f64| {
+        let run = |gap: f64, rel: f64| {
             vec![
-                lat("syscall.a/64KiB", 100.0, 0.02),
-                lat("syscall.b/64KiB", 100.0 * gap, 0.02),
-                lat("syscall.a/1MiB", 100.0, 0.02),
-                lat("syscall.b/1MiB", 100.0, 0.02),
+                lat("syscall.a/64KiB", 100.0, rel),
+                lat("syscall.b/64KiB", 100.0 * gap, rel),
+                lat("syscall.a/1MiB", 100.0, rel),
+                lat("syscall.b/1MiB", 100.0, rel),
             ]
         };
-        let same: Vec<Vec<Measurement>> = (0..4).map(|_| run(1.3)).collect();
-        let printed = two_sizes(&same[0]);
+        // Earlier runs ±6%, wide enough to hold this run's figures (so
+        // they are pooled with it); the last one printed its words from
+        // narrower intervals.
+        let same: Vec<Vec<Measurement>> = (0..4).map(|_| run(1.07, 0.06)).collect();
+        let printed = two_sizes(&run(1.07, 0.02));
         assert!(printed[0].text.contains(": a is "), "{printed:?}");
         assert!(
             printed[1].text.contains("no clear difference"),
             "{printed:?}"
         );
         let earlier = history(&same, &printed);
-        let now = run(1.01);
+        let now = run(1.01, 0.02);
         assert!(two_sizes(&now)[0].text.contains("no clear difference"));
         let f = findings_with_history(&now, &earlier, two_sizes);
         assert_eq!(f.len(), 2, "{f:?}");
@@ -397,36 +430,102 @@ mod tests {
         assert_eq!(f, words_of(&now));
     }
 
-    #[test]
-    fn pooling_is_the_geometric_mean_with_the_runs_spread_in_the_interval() {
-        let mut m = lat("syscall.a", 100.0, 0.01);
-        m.rounds = (0..3)
+    /// Three rounds at `at_s` 0, 1 and 2, each with median `v`.
+    fn rounds_at(v: f64) -> Vec<Round> {
+        (0..3)
             .map(|k| {
                 serde_json::from_value(serde_json::json!({
-                    "median": 100.0, "n": 5, "ops": 1, "at_s": f64::from(k)
+                    "median": v, "n": 5, "ops": 1, "at_s": f64::from(k)
                 }))
                 .unwrap()
             })
-            .collect();
-        let e1 = vec![lat("syscall.a", 121.0, 0.01)];
+            .collect()
+    }
+
+    #[test]
+    fn pooling_is_the_geometric_mean_with_the_runs_spread_in_the_interval() {
+        let mut m = lat("syscall.a", 100.0, 0.01);
+        m.rounds = rounds_at(100.0);
+        // An earlier run whose wide interval holds this run's median.
+        let mut e1 = lat("syscall.a", 121.0, 0.2);
+        e1.rounds = rounds_at(121.0);
         let other_unit = vec![Measurement::within("syscall.a", "B/s", 5.0, 0.01)];
-        let (p, n) = pool_runs(&m, &[&e1, &other_unit]);
+        let (p, n) = pool_runs(&m, &[std::slice::from_ref(&e1), &other_unit]);
         assert_eq!(n, 2);
-        // This run's rounds stay, but no ratio pairs a pooled median by them.
-        assert_eq!(p.rounds.len(), 3);
-        let (e, pe) = (Est::of(&m).scaled(2.0), Est::of(&p));
-        let paired = crate::harness::claims::paired_log_half_width;
-        assert!(paired(&Est::of(&m), &e).is_some());
-        assert!(paired(&pe, &e).is_none());
         assert!((p.median - 110.0).abs() < 1e-9, "{}", p.median);
-        // The spread of 100 and 121 dominates the ±1% intervals.
+        // The spread of 100 and 121 dominates this run's ±1%.
         assert!(
             p.ci_low < 95.0 && p.ci_high > 125.0,
             "{} {}",
             p.ci_low,
             p.ci_high
         );
+        // The rounds of both runs, the earlier one's a run's span back.
+        assert_eq!(p.rounds.len(), 6);
+        assert_eq!(p.rounds[..3], m.rounds[..]);
+        for (r, e) in p.rounds[3..].iter().zip(&e1.rounds) {
+            assert_eq!(r.at_s, e.at_s - POOLED_RUN_SPAN_S);
+            assert_eq!(r.median, e.median);
+        }
         let (alone, n) = pool_runs(&m, &[]);
         assert_eq!((alone, n), (m, 1));
+    }
+
+    #[test]
+    fn an_earlier_run_clearly_apart_is_not_pooled() {
+        // This run reads 100 ±1%; an earlier run 150 ±2%: the row changed
+        // (or the machine is in another state), and the history does not
+        // outvote what this run shows. One at 101 ±2% is pooled.
+        let m = lat("syscall.a", 100.0, 0.01);
+        let apart = vec![lat("syscall.a", 150.0, 0.02)];
+        let near = vec![lat("syscall.a", 101.0, 0.02)];
+        assert_eq!(pool_runs(&m, &[&apart]), (m.clone(), 1));
+        let (p, n) = pool_runs(&m, &[&apart, &near]);
+        assert_eq!(n, 2);
+        assert!((p.median - (100.0f64 * 101.0).sqrt()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_clear_change_is_printed_in_the_first_run_that_shows_it() {
+        // Four earlier runs: a clearly faster than b (50 against 100 ns,
+        // ±2%), as the last one printed. Now a reads 200 ns ±2%: slower,
+        // this run's own word, not the pooled runs' tie.
+        let runs: Vec<Vec<Measurement>> = (0..4)
+            .map(|_| vec![lat("syscall.a", 50.0, 0.02), lat("syscall.b", 100.0, 0.02)])
+            .collect();
+        let printed = words_of(&runs[0]);
+        assert!(printed[0].text.contains("a is "), "{printed:?}");
+        let earlier = history(&runs, &printed);
+        let now = vec![lat("syscall.a", 200.0, 0.02), lat("syscall.b", 100.0, 0.02)];
+        assert_eq!(
+            findings_with_history(&now, &earlier, words_of),
+            words_of(&now)
+        );
+    }
+
+    #[test]
+    fn two_rows_of_the_same_rounds_pair_over_every_pooled_run() {
+        // a and b measured in the same rounds of two runs: every round's
+        // a/b is 0.5 while both rows move 20% from run to run together.
+        // Pooled, their ratio pairs over the six rounds: the floor's
+        // width, not the rows' own.
+        let row = |id: &str, v: f64| {
+            let mut m = lat(id, v, 0.1);
+            m.rounds = rounds_at(v);
+            m
+        };
+        let (a, b) = (row("syscall.a", 50.0), row("syscall.b", 100.0));
+        let (ea, eb) = (row("syscall.a", 60.0), row("syscall.b", 120.0));
+        let (pa, _) = pool_runs(&a, &[std::slice::from_ref(&ea)]);
+        let (pb, _) = pool_runs(&b, &[std::slice::from_ref(&eb)]);
+        let r = crate::harness::claims::Ratio::of(&Est::of(&pa), &Est::of(&pb));
+        assert!((r.ratio - 0.5).abs() < 1e-9, "{r:?}");
+        let floor = crate::harness::claims::PAIRED_FLOOR;
+        assert!((r.high / r.ratio).ln() <= floor + 1e-9, "{r:?}");
+        // Unpaired, the two ±10% intervals and the runs' spread.
+        let wide = Est::of(&pa)
+            .log_half_width()
+            .hypot(Est::of(&pb).log_half_width());
+        assert!(wide > 3.0 * floor, "{wide}");
     }
 }

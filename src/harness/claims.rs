@@ -17,6 +17,8 @@
 //! The suites' `findings.rs` build their sentences from these primitives;
 //! the numbers they print may move from run to run, the words may not.
 
+use std::collections::BTreeMap;
+
 use super::Measurement;
 use crate::stats::{Z95, normal_cdf, quantile_sorted, t975};
 
@@ -70,6 +72,41 @@ impl std::fmt::Debug for Est<'_> {
 /// again the width.
 pub const PAIRED_FLOOR: f64 = 0.03;
 
+/// The span of one run on the clock of rounds pooled from several runs
+/// (`analysis::history_words::pool_runs`), in seconds: the `k`-th earlier
+/// run's rounds start `k` spans before this run's, far more than any run
+/// lasts, so rounds of two runs never share a start.
+pub const POOLED_RUN_SPAN_S: f64 = 1e9;
+
+/// The part of a pooled paired ratio's interval that the runs' spread
+/// adds (log scale), when `paired` (round start, log ratio) holds rounds
+/// of two runs or more ([`POOLED_RUN_SPAN_S`] apart): the spread of the
+/// runs' own mean ratios, over the square root of their number, as the
+/// pooled median's is ([`Z95`] standard errors), at least
+/// [`PAIRED_FLOOR`]. It replaces the rows' own spread between runs: the
+/// runs at hand show how far the pair's ratio moves from run to run,
+/// where each row's history shows how far the row does, which is much
+/// further when the machine moves both (rounds 20-40% slower alike).
+/// `None` for rounds of one run.
+fn pooled_runs_spread(paired: &[(f64, f64)]) -> Option<f64> {
+    let mut runs: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
+    for &(at, d) in paired {
+        let e = runs
+            .entry((at / POOLED_RUN_SPAN_S).floor() as i64)
+            .or_default();
+        e.0 += d;
+        e.1 += 1;
+    }
+    if runs.len() < 2 {
+        return None;
+    }
+    let means: Vec<f64> = runs.values().map(|(s, n)| s / *n as f64).collect();
+    let k = means.len() as f64;
+    let mean = means.iter().sum::<f64>() / k;
+    let var = means.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0);
+    Some((Z95 * (var / k).sqrt()).max(PAIRED_FLOOR))
+}
+
 /// The log of each used round's median of `m` as measured (a slow round's
 /// phase correction undone: a state of the machine moves both rows of a
 /// pair, so their ratio needs no model of it), by when the round began.
@@ -103,13 +140,17 @@ pub fn paired_log_half_width(a: &Est<'_>, b: &Est<'_>) -> Option<f64> {
 fn paired_half_width(a: &Est<'_>, b: &Est<'_>, product: bool) -> Option<f64> {
     let (ma, mb) = (a.source?, b.source?);
     let sign = if product { 1.0 } else { -1.0 };
-    let d: Vec<f64> = round_logs(ma)
+    let paired: Vec<(f64, f64)> = round_logs(ma)
         .filter_map(|(at, la)| {
             let (_, lb) = round_logs(mb).find(|&(bt, _)| bt == at)?;
-            Some(la + sign * lb)
+            Some((at, la + sign * lb))
         })
         .collect();
+    let d: Vec<f64> = paired.iter().map(|p| p.1).collect();
     let (_, hw) = crate::stats::mean_half_width(&d)?;
+    if let Some(between) = pooled_runs_spread(&paired) {
+        return Some(hw.hypot(between));
+    }
     // What moves the two between runs, from their histories when known
     // (as apart: each row's own), else the floor.
     let between_of = |m: &Measurement| m.between_runs.filter(|b| b.is_finite()).unwrap_or(0.0);
@@ -916,13 +957,22 @@ pub fn fast_end(m: &Measurement) -> Option<Est<'static>> {
 /// in the estimate had its samples brought to the machine's fast phase
 /// (`phase_factor`), a model that can overshoot (a benchmark that did not
 /// slow down with the canary comes out faster than it ever ran); the fast
-/// end needs no model, so the correction is undone. The samples as stored
-/// when the rounds do not account for them.
+/// end needs no model, so the correction is undone. The samples are
+/// those of the first used rounds whose counts add up to them (a
+/// measurement pooled over runs lists this run's rounds first, then the
+/// earlier runs'); the samples as stored when no such rounds account for
+/// them.
 pub fn measured_samples(m: &Measurement) -> Vec<f64> {
-    let used: Vec<&super::Round> = m.rounds.iter().filter(|r| r.used).collect();
-    if used.iter().map(|r| r.n).sum::<usize>() != m.samples.len()
-        || used.iter().all(|r| r.phase_factor.is_none())
-    {
+    let mut used: Vec<&super::Round> = Vec::new();
+    let mut counted = 0;
+    for r in m.rounds.iter().filter(|r| r.used) {
+        if counted == m.samples.len() {
+            break;
+        }
+        counted += r.n;
+        used.push(r);
+    }
+    if counted != m.samples.len() || used.iter().all(|r| r.phase_factor.is_none()) {
         return m.samples.clone();
     }
     let hib = m.higher_is_better();
@@ -1089,6 +1139,51 @@ mod tests {
             })
             .collect();
         m
+    }
+
+    #[test]
+    fn rounds_pooled_from_runs_take_the_spread_of_the_runs_own_ratios() {
+        // Two runs' rounds on the pooled clock (the earlier one a span
+        // back): a/b is 0.5 in every round of one run and 0.6 in the
+        // other's. The runs' mean ratios spread, over √2, replaces the
+        // rows' own spread between runs (20% here, far wider).
+        let back = POOLED_RUN_SPAN_S;
+        let at = [0.5, 1.7, 2.9, 0.5 - back, 1.7 - back, 2.9 - back];
+        let mut a = rounds_of(
+            55.0,
+            &at,
+            &[(50.0, 1.0); 3]
+                .into_iter()
+                .chain([(60.0, 1.0); 3])
+                .collect::<Vec<_>>(),
+        );
+        let mut b = rounds_of(100.0, &at, &[(100.0, 1.0); 6]);
+        a.between_runs = Some(0.2);
+        b.between_runs = Some(0.2);
+        let hw = paired_log_half_width(&Est::of(&a), &Est::of(&b)).unwrap();
+        let (d0, d1) = (0.5f64.ln(), 0.6f64.ln());
+        let sd = (d1 - d0).abs() / 2f64.sqrt();
+        let between = Z95 * sd / 2f64.sqrt();
+        // The rounds' own interval: six log ratios, three of each run.
+        let within = crate::stats::mean_half_width(&[d0, d0, d0, d1, d1, d1])
+            .unwrap()
+            .1;
+        assert!((hw - within.hypot(between)).abs() < 1e-9, "{hw}");
+        // Runs that agree: the floor.
+        let b2 = rounds_of(
+            110.0,
+            &at,
+            &[
+                (100.0, 1.0),
+                (100.0, 1.0),
+                (100.0, 1.0),
+                (120.0, 1.0),
+                (120.0, 1.0),
+                (120.0, 1.0),
+            ],
+        );
+        let hw = paired_log_half_width(&Est::of(&a), &Est::of(&b2)).unwrap();
+        assert!((hw - PAIRED_FLOOR).abs() < 1e-9, "{hw}");
     }
 
     #[test]
@@ -1525,6 +1620,16 @@ mod tests {
             },
         ];
         assert_eq!(measured_samples(&t), vec![20.0, 20.0]);
+        // Pooled over runs: this run's rounds first, then an earlier
+        // run's, which have no samples here.
+        let mut pooled = t.clone();
+        pooled.rounds.push(super::super::Round {
+            n: 1,
+            used: true,
+            phase_factor: Some(3.0),
+            ..Default::default()
+        });
+        assert_eq!(measured_samples(&pooled), vec![20.0, 20.0]);
         // Rounds that do not account for the samples leave them as stored.
         t.rounds.pop();
         assert_eq!(measured_samples(&t), vec![10.0, 20.0]);

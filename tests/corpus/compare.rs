@@ -24,6 +24,14 @@ pub(super) fn slower(doc: &RunDoc, k: f64) -> RunDoc {
     let mut d = doc.clone();
     d.run.id.push_str("-slower");
     for m in &mut d.results {
+        slower_row(m, k);
+    }
+    d
+}
+
+/// `m` made `k` times slower, as [`slower`] makes every result.
+pub(super) fn slower_row(m: &mut opcost::harness::Measurement, k: f64) {
+    {
         let f = if m.higher_is_better() { 1.0 / k } else { k };
         let s = &mut m.summary;
         for v in [
@@ -51,7 +59,6 @@ pub(super) fn slower(doc: &RunDoc, k: f64) -> RunDoc {
             }
         }
     }
-    d
 }
 
 /// What `compare` (one run a side, no history, the default threshold)
