@@ -17,8 +17,6 @@
 //! The suites' `findings.rs` build their sentences from these primitives;
 //! the numbers they print may move from run to run, the words may not.
 
-use std::collections::BTreeMap;
-
 use super::Measurement;
 use crate::stats::{Z95, normal_cdf, quantile_sorted, t975};
 
@@ -89,18 +87,22 @@ pub const POOLED_RUN_SPAN_S: f64 = 1e9;
 /// further when the machine moves both (rounds 20-40% slower alike).
 /// `None` for rounds of one run.
 fn pooled_runs_spread(paired: &[(f64, f64)]) -> Option<f64> {
-    let mut runs: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
+    // (run, sum, count); a handful of runs, so a list.
+    let mut runs: Vec<(f64, f64, f64)> = Vec::new();
     for &(at, d) in paired {
-        let e = runs
-            .entry((at / POOLED_RUN_SPAN_S).floor() as i64)
-            .or_default();
-        e.0 += d;
-        e.1 += 1;
+        let run = (at / POOLED_RUN_SPAN_S).floor();
+        match runs.iter_mut().find(|r| r.0 == run) {
+            Some(r) => {
+                r.1 += d;
+                r.2 += 1.0;
+            }
+            None => runs.push((run, d, 1.0)),
+        }
     }
     if runs.len() < 2 {
         return None;
     }
-    let means: Vec<f64> = runs.values().map(|(s, n)| s / *n as f64).collect();
+    let means: Vec<f64> = runs.iter().map(|r| r.1 / r.2).collect();
     let k = means.len() as f64;
     let mean = means.iter().sum::<f64>() / k;
     let var = means.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0);
