@@ -204,6 +204,17 @@ struct Stability {
 }
 
 impl Stability {
+    /// "N of M the same (P%), K contradictions".
+    fn summary(&self) -> String {
+        format!(
+            "{} of {} the same ({:.1}%), {} contradictions",
+            self.same,
+            self.all,
+            100.0 * self.share(),
+            self.opposed.len()
+        )
+    }
+
     /// The share of findings with the same words in every run.
     fn share(&self) -> f64 {
         if self.all == 0 {
@@ -328,14 +339,7 @@ fn findings_keep_their_words_across_each_set_of_runs() {
                 .map_or(SAME_WORDS, |f| f.2);
             let s = stability(runs);
             let files: Vec<&str> = runs.iter().map(|r| r.file.as_str()).collect();
-            println!(
-                "{machine}/{set} ({}): {} of {} the same ({:.1}%), {} contradictions",
-                files.join(", "),
-                s.same,
-                s.all,
-                100.0 * s.share(),
-                s.opposed.len()
-            );
+            println!("{machine}/{set} ({}): {}", files.join(", "), s.summary());
             for (w, seen) in &s.flips {
                 println!("  {seen:?} {w}");
             }
@@ -345,13 +349,7 @@ fn findings_keep_their_words_across_each_set_of_runs() {
             // as a host that keeps its history makes them: the third run's
             // intervals hold the spread between the runs
             let h = stability(&super::with_history(runs));
-            println!(
-                "  with the history: {} of {} the same ({:.1}%), {} contradictions",
-                h.same,
-                h.all,
-                100.0 * h.share(),
-                h.opposed.len()
-            );
+            println!("  with the history: {}", h.summary());
             for (w, seen) in h.flips.iter().filter(|f| !s.flips.contains(f)) {
                 println!("  (history) {seen:?} {w}");
             }
@@ -359,36 +357,21 @@ fn findings_keep_their_words_across_each_set_of_runs() {
             // intervals and each run's words settled with the runs before,
             // held on every set with no floor
             let p = stability_of(settled(&super::with_history(runs)));
-            println!(
-                "  as printed with the history: {} of {} the same ({:.1}%), {} contradictions",
-                p.same,
-                p.all,
-                100.0 * p.share(),
-                p.opposed.len()
-            );
+            println!("  as printed with the history: {}", p.summary());
             for (w, seen) in &p.flips {
                 println!("  (printed) {seen:?} {w}");
             }
             if p.share() < SAME_WORDS - 1e-9 || !p.opposed.is_empty() {
                 failures.push(format!(
-                    "{machine}/{set} as printed with the history: {:.1}% the same, {} contradictions",
-                    100.0 * p.share(),
-                    p.opposed.len()
+                    "{machine}/{set} as printed with the history: {}",
+                    p.summary()
                 ));
             }
             if h.share() < floor - 1e-9 || !h.opposed.is_empty() {
-                failures.push(format!(
-                    "{machine}/{set} with the history: {:.1}% the same, {} contradictions",
-                    100.0 * h.share(),
-                    h.opposed.len()
-                ));
+                failures.push(format!("{machine}/{set} with the history: {}", h.summary()));
             }
             if s.share() < floor - 1e-9 || !s.opposed.is_empty() {
-                failures.push(format!(
-                    "{machine}/{set}: {:.1}% the same, {} contradictions",
-                    100.0 * s.share(),
-                    s.opposed.len()
-                ));
+                failures.push(format!("{machine}/{set}: {}", s.summary()));
             }
         }
     }
