@@ -295,7 +295,7 @@ fn stability_of(findings: Vec<Vec<Finding>>) -> Stability {
 /// inotify, 1.35× (1.32–1.38) or not clearly 1.25×, holds since the two
 /// are paired round by round: `claims::paired_log_half_width`; the L3's
 /// "of which about … is usable here", 2 of 3 runs, since a last level's
-/// step wholly below sysfs agrees only when all of it is within 2x:
+/// step wholly below sysfs is always the share usable here:
 /// `memory::findings::size_verdict`.)
 const SAME_WORDS: f64 = 0.92;
 
