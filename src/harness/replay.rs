@@ -71,7 +71,8 @@ fn samples_by_round(m: &Measurement) -> Option<Vec<Vec<f64>>> {
 
 /// Applies this tree's phase rules to `results`, measured with `planned`
 /// rounds each (the profile's count: rounds past it were measured again),
-/// and grades `stability` again with what they give. Results whose rounds
+/// names a state tied to placement by this tree's rule, and grades
+/// `stability` again with what they give. Results whose rounds
 /// do not account for their samples are left as they are.
 pub fn replay(
     results: &mut [Measurement],
@@ -99,6 +100,7 @@ pub fn replay(
         })
         .collect();
     let responses = response::responses(&views);
+    let placement = response::placement_effect(&views);
     let mut out = Replayed::default();
     for (m, x) in results.iter_mut().zip(measured) {
         let Some((mut rounds, mut samples)) = x else {
@@ -179,6 +181,7 @@ pub fn replay(
         s.phases.corrected = out.corrected;
         s.phases.unpredicted = out.unpredicted;
         s.phases.responses = responses.clone();
+        s.phases.placement = placement;
         s.regrade();
     }
     out.responses = responses;

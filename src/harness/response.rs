@@ -187,8 +187,9 @@ pub fn unpredicted_words(responses: &[Response]) -> Option<String> {
     (!not.is_empty()).then(|| not.join(", "))
 }
 
-/// A difference smaller than this between the rounds measured on two CPUs
-/// is not named (a few per cent is what rounds differ by anyway).
+/// A difference between the rounds measured on two CPUs is named only when
+/// its whole interval lies beyond this (a few per cent is what rounds
+/// differ by anyway, and "two states" says more).
 pub const PLACEMENT_GAP: f64 = 0.03;
 
 /// A state tied to where rounds ran: an area's rounds measured on one CPU
@@ -203,9 +204,10 @@ pub struct PlacementEffect {
     pub slow_cpu: u32,
     /// How much slower, as a ratio (1.08 = 8% slower).
     pub ratio: f64,
-    /// The ratio's 95% interval, low end.
+    /// The ratio's interval (at [`PLACEMENT_ALPHA`] shared by the areas
+    /// tested), low end.
     pub low: f64,
-    /// The ratio's 95% interval, high end.
+    /// The ratio's interval, high end.
     pub high: f64,
     /// Rounds compared (on either CPU).
     pub rounds: usize,
@@ -239,39 +241,102 @@ fn pooled_slope(groups: &[Vec<(f64, f64)>]) -> Option<(f64, f64, f64, usize)> {
     Some((b, b - hw, b + hw, n))
 }
 
-/// One area's rounds that stayed on one CPU: each benchmark's (CPU, log
-/// time).
-type AreaPlaces = (String, Vec<Vec<(u32, f64)>>);
+/// The level shared by the areas a run tests for a state tied to
+/// placement (Bonferroni: the clearest area is the one named, so with
+/// eleven areas each tested at 5% a run would name one by chance in two
+/// of five).
+pub const PLACEMENT_ALPHA: f64 = 0.05;
 
-/// The clearest state tied to placement in a run: per area, the rounds
-/// that stayed on one CPU (start = end) on the area's two most used CPUs,
-/// and within each benchmark how much slower its rounds on one of them
-/// measured than on the other (the pooled within-benchmark difference of
-/// log time, with its 95% interval). Named only when the interval excludes
-/// no difference and the ratio passes [`PLACEMENT_GAP`]; the largest such
-/// ratio of the run is returned.
-pub fn placement_effect(benches: &[RoundsOf<'_>]) -> Option<PlacementEffect> {
-    use std::collections::BTreeMap;
-    // Per area: each benchmark's (cpu, log time) of its rounds on one CPU.
-    let mut by_area: Vec<AreaPlaces> = Vec::new();
-    for b in benches {
-        let pts: Vec<(u32, f64)> = b
-            .rounds
-            .iter()
-            .filter_map(|r| {
-                let p = r.placement.filter(|p| p.start == p.end)?;
-                Some((p.start, measured_log_time(r, b.higher_is_better)?))
-            })
-            .collect();
-        match by_area.iter_mut().find(|(a, _)| a == b.area) {
-            Some((_, v)) => v.push(pts),
-            None => by_area.push((b.area.to_string(), vec![pts])),
+/// Degrees of freedom an area's fit needs before it is tested (fewer rounds
+/// on either CPU show no state; the critical value is meant for 10 or more).
+const PLACEMENT_MIN_DF: f64 = 10.0;
+
+/// One round in the placement fit: its benchmark, its worker process (0:
+/// the run's own), 1 on the second CPU and 0 on the first, its log time.
+type Placed = (usize, u32, f64, f64);
+
+/// An area's rounds that stayed on one CPU: each with that CPU.
+type AreaRounds<'a> = (&'a str, Vec<(u32, Placed)>);
+
+/// The least-squares slope of log time on the CPU with benchmark and worker
+/// effects taken out (two-way fixed effects, by alternating projections):
+/// `(slope, standard error, degrees of freedom)`.
+///
+/// Why the worker: round k of every benchmark runs in worker k, one pass
+/// of the run after another, so a worker is also a stretch of time. A
+/// pass that ran slower as a whole (a slow minute of the host, the
+/// process's own start) while its worker sat on one CPU is not a state of
+/// that CPU: only rounds of one worker on both CPUs compare them.
+fn within_slope(points: &[Placed]) -> Option<(f64, f64, f64)> {
+    let benches = 1 + points.iter().map(|p| p.0).max()?;
+    let workers = 1 + points.iter().map(|p| p.1).max()? as usize;
+    let mut x: Vec<f64> = points.iter().map(|p| p.2).collect();
+    let mut y: Vec<f64> = points.iter().map(|p| p.3).collect();
+    let demean = |v: &mut [f64], key: &dyn Fn(&Placed) -> usize, groups: usize| {
+        let mut sum = vec![0.0; groups];
+        let mut n = vec![0usize; groups];
+        for (p, &v) in points.iter().zip(v.iter()) {
+            sum[key(p)] += v;
+            n[key(p)] += 1;
+        }
+        for (p, v) in points.iter().zip(v.iter_mut()) {
+            *v -= sum[key(p)] / n[key(p)] as f64;
+        }
+    };
+    for _ in 0..100 {
+        let before = x.clone();
+        for v in [&mut x, &mut y] {
+            demean(v, &|p| p.0, benches);
+            demean(v, &|p| p.1 as usize, workers);
+        }
+        let moved = x.iter().zip(&before).map(|(a, b)| (a - b).abs());
+        if moved.fold(0.0, f64::max) < 1e-12 {
+            break;
         }
     }
-    let mut best: Option<PlacementEffect> = None;
-    for (area, benches) in by_area {
+    let used = |ids: &mut Vec<usize>| {
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    };
+    let nb = used(&mut points.iter().map(|p| p.0).collect());
+    let nw = used(&mut points.iter().map(|p| p.1 as usize).collect());
+    let sxx: f64 = x.iter().map(|v| v * v).sum();
+    let df = points.len() as f64 - (nb + nw) as f64;
+    if sxx <= 1e-9 || df < PLACEMENT_MIN_DF {
+        return None;
+    }
+    let b = x.iter().zip(&y).map(|(x, y)| x * y).sum::<f64>() / sxx;
+    let rss: f64 = x.iter().zip(&y).map(|(x, y)| (y - b * x).powi(2)).sum();
+    Some((b, (rss / df / sxx).sqrt(), df))
+}
+
+/// The clearest state tied to placement in a run. Per area, the rounds
+/// that stayed on one CPU (start = end) on the area's two most used CPUs
+/// give how much slower one CPU's rounds measured than the other's, within
+/// each benchmark and each worker ([`within_slope`]), with its interval at
+/// [`PLACEMENT_ALPHA`] shared by the areas tested. Named only when that
+/// interval lies wholly beyond [`PLACEMENT_GAP`]; the largest such ratio of
+/// the run is returned.
+pub fn placement_effect(benches: &[RoundsOf<'_>]) -> Option<PlacementEffect> {
+    use std::collections::BTreeMap;
+    // Per area: its rounds that stayed on one CPU, each with that CPU.
+    let mut by_area: Vec<AreaRounds<'_>> = Vec::new();
+    for (i, b) in benches.iter().enumerate() {
+        let pts = b.rounds.iter().filter_map(|r| {
+            let p = r.placement.filter(|p| p.start == p.end)?;
+            let y = measured_log_time(r, b.higher_is_better)?;
+            Some((p.start, (i, r.process.unwrap_or(0), 0.0, y)))
+        });
+        match by_area.iter_mut().find(|(a, _)| *a == b.area) {
+            Some((_, v)) => v.extend(pts),
+            None => by_area.push((b.area, pts.collect())),
+        }
+    }
+    let mut fits = Vec::new();
+    for (area, pts) in by_area {
         let mut count: BTreeMap<u32, usize> = BTreeMap::new();
-        for (cpu, _) in benches.iter().flatten() {
+        for (cpu, _) in &pts {
             *count.entry(*cpu).or_default() += 1;
         }
         let mut cpus: Vec<(u32, usize)> = count.into_iter().collect();
@@ -283,37 +348,32 @@ pub fn placement_effect(benches: &[RoundsOf<'_>]) -> Option<PlacementEffect> {
             continue;
         }
         // x = 1 on CPU cb, 0 on CPU ca: the slope is log(time on cb / on ca).
-        let groups: Vec<Vec<(f64, f64)>> = benches
+        let placed: Vec<Placed> = pts
             .iter()
-            .map(|pts| {
-                pts.iter()
-                    .filter(|(c, _)| c == ca || c == cb)
-                    .map(|&(c, y)| (f64::from(u8::from(c == *cb)), y))
-                    .collect()
-            })
+            .filter(|(c, _)| c == ca || c == cb)
+            .map(|&(c, (b, w, _, y))| (b, w, f64::from(u8::from(c == *cb)), y))
             .collect();
-        let Some((d, lo, hi, rounds)) = pooled_slope(&groups) else {
-            continue;
-        };
-        if lo <= 0.0 && hi >= 0.0 {
-            continue;
+        if let Some((d, se, df)) = within_slope(&placed) {
+            fits.push((area, *ca, *cb, d, se, df, placed.len()));
         }
+    }
+    let alpha = PLACEMENT_ALPHA / fits.len().max(1) as f64;
+    let gap = (1.0 + PLACEMENT_GAP).ln();
+    let mut best: Option<PlacementEffect> = None;
+    for (area, ca, cb, d, se, df, rounds) in fits {
+        let hw = crate::stats::t_two_sided(alpha, df) * se;
         // Oriented so the ratio is above 1: the slower CPU's over the faster's.
-        let (fast_cpu, slow_cpu, d, lo, hi) = if d > 0.0 {
-            (*ca, *cb, d, lo, hi)
-        } else {
-            (*cb, *ca, -d, -hi, -lo)
-        };
-        if d.exp() < 1.0 + PLACEMENT_GAP {
+        let (fast_cpu, slow_cpu, d) = if d > 0.0 { (ca, cb, d) } else { (cb, ca, -d) };
+        if d - hw <= gap {
             continue;
         }
         let e = PlacementEffect {
-            area,
+            area: area.to_string(),
             fast_cpu,
             slow_cpu,
             ratio: d.exp(),
-            low: lo.exp(),
-            high: hi.exp(),
+            low: (d - hw).exp(),
+            high: (d + hw).exp(),
             rounds,
         };
         if best.as_ref().is_none_or(|b| e.ratio > b.ratio) {
@@ -425,8 +485,9 @@ mod tests {
         assert_eq!(measured_log_time(&r(0.0, 1.0), false), None);
     }
 
-    /// Rounds of `benches` benchmarks, `per` rounds each alternating CPU 0
-    /// and CPU 1, those on CPU 1 `ratio` times slower (±0.5% wobble).
+    /// Rounds of `benches` benchmarks, `per` rounds each (round k in worker
+    /// k) alternating CPU 0 and CPU 1, those on CPU 1 `ratio` times slower
+    /// (±0.5% wobble).
     fn placed(benches: usize, per: usize, ratio: f64) -> Vec<Vec<Round>> {
         (0..benches)
             .map(|b| {
@@ -443,6 +504,7 @@ mod tests {
                             end: cpu,
                             canary: Some(cpu),
                         });
+                        r.process = Some(i as u32 + 1);
                         r
                     })
                     .collect()
@@ -496,6 +558,42 @@ mod tests {
             }
         }
         assert_eq!(placement_effect(&views("memory", &moved)), None);
+        // a real difference, but not clearly past the gap: no "two states"
+        let faint = placed(10, 3, 1.02);
+        assert_eq!(placement_effect(&views("memory", &faint)), None);
+    }
+
+    #[test]
+    fn a_slow_pass_is_not_a_state_of_the_cpu_its_worker_sat_on() {
+        // Worker 3's pass ran 15% slower as a whole, on CPU 1 throughout;
+        // workers 1 and 2 measured alike on both CPUs.
+        let rounds: Vec<Vec<Round>> = (0..20)
+            .map(|b| {
+                (0..3)
+                    .map(|i| {
+                        let cpu = if i == 2 { 1 } else { ((i + b) % 2) as u32 };
+                        let wobble = 1.0 + 0.005 * ((i * 5 + b) % 3) as f64;
+                        let slow = if i == 2 { 1.15 } else { 1.0 };
+                        let mut r = r((10.0 + b as f64) * slow * wobble, 1.0);
+                        r.placement = Some(super::super::Placement {
+                            start: cpu,
+                            end: cpu,
+                            canary: Some(cpu),
+                        });
+                        r.process = Some(i as u32 + 1);
+                        r
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(placement_effect(&views("syscall", &rounds)), None);
+        // the same rounds without their workers read as a state of CPU 1
+        let mut anonymous = rounds.clone();
+        for r in anonymous.iter_mut().flatten() {
+            r.process = None;
+        }
+        let e = placement_effect(&views("syscall", &anonymous)).expect("confounded");
+        assert_eq!(e.slow_cpu, 1);
     }
 
     #[test]
