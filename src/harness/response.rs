@@ -268,39 +268,24 @@ type AreaRounds<'a> = (&'a str, Vec<(u32, Placed)>);
 /// process's own start) while its worker sat on one CPU is not a state of
 /// that CPU: only rounds of one worker on both CPUs compare them.
 fn within_slope(points: &[Placed]) -> Option<(f64, f64, f64)> {
-    let benches = 1 + points.iter().map(|p| p.0).max()?;
-    let workers = 1 + points.iter().map(|p| p.1).max()? as usize;
+    let bench: Vec<usize> = points.iter().map(|p| p.0).collect();
+    let worker: Vec<usize> = points.iter().map(|p| p.1 as usize).collect();
+    let benches = 1 + bench.iter().max()?;
+    let workers = 1 + worker.iter().max()?;
     let mut x: Vec<f64> = points.iter().map(|p| p.2).collect();
     let mut y: Vec<f64> = points.iter().map(|p| p.3).collect();
-    let demean = |v: &mut [f64], key: &dyn Fn(&Placed) -> usize, groups: usize| {
-        let mut sum = vec![0.0; groups];
-        let mut n = vec![0usize; groups];
-        for (p, &v) in points.iter().zip(v.iter()) {
-            sum[key(p)] += v;
-            n[key(p)] += 1;
-        }
-        for (p, v) in points.iter().zip(v.iter_mut()) {
-            *v -= sum[key(p)] / n[key(p)] as f64;
-        }
-    };
+    let (mut nb, mut nw) = (0, 0);
     for _ in 0..100 {
         let before = x.clone();
         for v in [&mut x, &mut y] {
-            demean(v, &|p| p.0, benches);
-            demean(v, &|p| p.1 as usize, workers);
+            nb = demean(v, &bench, benches);
+            nw = demean(v, &worker, workers);
         }
         let moved = x.iter().zip(&before).map(|(a, b)| (a - b).abs());
         if moved.fold(0.0, f64::max) < 1e-12 {
             break;
         }
     }
-    let used = |ids: &mut Vec<usize>| {
-        ids.sort_unstable();
-        ids.dedup();
-        ids.len()
-    };
-    let nb = used(&mut points.iter().map(|p| p.0).collect());
-    let nw = used(&mut points.iter().map(|p| p.1 as usize).collect());
     let sxx: f64 = x.iter().map(|v| v * v).sum();
     let df = points.len() as f64 - (nb + nw) as f64;
     if sxx <= 1e-9 || df < PLACEMENT_MIN_DF {
@@ -309,6 +294,21 @@ fn within_slope(points: &[Placed]) -> Option<(f64, f64, f64)> {
     let b = x.iter().zip(&y).map(|(x, y)| x * y).sum::<f64>() / sxx;
     let rss: f64 = x.iter().zip(&y).map(|(x, y)| (y - b * x).powi(2)).sum();
     Some((b, (rss / df / sxx).sqrt(), df))
+}
+
+/// Subtracts from each value the mean of its group (`keys[i]`, below
+/// `groups`); returns how many groups hold a value.
+fn demean(v: &mut [f64], keys: &[usize], groups: usize) -> usize {
+    let mut sum = vec![0.0; groups];
+    let mut n = vec![0usize; groups];
+    for (&k, &v) in keys.iter().zip(v.iter()) {
+        sum[k] += v;
+        n[k] += 1;
+    }
+    for (&k, v) in keys.iter().zip(v.iter_mut()) {
+        *v -= sum[k] / n[k] as f64;
+    }
+    n.iter().filter(|&&c| c > 0).count()
 }
 
 /// The clearest state tied to placement in a run. Per area, the rounds
