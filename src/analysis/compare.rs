@@ -384,6 +384,37 @@ impl Comparison {
     pub fn load_changed(&self) -> Option<[f64; 2]> {
         self.others_share.filter(|[a, b]| (b - a).abs() >= BUSIER)
     }
+
+    /// Other programs' share of the CPUs on each side, when both sides
+    /// shared the machine with them (each at least the share a run calls
+    /// shared) and neither was busier by [`BUSIER`].
+    pub fn both_shared(&self) -> Option<[f64; 2]> {
+        use crate::harness::canary::BUSY_SHARE;
+        let busy = |[a, b]: &[f64; 2]| a.min(*b) >= BUSY_SHARE;
+        self.others_share
+            .filter(busy)
+            .filter(|_| self.load_changed().is_none())
+    }
+
+    /// Of the rows called faster or slower, how many were measured on
+    /// several CPUs at once ([`on_several_cpus`]), and how many in all.
+    pub fn called_on_several_cpus(&self) -> (usize, usize) {
+        let called = self.rows.iter().filter(|r| r.verdict != Change::Same);
+        called.fold((0, 0), |(several, all), r| {
+            (several + usize::from(on_several_cpus(&r.id)), all + 1)
+        })
+    }
+}
+
+/// True for a benchmark measured on several CPUs at once: a pair across
+/// CPUs (`ipc.pipe.tput/64B/cross`) or bandwidth on more than one thread
+/// (`memory.bandwidth.copy/threads=all`). Other programs on the machine
+/// take whole CPUs from such a row, not only batches of its samples.
+pub fn on_several_cpus(id: &str) -> bool {
+    condition(id).is_some_and(|c| {
+        c.split('/')
+            .any(|part| part == "cross" || part.strip_prefix("threads=").is_some_and(|n| n != "1"))
+    })
 }
 
 /// A difference in other programs' share of the CPUs between the sides
@@ -1860,6 +1891,17 @@ mod tests {
     }
 
     #[test]
+    fn rows_measured_on_several_cpus_are_known_by_their_condition() {
+        assert!(on_several_cpus("ipc.pipe.tput/64B/cross"));
+        assert!(on_several_cpus("ipc.tcp.rtt/1KiB/cross"));
+        assert!(on_several_cpus("memory.bandwidth.copy/threads=all"));
+        assert!(on_several_cpus("memory.bandwidth.read/threads=2"));
+        assert!(!on_several_cpus("memory.bandwidth.copy/threads=1"));
+        assert!(!on_several_cpus("ipc.pipe.tput/64B/same"));
+        assert!(!on_several_cpus("syscall.getpid.raw"));
+    }
+
+    #[test]
     fn a_side_that_shared_its_cpus_with_other_programs_is_called_busier() {
         use crate::harness::canary::{Interference, Stability};
         let doc = |others: Option<f64>| {
@@ -1885,6 +1927,19 @@ mod tests {
         assert!(crate::report::comparison::render(&c).contains("A ran on a busier machine"));
         let c = compare(&doc(Some(0.02)), &doc(Some(0.15)), &[], 0.05);
         assert_eq!(c.load_changed(), None);
+        assert_eq!(c.both_shared(), None);
+        // both sides shared alike: said, with the rows that need whole CPUs
+        let c = compare(&doc(Some(0.43)), &doc(Some(0.36)), &[], 0.05);
+        assert_eq!(
+            (c.load_changed(), c.both_shared()),
+            (None, Some([0.43, 0.36]))
+        );
+        let text = crate::report::comparison::render(&c);
+        assert!(
+            text.contains("both sides shared the machine: other programs used 43% of the CPUs during A and 36% during B"),
+            "{text}"
+        );
+        assert!(text.contains("0 of the 0 rows called changed"), "{text}");
         // a run that did not record it (an older document): no call
         let c = compare(&doc(None), &doc(Some(0.9)), &[], 0.05);
         assert_eq!(c.others_share, None);

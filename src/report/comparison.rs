@@ -369,12 +369,27 @@ pub fn phase_note(c: &Comparison) -> Option<String> {
 
 /// The warning that one side ran while other programs used the CPUs.
 pub fn load_note(c: &Comparison) -> Option<String> {
-    let [a, b] = c.load_changed()?;
+    let Some([a, b]) = c.load_changed() else {
+        return shared_note(c);
+    };
     let (busy, quiet) = if b > a { ("B", "A") } else { ("A", "B") };
     Some(format!(
         "{busy} ran on a busier machine: other programs used {:.0}% of the CPUs during {busy} and {:.0}% during {quiet}. Per-operation costs leave out the batches they interrupted, so most rows compare the operations themselves; rows that need whole CPUs (all-thread bandwidth, cross-CPU round trips, wake-ups, timers under load) also show the sharing",
         a.max(b) * 100.0,
         a.min(b) * 100.0,
+    ))
+}
+
+/// The warning that both sides ran while other programs used the CPUs:
+/// rows measured on several CPUs at once took what the others left them,
+/// as the sharing fell in each run.
+fn shared_note(c: &Comparison) -> Option<String> {
+    let [a, b] = c.both_shared()?;
+    let (several, called) = c.called_on_several_cpus();
+    Some(format!(
+        "both sides shared the machine: other programs used {:.0}% of the CPUs during A and {:.0}% during B. Per-operation costs leave out the batches they interrupted; rows measured on several CPUs at once (pairs across CPUs, bandwidth on several threads) got what the others left them, as the sharing fell in each run, and differ by that as much as by any change: {several} of the {called} rows called changed are such rows. Compare them from runs on a quiet machine",
+        a * 100.0,
+        b * 100.0,
     ))
 }
 
