@@ -58,6 +58,8 @@ pub enum Warning {
         n_high: usize,
         /// How far apart, as a ratio less 1.
         apart: f64,
+        /// Whether the levels follow the CPU their rounds ran on.
+        cpus: LevelCpus,
     },
     /// The run was interrupted while this benchmark was sampling.
     Interrupted {
@@ -252,6 +254,23 @@ pub fn is_noise(text: &str) -> bool {
     text.starts_with(NOISY_PREFIX)
 }
 
+/// Whether a result's two levels follow the CPU their rounds ran on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LevelCpus {
+    /// Every round of the lower level ran on CPU `low`, every round of the
+    /// upper on CPU `high` (none migrated): pinning reads one level.
+    Tied {
+        /// The lower level's CPU.
+        low: u32,
+        /// The upper level's CPU.
+        high: u32,
+    },
+    /// Every round stayed on one CPU, and the levels do not follow them.
+    Apart,
+    /// A round migrated or did not record its CPU.
+    Unknown,
+}
+
 impl Warning {
     /// The noise warning a summary earns ([`Summary::is_noisy`]), if any.
     pub fn noise_of(s: &Summary) -> Option<Warning> {
@@ -347,13 +366,24 @@ impl fmt::Display for Warning {
                 high,
                 n_high,
                 apart,
+                cpus,
             } => {
                 let n = n_low + n_high;
-                write!(
-                    f,
-                    "two levels: its rounds read {low} ({n_low} of {n}) or {high} ({n_high} of {n}), {:.0}% apart: a state the machine held for whole rounds, which the interval spans; pin with --cpu to read one",
-                    apart * 100.0
-                )
+                let apart = apart * 100.0;
+                match cpus {
+                    LevelCpus::Tied { low: a, high: b } => write!(
+                        f,
+                        "two levels: its rounds read {low} ({n_low} of {n}) on CPU {a} or {high} ({n_high} of {n}) on CPU {b}, {apart:.0}% apart: a state tied to where the rounds ran, which the interval spans; pin with --cpu to read one"
+                    ),
+                    LevelCpus::Apart => write!(
+                        f,
+                        "two levels: its rounds read {low} ({n_low} of {n}) or {high} ({n_high} of {n}), {apart:.0}% apart: a state the machine held for whole rounds (each in a process of its own), not the CPU they ran on, which the interval spans"
+                    ),
+                    LevelCpus::Unknown => write!(
+                        f,
+                        "two levels: its rounds read {low} ({n_low} of {n}) or {high} ({n_high} of {n}), {apart:.0}% apart: a state the machine held for whole rounds, which the interval spans"
+                    ),
+                }
             }
             Warning::Interrupted { samples } => {
                 write!(f, "interrupted after {samples} samples")
