@@ -304,6 +304,18 @@ impl RunDoc {
         self.results = outcome.measurements;
         self.skipped = outcome.skipped;
         self.stability = outcome.stability;
+        // A busy start that did not last: what other programs used of the
+        // CPUs during the run says more than the load average at its start,
+        // which counts a run that just ended (opcost's own, back to back)
+        // for a minute after it.
+        if self
+            .stability
+            .as_ref()
+            .is_some_and(|s| s.others_share.is_some() && !s.shared())
+        {
+            self.warnings
+                .retain(|w| !crate::harness::warnings::is_load(w));
+        }
     }
 
     /// Writes the document as pretty JSON to `path` (see [`write_atomic`]:
@@ -580,6 +592,45 @@ pub fn write_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_start_is_warned_only_when_the_run_shared_the_machine() {
+        use crate::harness::canary::{Interference, PhaseCounts, Stability};
+        let filled = |others: Option<f64>| {
+            let host = crate::host::Host {
+                loadavg: Some([1.1, 0.5, 0.2]),
+                logical_cpus: 2,
+                ..Default::default()
+            };
+            let mut d = RunDoc::started_now(host, crate::harness::Profile::Quick);
+            assert!(
+                d.warnings
+                    .iter()
+                    .any(|w| w.starts_with("load average 1.10 on 2 CPUs"))
+            );
+            let i = Interference {
+                others_share: others,
+                ..Interference::default()
+            };
+            let counts = PhaseCounts {
+                rounds: 10,
+                ..Default::default()
+            };
+            let outcome = RunOutcome {
+                stability: Stability::of(&[1000.0; 20], &[], counts, &i),
+                ..Default::default()
+            };
+            d.fill(outcome, |_| Vec::new());
+            d.warnings
+                .iter()
+                .any(|w| crate::harness::warnings::is_load(w))
+        };
+        // the load was the last run's: nobody else used the CPUs during this one
+        assert!(!filled(Some(0.0)));
+        // others did use them, or the run could not tell
+        assert!(filled(Some(0.4)));
+        assert!(filled(None));
+    }
 
     #[test]
     fn rejects_missing_and_future_schema() {

@@ -592,6 +592,12 @@ pub fn clocksource_warning(host: &crate::host::Host) -> Option<Warning> {
 /// work was running when the run started.
 const LOAD_PER_CPU: f64 = 0.5;
 
+/// True for the text of a [`Warning::Load`] (a document keeps its warnings
+/// as text).
+pub fn is_load(text: &str) -> bool {
+    text.starts_with("load average ")
+}
+
 /// Run-wide warnings that follow from the machine's state at the start:
 /// a clocksource the vDSO may not read, a governor other than
 /// `performance`, a busy machine, a hypervisor underneath.
