@@ -297,7 +297,9 @@ fn within_slope(points: &[Placed]) -> Option<(f64, f64, f64)> {
 }
 
 /// Subtracts from each value the mean of its group (`keys[i]`, below
-/// `groups`); returns how many groups hold a value.
+/// `groups`); returns how many groups hold a value. Kept out of line: its
+/// four calls inlined cost the binary more than the calls cost a run.
+#[inline(never)]
 fn demean(v: &mut [f64], keys: &[usize], groups: usize) -> usize {
     let mut sum = vec![0.0; groups];
     let mut n = vec![0usize; groups];

@@ -369,21 +369,28 @@ impl fmt::Display for Warning {
                 cpus,
             } => {
                 let n = n_low + n_high;
-                let apart = apart * 100.0;
-                match cpus {
-                    LevelCpus::Tied { low: a, high: b } => write!(
-                        f,
-                        "two levels: its rounds read {low} ({n_low} of {n}) on CPU {a} or {high} ({n_high} of {n}) on CPU {b}, {apart:.0}% apart: a state tied to where the rounds ran, which the interval spans; pin with --cpu to read one"
+                let (on_low, on_high, tail) = match cpus {
+                    LevelCpus::Tied { low, high } => (
+                        format!(" on CPU {low}"),
+                        format!(" on CPU {high}"),
+                        "a state tied to where the rounds ran, which the interval spans; pin with --cpu to read one",
                     ),
-                    LevelCpus::Apart => write!(
-                        f,
-                        "two levels: its rounds read {low} ({n_low} of {n}) or {high} ({n_high} of {n}), {apart:.0}% apart: a state the machine held for whole rounds (each in a process of its own), not the CPU they ran on, which the interval spans"
+                    LevelCpus::Apart => (
+                        String::new(),
+                        String::new(),
+                        "a state the machine held for whole rounds (each in a process of its own), not the CPU they ran on, which the interval spans",
                     ),
-                    LevelCpus::Unknown => write!(
-                        f,
-                        "two levels: its rounds read {low} ({n_low} of {n}) or {high} ({n_high} of {n}), {apart:.0}% apart: a state the machine held for whole rounds, which the interval spans"
+                    LevelCpus::Unknown => (
+                        String::new(),
+                        String::new(),
+                        "a state the machine held for whole rounds, which the interval spans",
                     ),
-                }
+                };
+                write!(
+                    f,
+                    "two levels: its rounds read {low} ({n_low} of {n}){on_low} or {high} ({n_high} of {n}){on_high}, {:.0}% apart: {tail}",
+                    apart * 100.0
+                )
             }
             Warning::Interrupted { samples } => {
                 write!(f, "interrupted after {samples} samples")

@@ -387,7 +387,7 @@ fn shared_note(c: &Comparison) -> Option<String> {
     let [a, b] = c.both_shared()?;
     let (several, called) = c.called_on_several_cpus();
     Some(format!(
-        "both sides shared the machine: other programs used {:.0}% of the CPUs during A and {:.0}% during B. Per-operation costs leave out the batches they interrupted; rows measured on several CPUs at once (pairs across CPUs, bandwidth on several threads) got what the others left them, as the sharing fell in each run, and differ by that as much as by any change: {several} of the {called} rows called changed are such rows. Compare them from runs on a quiet machine",
+        "both sides shared the machine: other programs used {:.0}% of the CPUs during A and {:.0}% during B. Rows measured on several CPUs at once (pairs across CPUs, bandwidth on several threads) got what the others left them, as the sharing fell in each run: {several} of the {called} rows called changed are such rows; compare them from runs on a quiet machine",
         a * 100.0,
         b * 100.0,
     ))
