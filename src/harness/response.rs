@@ -491,16 +491,27 @@ mod tests {
     /// k) alternating CPU 0 and CPU 1, those on CPU 1 `ratio` times slower
     /// (±0.5% wobble).
     fn placed(benches: usize, per: usize, ratio: f64) -> Vec<Vec<Round>> {
+        placed_by(benches, per, |b, i| {
+            let cpu = ((i + b) % 2) as u32;
+            (cpu, if cpu == 1 { ratio } else { 1.0 })
+        })
+    }
+
+    /// Rounds of `benches` benchmarks, `per` rounds each (round k in worker
+    /// k), round `i` of benchmark `b` on the CPU `at(b, i)` gives and slower
+    /// by its factor (±0.5% wobble).
+    fn placed_by(
+        benches: usize,
+        per: usize,
+        at: impl Fn(usize, usize) -> (u32, f64),
+    ) -> Vec<Vec<Round>> {
         (0..benches)
             .map(|b| {
                 (0..per)
                     .map(|i| {
-                        let cpu = ((i + b) % 2) as u32;
+                        let (cpu, slower) = at(b, i);
                         let wobble = 1.0 + 0.005 * ((i * 5 + b) % 3) as f64;
-                        let mut r = r(
-                            (10.0 + b as f64) * if cpu == 1 { ratio } else { 1.0 } * wobble,
-                            1.0,
-                        );
+                        let mut r = r((10.0 + b as f64) * slower * wobble, 1.0);
                         r.placement = Some(super::super::Placement {
                             start: cpu,
                             end: cpu,
@@ -569,25 +580,13 @@ mod tests {
     fn a_slow_pass_is_not_a_state_of_the_cpu_its_worker_sat_on() {
         // Worker 3's pass ran 15% slower as a whole, on CPU 1 throughout;
         // workers 1 and 2 measured alike on both CPUs.
-        let rounds: Vec<Vec<Round>> = (0..20)
-            .map(|b| {
-                (0..3)
-                    .map(|i| {
-                        let cpu = if i == 2 { 1 } else { ((i + b) % 2) as u32 };
-                        let wobble = 1.0 + 0.005 * ((i * 5 + b) % 3) as f64;
-                        let slow = if i == 2 { 1.15 } else { 1.0 };
-                        let mut r = r((10.0 + b as f64) * slow * wobble, 1.0);
-                        r.placement = Some(super::super::Placement {
-                            start: cpu,
-                            end: cpu,
-                            canary: Some(cpu),
-                        });
-                        r.process = Some(i as u32 + 1);
-                        r
-                    })
-                    .collect()
-            })
-            .collect();
+        let rounds = placed_by(20, 3, |b, i| {
+            if i == 2 {
+                (1, 1.15)
+            } else {
+                (((i + b) % 2) as u32, 1.0)
+            }
+        });
         assert_eq!(placement_effect(&views("syscall", &rounds)), None);
         // the same rounds without their workers read as a state of CPU 1
         let mut anonymous = rounds.clone();
