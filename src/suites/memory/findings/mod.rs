@@ -18,7 +18,7 @@ pub(super) fn curve(ms: &[Measurement], name: &str) -> Vec<detect::Point> {
     let prefix = latency_prefix(name);
     let mut pts: Vec<detect::Point> = ms
         .iter()
-        .filter(|m| m.id.starts_with(&prefix))
+        .filter(|m| m.id.starts_with(&prefix) && !short_of_huge_pages(m))
         .filter_map(|m| {
             Some(detect::Point {
                 size: m.params.get("size")?.as_u64()?,
@@ -28,6 +28,21 @@ pub(super) fn curve(ms: &[Measurement], name: &str) -> Vec<detect::Point> {
         .collect();
     pts.sort_by_key(|p| p.size);
     pts
+}
+
+/// Whether `m` asked for huge pages and got them for less than half of its
+/// working set (recorded as `huge_page_fraction`): such a point measured 4
+/// KiB pages, and read as a huge-page point it would hide the TLB's cost
+/// and cut the curve short where the larger sizes were skipped (a qemu
+/// aarch64 guest in THP `madvise` mode gave none at any size).
+fn short_of_huge_pages(m: &Measurement) -> bool {
+    let Some(d) = m.details.as_ref() else {
+        return false;
+    };
+    d.get("pages").and_then(|p| p.as_str()) == Some("thp")
+        && d.get("huge_page_fraction")
+            .and_then(|f| f.as_f64())
+            .is_some_and(|f| f < 0.5)
 }
 
 /// The data and unified cache sizes sysfs listed, by level, as recorded
@@ -200,7 +215,7 @@ impl Latency {
             out.push(finding(
                 format!(
                     "{} ~{} @ {} (the plateau's fast end); {verdict}{}",
-                    level_name(n),
+                    detected_name(&self.names, i),
                     crate::units::approx_size(l.size),
                     ns_cycles(l.ns, self.ghz),
                     if i == 0 { caveat } else { "" }
@@ -242,7 +257,7 @@ impl Latency {
             let below = names
                 .iter()
                 .zip(levels)
-                .rfind(|(m, _)| **m < n)
+                .rfind(|(m, _)| **m != UNNUMBERED && **m < n)
                 .map(|(m, l)| format!("{} ({})", level_name(*m), human_ns(l.ns)));
             let above = names
                 .iter()
@@ -437,7 +452,9 @@ pub(super) fn latency_findings(ms: &[Measurement]) -> Vec<Finding> {
 /// skipped rather than its name given to the next one. A detected level
 /// costs the log of its distance to the sysfs size it takes (a last level
 /// smaller than sysfs only a quarter of that: a shared cache), a level
-/// left unmatched on either side costs a factor of four.
+/// left unmatched on either side costs a factor of four. A level sysfs does
+/// not list is numbered on from the one below it, or [`UNNUMBERED`] when a
+/// larger level took a smaller number.
 pub fn name_levels(levels: &[detect::Level], sysfs: &[(u8, u64)]) -> Vec<usize> {
     if sysfs.is_empty() {
         return (1..=levels.len()).collect();
@@ -502,9 +519,32 @@ pub fn name_levels(levels: &[detect::Level], sysfs: &[(u8, u64)]) -> Vec<usize> 
         while out.contains(&n) || sysfs.iter().any(|c| usize::from(c.0) == n) {
             n += 1;
         }
-        out[e] = n;
+        // A level below one that took a smaller number has no number of its
+        // own: one run's stretch at 6.7 MiB came out as "L4" before the L3.
+        let numbered_above = out[e + 1..].iter().any(|&m| m != 0 && m < n);
+        out[e] = if numbered_above { UNNUMBERED } else { n };
     }
     out
+}
+
+/// The name [`name_levels`] gives a level that sysfs does not list and that
+/// sits below a level it does: it is named by its neighbours instead.
+const UNNUMBERED: usize = 0;
+
+/// The name of detected level `i` of `names` ([`name_levels`]): `L2`, or
+/// for an unnumbered one its place, "a level between L2 and L3".
+fn detected_name(names: &[usize], i: usize) -> String {
+    if names[i] != UNNUMBERED {
+        return level_name(names[i]);
+    }
+    let below = names[..i].iter().rev().find(|&&m| m != UNNUMBERED);
+    let above = names[i + 1..].iter().find(|&&m| m != UNNUMBERED);
+    match (below, above) {
+        (Some(&b), Some(&a)) => format!("a level between {} and {}", level_name(b), level_name(a)),
+        (None, Some(&a)) => format!("a level below {}", level_name(a)),
+        (Some(&b), None) => format!("a level above {}", level_name(b)),
+        (None, None) => "a level".to_string(),
+    }
 }
 
 /// What sysfs's size `s` says next to a detected level, decided on the
@@ -584,7 +624,7 @@ pub fn page_gaps(ms: &[Measurement]) -> Vec<PageGap> {
     let size = |m: &Measurement| m.params.get("size")?.as_u64();
     let mut out: Vec<PageGap> = ms
         .iter()
-        .filter(|m| m.id.starts_with(&hp))
+        .filter(|m| m.id.starts_with(&hp) && !short_of_huge_pages(m))
         .filter_map(|hm| {
             let n = size(hm)?;
             let sm = ms
@@ -627,6 +667,43 @@ mod tests {
 
     fn bw(id: &str, v: f64, rel: f64) -> Measurement {
         Measurement::within(id, "B/s", v, rel)
+    }
+
+    #[test]
+    fn a_level_sysfs_does_not_list_is_never_numbered_past_a_larger_one() {
+        const MIB: u64 = 1 << 20;
+        let level = |size: u64, ns: f64| detect::Level {
+            size,
+            size_lo: size,
+            size_hi: size,
+            ns,
+            next_ns: ns * 2.5,
+        };
+        let sysfs = [(1, 32 << 10), (2, MIB), (3, 32 * MIB)];
+        // One run's curve: a level at 6.7 MiB, then a mixed stretch at 20
+        // MiB that took sysfs's 32 MiB L3 (the closer size).
+        let levels = [
+            level(34 << 10, 1.1),
+            level(MIB, 3.8),
+            level(6_700_000, 14.2),
+            level(20 * MIB, 38.0),
+        ];
+        let names = name_levels(&levels, &sysfs);
+        assert_eq!(names, [1, 2, UNNUMBERED, 3]);
+        assert_eq!(detected_name(&names, 2), "a level between L2 and L3");
+        assert_eq!(detected_name(&names, 3), "L3");
+        // Past the last listed level, a level is numbered on.
+        let names = name_levels(
+            &[
+                levels[0],
+                levels[1],
+                level(30 * MIB, 15.0),
+                level(200 * MIB, 40.0),
+            ],
+            &sysfs,
+        );
+        assert_eq!(names, [1, 2, 3, 4]);
+        assert_eq!(detected_name(&names, 3), "L4");
     }
 
     #[test]
@@ -710,6 +787,63 @@ mod tests {
             );
         }
         assert!(f.iter().all(|f| !f.text.contains("not found")), "{f:#?}");
+    }
+
+    #[test]
+    fn huge_page_points_the_kernel_gave_no_huge_pages_for_are_not_a_huge_page_curve() {
+        // A qemu aarch64 guest in THP `madvise` mode: the huge-page curve's
+        // points up to 1.5 MiB got none (larger ones were skipped), so they
+        // measured 4 KiB pages. Read as huge pages they cut the curve at 1.5
+        // MiB ("memory @ 26 ns from 1 MiB on") and compared 4 KiB pages with
+        // themselves for the TLB.
+        let ns = |size: u64| match size {
+            s if s <= 32 << 10 => 1.5,
+            s if s <= 1 << 20 => 9.0,
+            _ => 150.0,
+        };
+        let point = |curve: &str, size: u64, details: serde_json::Value| {
+            let mut m = Measurement::point(
+                &format!("memory.latency.{curve}/{size}B"),
+                "ns/op",
+                ns(size),
+            );
+            m.params.insert("size".into(), size.into());
+            m.details = Some(details);
+            m
+        };
+        let sysfs = serde_json::json!([
+            {"level": 1, "size_bytes": 32 << 10},
+            {"level": 2, "size_bytes": 1 << 20},
+        ]);
+        let mut ms = Vec::new();
+        let mut size = 4096_u64;
+        while size <= 64 << 20 {
+            ms.push(point(
+                "random",
+                size,
+                serde_json::json!({"sysfs_caches": sysfs}),
+            ));
+            if size <= 1536 << 10 {
+                let d = serde_json::json!({"pages": "thp", "huge_page_fraction": 0.0, "sysfs_caches": sysfs});
+                ms.push(point("random_thp", size, d));
+            }
+            size = size * 6 / 5;
+        }
+        let f = latency_findings(&ms);
+        find_starting(&f, "memory @ 150 ns");
+        find_starting(&f, "L1d ~")
+            .assert_says("(no huge-page curve: a TLB step may pass for a level)");
+        assert!(
+            f.iter()
+                .all(|f| !f.text.contains("huge pages") || f.text.contains("no huge-page curve")),
+            "{f:#?}"
+        );
+        assert!(page_gaps(&ms).is_empty());
+        // The same points with their huge pages are a huge-page curve.
+        for m in ms.iter_mut().filter(|m| m.id.contains("random_thp")) {
+            m.details.as_mut().unwrap()["huge_page_fraction"] = 1.0.into();
+        }
+        assert!(!page_gaps(&ms).is_empty());
     }
 
     /// Latency results of a curve from 4 KiB to 64 MiB (`ns` of each
