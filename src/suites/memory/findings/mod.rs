@@ -521,7 +521,7 @@ pub fn name_levels(levels: &[detect::Level], sysfs: &[(u8, u64)]) -> Vec<usize> 
         }
         // A level below one that took a smaller number has no number of its
         // own: one run's stretch at 6.7 MiB came out as "L4" before the L3.
-        let numbered_above = out[e + 1..].iter().any(|&m| m != 0 && m < n);
+        let numbered_above = out[e + 1..].iter().any(|&m| m != UNNUMBERED && m < n);
         out[e] = if numbered_above { UNNUMBERED } else { n };
     }
     out
