@@ -28,6 +28,8 @@
 //!   otherwise the *same*. The threshold defaults to [`DEFAULT_THRESHOLD`].
 //! - The summary of an area is the geometric mean of its time ratios: the
 //!   one mean of ratios that does not depend on which side is called A.
+//!   Its verdict has a noise floor of its own where the history has one:
+//!   how far the host's runs put the area as a whole ([`area_floor`]).
 
 use serde::Serialize;
 
@@ -185,8 +187,14 @@ pub struct Summary {
     /// that row's interval).
     pub geomean_ci: (f64, f64),
     /// The area's verdict: faster or slower only when the interval of its
-    /// geometric mean excludes 1 and the mean is beyond the threshold.
+    /// geometric mean excludes 1 and the mean is beyond the threshold and
+    /// the area's noise floor.
     pub verdict: Change,
+    /// The run-to-run noise floor of the area's geometric mean on A's host
+    /// ([`area_floor`], relative: 0.05 = 5%), when the history had enough
+    /// earlier runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<f64>,
     /// Benchmarks where B is faster.
     pub faster: usize,
     /// Benchmarks where B is slower.
@@ -660,12 +668,21 @@ fn compare_with(
             areas.push(r.area.clone());
         }
     }
+    let summary = |area: &str, of_area: &dyn Fn(&Row) -> bool| {
+        let ids: Vec<&str> = rows
+            .iter()
+            .filter(|r| of_area(r))
+            .map(|r| r.id.as_str())
+            .collect();
+        let floor = area_floor(history, &ids);
+        summarise(area, rows.iter().filter(|r| of_area(r)), threshold, floor)
+    };
     let mut summaries: Vec<Summary> = areas
         .iter()
-        .map(|area| summarise(area, rows.iter().filter(|r| &r.area == area), threshold))
+        .map(|area| summary(area, &|r: &Row| &r.area == area))
         .collect();
     if areas.len() > 1 {
-        summaries.push(summarise("all", rows.iter(), threshold));
+        summaries.push(summary("all", &|_: &Row| true));
     }
     let refs = |side: &[RunDoc]| side.iter().map(RunRef::of).collect::<Vec<_>>();
     let (a_runs, b_runs) = (refs(a), refs(b));
@@ -702,6 +719,56 @@ pub fn noise_floor(earlier: &[Measurement]) -> Option<f64> {
     }
     let medians: Vec<f64> = earlier.iter().map(|m| m.median).collect();
     let (_, var) = stats::log_mean_var(&medians)?;
+    Some((stats::Z95 * (2.0 * var).sqrt()).exp() - 1.0)
+}
+
+/// The run-to-run noise floor of an area's geometric mean of time ratios
+/// (the area of the benchmarks `ids`) from earlier runs of a host: each
+/// benchmark's log time in a run less its mean over the runs that have it
+/// (benchmarks in at least [`FLOOR_MIN_RUNS`] runs), averaged over the
+/// benchmarks of each run, is where that run put the area as a whole; the
+/// floor is `1.96 · √2 · sd` of those levels, the 95% range of the
+/// difference between two runs, as a row's. `None` with fewer than
+/// [`FLOOR_MIN_RUNS`] runs.
+///
+/// States of a shared machine that last a whole run move every benchmark of
+/// an area at once (memory's 145 rows 5% apart between two quick runs of
+/// one binary, while their rounds agreed): the area's interval, its rows
+/// taken as samples of its change, cannot see them, and the host's history can.
+pub fn area_floor(history: &[RunDoc], ids: &[&str]) -> Option<f64> {
+    let mut levels = vec![(0.0, 0usize); history.len()];
+    for id in ids {
+        let logs: Vec<(usize, f64)> = history
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                let m = d.results.iter().find(|m| m.id == *id)?;
+                let time = if m.higher_is_better() {
+                    1.0 / m.median
+                } else {
+                    m.median
+                };
+                (time > 0.0 && time.is_finite()).then(|| (i, time.ln()))
+            })
+            .collect();
+        if logs.len() < FLOOR_MIN_RUNS {
+            continue;
+        }
+        let mean = logs.iter().map(|(_, l)| l).sum::<f64>() / logs.len() as f64;
+        for (i, l) in logs {
+            levels[i].0 += l - mean;
+            levels[i].1 += 1;
+        }
+    }
+    let levels: Vec<f64> = levels
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(sum, n)| (sum / *n as f64).exp())
+        .collect();
+    if levels.len() < FLOOR_MIN_RUNS {
+        return None;
+    }
+    let (_, var) = stats::log_mean_var(&levels)?;
     Some((stats::Z95 * (2.0 * var).sqrt()).exp() - 1.0)
 }
 
@@ -1181,8 +1248,14 @@ fn seed_of(id: &str) -> u64 {
     })
 }
 
-fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>, threshold: f64) -> Summary {
+fn summarise<'a>(
+    area: &str,
+    rows: impl Iterator<Item = &'a Row>,
+    threshold: f64,
+    floor: Option<f64>,
+) -> Summary {
     let mut s = Summary {
+        noise_floor: floor,
         area: area.to_string(),
         n: 0,
         geomean_time_ratio: f64::NAN,
@@ -1218,7 +1291,12 @@ fn summarise<'a>(area: &str, rows: impl Iterator<Item = &'a Row>, threshold: f64
             None => single_ci,
         };
         let (lo, hi) = s.geomean_ci;
-        s.verdict = verdict(s.geomean_time_ratio, lo, hi, threshold);
+        s.verdict = verdict(
+            s.geomean_time_ratio,
+            lo,
+            hi,
+            threshold.max(floor.unwrap_or(0.0)),
+        );
     }
     s
 }
@@ -1383,6 +1461,80 @@ mod tests {
             }
         }
         d
+    }
+
+    #[test]
+    fn an_area_that_moves_as_a_whole_between_the_hosts_runs_has_a_floor() {
+        // The host's earlier runs put memory 0.96–1.04× as a whole, syscall
+        // within 0.5%.
+        let levels = [1.0, 1.04, 0.96, 1.03, 0.97];
+        let level = |k: usize| move |area: &str| if area == "memory" { levels[k] } else { 1.0 };
+        let areas = ["syscall", "memory"];
+        let history: Vec<RunDoc> = (0..levels.len())
+            .map(|k| areas_run("h", &areas, 8, 10 + k as u64, level(k)))
+            .collect();
+        let ids: Vec<String> = history[0].results.iter().map(|m| m.id.clone()).collect();
+        let memory: Vec<&str> = ids
+            .iter()
+            .filter(|i| i.starts_with("memory"))
+            .map(String::as_str)
+            .collect();
+        let floor = area_floor(&history, &memory).expect("five runs");
+        // sd of the levels ≈ 3.5%: 1.96 · √2 · sd ≈ 10%
+        assert!((0.07..0.13).contains(&floor), "{floor}");
+        assert_eq!(
+            area_floor(&history[..2], &memory),
+            None,
+            "two runs: no floor"
+        );
+        // B's memory 5% slower as a whole: called without the history, not with it
+        let a = areas_run("h", &areas, 8, 1, |_| 1.0);
+        let b = areas_run(
+            "h",
+            &areas,
+            8,
+            2,
+            |x| if x == "memory" { 1.05 } else { 1.0 },
+        );
+        let area = |c: &Comparison, name: &str| {
+            c.summaries
+                .iter()
+                .find(|s| s.area == name)
+                .cloned()
+                .unwrap()
+        };
+        let alone = compare(&a, &b, &[], DEFAULT_THRESHOLD);
+        assert_eq!(area(&alone, "memory").verdict, Change::Slower);
+        assert_eq!(area(&alone, "memory").noise_floor, None);
+        let floored = compare_sides(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b),
+            &[],
+            DEFAULT_THRESHOLD,
+            &history,
+        );
+        let m = area(&floored, "memory");
+        assert_eq!(m.verdict, Change::Same, "{m:?}");
+        assert!(m.noise_floor.is_some_and(|f| f > 0.05));
+        let note = crate::report::comparison::render(&floored);
+        assert!(note.contains("its own noise floor, for 3 of 3"), "{note}");
+        // 25% slower is beyond it
+        let far = areas_run(
+            "h",
+            &areas,
+            8,
+            3,
+            |x| if x == "memory" { 1.25 } else { 1.0 },
+        );
+        let c = compare_sides(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&far),
+            &[],
+            DEFAULT_THRESHOLD,
+            &history,
+        );
+        assert_eq!(area(&c, "memory").verdict, Change::Slower);
+        assert_eq!(area(&c, "syscall").verdict, Change::Same);
     }
 
     #[test]

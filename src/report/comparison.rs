@@ -497,6 +497,17 @@ pub fn method_note(c: &Comparison) -> String {
             String::new()
         }
     ));
+    let area_floors = c
+        .summaries
+        .iter()
+        .filter(|s| s.noise_floor.is_some())
+        .count();
+    if area_floors > 0 {
+        parts.push(format!(
+            "an area's \"B is\" likewise beyond its own noise floor, for {area_floors} of {}: the 95% range of the area's level (its rows' mean log time) between those runs",
+            c.summaries.len()
+        ));
+    }
     parts.push(
         "\"no change > X%\": the row's minimal detectable effect, the smallest change its interval and threshold could have called, so a change larger than X% would have been seen".to_string(),
     );
