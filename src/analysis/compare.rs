@@ -718,7 +718,13 @@ pub fn noise_floor(earlier: &[Measurement]) -> Option<f64> {
         return None;
     }
     let medians: Vec<f64> = earlier.iter().map(|m| m.median).collect();
-    let (_, var) = stats::log_mean_var(&medians)?;
+    floor_of(&medians)
+}
+
+/// `1.96 · √2 · sd` of the logs of `values` (one per run), as a relative
+/// change: the 95% range of the difference between two runs.
+fn floor_of(values: &[f64]) -> Option<f64> {
+    let (_, var) = stats::log_mean_var(values)?;
     Some((stats::Z95 * (2.0 * var).sqrt()).exp() - 1.0)
 }
 
@@ -768,8 +774,7 @@ pub fn area_floor(history: &[RunDoc], ids: &[&str]) -> Option<f64> {
     if levels.len() < FLOOR_MIN_RUNS {
         return None;
     }
-    let (_, var) = stats::log_mean_var(&levels)?;
-    Some((stats::Z95 * (2.0 * var).sqrt()).exp() - 1.0)
+    floor_of(&levels)
 }
 
 /// Compares one benchmark of two single runs; the error says why it cannot be compared.
@@ -1506,13 +1511,16 @@ mod tests {
         let alone = compare(&a, &b, &[], DEFAULT_THRESHOLD);
         assert_eq!(area(&alone, "memory").verdict, Change::Slower);
         assert_eq!(area(&alone, "memory").noise_floor, None);
-        let floored = compare_sides(
-            std::slice::from_ref(&a),
-            std::slice::from_ref(&b),
-            &[],
-            DEFAULT_THRESHOLD,
-            &history,
-        );
+        let with_history = |b: &RunDoc| {
+            compare_sides(
+                std::slice::from_ref(&a),
+                std::slice::from_ref(b),
+                &[],
+                DEFAULT_THRESHOLD,
+                &history,
+            )
+        };
+        let floored = with_history(&b);
         let m = area(&floored, "memory");
         assert_eq!(m.verdict, Change::Same, "{m:?}");
         assert!(m.noise_floor.is_some_and(|f| f > 0.05));
@@ -1526,13 +1534,7 @@ mod tests {
             3,
             |x| if x == "memory" { 1.25 } else { 1.0 },
         );
-        let c = compare_sides(
-            std::slice::from_ref(&a),
-            std::slice::from_ref(&far),
-            &[],
-            DEFAULT_THRESHOLD,
-            &history,
-        );
+        let c = with_history(&far);
         assert_eq!(area(&c, "memory").verdict, Change::Slower);
         assert_eq!(area(&c, "syscall").verdict, Change::Same);
     }
