@@ -17,7 +17,8 @@
 #   latency-pinned-cpu0, -cpu1  two L1 rows and cpu.clock pinned with --cpu
 #   default-aa-1, -2            opcost run syscall ipc process memory
 #                               --profile default, twice (compare's A/A pair)
-# Every run is --no-save (no history read or written: a first run's words),
+# Every run is --no-save --no-history (no history written or read: a first
+# run's rounds, interval and words, whatever the machine's database holds),
 # and each holds `flock -x /tmp/opcost-quiet.lock` so that no other timing
 # run shares the machine with it. About 20 minutes on a 2-core guest.
 set -euo pipefail
@@ -71,10 +72,10 @@ one() { # FILE ARGS...: one run, kept gzipped, its command in the README
   local file=$1; shift
   if [ -f "$out/$file.json.gz" ]; then return; fi
   local tmp; tmp=$(mktemp --suffix .json)
-  $wrap "$bin" run "$@" --no-save --json "$tmp" >/dev/null
+  $wrap "$bin" run "$@" --no-save --no-history --json "$tmp" >/dev/null
   gzip -9 -c "$tmp" >"$out/$file.json.gz"
   rm -f "$tmp"
-  echo "| $file | \`opcost run $* --no-save\` |" >>"$readme"
+  echo "| $file | \`opcost run $* --no-save --no-history\` |" >>"$readme"
   echo "$file done" >&2
 }
 for i in 1 2 3 4 5; do one "latency-quick-$i" memory.latency --profile quick; done
